@@ -1,0 +1,15 @@
+"""Built-in plugin: registered through the ``hookstream`` entry-point group like any other plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .hookspecs import hookimpl
+
+
+@hookimpl
+def hookstream_register_chunk_strategies(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    from .strategies import ImmediateStrategy
+
+    register("immediate", ImmediateStrategy)

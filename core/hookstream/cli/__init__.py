@@ -1,0 +1,30 @@
+"""The ``hookstream`` command line (click). Each command lives in its own module of this package."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import click
+
+from .. import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hookstream")
+@click.option("--debug", is_flag=True, help="Log at DEBUG level to stderr (API keys are never logged).")
+def main(debug: bool) -> None:
+    """Stream LLM chat with tool calls, as AG-UI events."""
+    level = logging.DEBUG if debug or os.environ.get("HOOKSTREAM_DEBUG") else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _add_commands() -> None:
+    # Imported here so that `hookstream --help` lists every command from its own module.
+    from . import chat, demo, plugins, replay
+
+    for module in (chat, demo, plugins, replay):
+        main.add_command(module.command)
+
+
+_add_commands()

@@ -1,0 +1,6 @@
+"""placeholder until the engine lands"""
+import click
+
+@click.command("chat")
+def command() -> None:
+    """Chat (engine pending)."""

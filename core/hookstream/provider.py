@@ -1,0 +1,163 @@
+"""The provider contract: what a provider plugin implements and what it is given.
+
+A provider plugin registers a :class:`Provider` subclass under a name (``openai``, ``anthropic``...)
+through the ``hookstream_register_providers`` hook. For each model call the core asks the provider to
+build an :class:`HTTPRequest` from a :class:`ModelRequest`, POSTs it, frames the response as SSE, and
+hands the SSE events to :meth:`Provider.parse_stream`, which yields AG-UI events in the adapter grammar::
+
+    RUN_STARTED Content* (RUN_FINISHED | RUN_ERROR)
+
+(see :mod:`hookstream.testing.grammar`). :class:`hookstream.adapter.StreamBuilder` keeps that grammar for
+an adapter so it only maps the provider's wire events.
+
+Thread safety: a provider instance holds only configuration (model, base URL, API key) and may be
+shared between threads; all per-call state lives in the generator returned by ``parse_stream``.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+
+from .events import BaseEvent
+from .messages import Message
+
+__all__ = ["CallContext", "HTTPRequest", "ModelRequest", "Provider", "Secret", "ToolSpec"]
+
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization"})
+
+
+class Secret:
+    """An API key that never shows itself: ``repr``/``str`` give ``'***'``; :meth:`reveal` gives the key."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a Secret cannot be pickled")
+
+
+@attrs.define(slots=True)
+class ToolSpec:
+    """A tool as the model sees it: ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
+
+
+@attrs.define(slots=True)
+class ModelRequest:
+    """One model call, provider-neutral.
+
+    ``tool_choice`` is ``"auto"``, ``"none"``, ``"required"`` or ``{"name": TOOL}``. ``max_tokens`` is
+    the output token limit. ``options`` are provider-specific body fields merged last (e.g. Anthropic
+    ``thinking``, Gemini ``thinkingConfig``).
+    """
+
+    model: str
+    messages: list[Message]
+    tools: list[ToolSpec] = attrs.Factory(list)
+    tool_choice: str | dict[str, Any] | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    options: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.define(slots=True, repr=False)
+class HTTPRequest:
+    """An HTTP request ready to send. ``json`` is the body; ``headers`` hold auth, so ``repr`` hides
+    secret header values and :meth:`redacted_url` drops the query string (Gemini's ``key=``)."""
+
+    url: str
+    json: dict[str, Any]
+    headers: dict[str, str] = attrs.Factory(dict)
+    method: str = "POST"
+
+    def body(self) -> bytes:
+        return json.dumps(self.json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def redacted_url(self) -> str:
+        parts = urlsplit(self.url)
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+    def redacted_headers(self) -> dict[str, str]:
+        return {k: ("***" if k.lower() in _SECRET_HEADERS else v) for k, v in self.headers.items()}
+
+    def __repr__(self) -> str:
+        return f"HTTPRequest({self.method} {self.redacted_url()}, headers={self.redacted_headers()!r})"
+
+
+@attrs.define(slots=True)
+class CallContext:
+    """Per-call identifiers an adapter puts on ``RUN_STARTED``/``RUN_FINISHED``."""
+
+    thread_id: str
+    run_id: str
+
+
+class Provider(abc.ABC):
+    """Base class of provider adapters.
+
+    Subclasses set :attr:`name`, :attr:`default_base_url` and :attr:`api_key_env`, and implement
+    :meth:`build_request` and :meth:`parse_stream`. ``base_url`` is the API root the official SDKs
+    take (``http://host/v1`` for OpenAI, ``http://host`` for Anthropic and Gemini).
+    """
+
+    name: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    api_key_env: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | Secret | None = None) -> None:
+        self.model = model
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        if api_key is None:
+            api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), "")
+        self.api_key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @abc.abstractmethod
+    def build_request(self, request: ModelRequest) -> HTTPRequest:
+        """The HTTP request for one streamed model call.
+
+        Raises :class:`ValueError` when ``request`` cannot be expressed for this provider.
+        """
+
+    @abc.abstractmethod
+    def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
+        """Map the provider's SSE events (objects with ``event`` and ``data``) to AG-UI events.
+
+        Must yield ``RUN_STARTED`` first and end with one ``RUN_FINISHED`` (all blocks closed, usage
+        and finish reason set) or ``RUN_ERROR``. In-stream provider errors become ``RUN_ERROR`` with
+        the provider's error type as ``code``. May raise :class:`hookstream.errors.MalformedChunkError`
+        for an unparseable chunk; the core turns it into ``RUN_ERROR`` after what arrived before it.
+        If ``events`` ends without a terminal provider event the generator may simply return: the
+        core then ends the call with ``RUN_ERROR`` (``connection_closed``).
+        """
+
+    def read_error(self, status: int, body: bytes) -> tuple[str, str | None]:
+        """(message, error type) of a non-2xx response body; override for unusual error shapes."""
+        from .transport import default_error_reader
+
+        return default_error_reader(status, body)
