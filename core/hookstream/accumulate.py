@@ -140,6 +140,8 @@ class StepAccumulator:
             self.result.error = (event.code, event.message)  # type: ignore[attr-defined]
             if event.usage is not None:  # type: ignore[attr-defined]
                 self.result.usage = event.usage  # type: ignore[attr-defined]
+            if event.raw_finish_reason is not None:  # type: ignore[attr-defined]
+                self.result.raw_finish_reason = event.raw_finish_reason  # type: ignore[attr-defined]
             if self.result.finish_reason is None:
                 self.result.finish_reason = "error"
             self.finish()

@@ -13,3 +13,20 @@ def hookstream_register_chunk_strategies(register: Callable[[str, Callable[..., 
     from .strategies import ImmediateStrategy
 
     register("immediate", ImmediateStrategy)
+
+
+@hookimpl
+def hookstream_register_tool_executors(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    from .executors import BoundedExecutor, SequentialExecutor, ThreadExecutor
+
+    register("thread", ThreadExecutor)
+    register("sequential", SequentialExecutor)
+    register("bounded", BoundedExecutor)
+
+
+@hookimpl
+def hookstream_register_stop_conditions(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    from .stop import BUILTIN
+
+    for name, factory in BUILTIN.items():
+        register(name, factory)

@@ -162,12 +162,15 @@ class RunFinished(BaseEvent):
 @attrs.define(slots=True)
 class RunError(BaseEvent):
     """The run (or model call) failed. ``code`` is a stable machine-readable kind
-    (``rate_limit``, ``connection_closed``, ``malformed_chunk``, a provider error type...)."""
+    (``rate_limit``, ``connection_closed``, ``malformed_chunk``, a provider error type...).
+    ``raw_finish_reason`` is the provider's own end state when it reported one with the error
+    (OpenAI Responses ``failed``); omitted otherwise."""
 
     type: ClassVar[str] = "RUN_ERROR"
     message: str
     code: str | None = None
     usage: Usage | None = None
+    raw_finish_reason: str | None = None
 
 
 @attrs.define(slots=True)
@@ -353,8 +356,8 @@ def _camel(name: str) -> str:
 
 
 def _register(conv: cattrs.Converter, cls: type) -> None:
-    names = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
-    plain = make_dict_unstructure_fn(cls, conv, **names)
+    names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+    plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv, **names)
 
     def without_none(obj: Any) -> dict[str, Any]:
         # Absent optional fields are omitted on the wire; None inside payloads is kept.
@@ -367,7 +370,7 @@ def _register(conv: cattrs.Converter, cls: type) -> None:
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter()
     # ``metadata`` and free-form payloads (``value``, ``input``, ``result``) are JSON values already.
-    conv.register_unstructure_hook(Any, lambda v: v)  # type: ignore[arg-type]
+    conv.register_unstructure_hook(Any, lambda v: v)
     _register(conv, Usage)
     usage_plain = conv.get_unstructure_hook(Usage)
     usage_struct = conv.get_structure_hook(Usage)
@@ -384,8 +387,8 @@ def _make_converter() -> cattrs.Converter:
             total = total + usage_struct(entry, Usage)
         return total
 
-    conv.register_unstructure_hook(Usage | None, usage_to_wire)  # type: ignore[arg-type]
-    conv.register_structure_hook(Usage | None, usage_from_wire)  # type: ignore[arg-type]
+    conv.register_unstructure_hook(Usage | None, usage_to_wire)
+    conv.register_structure_hook(Usage | None, usage_from_wire)
     for cls in (Interrupt, Outcome, *EVENT_TYPES.values()):
         _register(conv, cls)
     return conv
@@ -407,7 +410,7 @@ def to_dict(event: BaseEvent) -> dict[str, Any]:
     if fn is None:
         fn = _UNSTRUCTURE[cls] = converter.get_unstructure_hook(cls)
     body = fn(event)
-    return {"type": cls.type, **body}  # type: ignore[attr-defined]
+    return {"type": cls.type, **body}
 
 
 def to_json(event: BaseEvent) -> str:

@@ -140,7 +140,7 @@ class Registry:
             raise UnknownPluginError(f"no {kind[:-1].replace('_', ' ')} named {name!r} (installed: {known})") from None
 
     def provider(self, name: str) -> Callable[..., Any]:
-        return self.get("providers", name)  # type: ignore[no-any-return]
+        return self.get("providers", name)
 
 
 _lock = threading.Lock()

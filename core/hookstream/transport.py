@@ -147,7 +147,7 @@ class Stream:
         self._aborted.set()
         raw = self.response.raw
         try:
-            sock = raw._connection.sock if raw._connection is not None else None  # type: ignore[union-attr]
+            sock = raw._connection.sock if raw._connection is not None else None
             if sock is not None:
                 sock.shutdown(socket.SHUT_RDWR)
         except (OSError, AttributeError):

@@ -8,9 +8,20 @@ import os
 import click
 
 from .. import __version__
+from ..errors import HookstreamError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Turns hookstream's typed errors into a one-line message and exit code 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except HookstreamError as exc:
+            raise click.ClickException(f"{exc.message} [{exc.code}]") from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hookstream")
 @click.option("--debug", is_flag=True, help="Log at DEBUG level to stderr (API keys are never logged).")
 def main(debug: bool) -> None:

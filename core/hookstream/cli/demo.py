@@ -1,6 +1,23 @@
-"""placeholder until the engine lands"""
+"""``hookstream demo``: the main job, offline, on the bundled multi-step conversation."""
+
+from __future__ import annotations
+
 import click
 
+from ..demo import PROMPT, demo_stream
+from .render import OUTPUT_CHOICES, print_run
+
+
 @click.command("demo")
-def command() -> None:
-    """Demo (engine pending)."""
+@click.option("--output", type=click.Choice(OUTPUT_CHOICES), default="text", show_default=True)
+@click.option("--delay", type=float, default=0.03, show_default=True, help="Seconds between streamed SSE events.")
+def command(output: str, delay: float) -> None:
+    """Play a two-step tool-calling chat through the real adapter, engine and processor, offline."""
+    server, stream = demo_stream(delay=delay)
+    try:
+        if output == "text":
+            click.echo(f"> {PROMPT}\n")
+        code = print_run(stream, output)
+    finally:
+        server.stop()
+    raise SystemExit(code)

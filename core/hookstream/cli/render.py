@@ -9,6 +9,7 @@ from collections.abc import Iterable
 import click
 
 from ..accumulate import StepResult
+from ..chat import ChatStream
 from ..events import BaseEvent, RunError, TextMessageContent, ToolCallResult, ToolCallStart, to_json
 from ..output import final_json
 
@@ -51,3 +52,23 @@ def render_text(events: Iterable[BaseEvent]) -> None:
     if not at_line_start:
         out.write("\n")
     out.flush()
+
+
+def print_run(stream: ChatStream, output: str) -> int:
+    """Consume ``stream`` printing it in ``output`` form; return the exit code (1 when the run failed).
+
+    ``final-json`` describes the run's last model call (see :func:`hookstream.output.final_json`).
+    """
+    if output == "events":
+        for ev in stream:
+            click.echo(to_json(ev))
+    elif output == "text":
+        render_text(stream)
+    else:
+        for _ in stream:
+            pass
+    result = stream.result()
+    if output == "final-json":
+        step = result.last_step or StepResult()
+        click.echo(json.dumps(final_json(step), ensure_ascii=False))
+    return 1 if result.outcome == "error" else 0

@@ -92,8 +92,8 @@ class LoopbackServer:
     @property
     def url(self) -> str:
         assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def start(self) -> LoopbackServer:
         outer = self
@@ -132,7 +132,7 @@ class LoopbackServer:
                 try:
                     for piece in pieces:
                         if piece:
-                            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                            self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
                             self.wfile.flush()
                         if resp.delay:
                             time.sleep(resp.delay)

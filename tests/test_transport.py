@@ -1,0 +1,117 @@
+"""Transport over a real loopback server: SSE line endings, no final blank line, immediate delivery,
+typed HTTP errors that never carry the API key, dropped connections and oversized events."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import LineProvider, sse
+from hookstream.accumulate import StepAccumulator
+from hookstream.call import CallOptions, ModelCall
+from hookstream.errors import ConnectionClosedError, LineTooLongError, RateLimitError
+from hookstream.events import TextMessageContent
+from hookstream.messages import Message
+from hookstream.provider import CallContext, ModelRequest
+from hookstream.testing import LoopbackServer, Response, check_events
+
+KEY = "sk-test-SECRET-0123456789"
+
+
+def run_call(url: str, options: CallOptions | None = None) -> tuple[list, StepAccumulator, ModelCall]:
+    provider = LineProvider("m", base_url=url, api_key=KEY)
+    call = ModelCall(provider, ModelRequest("m", [Message.user("hi")]), CallContext("t", "r"), requests.Session(),
+                     options)
+    acc = StepAccumulator()
+    events = []
+    for e in call:
+        events.append(e)
+        acc.add(e)
+    return events, acc, call
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+@pytest.mark.parametrize("fragment", [None, (1, 3)], ids=["whole", "split"])
+def test_line_endings(sep: str, fragment: tuple[int, int] | None) -> None:
+    body = sse({"text": "Hel"}, {"text": "lo ✓"}, {"finish": "stop"}, sep=sep)
+    with LoopbackServer([Response(body, fragment=fragment)]) as srv:
+        events, acc, _ = run_call(srv.url)
+    check_events(events, form="call")
+    assert acc.finish().text == "Hello ✓"
+
+
+def test_last_event_without_final_blank_line() -> None:
+    body = sse({"text": "a"}) + b'data: {"finish": "stop"}'
+    with LoopbackServer([Response(body)]) as srv:
+        events, acc, _ = run_call(srv.url)
+    assert acc.finish().raw_finish_reason == "stop"
+    check_events(events)
+
+
+def test_delta_reaches_caller_before_the_rest_is_sent() -> None:
+    gate = threading.Event()
+
+    class Pieces(list):  # the server blocks on the gate before its second piece
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            yield sse({"text": "first"})
+            gate.wait(5)
+            yield sse({"text": " second"}, {"finish": "stop"})
+
+    with LoopbackServer([Response(pieces=Pieces())]) as srv:
+        provider = LineProvider("m", base_url=srv.url, api_key=KEY)
+        call = ModelCall(provider, ModelRequest("m", [Message.user("hi")]), CallContext("t", "r"), requests.Session())
+        it = iter(call)
+        start = time.monotonic()
+        first = next(e for e in it if isinstance(e, TextMessageContent))
+        waited = time.monotonic() - start
+        gate.set()
+        rest = list(it)
+    assert first.delta == "first"
+    assert waited < 4, "the first delta must arrive while the server still holds the rest"
+    assert rest[-1].type == "RUN_FINISHED"
+
+
+def test_http_429_is_typed_and_keeps_retry_after_but_never_the_key() -> None:
+    body = json.dumps({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}).encode()
+    with LoopbackServer([Response(body, status=429, headers={"Retry-After": "7"},
+                                  content_type="application/json")]) as srv:
+        events, acc, call = run_call(srv.url)
+    assert isinstance(call.exception, RateLimitError)
+    assert call.exception.status == 429 and call.exception.retry_after == 7.0
+    assert "Rate limit reached" in call.exception.message
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "rate_limit"
+    for text in (repr(call.exception), str(call.exception), json.dumps([e.message for e in events[-1:]])):
+        assert KEY not in text
+    check_events(events)
+
+
+def test_dropped_connection_keeps_what_arrived() -> None:
+    body = sse({"text": "partial "}, {"tool": ["c1", "f", "{}"]})  # no finish: the server just stops
+    with LoopbackServer([Response(body)]) as srv:
+        events, acc, call = run_call(srv.url)
+    step = acc.finish()
+    assert step.text == "partial " and step.tool_calls[0].arguments == {}
+    assert isinstance(call.exception, ConnectionClosedError)
+    assert events[-1].code == "connection_closed"
+    check_events(events)
+
+
+def test_oversized_event_is_bounded() -> None:
+    body = b"data: " + b"x" * 200_000 + b"\n\n"
+    with LoopbackServer([Response(body, fragment=(4000, 9000))]) as srv:
+        events, _, call = run_call(srv.url, CallOptions(max_event_bytes=50_000))
+    assert isinstance(call.exception, LineTooLongError)
+    assert events[-1].code == "line_too_long"
+
+
+def test_malformed_chunk_becomes_run_error_after_good_text() -> None:
+    body = sse({"text": "ok"}) + b"data: {not json\n\n" + sse({"finish": "stop"})
+    with LoopbackServer([Response(body)]) as srv:
+        events, acc, call = run_call(srv.url)
+    assert acc.finish().text == "ok"
+    assert events[-1].code == "malformed_chunk"
+    check_events(events)
