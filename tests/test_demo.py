@@ -1,0 +1,74 @@
+"""The main job end to end: the bundled demo through the real adapter, engine and tools over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
+
+from hookstream import demo  # noqa: E402
+from hookstream.events import from_dict  # noqa: E402
+from hookstream.testing import check_events  # noqa: E402
+
+
+def test_demo_runs_two_steps_with_parallel_tools() -> None:
+    demo.tool_log.clear()
+    server, stream = demo.demo_stream(delay=0)
+    try:
+        events = list(stream)
+        result = stream.result()
+    finally:
+        server.stop()
+    check_events(events, form="run")
+    types = [e.type for e in events]
+    assert types.count("STEP_STARTED") == 2 and types.count("TOOL_CALL_RESULT") == 2
+    assert types.count("RUN_STARTED") == 1 and types[-1] == "RUN_FINISHED"
+    # The final text comes after both tool results.
+    assert max(i for i, t in enumerate(types) if t == "TOOL_CALL_RESULT") < types.index("TEXT_MESSAGE_CONTENT")
+    assert result.outcome == "success" and result.finish_reason == "stop"
+    assert "40,575 JPY" in result.text
+    assert result.usage.input_tokens == 142 + 231 and result.usage.output_tokens == 58 + 41
+    # Request 2 passed the server's pairing check (it answers 400 otherwise) and carried both results.
+    assert len(server.requests) == 2
+    tool_msgs = [m for m in server.requests[1].json()["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["call_hsdemo_weather01", "call_hsdemo_currency02"]
+    # The two tools ran on different threads at the same time.
+    (_, t1, s1, e1), (_, t2, s2, e2) = sorted(demo.tool_log)
+    assert t1 != t2 and max(s1, s2) < min(e1, e2)
+    # The conversation keeps each assistant tool-call message paired with its results.
+    roles = [m.role for m in result.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+def test_server_refuses_a_second_request_without_paired_results() -> None:
+    from hookstream.testing.server import CapturedRequest
+
+    body = {"tools": [{"function": {"name": "get_weather"}}, {"function": {"name": "convert_currency"}}],
+            "messages": [{"role": "user", "content": "x"}]}
+    problem = demo.check_request(1, CapturedRequest("POST", "/v1/chat/completions", {}, json.dumps(body).encode()))
+    assert problem == "second request must carry the assistant tool-call message"
+
+
+def test_cli_demo_events_pass_the_grammar() -> None:
+    proc = subprocess.run([sys.executable, "-m", "hookstream.cli", "demo", "--delay", "0", "--output", "events"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    events = [from_dict(json.loads(line)) for line in proc.stdout.splitlines()]
+    check_events(events, form="run")
+    assert sum(e.type == "TOOL_CALL_RESULT" for e in events) == 2
+
+
+def test_cli_demo_text_and_final_json() -> None:
+    text = subprocess.run([sys.executable, "-m", "hookstream.cli", "demo", "--delay", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert text.returncode == 0, text.stderr
+    assert "[tool call] get_weather" in text.stdout and "40,575 JPY" in text.stdout
+    final = subprocess.run([sys.executable, "-m", "hookstream.cli", "demo", "--delay", "0", "--output", "final-json"],
+                           capture_output=True, text=True, timeout=60)
+    doc = json.loads(final.stdout)
+    assert doc["finish_reason"] == "stop" and doc["raw_finish_reason"] == "stop" and doc["error"] is None
+    assert doc["usage"] == {"input_tokens": 231, "output_tokens": 41}
