@@ -1,0 +1,71 @@
+"""The ``anthropic`` provider: Anthropic Messages API (``POST {base_url}/v1/messages``, streamed).
+
+``base_url`` is the API root the official SDK takes, without ``/v1`` (default
+``https://api.anthropic.com``). The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` and is sent as
+``x-api-key``; it lives in a :class:`hookstream.provider.Secret` and never appears in a repr, log line
+or error.
+
+Thread safety: an :class:`AnthropicProvider` holds configuration only and may be shared between
+threads; per-call state lives in the generator :meth:`AnthropicProvider.parse_stream` returns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from hookstream.events import BaseEvent
+from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
+from hookstream.transport import default_error_reader
+
+from .request import build_body
+from .stream import MessageStreamParser
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicProvider"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""Value of the ``anthropic-version`` header (API reference, "Versions")."""
+
+
+class AnthropicProvider(Provider):
+    """Adapter for the Anthropic Messages API; see :mod:`hookstream_anthropic.request` for the body
+    and :mod:`hookstream_anthropic.stream` for the event mapping."""
+
+    name: ClassVar[str] = "anthropic"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com"
+    api_key_env: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+
+    def build_request(self, request: ModelRequest) -> HTTPRequest:
+        """``POST {base_url}/v1/messages`` with headers ``x-api-key``, ``anthropic-version`` and a JSON
+        body from :func:`hookstream_anthropic.request.build_body`.
+
+        Raises :class:`ValueError` when no API key is configured or the request cannot be expressed.
+        """
+        if not self.api_key:
+            raise ValueError("no Anthropic API key: pass api_key or set ANTHROPIC_API_KEY")
+        headers = {
+            "x-api-key": self.api_key.reveal(),
+            "anthropic-version": ANTHROPIC_VERSION,
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+        }
+        return HTTPRequest(f"{self.base_url}/v1/messages", build_body(request), headers)
+
+    def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
+        """AG-UI events of one streamed message (see :class:`MessageStreamParser`)."""
+        return MessageStreamParser(context).run(events)
+
+    def read_error(self, status: int, body: bytes) -> tuple[str, str | None]:
+        """(message, error type) of an HTTP error body ``{"type": "error", "error": {"type",
+        "message"}, "request_id"?}`` (API reference, "Errors"); the ``request_id`` is appended to the
+        message when present, since Anthropic support asks for it."""
+        message, etype = default_error_reader(status, body)
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return message, etype
+        request_id = doc.get("request_id") if isinstance(doc, dict) else None
+        if isinstance(request_id, str) and request_id:
+            message = f"{message} (request_id {request_id})"
+        return message, etype

@@ -1,0 +1,369 @@
+"""Map the Anthropic Messages streaming events to AG-UI events (the adapter grammar).
+
+Source: Anthropic API reference, "Streaming Messages": ``message_start``, ``content_block_start`` /
+``content_block_delta`` (``text_delta``, ``input_json_delta``, ``thinking_delta``,
+``signature_delta``, ``citations_delta``) / ``content_block_stop``, ``message_delta``,
+``message_stop``, ``ping`` and the in-stream ``error`` event. Dispatch is on the JSON ``type`` field
+(the SSE event name is only a fallback), and every payload goes through ``json.loads``, so whitespace
+padding inside the object and ``{"type": "ping"}`` with a space are ordinary input.
+
+What each block becomes:
+
+* ``text`` -> ``TEXT_MESSAGE_*``. Consecutive text blocks (a web-search answer arrives as dozens of
+  them, split at citations) stay one text message; a thinking block or tool call closes it.
+* ``thinking`` -> ``REASONING_*``; the block's ``signature`` rides on ``REASONING_MESSAGE_END`` as
+  ``metadata={"anthropic": {"signature": ...}}``. A thinking block without any text (display
+  omitted) and a ``redacted_thinking`` block become ``REASONING_ENCRYPTED_VALUE`` with the same
+  metadata (``redacted_data`` for the latter), so the part still goes back to the API.
+* ``tool_use`` -> ``TOOL_CALL_START`` / ``TOOL_CALL_ARGS`` (the ``partial_json`` fragments) /
+  ``TOOL_CALL_END`` at ``content_block_stop``. A block still open when the message ends (``max_tokens``
+  mid tool call) is closed by the final ``RUN_FINISHED`` bookkeeping; its arguments then do not parse
+  and the call stays incomplete (``arguments: None``), so it is never executed.
+* Server tools (``server_tool_use``, ``web_search_tool_result`` and any other block type) are not
+  client tool calls: each becomes one ``CUSTOM`` event named ``anthropic.<block type>`` at its
+  ``content_block_stop`` (value: the block, with a server tool's streamed ``input`` parsed);
+  ``citations_delta`` becomes ``CUSTOM`` ``anthropic.citation``.
+
+Finish reason (raw value kept): see :data:`STOP_REASONS`. Usage: see :class:`UsageTracker`.
+
+Thread safety: one :class:`MessageStreamParser` per model call, driven by the thread that reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from hookstream.adapter import StreamBuilder, new_id
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
+from hookstream.provider import CallContext
+
+from .request import PROVIDER_KEY
+
+__all__ = ["STOP_REASONS", "MessageStreamParser", "UsageTracker", "finish_reason_for"]
+
+log = logging.getLogger("hookstream.anthropic")
+
+STOP_REASONS: dict[str, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+    # A server tool loop hit its iteration limit; the turn may be resumed by sending it back. For
+    # hookstream the call ended normally, with no client tool to run.
+    "pause_turn": "stop",
+}
+"""Anthropic ``stop_reason`` -> normalised finish reason (API reference, "Messages" > ``stop_reason``)."""
+
+
+def finish_reason_for(raw: str | None, has_tool_calls: bool) -> str:
+    """Normalised finish reason of a raw ``stop_reason``: unknown values map to ``stop``; a message
+    that ended without any (``None``) maps to ``tool_calls`` when it holds tool calls, else ``stop``."""
+    if raw is None:
+        return "tool_calls" if has_tool_calls else "stop"
+    return STOP_REASONS.get(raw, "stop")
+
+
+class UsageTracker:
+    """Token counts of one message, from ``message_start`` then each ``message_delta``.
+
+    ``message_delta.usage`` counts are cumulative, so a count present there replaces the earlier one
+    (an Anthropic-compatible server may report a different ``input_tokens`` at the end). Fields:
+
+    * ``input_tokens`` = ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``
+      (Anthropic counts cached input apart; hookstream's input includes it),
+    * ``cached_input_tokens`` = ``cache_read_input_tokens``,
+    * ``output_tokens`` = the last ``output_tokens``,
+    * ``reasoning_tokens`` = ``output_tokens_details.thinking_tokens`` when present,
+    * ``total_tokens`` = input + output.
+    """
+
+    __slots__ = ("cache_creation", "cache_read", "input", "output", "thinking")
+
+    def __init__(self) -> None:
+        self.input: int | None = None
+        self.cache_creation: int | None = None
+        self.cache_read: int | None = None
+        self.output: int | None = None
+        self.thinking: int | None = None
+
+    def update(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        for key, attr in (
+            ("input_tokens", "input"),
+            ("cache_creation_input_tokens", "cache_creation"),
+            ("cache_read_input_tokens", "cache_read"),
+            ("output_tokens", "output"),
+        ):
+            value = usage.get(key)
+            if isinstance(value, int):
+                setattr(self, attr, value)
+        details = usage.get("output_tokens_details")
+        if isinstance(details, dict) and isinstance(details.get("thinking_tokens"), int):
+            self.thinking = details["thinking_tokens"]
+
+    def usage(self) -> Usage | None:
+        """The :class:`Usage` so far, or ``None`` when no count arrived."""
+        if self.input is None and self.output is None:
+            return None
+        total_in = None
+        if self.input is not None:
+            total_in = self.input + (self.cache_creation or 0) + (self.cache_read or 0)
+        total = total_in + self.output if total_in is not None and self.output is not None else None
+        return Usage(
+            input_tokens=total_in,
+            output_tokens=self.output,
+            total_tokens=total,
+            reasoning_tokens=self.thinking,
+            cached_input_tokens=self.cache_read,
+        )
+
+
+class _Block:
+    """One content block by its stream ``index``."""
+
+    __slots__ = ("args_seen", "chunks", "data", "id", "kind", "open", "signature", "start_input", "text_seen")
+
+    def __init__(self, kind: str, data: dict[str, Any]) -> None:
+        self.kind = kind
+        self.data = data
+        self.id: str = ""
+        self.open = True
+        self.signature: str | None = None
+        self.text_seen = False
+        self.args_seen = False
+        self.start_input: Any = None
+        self.chunks: list[str] = []  # server tool input fragments
+
+
+class MessageStreamParser:
+    """Turns the SSE events of one streamed message into AG-UI events. Use :meth:`run` once."""
+
+    def __init__(self, context: CallContext) -> None:
+        self.builder = StreamBuilder(context)
+        self.usage = UsageTracker()
+        self.blocks: dict[int, _Block] = {}
+        self.stop_reason: str | None = None
+        self.stop_sequence: str | None = None
+        self.message_id: str | None = None
+        self.model: str | None = None
+        self.done = False
+
+    def run(self, events: Iterable[Any]) -> Iterator[BaseEvent]:
+        """Yield ``RUN_STARTED``, the content events, and ``RUN_FINISHED`` / ``RUN_ERROR``.
+
+        Raises :class:`MalformedChunkError` for a payload that is not a JSON object or that refers to
+        an unknown block. If ``events`` ends before ``message_stop`` the message is finished anyway
+        when a ``stop_reason`` arrived; otherwise the generator returns without a terminal event and
+        the core reports ``connection_closed``.
+        """
+        yield from self.builder.start()
+        for sse in events:
+            data = sse.data
+            if not data.strip():
+                continue
+            try:
+                doc = json.loads(data)
+            except ValueError:
+                raise MalformedChunkError(
+                    f"Anthropic SSE event {sse.event!r} is not valid JSON", data
+                ) from None
+            if not isinstance(doc, dict):
+                raise MalformedChunkError(f"Anthropic SSE event {sse.event!r} is not a JSON object", data)
+            kind = doc.get("type") or sse.event
+            yield from self.handle(kind, doc, data)
+            if self.done:
+                return
+        if self.stop_reason is not None:
+            yield from self._finish()
+
+    # -- dispatch -------------------------------------------------------------------------------
+    def handle(self, kind: str, doc: dict[str, Any], data: str) -> list[BaseEvent]:
+        """Events for one decoded payload of type ``kind``."""
+        if kind == "content_block_delta":
+            return self._delta(doc, data)
+        if kind == "ping":
+            return []
+        if kind == "content_block_start":
+            return self._block_start(doc, data)
+        if kind == "content_block_stop":
+            return self._block_stop(doc, data)
+        if kind == "message_start":
+            message = doc.get("message")
+            if isinstance(message, dict):
+                self.message_id = message.get("id")
+                self.model = message.get("model")
+                self.usage.update(message.get("usage"))
+            return []
+        if kind == "message_delta":
+            delta = doc.get("delta")
+            if isinstance(delta, dict):
+                if delta.get("stop_reason") is not None:
+                    self.stop_reason = str(delta["stop_reason"])
+                if delta.get("stop_sequence") is not None:
+                    self.stop_sequence = str(delta["stop_sequence"])
+            self.usage.update(doc.get("usage"))
+            return []
+        if kind == "message_stop":
+            return self._finish()
+        if kind == "error":
+            err = doc.get("error")
+            err = err if isinstance(err, dict) else {}
+            etype = str(err.get("type") or "provider_error")
+            message = str(err.get("message") or etype)
+            self.done = True
+            return self.builder.error(message, code=etype, usage=self.usage.usage())
+        # The API may add event types (versioning policy); they carry nothing hookstream maps.
+        log.debug("ignoring Anthropic stream event of type %r", kind)
+        return []
+
+    def _finish(self) -> list[BaseEvent]:
+        self.done = True
+        out: list[BaseEvent] = []
+        for block in self.blocks.values():
+            if block.open and block.kind == "thinking":
+                out.extend(self._end_thinking(block))
+        has_tools = bool(self.builder.started_tools)
+        meta = {
+            k: v
+            for k, v in (("message_id", self.message_id), ("model", self.model), ("stop_sequence", self.stop_sequence))
+            if v is not None
+        }
+        out.extend(
+            self.builder.finish(
+                finish_reason_for(self.stop_reason, has_tools),
+                self.stop_reason,
+                self.usage.usage(),
+                metadata={PROVIDER_KEY: meta} if meta else None,
+            )
+        )
+        return out
+
+    # -- blocks ---------------------------------------------------------------------------------
+    def _index(self, doc: dict[str, Any], data: str) -> int:
+        index = doc.get("index")
+        if not isinstance(index, int):
+            raise MalformedChunkError(f"Anthropic {doc.get('type')} event without an integer index", data)
+        return index
+
+    def _block_start(self, doc: dict[str, Any], data: str) -> list[BaseEvent]:
+        index = self._index(doc, data)
+        cb = doc.get("content_block")
+        if not isinstance(cb, dict) or not isinstance(cb.get("type"), str):
+            raise MalformedChunkError("Anthropic content_block_start without a content_block type", data)
+        kind = cb["type"]
+        block = self.blocks[index] = _Block(kind, cb)
+        b = self.builder
+        if kind == "text":
+            text = cb.get("text")
+            return b.text(text) if isinstance(text, str) and text else []
+        if kind == "thinking":
+            sig = cb.get("signature")
+            block.signature = sig if isinstance(sig, str) and sig else None
+            text = cb.get("thinking")
+            if isinstance(text, str) and text:
+                block.text_seen = True
+                return b.reasoning(text)
+            return []
+        if kind == "redacted_thinking":
+            out = b.end_text()
+            out.extend(b.end_reasoning())
+            value = str(cb.get("data") or "")
+            out.append(
+                ReasoningEncryptedValue(
+                    "message", new_id("rsn"), value, metadata={PROVIDER_KEY: {"redacted_data": value}}
+                )
+            )
+            return out
+        if kind == "tool_use":
+            name = cb.get("name")
+            if not isinstance(name, str) or not name:
+                raise MalformedChunkError("Anthropic tool_use block without a name", data)
+            block.id = str(cb.get("id") or new_id("toolu"))
+            block.start_input = cb.get("input")
+            return b.tool_start(block.id, name)
+        return []  # server tool blocks: reported whole at content_block_stop
+
+    def _block(self, doc: dict[str, Any], data: str) -> _Block:
+        index = self._index(doc, data)
+        block = self.blocks.get(index)
+        if block is None:
+            raise MalformedChunkError(f"Anthropic {doc.get('type')} for unknown content block {index}", data)
+        return block
+
+    def _delta(self, doc: dict[str, Any], data: str) -> list[BaseEvent]:
+        block = self._block(doc, data)
+        delta = doc.get("delta")
+        if not isinstance(delta, dict):
+            raise MalformedChunkError("Anthropic content_block_delta without a delta object", data)
+        dtype = delta.get("type")
+        if dtype == "text_delta":
+            text = delta.get("text")
+            return self.builder.text(text) if isinstance(text, str) and text else []
+        if dtype == "input_json_delta":
+            part = delta.get("partial_json")
+            if not isinstance(part, str) or not part:
+                return []
+            if block.kind == "tool_use":
+                block.args_seen = True
+                return self.builder.tool_args(block.id, part)
+            block.chunks.append(part)
+            return []
+        if dtype == "thinking_delta":
+            text = delta.get("thinking")
+            if isinstance(text, str) and text:
+                block.text_seen = True
+                return self.builder.reasoning(text)
+            return []
+        if dtype == "signature_delta":
+            sig = delta.get("signature")
+            if isinstance(sig, str) and sig:
+                block.signature = sig
+            return []
+        if dtype == "citations_delta":
+            return [Custom("anthropic.citation", delta.get("citation"))]
+        log.debug("ignoring Anthropic content_block_delta of type %r", dtype)
+        return []
+
+    def _block_stop(self, doc: dict[str, Any], data: str) -> list[BaseEvent]:
+        block = self._block(doc, data)
+        if not block.open:
+            return []
+        block.open = False
+        kind = block.kind
+        if kind == "text" or kind == "redacted_thinking":
+            return []
+        if kind == "thinking":
+            return self._end_thinking(block)
+        if kind == "tool_use":
+            start = block.start_input
+            # Deltas win; a block that streamed none keeps the input it started with ({} normally).
+            given = start if not block.args_seen and isinstance(start, dict) and start else None
+            return self.builder.tool_end(block.id, input=given)
+        value = dict(block.data)
+        if block.chunks:
+            raw = "".join(block.chunks)
+            try:
+                value["input"] = json.loads(raw)
+            except ValueError:
+                value["input"] = None
+                value["input_raw"] = raw
+        return [Custom(f"anthropic.{kind}", value)]
+
+    def _end_thinking(self, block: _Block) -> list[BaseEvent]:
+        block.open = False
+        meta = {PROVIDER_KEY: {"signature": block.signature}} if block.signature else None
+        if block.text_seen and self.builder.reasoning_open:
+            return self.builder.end_reasoning(metadata=meta)
+        if meta is None:
+            return self.builder.end_reasoning()
+        # No thinking text (display omitted): the signature alone still has to go back to the API.
+        out = self.builder.end_reasoning()
+        out.append(ReasoningEncryptedValue("message", new_id("rsn"), block.signature or "", metadata=meta))
+        return out
