@@ -69,8 +69,9 @@ class Usage:
     """Token usage of one model call or, summed, of a run (AG-UI ``TokenUsage``).
 
     All counts are tokens; ``None`` means the provider did not report that count.
-    ``reasoning_tokens`` and ``cached_input_tokens`` are parts of output and input respectively,
-    never additions to them. On the wire AG-UI carries usage as a list of ``TokenUsage`` entries;
+    ``reasoning_tokens`` and ``cached_input_tokens`` are parts of output and input respectively, as
+    AG-UI counts them, except where a provider reports otherwise: Gemini's ``candidatesTokenCount``
+    excludes thoughts, so for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``. On the wire AG-UI carries usage as a list of ``TokenUsage`` entries;
     hookstream writes one entry and sums the entries it reads.
     """
 

@@ -1,0 +1,87 @@
+"""The ``gemini`` provider: Gemini API ``streamGenerateContent?alt=sse`` (and Vertex AI streams).
+
+Request: ``POST {base_url}/v1beta/models/{model}:streamGenerateContent?alt=sse`` with the API key in
+the ``x-goog-api-key`` header (never in the URL, so it cannot leak through logs of URLs). ``base_url`` is
+the API root the official SDKs take (default ``https://generativelanguage.googleapis.com``); a base URL
+that already ends in an API version (``/v1``, ``/v1beta``, ``/v1alpha``) is used as it is.
+Source: Gemini API reference, "Generating content" (``models.streamGenerateContent``) and "API keys".
+
+Thread safety: instances hold configuration only and may be shared between threads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+from hookstream.events import BaseEvent
+from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
+
+from .request import build_body
+from .stream import parse_stream
+
+__all__ = ["GeminiProvider"]
+
+_VERSIONED = re.compile(r"/v1(alpha|beta)?$")
+
+
+class GeminiProvider(Provider):
+    """Gemini adapter. ``api_key`` defaults to ``$GEMINI_API_KEY``, then ``$GOOGLE_API_KEY``."""
+
+    name: ClassVar[str] = "gemini"
+    default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com"
+    api_key_env: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    api_version: ClassVar[str] = "v1beta"
+
+    def build_request(self, request: ModelRequest) -> HTTPRequest:
+        """The streaming request for ``request`` (body: :func:`hookstream_gemini.request.build_body`).
+
+        Raises :class:`ValueError` when ``request`` cannot be expressed for Gemini.
+        """
+        model = request.model or self.model
+        if model.startswith("models/"):
+            model = model[len("models/"):]
+        root = self.base_url if _VERSIONED.search(self.base_url) else f"{self.base_url}/{self.api_version}"
+        url = f"{root}/models/{quote(model, safe='-._~')}:streamGenerateContent?alt=sse"
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self.api_key:
+            headers["x-goog-api-key"] = self.api_key.reveal()
+        return HTTPRequest(url, build_body(request), headers)
+
+    def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
+        """AG-UI events of one stream; see :mod:`hookstream_gemini.stream`."""
+        return parse_stream(events, context)
+
+    def read_error(self, status: int, body: bytes) -> tuple[str, str | None]:
+        """(message, error type) of a Gemini error body ``{"error": {"code", "message", "status",
+        "details"}}``, possibly wrapped in a one-element list (the streaming endpoint does that).
+
+        The error type is ``status`` (``INVALID_ARGUMENT``, ``PERMISSION_DENIED``,
+        ``RESOURCE_EXHAUSTED``...); a ``details[].reason`` such as ``API_KEY_INVALID`` is appended to the
+        message. The API key is masked should the body ever echo it.
+        """
+        text = body.decode("utf-8", "replace").strip()
+        try:
+            doc: Any = json.loads(text)
+        except ValueError:
+            return (self._mask(text[:500]) or f"HTTP {status}", None)
+        if isinstance(doc, list) and doc:
+            doc = doc[0]
+        err = doc.get("error") if isinstance(doc, dict) else None
+        if not isinstance(err, dict):
+            return (self._mask(text[:500]), None)
+        message = str(err.get("message") or f"HTTP {status}")
+        reasons = [
+            d["reason"] for d in err.get("details") or () if isinstance(d, dict) and isinstance(d.get("reason"), str)
+        ]
+        if reasons:
+            message = f"{message} ({', '.join(reasons)})"
+        etype = err.get("status") or err.get("code")
+        return (self._mask(message), str(etype) if etype is not None else None)
+
+    def _mask(self, text: str) -> str:
+        key = self.api_key.reveal()
+        return text.replace(key, "***") if key else text
