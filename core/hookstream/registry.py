@@ -36,6 +36,8 @@ GROUP = "hookstream"
 BLOCK_ENV = "HOOKSTREAM_BLOCK_PLUGINS"
 DISABLE_ENV = "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"
 KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions")
+_SINGULAR = {"providers": "provider", "chunk_strategies": "chunk strategy", "tool_executors": "tool executor",
+             "stop_conditions": "stop condition"}
 
 
 @attrs.define(slots=True)
@@ -137,7 +139,8 @@ class Registry:
             return self._items[kind][name]
         except KeyError:
             known = ", ".join(self.names(kind)) or "none"
-            raise UnknownPluginError(f"no {kind[:-1].replace('_', ' ')} named {name!r} (installed: {known})") from None
+            what = _SINGULAR[kind]
+            raise UnknownPluginError(f"no {what} named {name!r} (installed: {known})") from None
 
     def provider(self, name: str) -> Callable[..., Any]:
         return self.get("providers", name)

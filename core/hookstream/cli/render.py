@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 import click
 
 from ..accumulate import StepResult
 from ..chat import ChatStream
-from ..events import BaseEvent, RunError, TextMessageContent, ToolCallResult, ToolCallStart, to_json
+from ..events import BaseEvent, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
 from ..output import final_json
+from ..processor import StreamProcessor
 
 OUTPUT_CHOICES = ("text", "events", "final-json")
 
@@ -27,34 +29,46 @@ def print_call(events: Iterable[BaseEvent], step: StepResult, output: str) -> No
         render_text(events)
 
 
-def render_text(events: Iterable[BaseEvent]) -> None:
-    """Write text deltas as they come, tool calls and results on their own lines, errors to stderr."""
+def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
+    """Render a run as plain text, live: events go through a :class:`StreamProcessor`, whose chunk
+    strategy decides when text is written; tool calls and results get their own lines; errors go to
+    stderr."""
     out = sys.stdout
-    at_line_start = True
+    state = {"printed": 0, "line_start": True}
+
+    def write(text: str) -> None:
+        if text:
+            out.write(text)
+            out.flush()
+            state["line_start"] = text.endswith("\n")
+
+    def on_text_update(message_id: str, text: str) -> None:
+        # The processor hands the full text of the current text part; print only what is new.
+        write(text[state["printed"]:])
+        state["printed"] = len(text)
+
+    def line(text: str) -> None:
+        write(("" if state["line_start"] else "\n") + text + "\n")
+
+    processor = StreamProcessor(strategy=strategy, on_text_update=on_text_update)
     for ev in events:
-        if isinstance(ev, TextMessageContent):
-            out.write(ev.delta)
-            out.flush()
-            at_line_start = ev.delta.endswith("\n")
+        processor.process_chunk(ev)
+        if isinstance(ev, TextMessageStart):
+            state["printed"] = 0  # a new text part starts from its own beginning
         elif isinstance(ev, ToolCallStart):
-            out.write(("" if at_line_start else "\n") + f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})\n")
-            at_line_start = True
+            line(f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})")
         elif isinstance(ev, ToolCallResult):
-            state = "error" if ev.error else "result"
-            out.write(f"[tool {state}] {ev.tool_call_id}: {ev.content[:200]}\n")
-            at_line_start = True
+            line(f"[tool {'error' if ev.error else 'result'}] {ev.tool_call_id}: {ev.content[:200]}")
         elif isinstance(ev, RunError):
-            if not at_line_start:
-                out.write("\n")
-            out.flush()
+            if not state["line_start"]:
+                write("\n")
             click.echo(f"error ({ev.code}): {ev.message}", err=True)
-            at_line_start = True
-    if not at_line_start:
-        out.write("\n")
-    out.flush()
+    processor.finalize()
+    if not state["line_start"]:
+        write("\n")
 
 
-def print_run(stream: ChatStream, output: str) -> int:
+def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     """Consume ``stream`` printing it in ``output`` form; return the exit code (1 when the run failed).
 
     ``final-json`` describes the run's last model call (see :func:`hookstream.output.final_json`).
@@ -63,7 +77,7 @@ def print_run(stream: ChatStream, output: str) -> int:
         for ev in stream:
             click.echo(to_json(ev))
     elif output == "text":
-        render_text(stream)
+        render_text(stream, strategy)
     else:
         for _ in stream:
             pass

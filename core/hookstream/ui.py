@@ -1,0 +1,233 @@
+"""UI messages: what a chat interface renders, built by :class:`hookstream.processor.StreamProcessor`.
+
+A :class:`UIMessage` has an id, a role and an ordered list of typed parts, following the TanStack AI
+``UIMessage`` data model (``@tanstack/ai`` ``types.ts``: ``TextPart``, ``ThinkingPart``,
+``ToolCallPart``, ``ToolResultPart``):
+
+* :class:`TextUIPart` (``"text"``): one contiguous text segment; tool parts separate segments.
+* :class:`ThinkingUIPart` (``"thinking"``): reasoning text, updated in place while it streams.
+* :class:`ToolCallUIPart` (``"tool-call"``): a tool call and its lifecycle :data:`ToolCallState`;
+  ``arguments`` is the raw JSON text so far, ``input`` the parsed (possibly partial) object.
+* :class:`ToolResultUIPart` (``"tool-result"``): a tool's output as text, state
+  ``streaming | complete | error``.
+
+``provider_metadata`` (keyed by provider name, e.g. ``{"anthropic": {"signature": "..."}}``) rides on
+every part so that :mod:`hookstream.convert` can give it back to the provider unchanged.
+
+JSON form (:meth:`UIMessage.to_dict` / :meth:`UIMessage.from_dict`) uses TanStack's camelCase keys:
+``{"id", "role", "parts": [{"type": "text", "content": ...}, {"type": "tool-call", "id", "name",
+"arguments", "state", "input", "approval": {"id", "needsApproval", "approved"}, "output"}, ...]}``;
+unset optional fields are omitted. ``to_dict`` then ``from_dict`` gives an equal message.
+
+Thread safety: parts are mutable while a processor streams into them; read them inside a processor
+callback or while holding ``StreamProcessor.lock``. After ``finalize()`` they are plain values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+__all__ = [
+    "TOOL_CALL_STATES",
+    "TextUIPart",
+    "ThinkingUIPart",
+    "ToolApproval",
+    "ToolCallState",
+    "ToolCallUIPart",
+    "ToolResultState",
+    "ToolResultUIPart",
+    "UIMessage",
+    "UIPart",
+    "part_from_dict",
+    "part_to_dict",
+]
+
+ToolCallState = Literal[
+    "awaiting-input",
+    "input-streaming",
+    "input-complete",
+    "approval-requested",
+    "approval-responded",
+    "output-available",
+    "output-error",
+]
+"""Lifecycle of a tool call: ``awaiting-input → input-streaming → input-complete →
+(approval-requested → approval-responded) → output-available | output-error``."""
+
+TOOL_CALL_STATES: tuple[str, ...] = ToolCallState.__args__  # type: ignore[attr-defined]
+
+ToolResultState = Literal["streaming", "complete", "error"]
+
+ProviderMetadata = dict[str, Any]
+
+
+@attrs.define(slots=True)
+class TextUIPart:
+    """One text segment. ``content`` is the published text (what the chunk strategy let through)."""
+
+    content: str = ""
+    provider_metadata: ProviderMetadata | None = None
+    type: Literal["text"] = "text"
+
+
+@attrs.define(slots=True)
+class ThinkingUIPart:
+    """Reasoning ("thinking") text of one reasoning block, with the provider's signature metadata."""
+
+    content: str = ""
+    provider_metadata: ProviderMetadata | None = None
+    type: Literal["thinking"] = "thinking"
+
+
+@attrs.define(slots=True)
+class ToolApproval:
+    """Approval asked for a tool call: ``id`` is the approval id; ``approved`` is ``None`` until the
+    user answers through ``StreamProcessor.add_tool_approval_response``."""
+
+    id: str
+    needs_approval: bool = True
+    approved: bool | None = None
+
+
+@attrs.define(slots=True)
+class ToolCallUIPart:
+    """A tool call.
+
+    ``arguments`` is the raw JSON text received so far; ``input`` the parsed object, kept current
+    after every delta while it streams (containers fill in as their members complete; a string still
+    streaming shows up once it closes, see :mod:`hookstream.partial_json`), replaced by
+    ``TOOL_CALL_END.input`` when the adapter sends one. ``input`` is ``None`` when the final text is not a
+    JSON object. ``output`` is the tool's result once ``state`` is ``output-available`` or
+    ``output-error``.
+    """
+
+    id: str
+    name: str
+    arguments: str = ""
+    state: ToolCallState = "awaiting-input"
+    input: Any = None
+    approval: ToolApproval | None = None
+    output: Any = None
+    provider_metadata: ProviderMetadata | None = None
+    type: Literal["tool-call"] = "tool-call"
+
+    @property
+    def has_output(self) -> bool:
+        return self.state in ("output-available", "output-error")
+
+
+@attrs.define(slots=True)
+class ToolResultUIPart:
+    """A tool's result as the model sees it: ``content`` is text (JSON text for structured output);
+    ``error`` holds the error text when ``state`` is ``error``."""
+
+    tool_call_id: str
+    content: str
+    state: ToolResultState = "complete"
+    error: str | None = None
+    tool_name: str | None = None
+    provider_metadata: ProviderMetadata | None = None
+    type: Literal["tool-result"] = "tool-result"
+
+
+UIPart = TextUIPart | ThinkingUIPart | ToolCallUIPart | ToolResultUIPart
+
+
+@attrs.define(slots=True)
+class UIMessage:
+    """One message of the conversation as the UI shows it. ``role`` is ``system``, ``user`` or
+    ``assistant``; an assistant message holds every step of one agent loop, parts in stream order."""
+
+    id: str
+    role: Literal["system", "user", "assistant"]
+    parts: list[UIPart] = attrs.Factory(list)
+
+    @property
+    def text(self) -> str:
+        """All text parts joined, no separator."""
+        return "".join(p.content for p in self.parts if isinstance(p, TextUIPart))
+
+    @property
+    def thinking(self) -> str:
+        return "".join(p.content for p in self.parts if isinstance(p, ThinkingUIPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallUIPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallUIPart)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (camelCase, unset optionals omitted)."""
+        return {"id": self.id, "role": self.role, "parts": [part_to_dict(p) for p in self.parts]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UIMessage:
+        """Inverse of :meth:`to_dict`. Raises :class:`ValueError` for an unknown role or part type and
+        :class:`KeyError` for a missing required field."""
+        role = data["role"]
+        if role not in ("system", "user", "assistant"):
+            raise ValueError(f"unknown UI message role {role!r}")
+        return cls(str(data["id"]), role, [part_from_dict(p) for p in data.get("parts", [])])
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+def part_to_dict(part: UIPart) -> dict[str, Any]:
+    """JSON form of one part (see the module docstring)."""
+    out: dict[str, Any] = {"type": part.type}
+    if isinstance(part, TextUIPart | ThinkingUIPart):
+        out["content"] = part.content
+    elif isinstance(part, ToolCallUIPart):
+        out.update(id=part.id, name=part.name, arguments=part.arguments, state=part.state)
+        _put(out, "input", part.input)
+        if part.approval is not None:
+            approval: dict[str, Any] = {"id": part.approval.id, "needsApproval": part.approval.needs_approval}
+            _put(approval, "approved", part.approval.approved)
+            out["approval"] = approval
+        if part.has_output:
+            out["output"] = part.output  # None is a valid tool output here
+    else:
+        out.update(toolCallId=part.tool_call_id, content=part.content, state=part.state)
+        _put(out, "error", part.error)
+        _put(out, "toolName", part.tool_name)
+    _put(out, "providerMetadata", part.provider_metadata)
+    return out
+
+
+def part_from_dict(data: dict[str, Any]) -> UIPart:
+    """Inverse of :func:`part_to_dict`. Raises :class:`ValueError` for an unknown ``type`` or state."""
+    kind = data.get("type")
+    meta = data.get("providerMetadata")
+    if kind == "text":
+        return TextUIPart(data.get("content", ""), meta)
+    if kind == "thinking":
+        return ThinkingUIPart(data.get("content", ""), meta)
+    if kind == "tool-call":
+        state = data.get("state", "input-complete")
+        if state not in TOOL_CALL_STATES:
+            raise ValueError(f"unknown tool call state {state!r}")
+        approval = data.get("approval")
+        return ToolCallUIPart(
+            data["id"],
+            data["name"],
+            data.get("arguments", ""),
+            state,
+            data.get("input"),
+            ToolApproval(approval["id"], approval.get("needsApproval", True), approval.get("approved"))
+            if approval
+            else None,
+            data.get("output"),
+            meta,
+        )
+    if kind == "tool-result":
+        state = data.get("state", "complete")
+        if state not in ("streaming", "complete", "error"):
+            raise ValueError(f"unknown tool result state {state!r}")
+        return ToolResultUIPart(
+            data["toolCallId"], data.get("content", ""), state, data.get("error"), data.get("toolName"), meta
+        )
+    raise ValueError(f"unknown UI part type {kind!r}")
