@@ -1,0 +1,401 @@
+"""The ``openai`` provider: OpenAI Chat Completions streaming, for OpenAI and OpenAI-compatible servers.
+
+Request: ``POST {base_url}/chat/completions`` (OpenAI API reference, "Create chat completion") with
+``stream: true`` and ``stream_options.include_usage: true``. Response: SSE ``data: <chunk JSON>`` lines
+ending with ``data: [DONE]`` (API reference, "The chat completion chunk object"), mapped to AG-UI events.
+
+The same parser reads the OpenAI-compatible dialects recorded in the shared corpus (Azure OpenAI,
+DeepSeek, Groq, Mistral, DashScope/Qwen, xAI, vLLM-style servers); see :class:`OpenAIChatProvider`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from hookstream.adapter import StreamBuilder
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Custom, ToolCallArgs, Usage
+from hookstream.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
+
+from .common import arguments_text, auth_headers, output_text
+
+__all__ = ["OpenAIChatProvider", "chat_body", "chat_messages", "chat_usage", "normalise_finish_reason"]
+
+log = logging.getLogger("hookstream_openai.chat")
+
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",  # the deprecated ``functions`` API
+    # Values some OpenAI-compatible servers send instead of the OpenAI ones.
+    "eos": "stop",
+    "stop_sequence": "stop",
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "model_length": "length",
+    "error": "error",
+    "insufficient_system_resource": "error",  # DeepSeek: the server cut the answer off
+}
+
+
+def normalise_finish_reason(raw: str | None, *, tool_calls: bool, refusal: bool = False) -> str:
+    """Map a Chat Completions ``finish_reason`` to ``stop | length | content_filter | tool_calls | error``.
+
+    ``stop`` with tool calls is ``tool_calls`` (forced/named ``tool_choice`` answers ``stop``: the calls
+    must still run); ``stop`` with only a refusal is ``content_filter``. A missing or unknown value is
+    ``tool_calls`` when the model asked for tools, else ``stop``.
+    """
+    norm = _FINISH.get(raw) if raw is not None else None
+    if norm is None or norm == "stop":
+        if tool_calls:
+            return "tool_calls"
+        return "content_filter" if refusal else "stop"
+    return norm
+
+
+def chat_usage(raw: dict[str, Any]) -> Usage:
+    """A Chat Completions ``usage`` object (tokens) as :class:`Usage`.
+
+    ``prompt_tokens`` -> input, ``completion_tokens`` -> output (reasoning included, as OpenAI counts it),
+    ``completion_tokens_details.reasoning_tokens`` -> reasoning, ``prompt_tokens_details.cached_tokens``
+    (DeepSeek: ``prompt_cache_hit_tokens``) -> cached input.
+    """
+    out = raw.get("completion_tokens_details")
+    inp = raw.get("prompt_tokens_details")
+    cached = inp.get("cached_tokens") if isinstance(inp, dict) else None
+    if cached is None:
+        cached = raw.get("prompt_cache_hit_tokens")
+    return Usage(
+        input_tokens=raw.get("prompt_tokens"),
+        output_tokens=raw.get("completion_tokens"),
+        total_tokens=raw.get("total_tokens"),
+        reasoning_tokens=out.get("reasoning_tokens") if isinstance(out, dict) else None,
+        cached_input_tokens=cached,
+    )
+
+
+# -- request ----------------------------------------------------------------------------------------
+
+
+def chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Model messages as Chat Completions ``messages``.
+
+    ``system``/``user`` -> ``{"role", "content": text}``; ``assistant`` -> ``{"role": "assistant",
+    "content": text | null, "tool_calls": [{"id", "type": "function", "function": {"name",
+    "arguments": JSON text}}]}``; each tool result -> ``{"role": "tool", "tool_call_id", "content"}``.
+    Reasoning parts are not sent: Chat Completions has no input field for them.
+    Raises :class:`ValueError` for a part the role cannot carry or a tool output that is not JSON-able.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role in ("system", "user"):
+            texts = []
+            for p in m.parts:
+                if not isinstance(p, TextPart):
+                    raise ValueError(f"a {m.role} message holds text parts only, not {p.kind}")
+                texts.append(p.text)
+            out.append({"role": m.role, "content": "".join(texts)})
+        elif m.role == "assistant":
+            text: list[str] = []
+            calls: list[dict[str, Any]] = []
+            for p in m.parts:
+                if isinstance(p, TextPart):
+                    text.append(p.text)
+                elif isinstance(p, ToolCallPart):
+                    calls.append(
+                        {"id": p.id, "type": "function",
+                         "function": {"name": p.name, "arguments": arguments_text(p)}}
+                    )
+                elif not isinstance(p, ReasoningPart):
+                    raise ValueError(f"an assistant message cannot hold a {p.kind} part")
+            msg: dict[str, Any] = {"role": "assistant", "content": "".join(text) if text or not calls else None}
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+        elif m.role == "tool":
+            for p in m.parts:
+                if not isinstance(p, ToolResultPart):
+                    raise ValueError(f"a tool message holds tool results only, not {p.kind}")
+                out.append({"role": "tool", "tool_call_id": p.tool_call_id,
+                            "content": output_text(p.output, p.tool_call_id)})
+        else:
+            raise ValueError(f"unknown message role {m.role!r}")
+    return out
+
+
+def tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    """``"auto" | "none" | "required"`` as they are; ``{"name": X}`` -> ``{"type": "function",
+    "function": {"name": X}}``. Raises :class:`ValueError` otherwise."""
+    if choice in ("auto", "none", "required"):
+        return choice
+    if isinstance(choice, dict) and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise ValueError(f"tool_choice must be auto, none, required or {{'name': TOOL}}, not {choice!r}")
+
+
+def chat_body(request: ModelRequest) -> dict[str, Any]:
+    """The JSON body of a streamed ``/chat/completions`` call; ``request.options`` are merged last.
+
+    For reasoning models that reject ``max_tokens``, pass ``options={"max_completion_tokens": N}``.
+    """
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": chat_messages(request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        tools = []
+        for t in request.tools:
+            fn: dict[str, Any] = {"name": t.name, "parameters": t.parameters}
+            if t.description:
+                fn["description"] = t.description
+            tools.append({"type": "function", "function": fn})
+        body["tools"] = tools
+    if request.tool_choice is not None:
+        body["tool_choice"] = tool_choice(request.tool_choice)
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    body.update(request.options)
+    return body
+
+
+# -- stream -----------------------------------------------------------------------------------------
+
+
+class _ToolSlot:
+    """One tool call being assembled from deltas (grouped by ``index``, or by ``id``)."""
+
+    __slots__ = ("id", "name", "pending", "started")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.pending: list[str] = []  # argument text that arrived before the name
+        self.started = False
+
+
+class _ChatParse:
+    """Per-call state of the chunk mapping. Hot path (text deltas) stays in the generator."""
+
+    __slots__ = ("b", "context", "id_keys", "last_key", "refusal", "slots")
+
+    def __init__(self, b: StreamBuilder, context: CallContext) -> None:
+        self.b = b
+        self.context = context
+        self.slots: dict[Any, _ToolSlot] = {}
+        self.id_keys: dict[str, Any] = {}
+        self.last_key: Any = None
+        self.refusal: list[str] = []
+
+    def tool_deltas(self, deltas: list[Any]) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        for tc in deltas:
+            if not isinstance(tc, dict):
+                raise MalformedChunkError(f"tool_calls entry is not an object: {tc!r}"[:200])
+            index = tc.get("index")
+            tid = tc.get("id") or None  # DashScope repeats ``id: ""``: never let it replace a real id
+            if index is None:
+                # Mistral sends whole calls without ``index``: group by id; an entry with neither
+                # continues the last call.
+                key = self.id_keys.get(tid, tid) if tid else self.last_key if self.last_key is not None else 0
+            else:
+                key = index
+            slot = self.slots.get(key)
+            if slot is None:
+                slot = self.slots[key] = _ToolSlot()
+            self.last_key = key
+            if tid and slot.id is None and not slot.started:
+                slot.id = tid
+                self.id_keys[tid] = key
+            fn = tc.get("function")
+            args: Any = None
+            if isinstance(fn, dict):
+                name = fn.get("name")
+                if name and slot.name is None:
+                    slot.name = name
+                args = fn.get("arguments")
+                if args is not None and type(args) is not str:
+                    # Some compatible servers send the arguments as an object.
+                    args = json.dumps(args, ensure_ascii=False)
+            if slot.started:
+                if args:
+                    out.append(ToolCallArgs(slot.id, args))  # type: ignore[arg-type]
+                continue
+            if args:
+                slot.pending.append(args)
+            if slot.name:
+                if slot.id is None:
+                    # Stable per call: the same stream always yields the same ids.
+                    slot.id = f"call_{self.context.run_id}_{len(self.id_keys)}"
+                    self.id_keys[slot.id] = key
+                slot.started = True
+                out.extend(self.b.tool_start(slot.id, slot.name))
+                if slot.pending:
+                    out.extend(self.b.tool_args(slot.id, "".join(slot.pending)))
+                    slot.pending = []
+        return out
+
+    def typed_content(self, parts: list[Any]) -> list[BaseEvent]:
+        """Mistral/Magistral ``content`` arrays: ``{type: text, text}`` and
+        ``{type: thinking, thinking: [{type: text, text}] | str}``."""
+        out: list[BaseEvent] = []
+        b = self.b
+        for part in parts:
+            if not isinstance(part, dict):
+                if isinstance(part, str) and part:
+                    out.extend(b.text(part))
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                text = part.get("text")
+                if text:
+                    out.extend(b.text(text))
+            elif kind == "thinking":
+                thinking = part.get("thinking")
+                if isinstance(thinking, str):
+                    if thinking:
+                        out.extend(b.reasoning(thinking))
+                elif isinstance(thinking, list):
+                    for t in thinking:
+                        text = t.get("text") if isinstance(t, dict) else t if isinstance(t, str) else None
+                        if text:
+                            out.extend(b.reasoning(text))
+        return out
+
+    def unnamed_tool_calls(self) -> list[int | str]:
+        return [k for k, s in self.slots.items() if not s.started and s.pending]
+
+
+def _error_event(err: Any) -> tuple[str, str]:
+    """(message, code) of an in-stream ``{"error": {...}}`` payload."""
+    if isinstance(err, dict):
+        message = err.get("message") or json.dumps(err)[:500]
+        code = err.get("type") or err.get("code") or "provider_error"
+        return str(message), str(code)
+    return str(err)[:500], "provider_error"
+
+
+class OpenAIChatProvider(Provider):
+    """OpenAI Chat Completions, streamed; also any OpenAI-compatible server through ``base_url``.
+
+    Stream mapping (OpenAI API reference, "The chat completion chunk object"):
+
+    * ``choices[0].delta.content`` -> text. With ``n > 1`` the choices interleave; **choice 0 is the
+      answer** and the other choices are ignored. ``choices: []`` chunks (usage, Azure's first
+      ``prompt_filter_results`` chunk) carry no content. Unknown fields (``obfuscation``, Mistral ``p``,
+      ``logprobs``, ``content_filter_results``) are ignored.
+    * ``delta.reasoning_content`` (DeepSeek, xAI), ``delta.reasoning`` (vLLM, OpenRouter) and Mistral
+      ``content`` arrays with ``thinking`` parts -> ``REASONING_*``.
+    * ``delta.tool_calls`` -> ``TOOL_CALL_START/ARGS/END``, merged by ``index`` (by ``id`` when
+      ``index`` is absent); a known id or name is never replaced by a later empty one; the start is
+      emitted once the name is known (argument text that came before is sent right after it); a call
+      whose id never arrives gets the stable id ``call_{run_id}_{n}``. A call whose name never
+      arrives ends the call with ``RUN_ERROR`` (``malformed_chunk``), the rest kept.
+    * ``delta.refusal`` is not answer text: it is collected and sent as one ``CUSTOM`` event named
+      ``refusal`` (value ``{"text": ...}``) before ``RUN_FINISHED``, and as ``RUN_FINISHED`` metadata
+      ``{"openai": {"refusal": ...}}``; the normalised finish reason is then ``content_filter``.
+    * ``finish_reason`` (last non-null value of choice 0) is kept raw; normalised by
+      :func:`normalise_finish_reason`. ``usage`` comes from the last chunk where it is not null
+      (Groq's ``x_groq.usage`` when the top-level one is absent), see :func:`chat_usage`.
+    * An in-stream ``{"error": {"message", "type"|"code"}}`` chunk -> ``RUN_ERROR`` with that type as
+      code. ``data: [DONE]`` ends the call; a stream that ends without it ends with ``RUN_ERROR``
+      ``connection_closed`` (what arrived is kept). Non-JSON data raises ``MalformedChunkError``.
+
+    Thread safety: instances hold configuration only and may be shared; each call's state lives in
+    its ``parse_stream`` generator.
+    """
+
+    name: ClassVar[str] = "openai"
+    default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+
+    def build_request(self, request: ModelRequest) -> HTTPRequest:
+        """``POST {base_url}/chat/completions`` with :func:`chat_body`. Raises :class:`ValueError`."""
+        return HTTPRequest(self.base_url + "/chat/completions", chat_body(request), auth_headers(self.api_key))
+
+    def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
+        b = StreamBuilder(context)
+        st = _ChatParse(b, context)
+        loads = json.loads
+        raw_finish: str | None = None
+        usage: dict[str, Any] | None = None
+        yield from b.start()
+        for sse in events:
+            data = sse.data
+            if not data:
+                continue
+            if data[0] != "{":
+                if data.strip() == "[DONE]":
+                    break
+            try:
+                chunk = loads(data)
+            except ValueError:
+                raise MalformedChunkError(f"chunk is not JSON: {data[:80]!r}", data) from None
+            if type(chunk) is not dict:
+                raise MalformedChunkError(f"chunk is not a JSON object: {data[:80]!r}", data)
+            choices = chunk.get("choices")
+            if choices:
+                choice = choices[0]
+                if choice.get("index", 0) != 0:
+                    choice = next((c for c in choices if c.get("index", 0) == 0), None)
+                if choice is not None:
+                    delta = choice.get("delta")
+                    if delta:
+                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                        if reasoning and type(reasoning) is str:
+                            yield from b.reasoning(reasoning)
+                        content = delta.get("content")
+                        if content:
+                            if type(content) is str:
+                                yield from b.text(content)
+                            elif type(content) is list:
+                                yield from st.typed_content(content)
+                        calls = delta.get("tool_calls")
+                        if calls:
+                            yield from st.tool_deltas(calls)
+                        refusal = delta.get("refusal")
+                        if refusal:
+                            st.refusal.append(refusal)
+                    finish = choice.get("finish_reason")
+                    if finish:
+                        raw_finish = finish
+            elif choices is None:
+                if "error" in chunk:
+                    message, code = _error_event(chunk["error"])
+                    yield from b.error(message, code=code, usage=chat_usage(usage) if usage else None)
+                    return
+                if not chunk.get("usage"):
+                    log.debug("skipping a chunk of unknown type %r (SSE event %r)", chunk.get("object"), sse.event)
+            u = chunk.get("usage")
+            if u:
+                usage = u
+            elif "x_groq" in chunk:
+                xu = chunk["x_groq"].get("usage") if isinstance(chunk["x_groq"], dict) else None
+                if xu:
+                    usage = xu
+        else:
+            return  # no [DONE]: the core ends the call with RUN_ERROR connection_closed
+        unnamed = st.unnamed_tool_calls()
+        if unnamed:
+            raise MalformedChunkError(f"tool call {unnamed[0]!r} got arguments but never a name")
+        tools = bool(b.started_tools)
+        metadata = None
+        if st.refusal:
+            text = "".join(st.refusal)
+            metadata = {"openai": {"refusal": text}}
+            yield Custom("refusal", {"text": text})
+        yield from b.finish(
+            normalise_finish_reason(raw_finish, tool_calls=tools, refusal=bool(st.refusal)),
+            raw_finish,
+            chat_usage(usage) if usage else None,
+            metadata=metadata,
+        )

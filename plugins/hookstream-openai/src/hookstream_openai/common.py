@@ -1,0 +1,55 @@
+"""Pieces both OpenAI providers share: auth headers, tool-call arguments text, tool output text.
+
+Source: OpenAI API reference, "Authentication" (``Authorization: Bearer``), "Chat Completions" and
+"Responses" (function-call ``arguments`` are JSON text).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hookstream.messages import ToolCallPart, tool_output_text
+from hookstream.provider import Secret
+
+__all__ = ["arguments_text", "auth_headers", "output_text", "parse_object"]
+
+
+def auth_headers(api_key: Secret) -> dict[str, str]:
+    """JSON/SSE headers plus ``Authorization: Bearer KEY``; no auth header when the key is empty
+    (local OpenAI-compatible servers often need none)."""
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key.reveal()}"
+    return headers
+
+
+def arguments_text(call: ToolCallPart) -> str:
+    """The ``arguments`` JSON text the API expects for a tool call already made.
+
+    The parsed object when there is one; else the raw text that arrived; else ``"{}"``.
+    """
+    if call.arguments is not None:
+        return json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+    if call.arguments_raw:
+        return call.arguments_raw
+    return "{}"
+
+
+def output_text(output: Any, tool_call_id: str) -> str:
+    """Tool output as the text the API takes. Raises :class:`ValueError` when it is not JSON-able."""
+    try:
+        return tool_output_text(output)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"tool result for {tool_call_id!r} is not JSON serialisable: {exc}") from None
+
+
+def parse_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed as a JSON object (``""`` is ``{}``), or ``None`` when it is not one."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
