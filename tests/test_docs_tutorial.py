@@ -1,0 +1,56 @@
+"""The chunk-strategy tutorial, done as a reader would: its files are written out from the page, the
+package is made discoverable through its entry point, and its usage sample and tests run."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "tutorial-chunk-strategy.md"
+# A file block is announced by a paragraph starting with "`path`" before its fence.
+_FILE = re.compile(r"^`(?P<path>[\w./-]+\.(?:py|toml))`(?:(?!```).)*?```(?:python|toml)\n(?P<code>.*?)\n```",
+                   re.M | re.S)
+
+
+def build(tmp: Path) -> dict[str, str]:
+    text = DOC.read_text("utf-8")
+    files = {m.group("path"): m.group("code") for m in _FILE.finditer(text)}
+    for rel, code in files.items():
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code + "\n")
+    project = tomllib.loads(files["pyproject.toml"])["project"]
+    # What `pip install -e .` would leave for importlib.metadata: a dist-info with the entry points.
+    info = tmp / "src" / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+    eps = project["entry-points"]["hookstream"]
+    (info / "entry_points.txt").write_text("[hookstream]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    return files
+
+
+def test_tutorial_package_is_found_by_name_and_its_tests_pass(tmp_path: Path) -> None:
+    files = build(tmp_path)
+    assert "src/hookstream_lines/plugin.py" in files and "tests/test_lines_strategy.py" in files
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
+    usage = (
+        "from hookstream.processor import StreamProcessor\n"
+        "from hookstream.events import TextMessageStart, TextMessageContent, TextMessageEnd\n"
+        "seen = []\n"
+        "p = StreamProcessor(strategy='lines', on_text_update=lambda mid, text: seen.append(text))\n"
+        "for e in [TextMessageStart('m'), TextMessageContent('m', 'one\\ntw'), TextMessageContent('m', 'o\\n'),"
+        " TextMessageEnd('m')]:\n"
+        "    p.process_chunk(e)\n"
+        "p.finalize()\n"
+        "print(seen)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", usage], capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().endswith("'one\\ntwo\\n']")
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert tests.returncode == 0, tests.stdout[-3000:]

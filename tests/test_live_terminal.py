@@ -1,0 +1,65 @@
+"""The live terminal renderer (rich) on the demo run: Markdown, tool results, y/n approval, plain text."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
+
+from hookstream import demo
+from hookstream.chat import chat
+from hookstream.cli.live import LiveRenderer, _MarkdownTail, render_live
+from hookstream.testing import LoopbackServer, Response
+from hookstream.tools import tool
+
+
+def demo_server() -> LoopbackServer:
+    return LoopbackServer([Response(pieces=demo._events(demo._body("step1.sse"))),
+                           Response(pieces=demo._events(demo._body("step2.sse")))],
+                          check=demo.check_request).start()
+
+
+def test_terminal_rendering_with_approval() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100, color_system=None)
+    renderer = LiveRenderer(console, stdin=io.StringIO("y\n"))
+    server = demo_server()
+    try:
+        tools = [demo.get_weather, tool(demo.convert_currency, needs_approval=True)]
+        stream = chat(demo.MODEL, demo.PROMPT, tools=tools, base_url=server.url + "/v1", api_key="k",
+                      approve=renderer.approve)
+        code = renderer.render(stream)
+    finally:
+        server.stop()
+    text = out.getvalue()
+    assert code == 0
+    assert "Run tool convert_currency" in text          # the y/n prompt
+    assert "✓ get_weather" in text and "✓ convert_currency" in text
+    assert "40,575 JPY" in text and "In Paris it is 18" in text   # Markdown rendered: no ** in the final text
+
+
+def test_plain_text_when_not_a_terminal() -> None:
+    out = io.StringIO()
+    server = demo_server()
+    try:
+        stream = chat(demo.MODEL, demo.PROMPT, tools=[demo.get_weather, demo.convert_currency],
+                      base_url=server.url + "/v1", api_key="k")
+        code = render_live(stream, Console(file=out))
+    finally:
+        server.stop()
+    text = out.getvalue()
+    assert code == 0
+    assert "[tool call] get_weather" in text and "[tool result] convert_currency" in text
+    assert "In **Paris** it is 18" in text
+
+
+def test_markdown_tail_commits_blocks_outside_code_fences() -> None:
+    tail = _MarkdownTail()
+    tail.add("para one\n\n```py\nx = 1\n\ny = 2\n")
+    assert tail.take_done() == "para one"
+    tail.add("```\n\nafter")
+    assert tail.take_done() == "```py\nx = 1\n\ny = 2\n```"
+    assert tail.take_all() == "after"
