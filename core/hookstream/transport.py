@@ -147,6 +147,13 @@ class Stream:
         self._aborted.set()
         raw = self.response.raw
         try:
+            # urllib3 keeps its own handle on the socket even after http.client dropped it
+            # (a "Connection: close" answer sets HTTPConnection.sock to None).
+            raw.shutdown()
+            return
+        except (OSError, ValueError, RuntimeError, AttributeError):
+            pass
+        try:
             sock = raw._connection.sock if raw._connection is not None else None
             if sock is not None:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -195,7 +202,11 @@ def open_stream(
         raise TransportError(f"request to {request.redacted_url()} failed: {type(exc).__name__}") from None
     resp._hookstream_read_timeout = read_timeout  # type: ignore[attr-defined]
     if resp.status_code >= 300:
-        raise _status_error(resp, request, error_reader)
+        error = _status_error(resp, request, error_reader)
+        # The traceback keeps this frame alive as long as the error lives (it is kept in the run's
+        # result): drop the response here so its socket is released now.
+        del resp
+        raise error
     return Stream(resp, max_event_bytes)
 
 

@@ -43,6 +43,10 @@ class Response:
     fragment: tuple[int, int] | None = None
     delay: float = 0.0
     pieces: Sequence[bytes] | None = None
+    writer: Callable[[Any, Any], None] | None = None
+    """Writes the whole body itself, called with (the handler's ``wfile``, its socket) after the
+    headers: chunk framing, pauses and dropping the connection are its job (see
+    :mod:`hookstream.testing.faults`). The connection is closed after it returns."""
 
 
 @attrs.define(slots=True)
@@ -128,7 +132,17 @@ class LoopbackServer:
                 for k, v in resp.headers.items():
                     self.send_header(k, v)
                 self.send_header("Transfer-Encoding", "chunked")
+                if resp.writer is not None:
+                    self.send_header("Connection", "close")
                 self.end_headers()
+                if resp.writer is not None:
+                    self.close_connection = True
+                    try:
+                        self.wfile.flush()
+                        resp.writer(self.wfile, self.connection)
+                    except OSError:  # the client went away: normal for fault scripts
+                        pass
+                    return
                 try:
                     for piece in pieces:
                         if piece:
@@ -144,7 +158,9 @@ class LoopbackServer:
             do_POST = do_GET = _serve
 
         self._server = _Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="hookstream-loopback", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="hookstream-loopback", daemon=True
+        )
         self._thread.start()
         return self
 

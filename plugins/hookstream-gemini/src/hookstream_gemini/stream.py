@@ -38,6 +38,7 @@ Thread safety: one parser per model call, driven by the thread that reads the st
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -47,6 +48,8 @@ from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
 from hookstream.provider import CallContext
 
 from .partial_args import PartialArgs
+
+log = logging.getLogger("hookstream_gemini.stream")
 
 __all__ = ["FINISH_REASONS", "GeminiStreamParser", "normalise_finish", "parse_stream", "usage_from"]
 
@@ -161,6 +164,7 @@ class GeminiStreamParser:
             self.model_version = doc["modelVersion"]
         candidate = _first_candidate(doc.get("candidates"))
         if candidate is None:
+            log.debug("Gemini chunk without candidates (keys %s): nothing to emit", sorted(doc))
             return []
         out: list[BaseEvent] = []
         content = candidate.get("content")

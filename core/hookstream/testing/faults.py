@@ -1,0 +1,336 @@
+"""A fault-injecting loopback server: serves a provider's stream and breaks it on purpose.
+
+Plugin authors use it to prove their adapter keeps what arrived and ends in a typed error::
+
+    from hookstream.testing.faults import FaultServer
+
+    with FaultServer("anthropic", "close_mid_args") as srv:
+        stream = chat("anthropic:fault-model", "hi", base_url=srv.base_url, tools=[get_weather])
+        events = list(stream)   # ends with RUN_ERROR code connection_closed; the text is in result()
+
+The first request gets the faulted stream (by default :func:`~.provider_bodies.provider_stream`:
+reasoning, text, one tool call); later requests get :func:`~.provider_bodies.final_stream` (after an
+HTTP error fault: the clean stream first, so a retry succeeds). Each SSE event is sent as its own HTTP
+chunk, as providers do. Faults (:data:`FAULTS`):
+
+* ``close_mid_text`` / ``close_mid_args`` / ``close_mid_frame``: drop the TCP connection without the
+  terminating chunk after some text deltas / inside the tool arguments / halfway through an event.
+* ``stall_keepalive``: after the text, idle ``stall_seconds`` sending the provider's keepalive (SSE
+  comment; Anthropic ``ping``) every ``keepalive_every`` seconds, then finish normally.
+  ``stall_silent``: idle ``stall_seconds`` sending nothing.
+* ``malformed_frame``: a chunk header that is not hex, then drop. ``invalid_json``: an event whose data
+  is not JSON. ``unknown_event``: an event type no adapter knows, then the normal rest.
+* ``huge_line``: one valid text event of ``huge_bytes`` bytes (default 10 MiB), sent in 64 KiB chunks.
+* ``utf8_split``: the whole stream cut inside every multi-byte UTF-8 sequence, pieces ``split_pause``
+  seconds apart (so they arrive in separate reads). ``utf8_truncated``: an event holding a truncated
+  UTF-8 sequence.
+* ``http_401``, ``http_404``, ``http_429``, ``http_500``, ``http_503`` (and ``..._retry_after``
+  variants with a ``Retry-After: {retry_after}`` header): the status with the provider's error body.
+* ``provider_error``: the provider's in-stream error event after the text.
+* ``slow``: 1 byte every ``slow_delay`` seconds (10 ms) for the first ``slow_bytes`` bytes (all when
+  ``None``), then the rest at once.
+
+Thread safety: configure before :meth:`FaultServer.start`; the server runs on its own threads and
+:attr:`FaultServer.requests` may be read once the client call returned. :meth:`FaultServer.stop` ends
+pending stalls at once.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .provider_bodies import BASE_PATH, StreamScript, error_body, final_stream, provider_stream
+from .server import CapturedRequest, LoopbackServer, Response
+
+__all__ = ["FAULTS", "HTTP_FAULTS", "ChunkWriter", "FaultServer"]
+
+HTTP_FAULTS: dict[str, tuple[int, bool]] = {
+    "http_401": (401, False),
+    "http_404": (404, False),
+    "http_429": (429, False),
+    "http_429_retry_after": (429, True),
+    "http_500": (500, False),
+    "http_503": (503, False),
+    "http_503_retry_after": (503, True),
+}
+"""HTTP status faults: name -> (status, sends ``Retry-After``)."""
+
+FAULTS: tuple[str, ...] = (
+    "none",
+    "close_mid_text",
+    "close_mid_args",
+    "close_mid_frame",
+    "stall_keepalive",
+    "stall_silent",
+    "malformed_frame",
+    "invalid_json",
+    "unknown_event",
+    "huge_line",
+    "utf8_split",
+    "utf8_truncated",
+    *HTTP_FAULTS,
+    "provider_error",
+    "slow",
+)
+"""Every fault :class:`FaultServer` can inject."""
+
+_PIECE = 65536
+
+
+class ChunkWriter:
+    """Writes one chunked HTTP body for a fault script: whole chunks, raw bytes (to break the framing),
+    pauses that end early when the server stops, and a connection drop without the final chunk."""
+
+    __slots__ = ("_sock", "_stopping", "_wfile")
+
+    def __init__(self, wfile: Any, sock: socket.socket, stopping: threading.Event) -> None:
+        self._wfile = wfile
+        self._sock = sock
+        self._stopping = stopping
+
+    def chunk(self, data: bytes) -> None:
+        """One HTTP chunk holding ``data`` (nothing for empty data: an empty chunk ends the body)."""
+        if data:
+            self._wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+            self._wfile.flush()
+
+    def chunks(self, pieces: Sequence[bytes]) -> None:
+        for piece in pieces:
+            self.chunk(piece)
+
+    def raw(self, data: bytes) -> None:
+        """``data`` as is, outside the chunk framing."""
+        self._wfile.write(data)
+        self._wfile.flush()
+
+    def pause(self, seconds: float) -> bool:
+        """Wait ``seconds``; False when the server is stopping (the script should give up)."""
+        return not self._stopping.wait(seconds)
+
+    def end(self) -> None:
+        """The terminating zero-length chunk: the body is complete."""
+        self.raw(b"0\r\n\r\n")
+
+    def drop(self) -> None:
+        """Close the TCP connection now, without the terminating chunk."""
+        self._wfile.flush()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+Script = Callable[[ChunkWriter], None]
+
+
+class FaultServer:
+    """A :class:`~.server.LoopbackServer` playing ``provider``'s stream with ``fault`` injected.
+
+    ``base_url`` is what to pass as ``chat(base_url=...)``. ``script`` replaces the default stream,
+    ``then`` the responses for later requests. Times are seconds, sizes bytes. Raises
+    :class:`ValueError` for an unknown fault or provider.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        fault: str = "none",
+        *,
+        script: StreamScript | None = None,
+        then: Sequence[Response] | None = None,
+        stall_seconds: float = 1.0,
+        keepalive_every: float = 0.1,
+        slow_delay: float = 0.01,
+        slow_bytes: int | None = None,
+        huge_bytes: int = 10 * 1024 * 1024,
+        split_pause: float = 0.002,
+        retry_after: str = "0",
+        seed: int = 0,
+    ) -> None:
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        self.provider = provider
+        self.fault = fault
+        self.script = script or provider_stream(provider)
+        self.stall_seconds = stall_seconds
+        self.keepalive_every = keepalive_every
+        self.slow_delay = slow_delay
+        self.slow_bytes = slow_bytes
+        self.huge_bytes = huge_bytes
+        self.split_pause = split_pause
+        self.retry_after = retry_after
+        self._stopping = threading.Event()
+        final = then if then is not None else [
+            Response(b"", writer=self._writer(self._events(final_stream(provider).events)))
+        ]
+        self.server = LoopbackServer([*self._first(), *final], seed=seed)
+
+    # -- public ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` for this provider (``{url}/v1`` for OpenAI, ``{url}`` otherwise)."""
+        return self.server.url + BASE_PATH.get(self.provider, "")
+
+    @property
+    def requests(self) -> list[CapturedRequest]:
+        return self.server.requests
+
+    def start(self) -> FaultServer:
+        self._stopping.clear()
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.server.stop()
+
+    def __enter__(self) -> FaultServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripts --------------------------------------------------------------------------------
+    def _writer(self, script: Script) -> Callable[[Any, Any], None]:
+        def write(wfile: Any, sock: Any) -> None:
+            script(ChunkWriter(wfile, sock, self._stopping))
+
+        return write
+
+    @staticmethod
+    def _events(events: Sequence[bytes]) -> Script:
+        def run(w: ChunkWriter) -> None:
+            w.chunks(events)
+            w.end()
+
+        return run
+
+    def _first(self) -> list[Response]:
+        s, fault = self.script, self.fault
+        ev, marks = s.events, s.marks
+        if fault in HTTP_FAULTS:
+            status, with_retry = HTTP_FAULTS[fault]
+            headers = {"Retry-After": self.retry_after} if with_retry else {}
+            return [
+                Response(error_body(self.provider, status), status=status, headers=headers,
+                         content_type="application/json"),
+                Response(b"", writer=self._writer(self._events(ev))),
+            ]
+        return [Response(b"", writer=self._writer(self._script_for(fault, s, ev, marks)))]
+
+    def _script_for(self, fault: str, s: StreamScript, ev: list[bytes], marks: dict[str, int]) -> Script:
+        mid_text, after_text, mid_args = marks["mid_text"], marks["after_text"], marks["mid_args"]
+
+        def cut(n: int, partial: int = 0) -> Script:
+            def run(w: ChunkWriter) -> None:
+                w.chunks(ev[:n])
+                if partial:
+                    w.chunk(ev[n][:partial])
+                w.drop()
+
+            return run
+
+        if fault == "none":
+            return self._events(ev)
+        if fault == "close_mid_text":
+            return cut(mid_text)
+        if fault == "close_mid_args":
+            # Gemini sends a call whole: the arguments can only be cut inside that event's frame.
+            whole = not any(b"arguments" in e or b"partial_json" in e for e in ev[after_text:mid_args + 1])
+            return cut(mid_args, len(ev[mid_args]) * 2 // 3) if whole else cut(mid_args)
+        if fault == "close_mid_frame":
+            return cut(mid_text, len(ev[mid_text]) // 2)
+        if fault in ("stall_keepalive", "stall_silent"):
+            return self._stall(ev, after_text, s.keepalive if fault == "stall_keepalive" else None)
+        if fault == "malformed_frame":
+            def malformed(w: ChunkWriter) -> None:
+                w.chunks(ev[:after_text])
+                w.raw(b"zz\r\nthis is not a chunk\r\n")
+                w.drop()
+
+            return malformed
+        if fault == "invalid_json":
+            return self._events([*ev[:after_text], s.invalid_json, *ev[after_text:]])
+        if fault == "unknown_event":
+            return self._events([*ev[:mid_text], s.unknown, *ev[mid_text:]])
+        if fault == "huge_line":
+            return self._huge(s, ev, after_text)
+        if fault == "utf8_split":
+            return self._utf8_split(b"".join(ev))
+        if fault == "utf8_truncated":
+            bad = b"data: " + b'{"truncated": "caf\xc3"}\n\n'
+            return self._events([*ev[:after_text], bad, *ev[after_text:]])
+        if fault == "provider_error":
+            return self._events([*ev[:after_text], s.error])
+        if fault == "slow":
+            return self._slow(b"".join(ev))
+        raise AssertionError(fault)  # FAULTS and this dispatch are kept in step
+
+    def _stall(self, ev: list[bytes], at: int, keepalive: bytes | None) -> Script:
+        def run(w: ChunkWriter) -> None:
+            w.chunks(ev[:at])
+            waited = 0.0
+            step = self.keepalive_every if keepalive else self.stall_seconds
+            while waited < self.stall_seconds:
+                if not w.pause(step):
+                    return
+                waited += step
+                if keepalive:
+                    w.chunk(keepalive)
+            w.chunks(ev[at:])
+            w.end()
+
+        return run
+
+    def _huge(self, s: StreamScript, ev: list[bytes], at: int) -> Script:
+        # A valid text event of the provider, just very long: the reasoning block is replayed so that
+        # Anthropic's block index lines up with the stream it is inserted into.
+        text = "x" * self.huge_bytes
+        big = provider_stream(self.provider, text=text, reasoning=s.reasoning, tool_name=None, text_deltas=1)
+        event = big.events[big.marks["mid_text"] - 1]
+        if self.provider == "anthropic":
+            # Insert it inside the open text block: before that block's stop event.
+            at = at - 1
+
+        def run(w: ChunkWriter) -> None:
+            w.chunks(ev[:at])
+            for k in range(0, len(event), _PIECE):
+                w.chunk(event[k : k + _PIECE])
+            w.chunks(ev[at:])
+            w.end()
+
+        return run
+
+    def _utf8_split(self, body: bytes) -> Script:
+        def run(w: ChunkWriter) -> None:
+            start = 0
+            for i, byte in enumerate(body):
+                if byte >= 0xC0:  # first byte of a multi-byte sequence: cut right after it
+                    w.chunk(body[start : i + 1])
+                    start = i + 1
+                    if not w.pause(self.split_pause):
+                        return
+            w.chunk(body[start:])
+            w.end()
+
+        return run
+
+    def _slow(self, body: bytes) -> Script:
+        n = len(body) if self.slow_bytes is None else min(self.slow_bytes, len(body))
+
+        def run(w: ChunkWriter) -> None:
+            for i in range(n):
+                w.chunk(body[i : i + 1])
+                if not w.pause(self.slow_delay):
+                    return
+            w.chunk(body[n:])
+            w.end()
+
+        return run

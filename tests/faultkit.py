@@ -1,0 +1,100 @@
+"""Helpers shared by the fault, secrets and soak tests: a tool that records its calls, resource counts
+(threads, open TCP sockets) with a settle loop, and one chat run against a FaultServer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+from hookstream.call import CallOptions
+from hookstream.chat import ChatStream, chat
+from hookstream.engine import Engine, EngineConfig
+from hookstream.events import BaseEvent
+from hookstream.messages import Message
+from hookstream.registry import get_registry
+from hookstream.tools import as_tools
+
+
+class RecordingTool:
+    """``get_weather(city, unit, note)``: records every call it gets (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, city: str, unit: str = "celsius", note: str = "") -> dict[str, Any]:
+        """Current weather for a city.
+
+        Args:
+            city: the city name
+            unit: celsius or fahrenheit
+            note: free text
+        """
+        with self._lock:
+            self.calls.append({"city": city, "unit": unit, "note": note})
+        return {"temperature": 18, "unit": unit}
+
+
+def _named(obj: RecordingTool) -> Callable[..., Any]:
+    def get_weather(city: str, unit: str = "celsius", note: str = "") -> dict[str, Any]:
+        """Current weather for a city.
+
+        Args:
+            city: the city name
+            unit: celsius or fahrenheit
+            note: free text
+        """
+        return obj(city, unit, note)
+
+    return get_weather
+
+
+def recording_tool() -> tuple[RecordingTool, Callable[..., Any]]:
+    """(the recorder, a ``get_weather`` function to pass as a tool)."""
+    rec = RecordingTool()
+    return rec, _named(rec)
+
+
+def open_sockets() -> int:
+    """TCP sockets this process holds that are not yet closed (TIME_WAIT belongs to the kernel)."""
+    return sum(1 for c in psutil.Process().net_connections(kind="tcp") if c.status != psutil.CONN_TIME_WAIT)
+
+
+def settle(baseline_threads: int, baseline_sockets: int, timeout: float = 5.0) -> tuple[int, int]:
+    """Wait until thread and socket counts fall back to the baselines; return the last counts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        threads, sockets = threading.active_count(), open_sockets()
+        if (threads <= baseline_threads and sockets <= baseline_sockets) or time.monotonic() > deadline:
+            return threads, sockets
+        time.sleep(0.02)
+
+
+def run_chat(
+    provider: str,
+    base_url: str,
+    tools: list[Any],
+    *,
+    api_key: str = "sk-fault-test",
+    read_timeout: float | None = 5.0,
+    max_event_bytes: int | None = None,
+    prompt: str = "What is the weather in Paris?",
+) -> tuple[list[BaseEvent], ChatStream | Engine]:
+    """One run through the public entry point; when ``max_event_bytes`` is asked and ``chat()`` has no
+    parameter for it, the engine is built directly with :class:`CallOptions` (same code path below)."""
+    import inspect
+
+    if max_event_bytes is not None and "max_event_bytes" not in inspect.signature(chat).parameters:
+        provider_cls = get_registry().provider(provider)
+        prov = provider_cls("fault-model", base_url=base_url, api_key=api_key)
+        config = EngineConfig(model="fault-model", tools=as_tools(tools),
+                              call_options=CallOptions(read_timeout=read_timeout, max_event_bytes=max_event_bytes))
+        engine = Engine(prov, [Message.user(prompt)], config)
+        return list(engine.events()), engine
+    extra: dict[str, Any] = {} if max_event_bytes is None else {"max_event_bytes": max_event_bytes}
+    stream = chat(f"{provider}:fault-model", prompt, base_url=base_url, api_key=api_key, tools=tools,
+                  read_timeout=read_timeout, **extra)
+    return list(stream), stream

@@ -1,0 +1,152 @@
+"""Hypothesis properties of SSE framing + adapters, and of the incremental JSON parser.
+
+Framing runs in-process through the same layer the transport uses (sseclient-py fed byte chunks, then
+the provider's parse_stream), so 100,000 inputs fit in CI time; a few examples also go through real
+loopback HTTP. ``HOOKSTREAM_FUZZ_EXAMPLES`` sets the example count (``tox -e fuzz``: 100,000).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+import sseclient
+from hookstream.accumulate import StepAccumulator
+from hookstream.errors import HookstreamError
+from hookstream.provider import CallContext
+from hookstream.registry import get_registry
+from hookstream.testing import check_events, replay_body
+from hookstream.testing.provider_bodies import PROVIDERS, provider_stream
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.fuzz
+EXAMPLES = int(os.environ.get("HOOKSTREAM_FUZZ_EXAMPLES", "60"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+INSTALLED = [p for p in PROVIDERS if p in get_registry().names("providers")]
+BODIES = {p: provider_stream(p).body for p in INSTALLED}
+
+
+def _run(provider: str, chunks: list[bytes]) -> tuple[Any, ...]:
+    """(text, reasoning, tool calls, finish) of one call framed from ``chunks``; typed errors pass through."""
+    prov = get_registry().provider(provider)("fuzz", base_url="http://127.0.0.1:9", api_key="k")
+    events = list(prov.parse_stream(sseclient.SSEClient(iter(chunks)).events(), CallContext("t", "r")))
+    check_events(events, form="call") if events and events[-1].type in ("RUN_FINISHED", "RUN_ERROR") else None
+    acc = StepAccumulator()
+    for ev in events:
+        acc.add(ev)
+    step = acc.finish()
+    return (step.text, step.reasoning, [(c.name, c.arguments) for c in step.tool_calls], step.finish_reason)
+
+
+def _split(body: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(body) + 1) for c in cuts})
+    out, k = [], 0
+    for p in points:
+        out.append(body[k:p])
+        k = p
+    out.append(body[k:])
+    return [c for c in out if c]
+
+
+@pytest.mark.parametrize("provider", INSTALLED)
+def test_any_split_gives_the_same_result(provider: str) -> None:
+    body = BODIES[provider]
+    expected = _run(provider, [body])
+
+    @FUZZ
+    @given(st.lists(st.integers(min_value=0, max_value=len(body)), max_size=40))
+    def prop(cuts: list[int]) -> None:
+        assert _run(provider, _split(body, cuts)) == expected
+
+    prop()
+
+
+@pytest.mark.parametrize("provider", INSTALLED)
+def test_any_bytes_give_a_result_or_a_typed_error(provider: str) -> None:
+    body = BODIES[provider]
+
+    @FUZZ
+    @given(st.data())
+    def prop(data: st.DataObject) -> None:
+        # Mutate a valid body (keeps inputs near the grammar) or use raw bytes.
+        if data.draw(st.booleans()):
+            raw = data.draw(st.binary(max_size=300))
+        else:
+            i = data.draw(st.integers(0, len(body)))
+            j = data.draw(st.integers(i, min(len(body), i + 40)))
+            raw = body[:i] + data.draw(st.binary(max_size=20)) + body[j:]
+        cuts = data.draw(st.lists(st.integers(0, len(raw)), max_size=8))
+        try:
+            _run(provider, _split(raw, cuts))
+        except (HookstreamError, UnicodeDecodeError):
+            pass  # typed (the transport maps UnicodeDecodeError to TransportError)
+
+    prop()
+
+
+@pytest.mark.parametrize("provider", INSTALLED)
+def test_split_over_real_http(provider: str) -> None:
+    body = BODIES[provider]
+    _, expected = replay_body(provider, body)
+
+    @settings(max_examples=min(EXAMPLES, 20), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.integers(1, 9), st.integers(0, 1000))
+    def prop(hi: int, seed: int) -> None:
+        events, step = replay_body(provider, body, fragment=(1, hi), seed=seed)
+        check_events(events, form="call")
+        assert (step.text, step.reasoning, [(c.name, c.arguments) for c in step.tool_calls]) == (
+            expected.text, expected.reasoning, [(c.name, c.arguments) for c in expected.tool_calls])
+
+    prop()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+def _parser() -> Any:
+    mod = pytest.importorskip("hookstream.partial_json", reason="hookstream.partial_json not present yet")
+    return mod
+
+
+def test_partial_json_any_split_equals_json_loads() -> None:
+    mod = _parser()
+
+    @FUZZ
+    @given(json_values, st.lists(st.integers(0, 10_000), max_size=20), st.booleans())
+    def prop(value: Any, cuts: list[int], ascii_only: bool) -> None:
+        text = json.dumps(value, ensure_ascii=ascii_only)
+        p = mod.PartialJSONParser()
+        points = sorted({c % (len(text) + 1) for c in cuts})
+        k = 0
+        for q in [*points, len(text)]:
+            p.feed(text[k:q])
+            k = q
+        assert p.close()
+        assert p.value == json.loads(text)
+
+    prop()
+
+
+def test_partial_json_any_text_gives_value_or_typed_error() -> None:
+    mod = _parser()
+
+    @FUZZ
+    @given(st.text(alphabet=st.sampled_from('{}[]":,\\ tfnrue0123456789.-+eEabu'), max_size=60) | st.text(max_size=40))
+    def prop(text: str) -> None:
+        p = mod.PartialJSONParser()
+        try:
+            p.feed(text)
+            complete = p.close()
+        except mod.PartialJSONError:
+            return
+        if complete:
+            assert p.value == json.loads(text)
+
+    prop()
