@@ -19,13 +19,16 @@ import requests
 from .call import CallOptions
 from .engine import Engine, EngineConfig, RunResult
 from .events import BaseEvent, to_json
-from .messages import Message, coerce_messages
+from .loop import Callbacks, RepairRequest, Resume, StepSettings, StepStart
+from .memory import ConversationStore
+from .messages import Message, ToolCallPart, coerce_messages
 from .provider import Provider, Secret
 from .registry import get_registry
 from .stop import StopCondition
+from .timeouts import Timeouts
 from .tools import Tool, as_tools
 
-__all__ = ["ChatStream", "chat", "resolve_model"]
+__all__ = ["ChatStream", "Resume", "chat", "resolve_model"]
 
 
 def resolve_model(
@@ -101,9 +104,18 @@ class ChatStream:
         return self._engine
 
 
+def _executor(executor: str | tuple[Any, ...] | Any) -> Any:
+    if isinstance(executor, str):
+        return get_registry().get("tool_executors", executor)()
+    if isinstance(executor, tuple):
+        name, *args = executor
+        return get_registry().get("tool_executors", name)(*args)
+    return executor
+
+
 def chat(
     model: str,
-    messages_or_prompt: str | Message | Iterable[Message | dict[str, Any]],
+    messages_or_prompt: str | Message | Iterable[Message | dict[str, Any]] | None = None,
     *,
     tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
     system: str | None = None,
@@ -121,6 +133,20 @@ def chat(
     session: requests.Session | None = None,
     thread_id: str | None = None,
     run_id: str | None = None,
+    prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None,
+    repair_tool_call: Callable[[RepairRequest], ToolCallPart | None] | None = None,
+    approve: Callable[[ToolCallPart], bool] | None = None,
+    resume: Resume | dict[str, Any] | list[dict[str, Any]] | None = None,
+    stream_tool_call_responses: bool = True,
+    memory: ConversationStore | None = None,
+    timeouts: Timeouts | dict[str, Any] | None = None,
+    max_retries: int = 2,
+    on_chunk: Callable[[BaseEvent], None] | None = None,
+    on_step_start: Callable[[StepStart], None] | None = None,
+    on_step_finish: Callable[[Any], None] | None = None,
+    on_finish: Callable[[RunResult], None] | None = None,
+    on_error: Callable[[BaseException], None] | None = None,
+    on_abort: Callable[[RunResult], None] | None = None,
 ) -> ChatStream:
     """Start a chat run and return its :class:`ChatStream` (nothing is sent until it is iterated).
 
@@ -130,19 +156,42 @@ def chat(
     objects or ``{"name", "description", "parameters"}`` dicts. ``max_steps`` bounds model calls.
     ``base_url`` is the API root (``http://host/v1`` for OpenAI, ``http://host`` for Anthropic and
     Gemini); ``api_key`` defaults to the provider's environment variable (``OPENAI_API_KEY``...).
-    ``executor`` is a tool-executor name (``thread``, ``sequential``, ``bounded``) or object;
-    ``stop_when`` holds stop conditions as callables or ``("name", *args)``. Timeouts are seconds.
+    ``executor`` is a tool-executor name (``thread``, ``sequential``, ``bounded``), ``("bounded", 2)``
+    or an object; ``stop_when`` holds stop conditions as callables or ``("name", *args)``
+    (``step_count_is``, ``has_tool_call``, ``finish_reason_is``, ``total_tokens_exceed``).
 
-    Raises :class:`ValueError` for a malformed ``model`` and
+    Agent loop (see ``docs/agent-loop.md``): ``prepare_step`` may change each step's model, tools,
+    ``tool_choice``, active tools, system prompt and messages; ``repair_tool_call`` fixes an unknown
+    tool or invalid input; ``approve(call) -> bool`` decides tools that need approval (without it the
+    run ends with an ``interrupt`` outcome and ``chat(model, resume=result.resume({...}))`` continues
+    it; client tools resume the same way with ``tool_outputs``; ``resume`` is a
+    :class:`~hookstream.loop.Resume`, a dict of its fields, or AG-UI ``RunAgentInput.resume``
+    entries); ``stream_tool_call_responses=False``
+    streams only the final answer; ``memory`` loads/saves the conversation under ``thread_id``.
+    Callbacks ``on_chunk``, ``on_step_start``, ``on_step_finish``, ``on_finish``, ``on_error`` and
+    ``on_abort`` fire on success, error and abort alike.
+
+    Limits: ``timeouts`` (a :class:`~hookstream.timeouts.Timeouts` or dict: ``connect``, ``read``,
+    ``first_event``, ``idle``, ``step``, ``run``, ``tool`` seconds) replaces ``connect_timeout`` and
+    ``read_timeout`` when given; ``max_retries`` retries connect errors and HTTP 408/409/429/5xx
+    before the first byte (backoff with jitter, ``Retry-After`` honoured).
+
+    Raises :class:`ValueError` for a malformed ``model`` or no messages, and
     :class:`~hookstream.errors.UnknownPluginError` for an unknown provider or executor. Errors during
     the run do not raise: they end the stream with ``RUN_ERROR`` and are kept in ``result().error``.
     """
     provider = resolve_model(model, base_url=base_url, api_key=api_key)
-    msgs = coerce_messages(messages_or_prompt)
-    if system is not None:
+    if resume is not None:
+        resume = Resume.coerce(resume)
+    if messages_or_prompt is None:
+        if resume is None or resume.messages is None:
+            raise ValueError("chat() needs messages_or_prompt (or resume= with the interrupted run's messages)")
+        msgs: list[Message] = []
+    else:
+        msgs = coerce_messages(messages_or_prompt)
+    if system is not None and not any(m.role == "system" for m in msgs[:1]):
         msgs.insert(0, Message.system(system))
-    if isinstance(executor, str):
-        executor = get_registry().get("tool_executors", executor)()
+    limits = Timeouts.coerce(timeouts) if timeouts is not None else Timeouts(connect_timeout, read_timeout)
     config = EngineConfig(
         model=provider.model,
         tools=as_tools(tools),
@@ -151,9 +200,17 @@ def chat(
         max_tokens=max_tokens,
         temperature=temperature,
         options=dict(options or {}),
-        executor=executor,
+        executor=_executor(executor),
         stop_when=_stop_conditions(stop_when),
-        call_options=CallOptions(connect_timeout=connect_timeout, read_timeout=read_timeout),
+        call_options=CallOptions(connect_timeout=limits.connect, read_timeout=limits.read, max_retries=max_retries),
+        prepare_step=prepare_step,
+        repair_tool_call=repair_tool_call,
+        approve=approve,
+        stream_tool_call_responses=stream_tool_call_responses,
+        memory=memory,
+        callbacks=Callbacks(on_chunk, on_step_start, on_step_finish, on_finish, on_error, on_abort),
+        timeouts=limits,
+        resume=resume,
     )
     if thread_id:
         config.thread_id = thread_id

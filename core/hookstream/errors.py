@@ -11,6 +11,7 @@ from typing import Any
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "CallbackError",
     "CancelledError",
     "ConnectError",
     "ConnectionClosedError",
@@ -22,6 +23,7 @@ __all__ = [
     "PluginError",
     "ProviderError",
     "RateLimitError",
+    "ResumeError",
     "ServerError",
     "StreamTimeoutError",
     "ToolError",
@@ -160,6 +162,21 @@ class ServerError(HTTPStatusError):
 
 class CancelledError(HookstreamError):
     code = "cancelled"
+
+
+class CallbackError(HookstreamError):
+    """A decision callback of the agent loop (``prepare_step``, ``repair_tool_call``, ``approve``, a stop
+    condition) raised; the run ends with ``RUN_ERROR`` code ``callback_error`` and ``__cause__`` is the
+    original exception."""
+
+    code = "callback_error"
+
+
+class ResumeError(HookstreamError, ValueError):
+    """``chat(..., resume=...)`` got something it cannot continue (no assistant tool calls to resume,
+    an unknown approval id or tool call id)."""
+
+    code = "invalid_resume"
 
 
 class ToolError(HookstreamError):

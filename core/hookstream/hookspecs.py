@@ -61,7 +61,7 @@ def hookstream_register_tool_executors(register: Callable[[str, Callable[..., An
     :param register: ``register(name, factory)``. ``factory(**options)`` returns an object with
         ``run(calls: list[Callable[[], ToolOutcome]]) -> list[ToolOutcome]`` that runs every
         zero-argument job and returns their outcomes in call order (see
-        :class:`hookstream.tools.ToolExecutor`). Users pick it with ``executor="NAME"``.
+        :class:`hookstream.executors.ToolExecutor`). Users pick it with ``executor="NAME"``.
     :returns: nothing.
     """
 

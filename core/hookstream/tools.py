@@ -4,7 +4,11 @@
 ``{"name", "description", "parameters"}`` dicts. :func:`run_tool` executes one tool call and always
 returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns something that is
 not JSON serialisable, or is asked with arguments that did not parse gives an error result the model
-receives, never an exception in the caller.
+receives, never an exception in the caller. :func:`validate_input` checks arguments against the tool's
+JSON Schema with the ``jsonschema`` library (the dialect the schema's ``$schema`` names, else the
+latest). :func:`run_tool_guarded` adds the per-tool timeout and cancellation: the tool runs on its own
+daemon thread; past its time limit (or on cancellation) the caller gets an error result at once, the
+thread is abandoned and its :class:`CancellationToken` is set so a cooperative tool can stop.
 
 Thread safety: a Tool is immutable configuration and may be shared; its function runs on executor
 threads, so it must be thread-safe itself when several calls may run at once.
@@ -16,32 +20,51 @@ import inspect
 import json
 import re
 import threading
+import time
 import types
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, get_args, get_origin
 
 import attrs
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
 
 from .messages import Message, ToolCallPart, ToolResultPart
 from .provider import ToolSpec
 
-__all__ = ["Tool", "ToolContext", "as_tools", "run_tool", "schema_from_function", "tool"]
+__all__ = [
+    "CancellationToken",
+    "Tool",
+    "ToolContext",
+    "as_tools",
+    "needs_approval",
+    "run_tool",
+    "run_tool_guarded",
+    "schema_from_function",
+    "tool",
+    "validate_input",
+]
 
 
 class CancellationToken:
-    """Set when the run is cancelled; a tool polls :attr:`cancelled` or waits on :meth:`wait`."""
+    """Set when the run is cancelled or the tool's time limit passed; a tool polls :attr:`cancelled` or
+    waits on :meth:`wait`. ``reason`` says why (``"cancelled"``, ``"timeout"``). Safe from any thread."""
 
-    __slots__ = ("_event",)
+    __slots__ = ("_event", "reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self.reason: str | None = None
 
     @property
     def cancelled(self) -> bool:
         return self._event.is_set()
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "cancelled") -> None:
+        if self.reason is None:
+            self.reason = reason
         self._event.set()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -246,3 +269,75 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
     except (TypeError, ValueError) as exc:
         return error(f"Error: tool output is not JSON serialisable ({exc})")
     return ToolResultPart(call.id, call.name, output)
+
+
+def validate_input(t: Tool, arguments: dict[str, Any] | None) -> str | None:
+    """Why ``arguments`` do not fit ``t.parameters`` (a readable message naming the path), or None.
+
+    Uses ``jsonschema`` (the best-matching error of the schema's own draft). A schema that is itself
+    invalid is reported the same way, so the model gets an error result instead of the run failing.
+    """
+    if arguments is None:
+        return "the arguments are not a JSON object"
+    schema = t.parameters or {}
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(arguments))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the tool's own schema is invalid: {exc.message}"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message} (at {where})" if where else error.message
+
+
+def needs_approval(t: Tool, arguments: dict[str, Any] | None) -> bool:
+    """Whether a call of ``t`` with ``arguments`` waits for approval (``needs_approval`` bool or predicate).
+
+    A predicate that raises asks for approval: when in doubt, ask.
+    """
+    rule = t.needs_approval
+    if callable(rule):
+        try:
+            return bool(rule(dict(arguments or {})))
+        except Exception:
+            return True
+    return bool(rule)
+
+
+_POLL = 0.01  # seconds between checks of the run's token while a tool runs: bounds cancel latency
+
+
+def run_tool_guarded(
+    t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None
+) -> ToolResultPart:
+    """Run ``call`` on a daemon thread and wait for it at most ``timeout`` seconds (``None``: no limit).
+
+    Returns the tool's result, or an error result when the time limit passes (``"timed out after N s"``)
+    or ``run_token`` is cancelled (``"cancelled"``); the tool's own token is then set and its thread
+    abandoned. The wait checks ``run_token`` every 10 ms, so cancellation is seen within that.
+    """
+    token = CancellationToken()
+    done = threading.Event()
+    box: list[ToolResultPart] = []
+
+    def target() -> None:
+        try:
+            box.append(run_tool(t, call, ToolContext(call.id, messages, token)))
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name=f"hookstream-tool-{t.name}", daemon=True)
+    thread.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.wait(_POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))):
+        if run_token.cancelled:
+            token.cancel(run_token.reason or "cancelled")
+            return ToolResultPart(call.id, call.name, f"Error: {call.name!r} was cancelled", is_error=True)
+        if deadline is not None and time.monotonic() >= deadline:
+            token.cancel("timeout")
+            return ToolResultPart(
+                call.id, call.name, f"Error: {call.name!r} timed out after {timeout:g} s", is_error=True
+            )
+    return box[0] if box else ToolResultPart(call.id, call.name, f"Error: {call.name!r} stopped", is_error=True)

@@ -1,0 +1,312 @@
+"""Retries, time limits, cancellation and callbacks over a real loopback OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+from engine_kit import frame, run, text_body, text_pieces, tool_body
+from hookstream.errors import CancelledError, RateLimitError, StreamTimeoutError
+from hookstream.testing import CapturedRequest, LoopbackServer, Response
+from hookstream.tools import ToolContext
+
+KEEPALIVE = b": keepalive\n\n"
+
+
+def error_body(message: str, etype: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": etype}}).encode()
+
+
+def stamped() -> tuple[list[float], Any]:
+    times: list[float] = []
+
+    def check(index: int, req: CapturedRequest) -> None:
+        times.append(time.monotonic())
+        return None
+
+    return times, check
+
+
+# -- retries ----------------------------------------------------------------------------------------
+
+
+def test_retry_after_429_honours_retry_after() -> None:
+    times, check = stamped()
+    responses = [Response(error_body("slow down", "rate_limit_exceeded"), status=429,
+                          headers={"Retry-After": "1"}, content_type="application/json"),
+                 Response(text_body("ok"))]
+    with LoopbackServer(responses, check=check) as srv:
+        _events, stream = run(srv.url)
+    assert stream.result().text == "ok" and len(srv.requests) == 2
+    assert 0.98 <= times[1] - times[0] < 1.6, times
+
+
+def test_5xx_is_retried_with_backoff_and_400_is_not() -> None:
+    times, check = stamped()
+    responses = [Response(error_body("overloaded", "server_error"), status=503, content_type="application/json"),
+                 Response(text_body("ok"))]
+    with LoopbackServer(responses, check=check) as srv:
+        _, stream = run(srv.url)
+    assert stream.result().text == "ok"
+    assert 0.2 <= times[1] - times[0] < 0.8  # first backoff: 0.25-0.5 s
+    with LoopbackServer([Response(error_body("bad", "invalid_request_error"), status=400,
+                                  content_type="application/json")]) as srv:
+        events, stream = run(srv.url)
+    assert len(srv.requests) == 1 and events[-1].code == "bad_request"
+
+
+def test_retries_exhausted_or_disabled_end_with_the_typed_error() -> None:
+    resp = Response(error_body("slow down", "rate_limit_exceeded"), status=429, headers={"Retry-After": "0.05"},
+                    content_type="application/json")
+    with LoopbackServer([resp]) as srv:
+        events, stream = run(srv.url, max_retries=0)
+    assert len(srv.requests) == 1 and events[-1].code == "rate_limit"
+    with LoopbackServer([resp]) as srv:
+        events, stream = run(srv.url)
+    assert len(srv.requests) == 3 and isinstance(stream.result().error, RateLimitError)
+
+
+def test_connect_error_is_retried_then_reported() -> None:
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    t0 = time.monotonic()
+    events, _stream = run(f"http://127.0.0.1:{port}", max_retries=1)
+    assert events[-1].code == "connect_error" and time.monotonic() - t0 >= 0.25
+
+
+# -- time limits ------------------------------------------------------------------------------------
+
+
+def test_stall_with_keepalives_ends_with_the_idle_timeout() -> None:
+    pieces = text_pieces("Hello", " wor")[:3] + [KEEPALIVE] * 100
+    with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
+        t0 = time.monotonic()
+        events, stream = run(srv.url, timeouts={"idle": 0.5})
+        elapsed = time.monotonic() - t0
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "timeout"
+    err = stream.result().error
+    assert isinstance(err, StreamTimeoutError) and err.limit == "idle" and err.seconds == 0.5
+    assert "idle timeout after 0.5 s" in events[-1].message
+    assert 0.5 <= elapsed < 1.2, elapsed  # keepalives every 50 ms did not reset it
+    res = stream.result()
+    assert res.text == "Hello wor" and res.messages[-1].text == "Hello wor"
+
+
+def test_first_event_timeout() -> None:
+    with LoopbackServer([Response(pieces=[KEEPALIVE] * 40 + text_pieces("late"), delay=0.05)]) as srv:
+        _events, stream = run(srv.url, timeouts={"first_event": 0.3})
+    err = stream.result().error
+    assert isinstance(err, StreamTimeoutError) and err.limit == "first_event"
+
+
+def test_step_timeout_even_while_events_flow() -> None:
+    pieces = text_pieces(*["x"] * 60)
+    with LoopbackServer([Response(pieces=pieces, delay=0.02)]) as srv:
+        _events, stream = run(srv.url, timeouts={"step": 0.4, "idle": 5})
+    err = stream.result().error
+    assert isinstance(err, StreamTimeoutError) and err.limit == "step"
+    assert 0 < len(stream.result().text) < 60
+
+
+def test_run_timeout_while_a_tool_runs() -> None:
+    def wait_forever(ctx: ToolContext) -> str:
+        ctx.cancellation.wait(5)
+        return "late"
+
+    with LoopbackServer([Response(tool_body(("c1", "wait_forever", {}))), Response(text_body("x"))]) as srv:
+        t0 = time.monotonic()
+        events, stream = run(srv.url, tools=[wait_forever], timeouts={"run": 0.4})
+        assert time.monotonic() - t0 < 1.0
+    err = stream.result().error
+    assert isinstance(err, StreamTimeoutError) and err.limit == "run" and events[-1].code == "timeout"
+    assert len(srv.requests) == 1
+
+
+def test_slow_consumer_is_not_idle() -> None:
+    with LoopbackServer([Response(text_body("a", "b", "c"))]) as srv:
+        from engine_kit import MODEL
+        from hookstream.chat import chat
+
+        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", timeouts={"idle": 0.2})
+        for ev in stream:
+            if ev.type == "TEXT_MESSAGE_CONTENT":
+                time.sleep(0.3)
+    assert stream.result().outcome == "success"
+
+
+# -- cancellation -----------------------------------------------------------------------------------
+
+
+def cancel_when(stream: Any, predicate: Any, delay: float = 0.1) -> tuple[list[Any], float, float]:
+    """Iterate ``stream``; once ``predicate(event)`` held, cancel from another thread after ``delay``.
+    Returns (events, cancel time, end time)."""
+    events: list[Any] = []
+    cancelled_at: list[float] = []
+    started = False
+
+    def cancel() -> None:
+        time.sleep(delay)
+        cancelled_at.append(time.monotonic())
+        stream.cancel()
+
+    for ev in stream:
+        events.append(ev)
+        if not started and predicate(ev):
+            started = True
+            threading.Thread(target=cancel, daemon=True).start()
+    return events, cancelled_at[0], time.monotonic()
+
+
+def test_cancel_mid_text_from_another_thread() -> None:
+    from engine_kit import MODEL
+    from hookstream.chat import chat
+    from hookstream.testing import check_events
+
+    pieces = text_pieces("Hel", "lo")[:3] + [KEEPALIVE] * 200 + text_pieces("never")[1:]
+    with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
+        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k")
+        events, at, end = cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT")
+    assert end - at < 0.1, end - at
+    check_events(events, form="run")
+    fin = events[-1]
+    assert fin.type == "RUN_FINISHED" and fin.outcome.type == "cancelled"
+    res = stream.result()
+    assert res.outcome == "cancelled" and res.text == "Hello" and res.messages[-1].text == "Hello"
+
+
+def test_cancel_mid_tool_from_another_thread() -> None:
+    from engine_kit import MODEL
+    from hookstream.chat import chat
+    from hookstream.testing import check_events
+
+    tokens: list[Any] = []
+
+    def quick() -> str:
+        return "quick result"
+
+    def slow(ctx: ToolContext) -> str:
+        tokens.append(ctx.cancellation)
+        ctx.cancellation.wait(10)
+        return "late"
+
+    with LoopbackServer([Response(tool_body(("c1", "quick", {}), ("c2", "slow", {}))),
+                         Response(text_body("never"))]) as srv:
+        stream = chat(MODEL, "hi", tools=[quick, slow], base_url=srv.url + "/v1", api_key="k")
+        events, at, end = cancel_when(stream, lambda e: e.type == "STEP_FINISHED", delay=0.15)
+    assert end - at < 0.1, end - at
+    check_events(events, form="run")
+    assert events[-1].outcome.type == "cancelled" and len(srv.requests) == 1
+    res = stream.result()
+    assert next(r.output for r in res.tool_results) == "quick result"
+    assert res.tool_results[1].is_error and "cancelled" in res.tool_results[1].output
+    assert tokens[0].cancelled
+    assert [m.role for m in res.messages] == ["user", "assistant", "tool"]
+
+
+# -- callbacks --------------------------------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: dict[str, list[Any]] = {}
+
+    def kwargs(self) -> dict[str, Any]:
+        names = ("on_chunk", "on_step_start", "on_step_finish", "on_finish", "on_error", "on_abort")
+        return {n: (lambda arg, n=n: self.calls.setdefault(n, []).append(arg)) for n in names}
+
+    def fired(self) -> set[str]:
+        return set(self.calls)
+
+
+def test_callbacks_on_success() -> None:
+    rec = Recorder()
+
+    def quick() -> str:
+        return "r"
+
+    with LoopbackServer([Response(tool_body(("c1", "quick", {}))), Response(text_body("done"))]) as srv:
+        run(srv.url, tools=[quick], **rec.kwargs())
+    assert rec.fired() == {"on_chunk", "on_step_start", "on_step_finish", "on_finish"}
+    first, second = rec.calls["on_step_finish"]
+    assert (first.number, first.finish_reason, [c.name for c in first.tool_calls]) == (1, "tool_calls", ["quick"])
+    assert [r.output for r in first.tool_results] == ["r"] and first.usage.input_tokens == 10
+    assert (second.number, second.text, second.finish_reason) == (2, "done", "stop")
+    (final,) = rec.calls["on_finish"]
+    assert final.outcome == "success" and len(final.steps) == 2 and final.usage.input_tokens == 20
+    assert [s.number for s in rec.calls["on_step_start"]] == [1, 2]
+
+
+def test_callbacks_on_error() -> None:
+    rec = Recorder()
+    pieces = [*text_pieces("partial")[:2], frame({"error": {"message": "boom", "type": "server_error"}})]
+    with LoopbackServer([Response(pieces=pieces)]) as srv:
+        events, stream = run(srv.url, **rec.kwargs())
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "server_error"
+    assert rec.fired() == {"on_chunk", "on_step_start", "on_step_finish", "on_finish", "on_error"}
+    assert rec.calls["on_step_finish"][0].error == ("server_error", "boom")
+    assert rec.calls["on_finish"][0].outcome == "error"
+    assert stream.result().text == "partial"
+
+
+def test_callbacks_on_abort() -> None:
+    from engine_kit import MODEL
+    from hookstream.chat import chat
+
+    rec = Recorder()
+    pieces = text_pieces("Hel")[:2] + [KEEPALIVE] * 100
+    with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
+        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", **rec.kwargs())
+        cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT", delay=0.05)
+    assert rec.fired() == {"on_chunk", "on_step_start", "on_step_finish", "on_finish", "on_abort"}
+    assert rec.calls["on_abort"][0].outcome == "cancelled" and rec.calls["on_finish"][0].text == "Hel"
+
+
+def test_consumer_that_stops_early_aborts_the_run() -> None:
+    from engine_kit import MODEL
+    from hookstream.chat import chat
+
+    rec = Recorder()
+    with LoopbackServer([Response(pieces=text_pieces("a", "b") + [KEEPALIVE] * 50, delay=0.05)]) as srv:
+        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", **rec.kwargs())
+        for ev in stream:
+            if ev.type == "TEXT_MESSAGE_CONTENT":
+                break
+        res = stream.result()
+    assert res.outcome == "cancelled" and "on_abort" in rec.fired() and "on_finish" in rec.fired()
+
+
+def test_a_raising_observer_does_not_break_the_run() -> None:
+    def bad(_: Any) -> None:
+        raise RuntimeError("observer bug")
+
+    with LoopbackServer([Response(text_body("fine"))]) as srv:
+        _, stream = run(srv.url, on_chunk=bad, on_finish=bad)
+    assert stream.result().text == "fine"
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_cancel_before_or_during_retry_wait(when: str) -> None:
+    from engine_kit import MODEL
+    from hookstream.chat import chat
+
+    resp = Response(error_body("slow", "rate_limit_exceeded"), status=429, headers={"Retry-After": "5"},
+                    content_type="application/json")
+    with LoopbackServer([resp]) as srv:
+        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k")
+        if when == "before":
+            stream.cancel()
+        else:
+            threading.Timer(0.2, stream.cancel).start()
+        t0 = time.monotonic()
+        events = list(stream)
+    assert time.monotonic() - t0 < 1.0
+    assert events[-1].type == "RUN_FINISHED" and events[-1].outcome.type == "cancelled"
+    assert stream.result().error is None or isinstance(stream.result().error, CancelledError)
+
