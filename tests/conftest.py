@@ -8,7 +8,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
-
 from hookstream.adapter import StreamBuilder
 from hookstream.errors import MalformedChunkError
 from hookstream.events import BaseEvent, Usage

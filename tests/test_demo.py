@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
-from hookstream import demo  # noqa: E402
-from hookstream.events import from_dict  # noqa: E402
-from hookstream.testing import check_events  # noqa: E402
+from hookstream import demo
+from hookstream.events import from_dict
+from hookstream.testing import check_events
 
 
 def test_demo_runs_two_steps_with_parallel_tools() -> None:

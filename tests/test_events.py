@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import TypeAdapter
-
 from hookstream import events as ev
+from pydantic import TypeAdapter
 
 ag_ui_core = pytest.importorskip("ag_ui.core", reason="ag-ui-protocol (test dependency) not installed")
 OFFICIAL = TypeAdapter(ag_ui_core.Event)
 
 SAMPLES = [
     ev.RunStarted("t1", "r1"),
-    ev.RunFinished("t1", "r1", usage=ev.Usage(10, 5, 15, 2, 1), finish_reason="tool_calls", raw_finish_reason="tool_use",
-                   outcome=ev.Outcome("success")),
+    ev.RunFinished("t1", "r1", usage=ev.Usage(10, 5, 15, 2, 1), finish_reason="tool_calls",
+                   raw_finish_reason="tool_use", outcome=ev.Outcome("success")),
     ev.RunFinished("t1", "r1", outcome=ev.Outcome("interrupt", [ev.Interrupt("i1", "approval", tool_call_id="c1")])),
     ev.RunFinished("t1", "r1", outcome=ev.Outcome("cancelled")),
     ev.RunError("overloaded", code="overloaded_error"),

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from hookstream.errors import UnknownPluginError
 from hookstream.registry import Registry
 

@@ -9,7 +9,6 @@ import time
 
 import pytest
 import requests
-
 from conftest import LineProvider, sse
 from hookstream.accumulate import StepAccumulator
 from hookstream.call import CallOptions, ModelCall
@@ -79,7 +78,7 @@ def test_http_429_is_typed_and_keeps_retry_after_but_never_the_key() -> None:
     body = json.dumps({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}).encode()
     with LoopbackServer([Response(body, status=429, headers={"Retry-After": "7"},
                                   content_type="application/json")]) as srv:
-        events, acc, call = run_call(srv.url)
+        events, _, call = run_call(srv.url)
     assert isinstance(call.exception, RateLimitError)
     assert call.exception.status == 429 and call.exception.retry_after == 7.0
     assert "Rate limit reached" in call.exception.message
@@ -111,7 +110,7 @@ def test_oversized_event_is_bounded() -> None:
 def test_malformed_chunk_becomes_run_error_after_good_text() -> None:
     body = sse({"text": "ok"}) + b"data: {not json\n\n" + sse({"finish": "stop"})
     with LoopbackServer([Response(body)]) as srv:
-        events, acc, call = run_call(srv.url)
+        events, acc, _ = run_call(srv.url)
     assert acc.finish().text == "ok"
     assert events[-1].code == "malformed_chunk"
     check_events(events)

@@ -27,6 +27,7 @@ from .registry import get_registry
 from .stop import StopCondition
 from .timeouts import Timeouts
 from .tools import Tool, as_tools
+from .transport import DEFAULT_MAX_EVENT_BYTES
 
 __all__ = ["ChatStream", "Resume", "chat", "resolve_model"]
 
@@ -94,6 +95,13 @@ class ChatStream:
             self._iter.close()  # type: ignore[union-attr]
         return self._engine.result()
 
+    def to_sse(self) -> Iterator[bytes]:
+        """The run as AG-UI over SSE: each event as ``data: {json}\n\n`` bytes (camelCase JSON,
+        ``RUN_STARTED`` with ``protocolVersion``, usage on ``RUN_FINISHED``), for a streaming HTTP body."""
+        from .agui import to_sse
+
+        return to_sse(self)
+
     def to_json_lines(self) -> Iterator[str]:
         """Each event as one line of AG-UI JSON."""
         for ev in self:
@@ -141,6 +149,7 @@ def chat(
     memory: ConversationStore | None = None,
     timeouts: Timeouts | dict[str, Any] | None = None,
     max_retries: int = 2,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     on_chunk: Callable[[BaseEvent], None] | None = None,
     on_step_start: Callable[[StepStart], None] | None = None,
     on_step_finish: Callable[[Any], None] | None = None,
@@ -174,7 +183,9 @@ def chat(
     Limits: ``timeouts`` (a :class:`~hookstream.timeouts.Timeouts` or dict: ``connect``, ``read``,
     ``first_event``, ``idle``, ``step``, ``run``, ``tool`` seconds) replaces ``connect_timeout`` and
     ``read_timeout`` when given; ``max_retries`` retries connect errors and HTTP 408/409/429/5xx
-    before the first byte (backoff with jitter, ``Retry-After`` honoured).
+    before the first byte (backoff with jitter, ``Retry-After`` honoured). ``max_event_bytes`` bounds
+    one SSE event (bytes, default 16 MiB): a longer one ends the run with ``RUN_ERROR``
+    ``line_too_long``.
 
     Raises :class:`ValueError` for a malformed ``model`` or no messages, and
     :class:`~hookstream.errors.UnknownPluginError` for an unknown provider or executor. Errors during
@@ -202,7 +213,8 @@ def chat(
         options=dict(options or {}),
         executor=_executor(executor),
         stop_when=_stop_conditions(stop_when),
-        call_options=CallOptions(connect_timeout=limits.connect, read_timeout=limits.read, max_retries=max_retries),
+        call_options=CallOptions(connect_timeout=limits.connect, read_timeout=limits.read, max_retries=max_retries,
+                                 max_event_bytes=max_event_bytes),
         prepare_step=prepare_step,
         repair_tool_call=repair_tool_call,
         approve=approve,

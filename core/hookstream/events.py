@@ -71,8 +71,9 @@ class Usage:
     All counts are tokens; ``None`` means the provider did not report that count.
     ``reasoning_tokens`` and ``cached_input_tokens`` are parts of output and input respectively, as
     AG-UI counts them, except where a provider reports otherwise: Gemini's ``candidatesTokenCount``
-    excludes thoughts, so for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``. On the wire AG-UI carries usage as a list of ``TokenUsage`` entries;
-    hookstream writes one entry and sums the entries it reads.
+    excludes thoughts, so for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``.
+    On the wire AG-UI carries usage as a list of ``TokenUsage`` entries; hookstream writes one entry
+    and sums the entries it reads.
     """
 
     input_tokens: int | None = None

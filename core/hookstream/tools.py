@@ -89,6 +89,8 @@ class Tool:
     ``parameters`` is a JSON Schema object. ``fn`` is called with the parsed arguments as keyword
     arguments (plus ``ToolContext`` when it asks for one); ``fn=None`` makes a client tool, run by
     the caller. ``timeout`` is seconds. ``needs_approval`` is a bool or a predicate on the arguments.
+    ``max_output_chars`` bounds the output's text (JSON text for structured output): a larger output
+    becomes an error result, never a megabytes-long message to the model.
     """
 
     name: str
@@ -99,6 +101,7 @@ class Tool:
     return_direct: bool = False
     timeout: float | None = None
     context_param: str | None = None
+    max_output_chars: int = 1_000_000
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
@@ -265,9 +268,12 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
     except Exception as exc:  # the model gets the failure as a result; the run goes on
         return error(f"Error: {type(exc).__name__}: {exc}")
     try:
-        json.dumps(output)
+        size = len(output) if isinstance(output, str) else len(json.dumps(output))
     except (TypeError, ValueError) as exc:
         return error(f"Error: tool output is not JSON serialisable ({exc})")
+    if size > t.max_output_chars:
+        # A runaway output would be sent to the model on every later step: refuse it clearly instead.
+        return error(f"Error: tool output is {size} characters, over this tool's limit of {t.max_output_chars}")
     return ToolResultPart(call.id, call.name, output)
 
 

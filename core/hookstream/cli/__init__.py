@@ -33,7 +33,7 @@ def main(debug: bool) -> None:
 
 
 def _print_versions(ctx: click.Context, value: bool) -> None:
-    # issue 7: --version reports the core and each plugin distribution (loading the plugins to find them).
+    # --version reports the core and each plugin distribution (loading the plugins to find them).
     if not value or ctx.resilient_parsing:
         return
     from ..registry import get_registry

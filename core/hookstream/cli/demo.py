@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..demo import PROMPT, demo_stream
+from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
 
 
@@ -17,7 +20,10 @@ def command(output: str, delay: float) -> None:
     try:
         if output == "text":
             click.echo(f"> {PROMPT}\n")
-        code = print_run(stream, output)
+        if output == "text" and sys.stdout.isatty():
+            code = LiveRenderer().render(stream)  # Markdown as it streams, spinners while tools run
+        else:
+            code = print_run(stream, output)
     finally:
         server.stop()
     raise SystemExit(code)
