@@ -1,8 +1,9 @@
 """Loopback benchmarks of the whole pipeline, as ratios measured in one run (issue 2 and issue 6).
 
-The server (hookstream.testing.LoopbackServer, same process) sends each SSE event as its own HTTP
-chunk. Every figure is a median over interleaved repeats (clients take turns in rotating order), so a
-noisy machine shifts all clients alike; compare ratios, never absolute numbers across runs
+The server (hookstream.testing.LoopbackServer; in a child process for the concurrency and memory
+figures) sends each SSE event as its own HTTP chunk. Every figure is a median over interleaved
+repeats (clients take turns in rotating order), so a noisy machine shifts all clients alike; compare ratios,
+never absolute numbers across runs
 (see ../shared/MEASURED.md for anchors).
 
 * throughput: 20,000 OpenAI Chat chunks: floor (requests ``iter_lines`` + ``json.loads``),
@@ -21,12 +22,14 @@ Run: ``python benchmarks/bench_pipeline.py [--quick]``; ``benchmarks/run.py`` pr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
 import statistics
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
@@ -229,11 +232,35 @@ def bench_latency(count: int, interval: float) -> list[Row]:
              "target <= 2 ms")]
 
 
+@contextlib.contextmanager
+def child_server(pieces: list[bytes]) -> Iterator[str]:
+    """The loopback server in a forked child process, yielding its URL.
+
+    For the concurrency and memory figures the server must not share the client's GIL (32 client
+    threads would otherwise compete with 32 server threads) nor its heap (tracemalloc would count the
+    server's copy of the response)."""
+    ctx = multiprocessing.get_context("fork")
+    mine, theirs = ctx.Pipe()
+
+    def serve(conn: Any) -> None:
+        with LoopbackServer([Response(pieces=pieces)]) as srv:
+            conn.send(srv.url)
+            conn.recv()
+
+    proc = ctx.Process(target=serve, args=(theirs,), daemon=True)
+    proc.start()
+    try:
+        yield mine.recv()
+    finally:
+        mine.send(None)
+        proc.join(5)
+
+
 def bench_concurrency(n: int, levels: list[int], repeats: int) -> list[Row]:
     rows: list[Row] = []
-    with LoopbackServer([Response(pieces=openai_events(n))]) as srv:
+    with child_server(openai_events(n)) as url:
         def run(k: int) -> float:
-            threads = [threading.Thread(target=hookstream_run, args=("openai", srv.url + "/v1")) for _ in range(k)]
+            threads = [threading.Thread(target=hookstream_run, args=("openai", url + "/v1")) for _ in range(k)]
             t0 = time.perf_counter()
             for t in threads:
                 t.start()
@@ -257,9 +284,9 @@ def bench_memory(size: int) -> list[Row]:
     delta = 1024
     events = openai_events(size // delta, text="m" * delta)
     total = sum(len(e) for e in events)
-    with LoopbackServer([Response(pieces=events)]) as srv:
+    with child_server(events) as url:
         tracemalloc.start()
-        hookstream_run("openai", srv.url + "/v1")
+        hookstream_run("openai", url + "/v1")
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     return [(f"peak memory streaming a {total / 1e6:.1f} MB response (tracemalloc)", f"{peak / 1e6:.1f} MB",

@@ -92,8 +92,6 @@ class StepAccumulator:
         self._text: dict[str, _Block] = {}
         self._reasoning: dict[str, _Block] = {}
         self._tools: dict[str, _Block] = {}
-        self._text_chunks: list[str] = []
-        self._reasoning_chunks: list[str] = []
         self.finished = False
 
     def add(self, event: BaseEvent) -> None:
@@ -103,7 +101,6 @@ class StepAccumulator:
             if block is None:
                 block = self._open_text(event.message_id, None)  # type: ignore[attr-defined]
             block.chunks.append(event.delta)  # type: ignore[attr-defined]
-            self._text_chunks.append(event.delta)  # type: ignore[attr-defined]
         elif t is ToolCallArgs:
             block = self._tools.get(event.tool_call_id)  # type: ignore[attr-defined]
             if block is not None:
@@ -113,7 +110,6 @@ class StepAccumulator:
             if block is None:
                 block = self._open_reasoning(event.message_id, None)  # type: ignore[attr-defined]
             block.chunks.append(event.delta)  # type: ignore[attr-defined]
-            self._reasoning_chunks.append(event.delta)  # type: ignore[attr-defined]
         elif t is TextMessageStart:
             self._open_text(event.message_id, event.metadata)  # type: ignore[attr-defined]
         elif t is TextMessageEnd:
@@ -169,9 +165,8 @@ class StepAccumulator:
         block = blocks.get(mid)
         if block is None:
             return
-        part = block.part
-        part.text = "".join(block.chunks)  # type: ignore[union-attr]
-        part.provider_metadata = merge_metadata(part.provider_metadata, metadata)
+        _settle(block)
+        block.part.provider_metadata = merge_metadata(block.part.provider_metadata, metadata)
 
     def _encrypted(self, event: ReasoningEncryptedValue) -> None:
         block = self._reasoning.get(event.entity_id) or self._tools.get(event.entity_id)
@@ -209,17 +204,31 @@ class StepAccumulator:
         self.finished = True
         for blocks in (self._text, self._reasoning):
             for block in blocks.values():
-                block.part.text = "".join(block.chunks)  # type: ignore[union-attr]
+                _settle(block)
         for block in self._tools.values():
             part: ToolCallPart = block.part  # type: ignore[assignment]
             if part.arguments_raw is None:
                 part.arguments_raw = "".join(block.chunks)
         r = self.result
-        r.text = "".join(self._text_chunks)
-        r.reasoning = "".join(self._reasoning_chunks) if self._reasoning else None
+        r.text = _concat([b.part.text for b in self._text.values()])  # type: ignore[union-attr]
+        r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None  # type: ignore[union-attr]
         # Drop empty text parts (e.g. a text block holding only "") so the history stays clean.
         r.message.parts = [p for p in r.message.parts if not (isinstance(p, TextPart) and not p.text)]
         return r
+
+
+def _settle(block: _Block) -> None:
+    """Join a text or reasoning block's pending chunks onto its part, once, and free them."""
+    if block.chunks:
+        joined = "".join(block.chunks)
+        part = block.part
+        part.text = part.text + joined if part.text else joined  # type: ignore[union-attr]
+        block.chunks = []
+
+
+def _concat(texts: list[str]) -> str:
+    # One block (the common case) is shared rather than copied: a 10 MB answer stays one string.
+    return texts[0] if len(texts) == 1 else "".join(texts)
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:
