@@ -24,7 +24,8 @@ def _confirm(call: ToolCallPart) -> bool:
         return False
 
 
-def _load_tool(spec: str) -> Any:
+def load_tool(spec: str) -> Any:
+    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise click.BadParameter(f"expected MODULE:FUNC, got {spec!r}", param_hint="--tool")
@@ -63,7 +64,7 @@ def command(
     ask_approval: bool,
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...)."""
-    tools = [_load_tool(s) for s in tool_specs]
+    tools = [load_tool(s) for s in tool_specs]
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
     approve = live.approve if live is not None else (_confirm if ask_approval else None)

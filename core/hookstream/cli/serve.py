@@ -7,22 +7,12 @@ reach the client as they are produced. It is an optional dependency: ``pip insta
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import click
 
 from ..agui import make_app
-
-
-def _load_tool(spec: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise click.BadParameter(f"expected MODULE:FUNC, got {spec!r}", param_hint="--tool")
-    try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="--tool") from None
+from .chat import load_tool
 
 
 def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | None, system: str | None,
@@ -34,7 +24,7 @@ def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | No
         return make_app(stream_factory=demo_factory(delay=delay))
     if not model:
         raise click.UsageError("--model PROVIDER:MODEL is required (or --demo for the offline demo)")
-    tools = [_load_tool(s) for s in tool_specs]
+    tools = [load_tool(s) for s in tool_specs]
     try:
         return make_app(model, tools=tools, base_url=base_url, system=system, max_steps=max_steps)
     except (ValueError, LookupError) as exc:
