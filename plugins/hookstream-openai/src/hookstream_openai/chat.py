@@ -21,7 +21,7 @@ from hookstream.events import BaseEvent, Custom, ToolCallArgs, Usage
 from hookstream.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
 
-from .common import arguments_text, auth_headers, output_text
+from .common import arguments_text, auth_headers, output_text, tool_choice
 
 __all__ = ["OpenAIChatProvider", "chat_body", "chat_messages", "chat_usage", "normalise_finish_reason"]
 
@@ -129,16 +129,6 @@ def chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
-    """``"auto" | "none" | "required"`` as they are; ``{"name": X}`` -> ``{"type": "function",
-    "function": {"name": X}}``. Raises :class:`ValueError` otherwise."""
-    if choice in ("auto", "none", "required"):
-        return choice
-    if isinstance(choice, dict) and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
-    raise ValueError(f"tool_choice must be auto, none, required or {{'name': TOOL}}, not {choice!r}")
-
-
 def chat_body(request: ModelRequest) -> dict[str, Any]:
     """The JSON body of a streamed ``/chat/completions`` call; ``request.options`` are merged last.
 
@@ -159,7 +149,9 @@ def chat_body(request: ModelRequest) -> dict[str, Any]:
             tools.append({"type": "function", "function": fn})
         body["tools"] = tools
     if request.tool_choice is not None:
-        body["tool_choice"] = tool_choice(request.tool_choice)
+        body["tool_choice"] = tool_choice(
+            request.tool_choice, lambda name: {"type": "function", "function": {"name": name}}
+        )
     if request.max_tokens is not None:
         body["max_tokens"] = request.max_tokens
     if request.temperature is not None:

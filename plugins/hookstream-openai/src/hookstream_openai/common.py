@@ -7,12 +7,23 @@ Source: OpenAI API reference, "Authentication" (``Authorization: Bearer``), "Cha
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hookstream.messages import ToolCallPart, tool_output_text
 from hookstream.provider import Secret
 
-__all__ = ["arguments_text", "auth_headers", "output_text", "parse_object"]
+__all__ = ["arguments_text", "auth_headers", "output_text", "parse_object", "tool_choice"]
+
+
+def tool_choice(choice: str | dict[str, Any], named: Callable[[str], dict[str, Any]]) -> str | dict[str, Any]:
+    """``"auto" | "none" | "required"`` as they are; ``{"name": X}`` -> ``named(X)``, the API's own shape
+    for forcing one tool. Raises :class:`ValueError` otherwise."""
+    if choice in ("auto", "none", "required"):
+        return choice
+    if isinstance(choice, dict) and isinstance(choice.get("name"), str):
+        return named(choice["name"])
+    raise ValueError(f"tool_choice must be auto, none, required or {{'name': TOOL}}, not {choice!r}")
 
 
 def auth_headers(api_key: Secret) -> dict[str, str]:

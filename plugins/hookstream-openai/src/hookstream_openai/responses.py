@@ -17,7 +17,7 @@ from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, RunErr
 from hookstream.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
 
-from .common import arguments_text, auth_headers, output_text, parse_object
+from .common import arguments_text, auth_headers, output_text, parse_object, tool_choice
 
 __all__ = ["KEY", "OpenAIResponsesProvider", "responses_body", "responses_input", "responses_usage"]
 
@@ -151,14 +151,8 @@ def responses_body(request: ModelRequest) -> dict[str, Any]:
                 tool["description"] = t.description
             tools.append(tool)
         body["tools"] = tools
-    choice = request.tool_choice
-    if choice is not None:
-        if choice in ("auto", "none", "required"):
-            body["tool_choice"] = choice
-        elif isinstance(choice, dict) and isinstance(choice.get("name"), str):
-            body["tool_choice"] = {"type": "function", "name": choice["name"]}
-        else:
-            raise ValueError(f"tool_choice must be auto, none, required or {{'name': TOOL}}, not {choice!r}")
+    if request.tool_choice is not None:
+        body["tool_choice"] = tool_choice(request.tool_choice, lambda name: {"type": "function", "name": name})
     if request.max_tokens is not None:
         body["max_output_tokens"] = request.max_tokens
     if request.temperature is not None:
