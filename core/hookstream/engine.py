@@ -170,37 +170,48 @@ class RunResult:
 class _OpenBlocks:
     """Which blocks of the current step are open, so a cancelled step can still be closed cleanly."""
 
-    __slots__ = ("reasoning", "text", "tools")
+    __slots__ = ("reasoning", "reasoning_messages", "text", "tools")
 
     def __init__(self) -> None:
         self.text: list[str] = []
         self.reasoning: list[str] = []
+        self.reasoning_messages: list[str] = []
         self.tools: list[str] = []
 
     def see(self, ev: BaseEvent) -> None:
-        t = type(ev)
-        if t is TextMessageStart:
-            self.text.append(ev.message_id)  # type: ignore[attr-defined]
-        elif t is TextMessageEnd:
-            _discard(self.text, ev.message_id)  # type: ignore[attr-defined]
-        elif t is ReasoningStart:
-            self.reasoning.append(ev.message_id)  # type: ignore[attr-defined]
-        elif t is ReasoningEnd:
-            _discard(self.reasoning, ev.message_id)  # type: ignore[attr-defined]
-        elif t is ToolCallStart:
-            self.tools.append(ev.tool_call_id)  # type: ignore[attr-defined]
-        elif t is ToolCallEnd:
-            _discard(self.tools, ev.tool_call_id)  # type: ignore[attr-defined]
+        # One dict lookup per event: content deltas, the bulk of a stream, are not tracked.
+        kind = _TRACKED.get(type(ev))
+        if kind is None:
+            return
+        name, opening = kind
+        ident = ev.tool_call_id if name == "tools" else ev.message_id  # type: ignore[attr-defined]
+        items: list[str] = getattr(self, name)
+        if opening:
+            items.append(ident)
+        else:
+            _discard(items, ident)
 
-    def close(self, reasoning_message_open: set[str]) -> list[BaseEvent]:
+    def close(self) -> list[BaseEvent]:
         out: list[BaseEvent] = [TextMessageEnd(m) for m in self.text]
         for m in self.reasoning:
-            if m in reasoning_message_open:
+            if m in self.reasoning_messages:
                 out.append(ReasoningMessageEnd(m))
             out.append(ReasoningEnd(m))
         out.extend(ToolCallEnd(t) for t in self.tools)
-        self.text, self.reasoning, self.tools = [], [], []
+        self.text, self.reasoning, self.reasoning_messages, self.tools = [], [], [], []
         return out
+
+
+_TRACKED: dict[type, tuple[str, bool]] = {
+    TextMessageStart: ("text", True),
+    TextMessageEnd: ("text", False),
+    ReasoningStart: ("reasoning", True),
+    ReasoningEnd: ("reasoning", False),
+    ReasoningMessageStart: ("reasoning_messages", True),
+    ReasoningMessageEnd: ("reasoning_messages", False),
+    ToolCallStart: ("tools", True),
+    ToolCallEnd: ("tools", False),
+}
 
 
 def _discard(items: list[str], item: str) -> None:
@@ -355,7 +366,6 @@ class Engine:
             buf.append(started)
         acc = StepAccumulator(number)
         blocks = _OpenBlocks()
-        reasoning_msgs: set[str] = set()
         call = ModelCall(plan.provider, plan.request, CallContext(cfg.thread_id, cfg.run_id), self._session,
                          cfg.call_options)
         with self._lock:
@@ -374,10 +384,6 @@ class Engine:
             if t is RunFinished or t is RunError:
                 break
             blocks.see(ev)
-            if t is ReasoningMessageStart:
-                reasoning_msgs.add(ev.message_id)  # type: ignore[attr-defined]
-            elif t is ReasoningMessageEnd:
-                reasoning_msgs.discard(ev.message_id)  # type: ignore[attr-defined]
             if on_chunk is not None:
                 try:
                     on_chunk(ev)
@@ -394,7 +400,7 @@ class Engine:
         if step.usage is not None:
             self.usage = self.usage + step.usage
         if self._cancelled.is_set():
-            closing = [*blocks.close(reasoning_msgs), StepFinished(step_name)]
+            closing = [*blocks.close(), StepFinished(step_name)]
             yield from self._emit(buf, closing)
             yield from self._release(buf)
             self._keep_partial(step, "the run was cancelled")
