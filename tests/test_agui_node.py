@@ -17,7 +17,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_kit import serve_demo_process
 
 ROOT = Path(__file__).resolve().parent.parent
 E2E = ROOT / "tests" / "e2e"
@@ -126,18 +126,8 @@ def run_demo_conversation(url: str, tmp_path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def serve_demo() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hookstream.cli", "serve", "--demo", "--port", "0", "--delay", "0.002"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "listening on" in line, line + (proc.stderr.read() if proc.stderr else "")
-        yield line.rsplit(" ", 1)[-1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serve_demo_process("--delay", "0.002") as url:
+        yield url
 
 
 def test_http_agent_runs_the_demo_through_enforce_and_verify(serve_demo: str, tmp_path: Path) -> None:

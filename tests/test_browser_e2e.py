@@ -11,11 +11,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from serve_kit import serve_demo_process
 
 ROOT = Path(__file__).resolve().parent.parent
 E2E = ROOT / "tests" / "e2e"
@@ -37,16 +37,8 @@ pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip ins
 @pytest.fixture
 def serve_demo() -> Iterator[str]:
     # 30 ms between provider events, as `hookstream serve --demo` defaults: slow enough to see streaming.
-    proc = subprocess.Popen([sys.executable, "-m", "hookstream.cli", "serve", "--demo", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "listening on" in line, line + (proc.stderr.read() if proc.stderr else "")
-        yield line.rsplit(" ", 1)[-1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serve_demo_process() as url:
+        yield url
 
 
 def test_chat_page_streams_asks_approval_and_answers(serve_demo: str) -> None:
