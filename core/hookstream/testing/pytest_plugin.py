@@ -65,10 +65,8 @@ def hookstream_server() -> Iterator[Callable[..., LoopbackServer]]:
 
 @pytest.fixture
 def hookstream_fault_server() -> Iterator[Callable[..., Any]]:
-    try:
-        from .faults import FaultServer
-    except ImportError:  # pragma: no cover - the faults module ships with hookstream
-        pytest.skip("hookstream.testing.faults is not available in this hookstream")
+    from .faults import FaultServer
+
     servers: list[Any] = []
 
     def start(provider: str, fault: str = "none", **options: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 from hookstream.messages import ToolCallPart, tool_output_text
 from hookstream.provider import Secret
 
-__all__ = ["arguments_text", "auth_headers", "output_text", "parse_object", "tool_choice"]
+__all__ = ["arguments_text", "auth_headers", "output_text", "tool_choice"]
 
 
 def tool_choice(choice: str | dict[str, Any], named: Callable[[str], dict[str, Any]]) -> str | dict[str, Any]:
@@ -53,14 +53,3 @@ def output_text(output: Any, tool_call_id: str) -> str:
         return tool_output_text(output)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"tool result for {tool_call_id!r} is not JSON serialisable: {exc}") from None
-
-
-def parse_object(text: str) -> dict[str, Any] | None:
-    """``text`` parsed as a JSON object (``""`` is ``{}``), or ``None`` when it is not one."""
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

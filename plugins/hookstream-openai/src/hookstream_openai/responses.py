@@ -11,13 +11,14 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
+from hookstream.accumulate import parse_arguments
 from hookstream.adapter import StreamBuilder, new_id
 from hookstream.errors import MalformedChunkError
 from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, RunError, ToolCallArgs, Usage
 from hookstream.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
 
-from .common import arguments_text, auth_headers, output_text, parse_object, tool_choice
+from .common import arguments_text, auth_headers, output_text, tool_choice
 
 __all__ = ["KEY", "OpenAIResponsesProvider", "responses_body", "responses_input", "responses_usage"]
 
@@ -234,7 +235,7 @@ class _ResponsesParse:
                 if arguments.startswith(streamed):
                     out.append(ToolCallArgs(call.call_id, arguments[len(streamed):]))
                 else:
-                    parsed = parse_object(arguments)
+                    parsed = parse_arguments(arguments)
         out.extend(self.b.tool_end(call.call_id, input=parsed))
         return out
 
