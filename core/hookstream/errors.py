@@ -6,8 +6,6 @@ message, and the URL without its query string (Gemini puts the key in the query 
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
@@ -204,10 +202,3 @@ def error_for_status(
     else:
         cls = HTTPStatusError
     return cls(status, message, error_type=error_type, retry_after=retry_after, url=url)
-
-
-def describe(exc: BaseException) -> dict[str, Any]:
-    """A JSON-able description of an exception for ``final-json`` output: ``{"code", "message"}``."""
-    if isinstance(exc, HookstreamError):
-        return {"code": exc.code, "message": exc.message}
-    return {"code": "error", "message": f"{type(exc).__name__}: {exc}"}

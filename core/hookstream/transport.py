@@ -99,9 +99,15 @@ def default_error_reader(status: int, body: bytes) -> tuple[str, str | None]:
 class Stream:
     """An open streaming response: iterate :meth:`events` for SSE events, :meth:`close` when done."""
 
-    def __init__(self, response: requests.Response, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self,
+        response: requests.Response,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        read_timeout: float | None = None,
+    ) -> None:
         self.response = response
         self.max_event_bytes = max_event_bytes
+        self.read_timeout = read_timeout
         self._aborted = threading.Event()
 
     def _chunks(self) -> Iterator[bytes]:
@@ -124,11 +130,7 @@ class Stream:
                 return
             raise ConnectionClosedError(f"connection closed mid-stream ({type(exc).__name__})") from None
         except urllib3.exceptions.ReadTimeoutError:
-            raise StreamTimeoutError("idle", self._read_timeout()) from None
-
-    def _read_timeout(self) -> float:
-        timeout = getattr(self.response, "_hookstream_read_timeout", None)
-        return float(timeout or 0.0)
+            raise StreamTimeoutError("idle", self.read_timeout or 0.0) from None
 
     def events(self) -> Iterator[SSEEvent]:
         """SSE events in arrival order. Comments (keepalives) are skipped by sseclient-py.
@@ -159,10 +161,6 @@ class Stream:
                 sock.shutdown(socket.SHUT_RDWR)
         except (OSError, AttributeError):
             pass
-
-    @property
-    def aborted(self) -> bool:
-        return self._aborted.is_set()
 
     def close(self) -> None:
         self.response.close()
@@ -200,14 +198,13 @@ def open_stream(
         raise ConnectError(f"cannot connect to {request.redacted_url()}: {_reason(exc)}") from None
     except requests.exceptions.RequestException as exc:
         raise TransportError(f"request to {request.redacted_url()} failed: {type(exc).__name__}") from None
-    resp._hookstream_read_timeout = read_timeout  # type: ignore[attr-defined]
     if resp.status_code >= 300:
         error = _status_error(resp, request, error_reader)
         # The traceback keeps this frame alive as long as the error lives (it is kept in the run's
         # result): drop the response here so its socket is released now.
         del resp
         raise error
-    return Stream(resp, max_event_bytes)
+    return Stream(resp, max_event_bytes, read_timeout)
 
 
 def _reason(exc: BaseException) -> str:
