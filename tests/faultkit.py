@@ -9,13 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
-from hookstream.call import CallOptions
 from hookstream.chat import ChatStream, chat
-from hookstream.engine import Engine, EngineConfig
 from hookstream.events import BaseEvent
-from hookstream.messages import Message
-from hookstream.registry import get_registry
-from hookstream.tools import as_tools
 
 
 class RecordingTool:
@@ -82,18 +77,8 @@ def run_chat(
     read_timeout: float | None = 5.0,
     max_event_bytes: int | None = None,
     prompt: str = "What is the weather in Paris?",
-) -> tuple[list[BaseEvent], ChatStream | Engine]:
-    """One run through the public entry point; when ``max_event_bytes`` is asked and ``chat()`` has no
-    parameter for it, the engine is built directly with :class:`CallOptions` (same code path below)."""
-    import inspect
-
-    if max_event_bytes is not None and "max_event_bytes" not in inspect.signature(chat).parameters:
-        provider_cls = get_registry().provider(provider)
-        prov = provider_cls("fault-model", base_url=base_url, api_key=api_key)
-        config = EngineConfig(model="fault-model", tools=as_tools(tools),
-                              call_options=CallOptions(read_timeout=read_timeout, max_event_bytes=max_event_bytes))
-        engine = Engine(prov, [Message.user(prompt)], config)
-        return list(engine.events()), engine
+) -> tuple[list[BaseEvent], ChatStream]:
+    """One run through the public entry point, ``chat()``."""
     extra: dict[str, Any] = {} if max_event_bytes is None else {"max_event_bytes": max_event_bytes}
     stream = chat(f"{provider}:fault-model", prompt, base_url=base_url, api_key=api_key, tools=tools,
                   read_timeout=read_timeout, **extra)

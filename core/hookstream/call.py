@@ -41,8 +41,9 @@ _TERMINAL = frozenset({RunFinished, RunError})
 class CallOptions:
     """Transport settings for model calls. Times are seconds; sizes are bytes.
 
-    ``max_retries`` (default 2) is how many times a retryable failure before the first byte is
-    retried; ``max_retry_wait`` is the longest ``Retry-After`` honoured (a longer one is not retried).
+    ``max_retries`` is how many times a retryable failure before the first byte is retried: 0 by
+    default (one attempt, as replays and adapter tests want); ``chat()`` and the engine use 2.
+    ``max_retry_wait`` is the longest ``Retry-After`` honoured (a longer one is not retried).
     """
 
     __slots__ = ("connect_timeout", "max_event_bytes", "max_retries", "max_retry_wait", "read_timeout")
@@ -52,7 +53,7 @@ class CallOptions:
         connect_timeout: float | None = 10.0,
         read_timeout: float | None = 300.0,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_retries: int = 2,
+        max_retries: int = 0,
         max_retry_wait: float = 60.0,
     ) -> None:
         self.connect_timeout = connect_timeout
@@ -65,8 +66,7 @@ class CallOptions:
 class ModelCall:
     """Iterate for the call's AG-UI events (adapter grammar).
 
-    ``options=None`` means a single attempt with default timeouts (replays and adapter tests); the
-    engine passes :class:`CallOptions` with ``max_retries=2`` unless told otherwise.
+    ``options=None`` means :class:`CallOptions` defaults: a single attempt, default timeouts.
     """
 
     def __init__(
@@ -81,7 +81,7 @@ class ModelCall:
         self.request = request
         self.context = context
         self.session = session
-        self.options = options or CallOptions(max_retries=0)
+        self.options = options or CallOptions()
         self.exception: BaseException | None = None
         self.attempts = 0
         self.sent_at: float | None = None

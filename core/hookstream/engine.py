@@ -96,7 +96,7 @@ class EngineConfig:
     options: dict[str, Any] = attrs.Factory(dict)
     executor: ToolExecutor = attrs.Factory(ThreadExecutor)
     stop_when: list[StopCondition] = attrs.Factory(list)
-    call_options: CallOptions = attrs.Factory(CallOptions)
+    call_options: CallOptions = attrs.Factory(lambda: CallOptions(max_retries=2))
     thread_id: str = attrs.Factory(lambda: f"thread_{uuid.uuid4().hex[:16]}")
     run_id: str = attrs.Factory(lambda: f"run_{uuid.uuid4().hex[:16]}")
     prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
