@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
-from hookstream.chat import chat
-from hookstream.processor import StreamProcessor
+from hookstream import get_model
+from hookstream._chat import chat
+from hookstream._processor import StreamProcessor
 from hookstream.testing.server import LoopbackServer, Response
 
 Row = tuple[str, str, str]
@@ -94,7 +95,7 @@ def floor(url: str) -> int:
 def hookstream_run(provider: str, base_url: str, **kw: Any) -> int:
     proc = StreamProcessor()
     n = 0
-    for ev in chat(f"{provider}:bench", "hi", base_url=base_url, api_key="bench", max_steps=1, **kw):
+    for ev in chat(get_model(f"{provider}:bench", base_url=base_url, api_key="bench"), "hi", max_steps=1, **kw):
         proc.process_chunk(ev)
         n += 1
     proc.finalize()
@@ -217,7 +218,7 @@ def bench_latency(count: int, interval: float) -> list[Row]:
 
     with LoopbackServer([Response(writer=writer)]) as srv:
         proc = StreamProcessor(on_text_update=on_text)
-        for ev in chat("openai:bench", "hi", base_url=srv.url + "/v1", api_key="bench", max_steps=1):
+        for ev in chat(get_model("openai:bench", base_url=srv.url + "/v1", api_key="bench"), "hi", max_steps=1):
             proc.process_chunk(ev)
         proc.finalize()
     lat = sorted((r - s) * 1000 for s, r in zip(sent, received, strict=False))

@@ -16,8 +16,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from hookstream import events as E
-from hookstream.processor import StreamProcessor
+from hookstream import _events as E
+from hookstream._processor import StreamProcessor
 
 MB = 1_000_000
 

@@ -8,11 +8,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
-from hookstream.adapter import StreamBuilder
-from hookstream.errors import MalformedChunkError
-from hookstream.events import BaseEvent, Usage
-from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
-from hookstream.registry import Registry, get_registry
+from hookstream._builder import StreamBuilder
+from hookstream._errors import MalformedChunkError
+from hookstream._events import BaseEvent, Usage
+from hookstream._provider import CallContext, ModelRequest, Provider
+from hookstream._registry import Registry, get_registry
+from hookstream._transport import HTTPRequest
 
 
 class LineProvider(Provider):
@@ -56,7 +57,7 @@ def lineprov() -> type[LineProvider]:
             def hookstream_register_providers(register: Any) -> None:
                 register("lineprov", LineProvider)
 
-        from hookstream.hookspecs import hookimpl
+        from hookstream._hookspecs import hookimpl
 
         Plugin.hookstream_register_providers = hookimpl(Plugin.hookstream_register_providers)  # type: ignore[method-assign]
         reg.add_plugin(Plugin(), "lineprov-test")

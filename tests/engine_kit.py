@@ -15,7 +15,8 @@ import pytest
 
 pytest.importorskip("hookstream_openai", reason="engine tests speak OpenAI Chat Completions: install the plugin")
 
-from hookstream.chat import ChatStream, chat
+from hookstream import Callbacks, LoopSettings, get_model
+from hookstream._chat import ChatStream, chat
 from hookstream.testing import CapturedRequest, check_events
 
 MODEL = "openai:gpt-4o-mini"
@@ -88,9 +89,26 @@ def tool_names(req: CapturedRequest) -> list[str]:
     return [t["function"]["name"] for t in req.json().get("tools", [])]
 
 
+_CALLBACKS = ("on_chunk", "on_step_start", "on_step_finish", "on_finish", "on_error", "on_abort")
+_LOOP = ("prepare_step", "repair_tool_call", "stream_tool_call_responses", "max_retries", "max_event_bytes", "run_id")
+
+
+def group_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """Tests name callbacks and loop settings flat (``on_chunk=...``); chat() takes them grouped in
+    :class:`Callbacks` and :class:`LoopSettings`."""
+    out = {k: v for k, v in kw.items() if k not in _CALLBACKS and k not in _LOOP}
+    cbs = {k: kw[k] for k in _CALLBACKS if k in kw}
+    loop = {k: kw[k] for k in _LOOP if k in kw}
+    if cbs:
+        out["callbacks"] = Callbacks(**cbs)
+    if loop:
+        out["loop"] = LoopSettings(**loop)
+    return out
+
+
 def run(url: str, prompt: str = "hi", **kw: Any) -> tuple[list[Any], ChatStream]:
     """Run a chat against the loopback server at ``url``; check the run grammar; return (events, stream)."""
-    stream = chat(MODEL, prompt, base_url=url + "/v1", api_key="sk-test", **kw)
+    stream = chat(get_model(MODEL, base_url=url + "/v1", api_key="sk-test"), prompt, **group_options(kw))
     events = list(stream)
     check_events(events, form="run")
     return events, stream

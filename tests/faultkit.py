@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
-from hookstream.chat import ChatStream, chat
-from hookstream.events import BaseEvent
+from hookstream import LoopSettings, Timeouts, get_model
+from hookstream._chat import ChatStream, chat
+from hookstream._events import BaseEvent
 
 
 class RecordingTool:
@@ -79,7 +80,7 @@ def run_chat(
     prompt: str = "What is the weather in Paris?",
 ) -> tuple[list[BaseEvent], ChatStream]:
     """One run through the public entry point, ``chat()``."""
-    extra: dict[str, Any] = {} if max_event_bytes is None else {"max_event_bytes": max_event_bytes}
-    stream = chat(f"{provider}:fault-model", prompt, base_url=base_url, api_key=api_key, tools=tools,
-                  read_timeout=read_timeout, **extra)
-    return list(stream), stream
+    loop = LoopSettings() if max_event_bytes is None else LoopSettings(max_event_bytes=max_event_bytes)
+    with get_model(f"{provider}:fault-model", base_url=base_url, api_key=api_key) as model:
+        stream = chat(model, prompt, tools=tools, timeouts=Timeouts(read=read_timeout), loop=loop)
+        return list(stream), stream

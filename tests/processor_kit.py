@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookstream import events as E
-from hookstream.processor import StreamProcessor
-from hookstream.ui import UIMessage
+from hookstream import _events as E
+from hookstream._processor import StreamProcessor
+from hookstream._ui import UIMessage
 
 
 class Recorder:

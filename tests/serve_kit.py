@@ -11,7 +11,7 @@ from collections.abc import Iterator
 @contextlib.contextmanager
 def serve_demo_process(*extra: str) -> Iterator[str]:
     """Start `hookstream serve --demo --port 0 EXTRA...` and yield its base URL; stop it afterwards."""
-    proc = subprocess.Popen([sys.executable, "-m", "hookstream.cli", "serve", "--demo", "--port", "0", *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "hookstream", "serve", "--demo", "--port", "0", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -40,9 +40,9 @@ pytestmark = [
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
-from hookstream.agui import RunInput, RunStream, make_app  # noqa: E402
-from hookstream.agui_demo import demo_factory  # noqa: E402
-from hookstream.events import BaseEvent, to_dict  # noqa: E402
+from hookstream._agui_demo import demo_factory  # noqa: E402
+from hookstream._agui_server import RunInput, RunStream, make_app  # noqa: E402
+from hookstream._events import BaseEvent, to_dict  # noqa: E402
 from hookstream.testing import replay_body  # noqa: E402
 from hookstream.testing.conformance import find_corpus  # noqa: E402
 
@@ -228,7 +228,7 @@ def test_every_corpus_stream_passes_enforce_and_verify(tmp_path: Path) -> None:
     providers = _corpus_providers()
     if not providers:
         pytest.skip("../shared/tools/check-corpus has no PROVIDER table to map file prefixes to providers")
-    from hookstream.registry import get_registry
+    from hookstream._registry import get_registry
 
     installed = set(get_registry().names("providers"))
     streams, missing = [], []

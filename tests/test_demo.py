@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
-from hookstream import demo
-from hookstream.events import from_dict
+from hookstream import _demo as demo
+from hookstream._events import from_dict
 from hookstream.testing import check_events
 
 
@@ -54,7 +54,7 @@ def test_server_refuses_a_second_request_without_paired_results() -> None:
 
 
 def test_cli_demo_events_pass_the_grammar() -> None:
-    proc = subprocess.run([sys.executable, "-m", "hookstream.cli", "demo", "--delay", "0", "--output", "events"],
+    proc = subprocess.run([sys.executable, "-m", "hookstream", "demo", "--delay", "0", "--output", "events"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     events = [from_dict(json.loads(line)) for line in proc.stdout.splitlines()]
@@ -63,11 +63,11 @@ def test_cli_demo_events_pass_the_grammar() -> None:
 
 
 def test_cli_demo_text_and_final_json() -> None:
-    text = subprocess.run([sys.executable, "-m", "hookstream.cli", "demo", "--delay", "0"],
+    text = subprocess.run([sys.executable, "-m", "hookstream", "demo", "--delay", "0"],
                           capture_output=True, text=True, timeout=60)
     assert text.returncode == 0, text.stderr
     assert "[tool call] get_weather" in text.stdout and "40,575 JPY" in text.stdout
-    final = subprocess.run([sys.executable, "-m", "hookstream.cli", "demo", "--delay", "0", "--output", "final-json"],
+    final = subprocess.run([sys.executable, "-m", "hookstream", "demo", "--delay", "0", "--output", "final-json"],
                            capture_output=True, text=True, timeout=60)
     doc = json.loads(final.stdout)
     assert doc["finish_reason"] == "stop" and doc["raw_finish_reason"] == "stop" and doc["error"] is None

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 from engine_kit import MODEL, body_messages, customs, run, text_body, tool_body, types
-from hookstream.chat import chat
-from hookstream.errors import ResumeError
-from hookstream.loop import Resume
-from hookstream.messages import ToolCallPart
+from hookstream import get_model
+from hookstream._chat import chat
+from hookstream._errors import ResumeError
+from hookstream._loop import Resume
+from hookstream._messages import ToolCallPart
+from hookstream._tools import Tool, tool
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, check_events
-from hookstream.tools import Tool, tool
 
 deleted: list[str] = []
 
@@ -96,7 +97,7 @@ def test_interrupt_then_resume(approved: bool) -> None:
         return None if msgs[3]["content"].startswith(want) and msgs[2]["content"] == "sunny in Paris" else msgs[3]
 
     with LoopbackServer([Response(text_body("ok"))], check=check) as srv2:
-        stream2 = chat(MODEL, tools=[weather, delete_file], base_url=srv2.url + "/v1", api_key="k",
+        stream2 = chat(get_model(MODEL, base_url=srv2.url + "/v1", api_key="k"), tools=[weather, delete_file],
                        resume=res.resume({"approval_c2": approved}))
         events2 = check_events(list(stream2), form="run")
     assert events2[-1].type == "RUN_FINISHED", events2[-1]
@@ -115,13 +116,13 @@ def test_resume_with_agui_entries_and_unanswered_calls_stay_pending() -> None:
         _, stream = run(srv.url, tools=[delete_file])
     res = stream.result()
     with LoopbackServer([Response(text_body("never"))]) as srv2:
-        s2 = chat(MODEL, res.messages, tools=[delete_file], base_url=srv2.url + "/v1", api_key="k",
+        s2 = chat(get_model(MODEL, base_url=srv2.url + "/v1", api_key="k"), res.messages, tools=[delete_file],
                   resume=[{"interruptId": "approval_c1", "status": "resolved", "payload": {"approved": True}}])
         ev2 = check_events(list(s2), form="run")
     assert srv2.requests == [] and deleted == ["a"]
     assert ev2[-1].outcome.type == "interrupt" and [i.id for i in ev2[-1].outcome.interrupts] == ["approval_c2"]
     with LoopbackServer([Response(text_body("ok"))]) as srv3:
-        s3 = chat(MODEL, tools=[delete_file], base_url=srv3.url + "/v1", api_key="k",
+        s3 = chat(get_model(MODEL, base_url=srv3.url + "/v1", api_key="k"), tools=[delete_file],
                   resume=s2.result().resume({"approval_c2": False}))
         check_events(list(s3), form="run")
     msgs = body_messages(srv3.requests[0])
@@ -133,7 +134,7 @@ def test_resume_rejects_unknown_ids() -> None:
     with LoopbackServer([Response(tool_body(("c1", "delete_file", {"path": "a"})))]) as srv:
         _, stream = run(srv.url, tools=[delete_file])
         url = srv.url
-    s2 = chat(MODEL, tools=[delete_file], base_url=url + "/v1", api_key="k",
+    s2 = chat(get_model(MODEL, base_url=url + "/v1", api_key="k"), tools=[delete_file],
               resume=stream.result().resume({"approval_nope": True}))
     events = list(s2)
     assert events[-1].type == "RUN_ERROR" and events[-1].code == "invalid_resume"
@@ -162,7 +163,7 @@ def test_client_tools_end_the_run_and_resume_with_outputs() -> None:
         return None if tools == expected else f"tool messages {tools}"
 
     with LoopbackServer([Response(text_body("It is sunny where you are."))], check=check) as srv2:
-        s2 = chat(MODEL, tools=[location, confirm, weather], base_url=srv2.url + "/v1", api_key="k",
+        s2 = chat(get_model(MODEL, base_url=srv2.url + "/v1", api_key="k"), tools=[location, confirm, weather],
                   resume=res.resume(tool_outputs={"c1": {"lat": 59.9, "lon": 10.7}, "c2": "yes"}))
         ev2 = check_events(list(s2), form="run")
     assert ev2[-1].type == "RUN_FINISHED" and s2.result().text == "It is sunny where you are."
@@ -174,6 +175,6 @@ def test_resume_object_with_explicit_messages() -> None:
         _, stream = run(srv.url, tools=[delete_file])
     r = Resume(messages=stream.result().messages, approvals={"c1": True})  # tool call id works too
     with LoopbackServer([Response(text_body("ok"))]) as srv2:
-        s2 = chat(MODEL, tools=[delete_file], base_url=srv2.url + "/v1", api_key="k", resume=r)
+        s2 = chat(get_model(MODEL, base_url=srv2.url + "/v1", api_key="k"), tools=[delete_file], resume=r)
         check_events(list(s2), form="run")
     assert deleted == ["z"]

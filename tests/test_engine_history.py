@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 from engine_kit import run, text_body, tool_body, types
-from hookstream.memory import InMemoryStore
-from hookstream.messages import Message
+from hookstream import get_model
+from hookstream._memory import InMemoryStore
+from hookstream._messages import Message
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 
 
@@ -80,8 +81,8 @@ def test_memory_saves_each_step_before_the_next_request_is_sent() -> None:
 
 
 def test_interrupted_step_is_saved_only_once_its_results_exist() -> None:
-    from hookstream.chat import chat
-    from hookstream.tools import tool
+    from hookstream._chat import chat
+    from hookstream._tools import tool
 
     @tool(needs_approval=True)
     def rm(path: str) -> str:
@@ -93,7 +94,7 @@ def test_interrupted_step_is_saved_only_once_its_results_exist() -> None:
         _, stream = run(srv.url, tools=[rm], memory=store, thread_id="t3")
     assert [m.role for m in store.load("t3")] == ["user"]
     with LoopbackServer([Response(text_body("ok"))]) as srv2:
-        s2 = chat("openai:gpt-4o-mini", tools=[rm], base_url=srv2.url + "/v1", api_key="k", memory=store,
+        s2 = chat(get_model("openai:gpt-4o-mini", base_url=srv2.url + "/v1", api_key="k"), tools=[rm], memory=store,
                   thread_id="t3", resume=stream.result().resume({"approval_c1": True}))
         list(s2)
     saved = store.load("t3")

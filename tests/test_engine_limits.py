@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from engine_kit import frame, run, text_body, text_pieces, tool_body
-from hookstream.errors import CancelledError, RateLimitError, StreamTimeoutError
+from hookstream import Callbacks, get_model
+from hookstream._errors import CancelledError, RateLimitError, StreamTimeoutError
+from hookstream._tools import ToolContext
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
-from hookstream.tools import ToolContext
 
 KEEPALIVE = b": keepalive\n\n"
 
@@ -132,9 +133,9 @@ def test_run_timeout_while_a_tool_runs() -> None:
 def test_slow_consumer_is_not_idle() -> None:
     with LoopbackServer([Response(text_body("a", "b", "c"))]) as srv:
         from engine_kit import MODEL
-        from hookstream.chat import chat
+        from hookstream._chat import chat
 
-        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", timeouts={"idle": 0.2})
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", timeouts={"idle": 0.2})
         for ev in stream:
             if ev.type == "TEXT_MESSAGE_CONTENT":
                 time.sleep(0.3)
@@ -166,12 +167,12 @@ def cancel_when(stream: Any, predicate: Any, delay: float = 0.1) -> tuple[list[A
 
 def test_cancel_mid_text_from_another_thread() -> None:
     from engine_kit import MODEL
-    from hookstream.chat import chat
+    from hookstream._chat import chat
     from hookstream.testing import check_events
 
     pieces = text_pieces("Hel", "lo")[:3] + [KEEPALIVE] * 200 + text_pieces("never")[1:]
     with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
-        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k")
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi")
         events, at, end = cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT")
     assert end - at < 0.1, end - at
     check_events(events, form="run")
@@ -183,7 +184,7 @@ def test_cancel_mid_text_from_another_thread() -> None:
 
 def test_cancel_mid_tool_from_another_thread() -> None:
     from engine_kit import MODEL
-    from hookstream.chat import chat
+    from hookstream._chat import chat
     from hookstream.testing import check_events
 
     tokens: list[Any] = []
@@ -198,7 +199,7 @@ def test_cancel_mid_tool_from_another_thread() -> None:
 
     with LoopbackServer([Response(tool_body(("c1", "quick", {}), ("c2", "slow", {}))),
                          Response(text_body("never"))]) as srv:
-        stream = chat(MODEL, "hi", tools=[quick, slow], base_url=srv.url + "/v1", api_key="k")
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", tools=[quick, slow])
         events, at, end = cancel_when(stream, lambda e: e.type == "STEP_FINISHED", delay=0.15)
     assert end - at < 0.1, end - at
     check_events(events, form="run")
@@ -257,12 +258,12 @@ def test_callbacks_on_error() -> None:
 
 def test_callbacks_on_abort() -> None:
     from engine_kit import MODEL
-    from hookstream.chat import chat
+    from hookstream._chat import chat
 
     rec = Recorder()
     pieces = text_pieces("Hel")[:2] + [KEEPALIVE] * 100
     with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
-        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", **rec.kwargs())
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", callbacks=Callbacks(**rec.kwargs()))
         cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT", delay=0.05)
     assert rec.fired() == {"on_chunk", "on_step_start", "on_step_finish", "on_finish", "on_abort"}
     assert rec.calls["on_abort"][0].outcome == "cancelled" and rec.calls["on_finish"][0].text == "Hel"
@@ -270,11 +271,11 @@ def test_callbacks_on_abort() -> None:
 
 def test_consumer_that_stops_early_aborts_the_run() -> None:
     from engine_kit import MODEL
-    from hookstream.chat import chat
+    from hookstream._chat import chat
 
     rec = Recorder()
     with LoopbackServer([Response(pieces=text_pieces("a", "b") + [KEEPALIVE] * 50, delay=0.05)]) as srv:
-        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", **rec.kwargs())
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", callbacks=Callbacks(**rec.kwargs()))
         for ev in stream:
             if ev.type == "TEXT_MESSAGE_CONTENT":
                 break
@@ -294,12 +295,12 @@ def test_a_raising_observer_does_not_break_the_run() -> None:
 @pytest.mark.parametrize("when", ["before", "during"])
 def test_cancel_before_or_during_retry_wait(when: str) -> None:
     from engine_kit import MODEL
-    from hookstream.chat import chat
+    from hookstream._chat import chat
 
     resp = Response(error_body("slow", "rate_limit_exceeded"), status=429, headers={"Retry-After": "5"},
                     content_type="application/json")
     with LoopbackServer([resp]) as srv:
-        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k")
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi")
         if when == "before":
             stream.cancel()
         else:

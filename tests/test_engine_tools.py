@@ -7,10 +7,10 @@ import time
 from typing import Any
 
 from engine_kit import body_messages, run, text_body, tool_body, tool_names, types
-from hookstream.loop import RepairRequest, StepSettings, StepStart
-from hookstream.messages import ToolCallPart
+from hookstream._loop import RepairRequest, StepSettings, StepStart
+from hookstream._messages import ToolCallPart
+from hookstream._tools import CancellationToken, ToolContext, tool
 from hookstream.testing import LoopbackServer, Response
-from hookstream.tools import CancellationToken, ToolContext, tool
 
 
 def slow(city: str) -> str:

@@ -13,9 +13,10 @@ import time
 
 import pytest
 from faultkit import open_sockets, recording_tool, run_chat, settle
-from hookstream.errors import HookstreamError
-from hookstream.events import RunError, RunFinished, ToolCallResult
-from hookstream.registry import get_registry
+from hookstream import get_model
+from hookstream._errors import HookstreamError
+from hookstream._events import RunError, RunFinished, ToolCallResult
+from hookstream._registry import get_registry
 from hookstream.testing import check_events
 from hookstream.testing.faults import FAULTS, HTTP_FAULTS, FaultServer
 from hookstream.testing.provider_bodies import PROVIDERS, final_stream, provider_stream
@@ -161,13 +162,14 @@ def test_cancel_during_stall_keeps_text(provider: str) -> None:
     """cancel() from another thread while the server stalls: outcome cancelled, text kept, no leak."""
     if provider not in _providers():
         pytest.skip(f"provider {provider!r} is not installed")
-    from hookstream.chat import chat
+    from hookstream._chat import chat
 
     rec, get_weather = recording_tool()
     script = provider_stream(provider)
     threads0, sockets0 = threading.active_count(), open_sockets()
     with FaultServer(provider, "stall_silent", script=script, stall_seconds=5.0) as srv:
-        stream = chat(f"{provider}:fault-model", "hi", base_url=srv.base_url, api_key="k", tools=[get_weather])
+        stream = chat(get_model(f"{provider}:fault-model", base_url=srv.base_url, api_key="k"), "hi",
+                      tools=[get_weather])
         timer = threading.Timer(0.3, stream.cancel)
         timer.start()
         started = time.monotonic()

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 import sseclient
-from hookstream.accumulate import StepAccumulator
-from hookstream.errors import HookstreamError
-from hookstream.provider import CallContext
-from hookstream.registry import get_registry
+from hookstream._accumulate import StepAccumulator
+from hookstream._errors import HookstreamError
+from hookstream._provider import CallContext
+from hookstream._registry import get_registry
 from hookstream.testing import check_events, replay_body
 from hookstream.testing.provider_bodies import PROVIDERS, provider_stream
 from hypothesis import HealthCheck, given, settings

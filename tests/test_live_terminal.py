@@ -9,11 +9,12 @@ from rich.console import Console
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
-from hookstream import demo
-from hookstream.chat import chat
-from hookstream.cli.live import LiveRenderer, _MarkdownTail, render_live
+from hookstream import _demo as demo
+from hookstream import get_model
+from hookstream._chat import chat
+from hookstream._cli.live import LiveRenderer, _MarkdownTail, render_live
+from hookstream._tools import tool
 from hookstream.testing import LoopbackServer, Response
-from hookstream.tools import tool
 
 
 def demo_server() -> LoopbackServer:
@@ -29,7 +30,7 @@ def test_terminal_rendering_with_approval() -> None:
     server = demo_server()
     try:
         tools = [demo.get_weather, tool(demo.convert_currency, needs_approval=True)]
-        stream = chat(demo.MODEL, demo.PROMPT, tools=tools, base_url=server.url + "/v1", api_key="k",
+        stream = chat(get_model(demo.MODEL, base_url=server.url + "/v1", api_key="k"), demo.PROMPT, tools=tools,
                       approve=renderer.approve)
         code = renderer.render(stream)
     finally:
@@ -45,8 +46,8 @@ def test_plain_text_when_not_a_terminal() -> None:
     out = io.StringIO()
     server = demo_server()
     try:
-        stream = chat(demo.MODEL, demo.PROMPT, tools=[demo.get_weather, demo.convert_currency],
-                      base_url=server.url + "/v1", api_key="k")
+        stream = chat(get_model(demo.MODEL, base_url=server.url + "/v1", api_key="k"), demo.PROMPT,
+                      tools=[demo.get_weather, demo.convert_currency])
         code = render_live(stream, Console(file=out))
     finally:
         server.stop()

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from hookstream import events as E
-from hookstream.cli.process import command
+from hookstream import _events as E
+from hookstream._cli.process import command
 from processor_kit import run_end, run_start, text, tool
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from hookstream import events as E
-from hookstream.convert import model_messages_to_ui_messages, ui_messages_to_model_messages
-from hookstream.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream.processor import StreamProcessor
-from hookstream.ui import ToolCallUIPart, UIMessage
+from hookstream import _events as E
+from hookstream._convert import model_messages_to_ui_messages, ui_messages_to_model_messages
+from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream._processor import StreamProcessor
+from hookstream._ui import ToolCallUIPart, UIMessage
 from processor_kit import run_end, run_start, text, tool
 
 SIG = {"anthropic": {"signature": "EqQBCgIYAhIM"}}

@@ -4,10 +4,10 @@ provider metadata, strategy resolution, JSON form of UI messages."""
 from __future__ import annotations
 
 import pytest
-from hookstream import events as E
-from hookstream.errors import UnknownPluginError
-from hookstream.processor import StreamProcessor
-from hookstream.ui import UIMessage
+from hookstream import _events as E
+from hookstream._errors import UnknownPluginError
+from hookstream._processor import StreamProcessor
+from hookstream._ui import UIMessage
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
 
 

@@ -7,8 +7,8 @@ the granular callbacks with their arguments.
 from __future__ import annotations
 
 import pytest
-from hookstream import events as E
-from hookstream.processor import ApprovalRequest, ToolInputRequest, UnknownToolCallError
+from hookstream import _events as E
+from hookstream._processor import ApprovalRequest, ToolInputRequest, UnknownToolCallError
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
 
 

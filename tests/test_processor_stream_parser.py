@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream.errors import MalformedChunkError
-from hookstream.processor import StreamProcessor
-from hookstream.stream_parser import RawChunk, StreamParser, parse_raw
+from hookstream._errors import MalformedChunkError
+from hookstream._processor import StreamProcessor
+from hookstream._stream_parser import RawChunk, StreamParser, parse_raw
 from hookstream.testing.grammar import check_events
 
 

@@ -13,10 +13,11 @@ import pytest
 
 pytest.importorskip("hookstream_openai", reason="the demo recording needs the hookstream-openai plugin")
 
-from hookstream import demo
-from hookstream.chat import chat
-from hookstream.events import to_dict
-from hookstream.record import Recorder, load_manifest
+from hookstream import _demo as demo
+from hookstream import get_model
+from hookstream._chat import chat
+from hookstream._events import to_dict
+from hookstream._record import Recorder, load_manifest
 from hookstream.testing import LoopbackServer, Response, check_events
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
@@ -38,9 +39,9 @@ def test_cli_record_then_replay_gives_the_same_run(tmp_path: Path) -> None:
     server = demo_server()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "hookstream.cli", "chat", demo.PROMPT, "--model", demo.MODEL,
-             "--base-url", server.url + "/v1", "--tool", "hookstream.demo:get_weather",
-             "--tool", "hookstream.demo:convert_currency", "--output", "events", "--record", str(rec)],
+            [sys.executable, "-m", "hookstream", "chat", demo.PROMPT, "--model", demo.MODEL,
+             "--base-url", server.url + "/v1", "--tool", "hookstream._demo:get_weather",
+             "--tool", "hookstream._demo:convert_currency", "--output", "events", "--record", str(rec)],
             capture_output=True, text=True, timeout=60, env={"OPENAI_API_KEY": SECRET, "PATH": ""},
         )
     finally:
@@ -69,8 +70,8 @@ def test_replay_reports_a_request_that_no_longer_matches(tmp_path: Path) -> None
     server = demo_server()
     try:
         recorder = Recorder(rec, demo.MODEL, server.url + "/v1")
-        list(chat(demo.MODEL, demo.PROMPT, tools=[demo.get_weather, demo.convert_currency],
-                  base_url=server.url + "/v1", api_key=SECRET, session=recorder.session()))
+        list(chat(get_model(demo.MODEL, base_url=server.url + "/v1", api_key=SECRET, session=recorder.session()),
+                  demo.PROMPT, tools=[demo.get_weather, demo.convert_currency]))
     finally:
         server.stop()
     # Same tools, another question: the first request differs from the recording.
@@ -95,8 +96,8 @@ def test_pytest_plugin_fixtures(hookstream_recorder, hookstream_replay, hookstre
                                 Response(pieces=demo._events(demo._body("step2.sse")))], check=demo.check_request)
     recorder = hookstream_recorder(demo.MODEL, server.url + "/v1")
     tools = [demo.get_weather, demo.convert_currency]
-    first = list(chat(demo.MODEL, demo.PROMPT, tools=tools, base_url=server.url + "/v1", api_key="k",
-                      session=recorder.session()))
+    first = list(chat(get_model(demo.MODEL, base_url=server.url + "/v1", api_key="k", session=recorder.session()),
+                      demo.PROMPT, tools=tools))
     assert len(server.requests) == 2
     events, result = hookstream_replay(recorder.directory, demo.PROMPT, tools=tools)
     hookstream_check_events(events, form="run")

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hookstream.errors import UnknownPluginError
-from hookstream.registry import Registry
+from hookstream._errors import UnknownPluginError
+from hookstream._registry import Registry
 
 
 def make_dist(tmp: Path, name: str, module_src: str) -> Path:
@@ -27,7 +27,7 @@ def make_dist(tmp: Path, name: str, module_src: str) -> Path:
 
 def run_cli(args: list[str], paths: list[Path], **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), **env}
-    return subprocess.run([sys.executable, "-m", "hookstream.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hookstream", *args], capture_output=True, text=True,
                           env=full_env, timeout=60)
 
 
@@ -35,7 +35,7 @@ def test_broken_plugin_is_reported_and_does_not_stop_the_cli(tmp_path: Path) -> 
     broken = make_dist(tmp_path, "brokenplug", "raise RuntimeError('this plugin is broken on purpose')\n")
     good = make_dist(tmp_path, "goodplug", """
         from hookstream import hookimpl
-        from hookstream.strategies import ImmediateStrategy
+        from hookstream._strategies import ImmediateStrategy
 
         @hookimpl
         def hookstream_register_chunk_strategies(register):

@@ -13,9 +13,10 @@ import tracemalloc
 
 import pytest
 from faultkit import open_sockets, settle
-from hookstream.chat import chat
-from hookstream.events import RunFinished
-from hookstream.registry import get_registry
+from hookstream import get_model
+from hookstream._chat import chat
+from hookstream._events import RunFinished
+from hookstream._registry import get_registry
 from hookstream.testing.provider_bodies import final_stream
 from hookstream.testing.server import LoopbackServer, Response
 
@@ -27,7 +28,7 @@ HEAP_GROWTH_BOUND = 2 * 1024 * 1024
 
 
 def _one(url: str, text: str) -> None:
-    stream = chat("openai:soak", "hi", base_url=url + "/v1", api_key="k", max_steps=1)
+    stream = chat(get_model("openai:soak", base_url=url + "/v1", api_key="k"), "hi", max_steps=1)
     events = list(stream)
     assert isinstance(events[-1], RunFinished), events[-1]
     assert stream.result().text == text

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 from faultkit import open_sockets, settle
-from hookstream.chat import chat
-from hookstream.events import RunFinished, ToolCallResult
-from hookstream.registry import get_registry
+from hookstream import get_model
+from hookstream._chat import chat
+from hookstream._events import RunFinished, ToolCallResult
+from hookstream._registry import get_registry
+from hookstream._tools import tool
 from hookstream.testing import check_events
 from hookstream.testing.faults import FaultServer
 from hookstream.testing.provider_bodies import final_stream
-from hookstream.tools import tool
 
 PROVIDERS = ("openai", "anthropic")
 TEN_MB = 10 * 1024 * 1024
@@ -55,7 +56,7 @@ FAULTY = {
 def _timeout_honoured() -> bool:
     import inspect
 
-    from hookstream import tools
+    from hookstream import _tools as tools
 
     return hasattr(tools, "run_tool_guarded") or "timeout" in inspect.getsource(tools.run_tool)
 
@@ -88,7 +89,8 @@ def test_faulty_tool_gives_error_result_and_run_goes_on(provider: str, kind: str
     try:
         with FaultServer(provider, "none") as srv:
             started = time.monotonic()
-            stream = chat(f"{provider}:fault-model", "weather?", base_url=srv.base_url, api_key="k", tools=[t])
+            stream = chat(get_model(f"{provider}:fault-model", base_url=srv.base_url, api_key="k"), "weather?",
+                          tools=[t])
             events = list(stream)
             elapsed = time.monotonic() - started
             second = srv.requests[1].json() if len(srv.requests) > 1 else None

@@ -10,12 +10,12 @@ import time
 import pytest
 import requests
 from conftest import LineProvider, sse
-from hookstream.accumulate import StepAccumulator
-from hookstream.call import CallOptions, ModelCall
-from hookstream.errors import ConnectionClosedError, LineTooLongError, RateLimitError
-from hookstream.events import TextMessageContent
-from hookstream.messages import Message
-from hookstream.provider import CallContext, ModelRequest
+from hookstream._accumulate import StepAccumulator
+from hookstream._call import CallOptions, ModelCall
+from hookstream._errors import ConnectionClosedError, LineTooLongError, RateLimitError
+from hookstream._events import TextMessageContent
+from hookstream._messages import Message
+from hookstream._provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 
 KEY = "sk-test-SECRET-0123456789"

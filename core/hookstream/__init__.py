@@ -1,30 +1,427 @@
 """hookstream: synchronous, thread-based streaming LLM chat with tool calls, as AG-UI events.
 
-Start with :func:`hookstream.chat`; see ``docs/`` for the guide and the plugin hooks.
+Everything a user needs is importable from here: start with :func:`chat` (and :func:`get_model` to set a
+provider's base URL, API key and connection pool once). Plugin authors import from
+:mod:`hookstream.plugin`; test helpers live in :mod:`hookstream.testing`. Modules whose names start
+with an underscore are the implementation and may change without notice.
+
+Names load on first use (PEP 562), so ``import hookstream`` stays cheap for a short CLI call.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-# ``hookstream.chat`` is the function: it shadows the submodule of the same name on purpose, so that
-# ``hookstream.chat("openai:gpt-4o-mini", "hi")`` works; import ChatStream from here too.
-from .chat import ChatStream, chat
-from .errors import HookstreamError
-from .events import Usage
-from .hookspecs import hookimpl
-from .messages import Message
-from .provider import ModelRequest, Provider, ToolSpec
+if TYPE_CHECKING:
+    from ._accumulate import (
+        StepResult,
+    )
+    from ._agui_server import (
+        RunInput,
+        chat_factory,
+        make_app,
+    )
+    from ._chat import (
+        ChatStream,
+        chat,
+        get_model,
+    )
+    from ._convert import (
+        model_messages_to_ui_messages,
+        ui_messages_to_model_messages,
+    )
+    from ._errors import (
+        AGUIInputError,
+        AuthenticationError,
+        BadRequestError,
+        CallbackError,
+        CancelledError,
+        ConnectError,
+        ConnectionClosedError,
+        HookstreamError,
+        HTTPStatusError,
+        LineTooLongError,
+        MalformedChunkError,
+        NotFoundError,
+        PartialJSONError,
+        PluginError,
+        ProviderError,
+        RateLimitError,
+        ResumeError,
+        RunFailedError,
+        ServerError,
+        StreamTimeoutError,
+        ToolError,
+        TransportError,
+        UnknownPluginError,
+        UnknownToolCallError,
+    )
+    from ._events import (
+        PROTOCOL_VERSION,
+        BaseEvent,
+        Custom,
+        Event,
+        FinishReason,
+        Interrupt,
+        Outcome,
+        ReasoningEncryptedValue,
+        ReasoningEnd,
+        ReasoningMessageContent,
+        ReasoningMessageEnd,
+        ReasoningMessageStart,
+        ReasoningStart,
+        RunError,
+        RunFinished,
+        RunStarted,
+        StepFinished,
+        StepStarted,
+        TextMessageContent,
+        TextMessageEnd,
+        TextMessageStart,
+        ToolCallArgs,
+        ToolCallEnd,
+        ToolCallResult,
+        ToolCallStart,
+        Usage,
+        from_json,
+        to_json,
+        to_sse,
+    )
+    from ._executors import (
+        BoundedExecutor,
+        SequentialExecutor,
+        ThreadExecutor,
+        ToolExecutor,
+    )
+    from ._hookspecs import (
+        hookimpl,
+    )
+    from ._loop import (
+        Callbacks,
+        LoopSettings,
+        PendingApproval,
+        RepairRequest,
+        Resume,
+        RunResult,
+        StepSettings,
+        StepStart,
+    )
+    from ._memory import (
+        ConversationStore,
+        InMemoryStore,
+    )
+    from ._messages import (
+        Message,
+        Part,
+        ReasoningPart,
+        Role,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+    )
+    from ._output import (
+        final_json,
+    )
+    from ._processor import (
+        ApprovalRequest,
+        ProcessorResult,
+        ProcessorStats,
+        StreamProcessor,
+        ToolInputRequest,
+    )
+    from ._provider import (
+        ModelRequest,
+        Provider,
+        ToolSpec,
+    )
+    from ._record import (
+        Recorder,
+    )
+    from ._registry import (
+        get_registry,
+    )
+    from ._secrets import (
+        Secret,
+    )
+    from ._stop import (
+        StopCondition,
+        finish_reason_is,
+        has_tool_call,
+        step_count_is,
+        total_tokens_exceed,
+    )
+    from ._strategies import (
+        ChunkStrategy,
+        ImmediateStrategy,
+    )
+    from ._timeouts import (
+        Timeouts,
+    )
+    from ._tools import (
+        CancellationToken,
+        Tool,
+        ToolContext,
+        tool,
+    )
+    from ._ui import (
+        TextUIPart,
+        ThinkingUIPart,
+        ToolApproval,
+        ToolCallUIPart,
+        ToolResultUIPart,
+        UIMessage,
+        UIPart,
+    )
+
+_LAZY: dict[str, str] = {
+    "AGUIInputError": "_errors",
+    "ApprovalRequest": "_processor",
+    "AuthenticationError": "_errors",
+    "BadRequestError": "_errors",
+    "BaseEvent": "_events",
+    "BoundedExecutor": "_executors",
+    "CallbackError": "_errors",
+    "Callbacks": "_loop",
+    "CancellationToken": "_tools",
+    "CancelledError": "_errors",
+    "chat": "_chat",
+    "chat_factory": "_agui_server",
+    "ChatStream": "_chat",
+    "ChunkStrategy": "_strategies",
+    "ConnectError": "_errors",
+    "ConnectionClosedError": "_errors",
+    "ConversationStore": "_memory",
+    "Custom": "_events",
+    "Event": "_events",
+    "final_json": "_output",
+    "finish_reason_is": "_stop",
+    "FinishReason": "_events",
+    "from_json": "_events",
+    "get_model": "_chat",
+    "get_registry": "_registry",
+    "has_tool_call": "_stop",
+    "hookimpl": "_hookspecs",
+    "HookstreamError": "_errors",
+    "HTTPStatusError": "_errors",
+    "ImmediateStrategy": "_strategies",
+    "InMemoryStore": "_memory",
+    "Interrupt": "_events",
+    "LineTooLongError": "_errors",
+    "LoopSettings": "_loop",
+    "make_app": "_agui_server",
+    "MalformedChunkError": "_errors",
+    "Message": "_messages",
+    "model_messages_to_ui_messages": "_convert",
+    "ModelRequest": "_provider",
+    "NotFoundError": "_errors",
+    "Outcome": "_events",
+    "Part": "_messages",
+    "PartialJSONError": "_errors",
+    "PendingApproval": "_loop",
+    "PluginError": "_errors",
+    "ProcessorResult": "_processor",
+    "ProcessorStats": "_processor",
+    "PROTOCOL_VERSION": "_events",
+    "Provider": "_provider",
+    "ProviderError": "_errors",
+    "RateLimitError": "_errors",
+    "ReasoningEncryptedValue": "_events",
+    "ReasoningEnd": "_events",
+    "ReasoningMessageContent": "_events",
+    "ReasoningMessageEnd": "_events",
+    "ReasoningMessageStart": "_events",
+    "ReasoningPart": "_messages",
+    "ReasoningStart": "_events",
+    "Recorder": "_record",
+    "RepairRequest": "_loop",
+    "Resume": "_loop",
+    "ResumeError": "_errors",
+    "Role": "_messages",
+    "RunError": "_events",
+    "RunFailedError": "_errors",
+    "RunFinished": "_events",
+    "RunInput": "_agui_server",
+    "RunResult": "_loop",
+    "RunStarted": "_events",
+    "Secret": "_secrets",
+    "SequentialExecutor": "_executors",
+    "ServerError": "_errors",
+    "step_count_is": "_stop",
+    "StepFinished": "_events",
+    "StepResult": "_accumulate",
+    "StepSettings": "_loop",
+    "StepStart": "_loop",
+    "StepStarted": "_events",
+    "StopCondition": "_stop",
+    "StreamProcessor": "_processor",
+    "StreamTimeoutError": "_errors",
+    "TextMessageContent": "_events",
+    "TextMessageEnd": "_events",
+    "TextMessageStart": "_events",
+    "TextPart": "_messages",
+    "TextUIPart": "_ui",
+    "ThinkingUIPart": "_ui",
+    "ThreadExecutor": "_executors",
+    "Timeouts": "_timeouts",
+    "to_json": "_events",
+    "to_sse": "_events",
+    "Tool": "_tools",
+    "tool": "_tools",
+    "ToolApproval": "_ui",
+    "ToolCallArgs": "_events",
+    "ToolCallEnd": "_events",
+    "ToolCallPart": "_messages",
+    "ToolCallResult": "_events",
+    "ToolCallStart": "_events",
+    "ToolCallUIPart": "_ui",
+    "ToolContext": "_tools",
+    "ToolError": "_errors",
+    "ToolExecutor": "_executors",
+    "ToolInputRequest": "_processor",
+    "ToolResultPart": "_messages",
+    "ToolResultUIPart": "_ui",
+    "ToolSpec": "_provider",
+    "total_tokens_exceed": "_stop",
+    "TransportError": "_errors",
+    "ui_messages_to_model_messages": "_convert",
+    "UIMessage": "_ui",
+    "UIPart": "_ui",
+    "UnknownPluginError": "_errors",
+    "UnknownToolCallError": "_errors",
+    "Usage": "_events",
+}
 
 __all__ = [
+    "PROTOCOL_VERSION",
+    "AGUIInputError",
+    "ApprovalRequest",
+    "AuthenticationError",
+    "BadRequestError",
+    "BaseEvent",
+    "BoundedExecutor",
+    "CallbackError",
+    "Callbacks",
+    "CancellationToken",
+    "CancelledError",
     "ChatStream",
+    "ChunkStrategy",
+    "ConnectError",
+    "ConnectionClosedError",
+    "ConversationStore",
+    "Custom",
+    "Event",
+    "FinishReason",
+    "HTTPStatusError",
     "HookstreamError",
+    "ImmediateStrategy",
+    "InMemoryStore",
+    "Interrupt",
+    "LineTooLongError",
+    "LoopSettings",
+    "MalformedChunkError",
     "Message",
     "ModelRequest",
+    "NotFoundError",
+    "Outcome",
+    "Part",
+    "PartialJSONError",
+    "PendingApproval",
+    "PluginError",
+    "ProcessorResult",
+    "ProcessorStats",
     "Provider",
+    "ProviderError",
+    "RateLimitError",
+    "ReasoningEncryptedValue",
+    "ReasoningEnd",
+    "ReasoningMessageContent",
+    "ReasoningMessageEnd",
+    "ReasoningMessageStart",
+    "ReasoningPart",
+    "ReasoningStart",
+    "Recorder",
+    "RepairRequest",
+    "Resume",
+    "ResumeError",
+    "Role",
+    "RunError",
+    "RunFailedError",
+    "RunFinished",
+    "RunInput",
+    "RunResult",
+    "RunStarted",
+    "Secret",
+    "SequentialExecutor",
+    "ServerError",
+    "StepFinished",
+    "StepResult",
+    "StepSettings",
+    "StepStart",
+    "StepStarted",
+    "StopCondition",
+    "StreamProcessor",
+    "StreamTimeoutError",
+    "TextMessageContent",
+    "TextMessageEnd",
+    "TextMessageStart",
+    "TextPart",
+    "TextUIPart",
+    "ThinkingUIPart",
+    "ThreadExecutor",
+    "Timeouts",
+    "Tool",
+    "ToolApproval",
+    "ToolCallArgs",
+    "ToolCallEnd",
+    "ToolCallPart",
+    "ToolCallResult",
+    "ToolCallStart",
+    "ToolCallUIPart",
+    "ToolContext",
+    "ToolError",
+    "ToolExecutor",
+    "ToolInputRequest",
+    "ToolResultPart",
+    "ToolResultUIPart",
     "ToolSpec",
+    "TransportError",
+    "UIMessage",
+    "UIPart",
+    "UnknownPluginError",
+    "UnknownToolCallError",
     "Usage",
     "__version__",
     "chat",
+    "chat_factory",
+    "final_json",
+    "finish_reason_is",
+    "from_json",
+    "get_model",
+    "get_registry",
+    "has_tool_call",
     "hookimpl",
+    "make_app",
+    "model_messages_to_ui_messages",
+    "step_count_is",
+    "to_json",
+    "to_sse",
+    "tool",
+    "total_tokens_exceed",
+    "ui_messages_to_model_messages",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hookstream' has no attribute {name!r}")
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

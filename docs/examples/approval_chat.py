@@ -18,10 +18,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from hookstream.chat import chat
-from hookstream.events import RunError, TextMessageContent, TextMessageEnd, TextMessageStart
-from hookstream.messages import Message, ToolCallPart
-from hookstream.tools import tool
+from hookstream import get_model
+from hookstream._chat import chat
+from hookstream._events import RunError, TextMessageContent, TextMessageEnd, TextMessageStart
+from hookstream._messages import Message, ToolCallPart
+from hookstream._tools import tool
 
 
 @tool(needs_approval=True)
@@ -67,8 +68,8 @@ def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input, 
             break
         if not line.strip() or line.strip() in ("quit", "exit"):
             break
-        stream = chat(args.model, [*history, Message.user(line)], tools=[delete_file, list_files],
-                      base_url=args.base_url, approve=lambda call: ask(call, read, out))
+        stream = chat(get_model(args.model, base_url=args.base_url), [*history, Message.user(line)],
+                      tools=[delete_file, list_files], approve=lambda call: ask(call, read, out))
         for event in stream:
             if isinstance(event, TextMessageStart):
                 out.write("assistant> ")

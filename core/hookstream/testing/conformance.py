@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from ..output import final_json
+from .._output import final_json
 from .grammar import check_events
 from .recorded import replay_body
 

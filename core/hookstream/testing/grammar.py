@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..events import BaseEvent
+from .._events import BaseEvent
 
 __all__ = ["GrammarError", "check_events"]
 

@@ -81,7 +81,7 @@ def hookstream_fault_server() -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def hookstream_recorder(tmp_path: Path) -> Callable[..., Any]:
-    from ..record import Recorder
+    from .._record import Recorder
 
     def make(model: str, base_url: str | None = None) -> Recorder:
         return Recorder(tmp_path / "recording", model, base_url)
@@ -91,7 +91,7 @@ def hookstream_recorder(tmp_path: Path) -> Callable[..., Any]:
 
 @pytest.fixture
 def hookstream_replay() -> Callable[..., Any]:
-    from ..chat import chat
+    from .._chat import chat
 
     def replay(directory: str | os.PathLike[str], messages: Any, **chat_kwargs: Any) -> tuple[list[Any], Any]:
         stream = chat(f"replay:{Path(directory)}", messages, **chat_kwargs)

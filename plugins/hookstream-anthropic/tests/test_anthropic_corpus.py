@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookstream.events import Custom, RunError, RunStarted, ToolCallEnd
-from hookstream.messages import ReasoningPart, TextPart
+from hookstream._events import Custom, RunError, RunStarted, ToolCallEnd
+from hookstream._messages import ReasoningPart, TextPart
 from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings
 from hookstream.testing.grammar import check_events
 from hookstream.testing.recorded import replay_body

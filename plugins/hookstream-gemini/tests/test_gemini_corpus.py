@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream.accumulate import StepAccumulator, StepResult
-from hookstream.call import ModelCall
-from hookstream.events import BaseEvent, ReasoningEncryptedValue, RunFinished
-from hookstream.messages import Message
-from hookstream.output import final_json
-from hookstream.provider import CallContext, ModelRequest
+from hookstream._accumulate import StepAccumulator, StepResult
+from hookstream._call import ModelCall
+from hookstream._events import BaseEvent, ReasoningEncryptedValue, RunFinished
+from hookstream._messages import Message
+from hookstream._output import final_json
+from hookstream._provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.conformance import Recording, check_recording, compare, find_corpus, recordings
 from hookstream_gemini import GeminiProvider

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookstream.accumulate import StepResult
-from hookstream.messages import Message, ReasoningPart
+from hookstream._accumulate import StepResult
+from hookstream._messages import Message, ReasoningPart
 from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings
 from hookstream.testing.recorded import replay_body
 from hookstream_openai.responses import responses_input

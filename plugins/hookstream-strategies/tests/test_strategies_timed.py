@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from hookstream import events as E
-from hookstream.processor import StreamProcessor
+from hookstream import _events as E
+from hookstream._processor import StreamProcessor
 from hookstream_strategies import DebounceStrategy, ManualScheduler, ThrottleStrategy
 
 

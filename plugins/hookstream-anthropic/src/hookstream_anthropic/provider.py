@@ -15,9 +15,9 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from hookstream.events import BaseEvent
-from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
-from hookstream.transport import default_error_reader
+from hookstream._events import BaseEvent
+from hookstream._provider import CallContext, ModelRequest, Provider
+from hookstream._transport import HTTPRequest, default_error_reader
 
 from .request import build_body
 from .stream import MessageStreamParser

@@ -17,8 +17,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from hookstream.events import BaseEvent
-from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
+from hookstream._events import BaseEvent
+from hookstream._provider import CallContext, ModelRequest, Provider
+from hookstream._transport import HTTPRequest
 
 from .request import build_body
 from .stream import parse_stream

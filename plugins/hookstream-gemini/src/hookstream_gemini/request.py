@@ -24,8 +24,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hookstream.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
-from hookstream.provider import ModelRequest, ToolSpec
+from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
+from hookstream._provider import ModelRequest, ToolSpec
 
 __all__ = ["build_body", "deep_merge", "gemini_meta"]
 

@@ -42,10 +42,10 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream.adapter import StreamBuilder, new_id
-from hookstream.errors import MalformedChunkError
-from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
-from hookstream.provider import CallContext
+from hookstream._builder import StreamBuilder, new_id
+from hookstream._errors import MalformedChunkError
+from hookstream._events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
+from hookstream._provider import CallContext
 
 from .partial_args import PartialArgs
 

@@ -15,11 +15,12 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from hookstream.adapter import StreamBuilder
-from hookstream.errors import MalformedChunkError
-from hookstream.events import BaseEvent, Custom, ToolCallArgs, Usage
-from hookstream.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream.provider import CallContext, HTTPRequest, ModelRequest, Provider
+from hookstream._builder import StreamBuilder
+from hookstream._errors import MalformedChunkError
+from hookstream._events import BaseEvent, Custom, ToolCallArgs, Usage
+from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream._provider import CallContext, ModelRequest, Provider
+from hookstream._transport import HTTPRequest
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
 

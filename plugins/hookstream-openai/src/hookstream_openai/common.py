@@ -10,8 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from hookstream.messages import ToolCallPart, tool_output_text
-from hookstream.provider import Secret
+from hookstream._messages import ToolCallPart, tool_output_text
+from hookstream._secrets import Secret
 
 __all__ = ["arguments_text", "auth_headers", "output_text", "tool_choice"]
 

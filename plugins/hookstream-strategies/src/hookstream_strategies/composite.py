@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hookstream.strategies import ChunkStrategy
+from hookstream._strategies import ChunkStrategy
 
 __all__ = ["CompositeStrategy"]
 
 
 def _build(child: ChunkStrategy | str) -> ChunkStrategy:
     if isinstance(child, str):
-        from hookstream.processor import resolve_strategy
+        from hookstream._processor import resolve_strategy
 
         return resolve_strategy(child)
     return child

@@ -1,0 +1,5 @@
+"""``python -m hookstream``: the same as the ``hookstream`` command."""
+
+from ._cli import main
+
+main()

@@ -1,0 +1,334 @@
+"""AG-UI over HTTP: events framed as SSE, and a WSGI application that runs a chat per POSTed run.
+
+:func:`to_sse` frames a run's events the way AG-UI's HTTP transport reads them (``data: {json}``
+followed by a blank line; camelCase JSON from :func:`hookstream.events.to_json`; ``RUN_STARTED``
+carries ``protocolVersion``, ``RUN_FINISHED`` carries the summed usage).
+
+:func:`make_app` returns a WSGI application. ``POST`` (any path) takes an AG-UI ``RunAgentInput``::
+
+    {"threadId": str, "runId": str, "messages": [Message...], "tools": [Tool...],
+     "state": any, "context": [...], "forwardedProps": any, "resume": [...]?}
+
+and answers ``text/event-stream`` with the run's events, one SSE frame per event, written as soon as
+the engine yields it. ``GET /`` serves the bundled chat page (``hookstream/web``). Source: AG-UI
+protocol 1.0, ``RunAgentInput`` and the HTTP agent (``@ag-ui/client`` ``HttpAgent`` POSTs the input as
+JSON with ``Accept: text/event-stream``).
+
+Message conversion (:func:`messages_from_agui`): ``user``/``system``/``developer`` text becomes a
+user/system message; an ``assistant`` message becomes text plus :class:`~hookstream.messages.ToolCallPart`
+for each of its ``toolCalls``; consecutive ``tool`` messages become one ``tool`` message of
+:class:`~hookstream.messages.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
+not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model
+may call them, the run then ends and the frontend answers with a ``tool`` message in its next POST.
+
+Thread safety: the application object is immutable after :func:`make_app` and serves concurrent requests
+(one engine per request). A client that disconnects cancels its run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from importlib import resources
+from typing import Any, Protocol
+
+import attrs
+
+from ._chat import ChatStream, chat, get_model
+from ._errors import AGUIInputError
+from ._events import BaseEvent, to_sse
+from ._loop import LoopSettings
+from ._messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from ._tools import Tool, as_tools
+
+__all__ = [
+    "AGUIInputError",
+    "RunInput",
+    "RunStream",
+    "StreamFactory",
+    "chat_factory",
+    "make_app",
+    "messages_from_agui",
+    "parse_run_input",
+    "to_sse",
+]
+
+log = logging.getLogger("hookstream.agui")
+
+SSE_HEADERS = [
+    ("Content-Type", "text/event-stream; charset=utf-8"),
+    ("Cache-Control", "no-cache"),
+    # Reverse proxies (nginx) buffer responses unless told not to; an SSE stream must not be buffered.
+    ("X-Accel-Buffering", "no"),
+]
+
+_UI_ONLY_ROLES = frozenset({"reasoning", "activity"})
+_MAX_BODY = 32 * 1024 * 1024
+
+
+# -- RunAgentInput ------------------------------------------------------------------------------------
+
+
+@attrs.define(slots=True)
+class RunInput:
+    """The parts of an AG-UI ``RunAgentInput`` hookstream uses. ``tools`` are the frontend's tool
+    definitions (``{"name", "description", "parameters"}``); ``resume`` holds the client's answers to
+    the interrupts of the previous run (AG-UI 1.0 ``resume``), passed to the engine unchanged."""
+
+    thread_id: str
+    run_id: str
+    messages: list[Message]
+    tools: list[dict[str, Any]]
+    state: Any = None
+    resume: list[dict[str, Any]] | None = None
+    forwarded_props: Any = None
+
+
+def _text_content(content: Any, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for item in content:
+            if not isinstance(item, dict) or item.get("type") != "text" or not isinstance(item.get("text"), str):
+                raise AGUIInputError(f"{where}: only text content is supported, got {item!r:.200}")
+            texts.append(item["text"])
+        return "".join(texts)
+    raise AGUIInputError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
+
+
+def _tool_call_part(call: Any, where: str) -> ToolCallPart:
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(fn, dict) or not isinstance(call.get("id"), str) or not isinstance(fn.get("name"), str):
+        raise AGUIInputError(f"{where}: a tool call needs id and function.name, got {call!r:.200}")
+    raw = fn.get("arguments")
+    raw = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {})
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        parsed = None
+    return ToolCallPart(call["id"], fn["name"], parsed if isinstance(parsed, dict) else None, raw)
+
+
+def messages_from_agui(messages: Any) -> list[Message]:
+    """AG-UI messages to model messages (see the module docstring). Raises :class:`AGUIInputError` for
+    a message that is not an object, an unknown role, non-text content, or a tool result whose
+    ``toolCallId`` answers no earlier tool call."""
+    if not isinstance(messages, list):
+        raise AGUIInputError(f"messages must be a list, got {type(messages).__name__}")
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise AGUIInputError(f"{where} must be an object")
+        role = m.get("role")
+        if role in _UI_ONLY_ROLES:
+            continue
+        if role in ("system", "developer"):
+            out.append(Message("system", [TextPart(_text_content(m.get("content"), where))]))
+        elif role == "user":
+            out.append(Message("user", [TextPart(_text_content(m.get("content"), where))]))
+        elif role == "assistant":
+            parts: list[Part] = []
+            text = _text_content(m.get("content"), where)
+            if text:
+                parts.append(TextPart(text))
+            for call in m.get("toolCalls") or []:
+                part = _tool_call_part(call, where)
+                names[part.id] = part.name
+                parts.append(part)
+            if parts:
+                out.append(Message("assistant", parts))
+        elif role == "tool":
+            call_id = m.get("toolCallId")
+            if not isinstance(call_id, str) or call_id not in names:
+                raise AGUIInputError(f"{where}: toolCallId {call_id!r} answers no earlier assistant tool call")
+            error = m.get("error")
+            content = _text_content(m.get("content"), where)
+            result = ToolResultPart(call_id, names[call_id], content or (error or ""), is_error=bool(error))
+            if out and out[-1].role == "tool":
+                out[-1].parts.append(result)
+            else:
+                out.append(Message("tool", [result]))
+        else:
+            raise AGUIInputError(f"{where}: unknown role {role!r}")
+    return out
+
+
+def parse_run_input(doc: Any) -> RunInput:
+    """Read a decoded ``RunAgentInput`` JSON object. Raises :class:`AGUIInputError` naming the bad field."""
+    if not isinstance(doc, dict):
+        raise AGUIInputError("the body must be a JSON object (AG-UI RunAgentInput)")
+    thread_id, run_id = doc.get("threadId"), doc.get("runId")
+    if not isinstance(thread_id, str) or not thread_id:
+        raise AGUIInputError("threadId must be a non-empty string")
+    if not isinstance(run_id, str) or not run_id:
+        raise AGUIInputError("runId must be a non-empty string")
+    tools = doc.get("tools") or []
+    if not isinstance(tools, list):
+        raise AGUIInputError("tools must be a list")
+    client_tools = []
+    for i, t in enumerate(tools):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            raise AGUIInputError(f"tools[{i}] needs a name")
+        client_tools.append({"name": t["name"], "description": t.get("description") or "",
+                             "parameters": t.get("parameters") or {"type": "object", "properties": {}}})
+    resume = doc.get("resume")
+    if resume is not None and not isinstance(resume, list):
+        resume = [resume]
+    return RunInput(thread_id, run_id, messages_from_agui(doc.get("messages") or []), client_tools,
+                    doc.get("state"), resume, doc.get("forwardedProps"))
+
+
+# -- the WSGI application -----------------------------------------------------------------------------
+
+class RunStream(Protocol):
+    """What a :data:`StreamFactory` returns: an iterable of the run's events that can be cancelled from
+    another thread (:class:`~hookstream.chat.ChatStream` is one)."""
+
+    def __iter__(self) -> Iterator[BaseEvent]: ...
+
+    def cancel(self) -> None: ...
+
+
+StreamFactory = Callable[[RunInput], RunStream]
+"""Builds the run's event stream from the request; :func:`chat_factory` is the default."""
+
+_CHAT_PARAMS = frozenset(inspect.signature(chat).parameters)
+
+
+def chat_factory(
+    model: str,
+    *,
+    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] = (),
+    base_url: str | None = None,
+    **chat_options: Any,
+) -> StreamFactory:
+    """A :data:`StreamFactory` running :func:`hookstream.chat.chat` with ``model`` and the server's
+    ``tools`` plus the request's frontend tools (as client tools). ``chat_options`` go to ``chat``
+    (``system``, ``max_steps``, ``api_key``...). Raises :class:`ValueError` at build time for a
+    malformed ``model`` or duplicate server tool names."""
+    server_tools = as_tools(tools)
+    # One provider object for every run the server starts: one connection pool to the model's API.
+    provider = get_model(model, base_url=base_url, api_key=chat_options.pop("api_key", None))
+    loop = LoopSettings.coerce(chat_options.pop("loop", None))
+
+    def start(run: RunInput) -> ChatStream:
+        clash = sorted(set(server_tools) & {t["name"] for t in run.tools})
+        if clash:
+            raise AGUIInputError(f"tools {clash} are defined by both the server and the frontend")
+        extra: dict[str, Any] = {}
+        if run.resume is not None:
+            if "resume" not in _CHAT_PARAMS:
+                raise AGUIInputError("this hookstream cannot resume interrupted runs")
+            extra["resume"] = run.resume
+        return chat(provider, run.messages, tools=[*server_tools.values(), *run.tools], thread_id=run.thread_id,
+                    loop=attrs.evolve(loop, run_id=run.run_id), **chat_options, **extra)
+
+    return start
+
+
+def _static(name: str) -> bytes:
+    return resources.files("hookstream").joinpath("web", name).read_bytes()
+
+
+_STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                 ".css": "text/css; charset=utf-8"}
+
+
+def _json_error(start_response: Callable[..., Any], status: str, message: str) -> list[bytes]:
+    body = json.dumps({"error": {"message": message}}).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+class _RunBody:
+    """The response body of one run: SSE frames as the engine yields them; closing it early (client gone)
+    cancels the run so its HTTP call and tools stop."""
+
+    def __init__(self, stream: RunStream) -> None:
+        self._stream = stream
+        self._frames: Generator[bytes, None, None] = to_sse(stream)
+        self._finished = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self._frames)
+        except StopIteration:
+            self._finished = True
+            raise
+
+    def close(self) -> None:
+        if not self._finished:
+            self._stream.cancel()
+        self._frames.close()
+
+
+def make_app(
+    model: str | None = None,
+    *,
+    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] = (),
+    base_url: str | None = None,
+    stream_factory: StreamFactory | None = None,
+    serve_page: bool = True,
+    **chat_options: Any,
+) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+    """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with ``tools``.
+
+    ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
+    Bad input answers ``400`` with ``{"error": {"message": ...}}``; a failure during the run ends the
+    stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
+    ``stream_factory`` replaces the default (:func:`chat_factory` of ``model``), e.g. to serve the
+    offline demo. ``chat_options`` go to :func:`hookstream.chat.chat`.
+    Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given.
+    """
+    if stream_factory is None:
+        if model is None:
+            raise ValueError("make_app needs a model or a stream_factory")
+        stream_factory = chat_factory(model, tools=tools, base_url=base_url, **chat_options)
+    factory = stream_factory
+
+    def app(environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = environ.get("PATH_INFO") or "/"
+        if method == "POST":
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > _MAX_BODY:
+                return _json_error(start_response, "413 Payload Too Large", f"body over {_MAX_BODY} bytes")
+            raw = environ["wsgi.input"].read(length) if length else b""
+            try:
+                run = parse_run_input(json.loads(raw or b"null"))
+                stream = factory(run)
+            except ValueError as exc:  # invalid JSON, AGUIInputError, bad model: the client's mistake
+                return _json_error(start_response, "400 Bad Request", str(exc))
+            except LookupError as exc:  # an unknown provider or executor
+                return _json_error(start_response, "400 Bad Request", str(exc))
+            start_response("200 OK", list(SSE_HEADERS))
+            return _RunBody(stream)
+        if method in ("GET", "HEAD") and serve_page:
+            name = "index.html" if path in ("/", "/index.html") else path.lstrip("/")
+            suffix = name[name.rfind("."):] if "." in name else ""
+            if "/" not in name and suffix in _STATIC_TYPES:
+                try:
+                    body = _static(name)
+                except (FileNotFoundError, IsADirectoryError):
+                    body = b""
+                else:
+                    start_response("200 OK", [("Content-Type", _STATIC_TYPES[suffix]),
+                                              ("Content-Length", str(len(body))), ("Cache-Control", "no-cache")])
+                    return [body] if method == "GET" else []
+            return _json_error(start_response, "404 Not Found", f"no page {path!r}")
+        return _json_error(start_response, "405 Method Not Allowed", "POST an AG-UI RunAgentInput")
+
+    return app

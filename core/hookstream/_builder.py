@@ -1,0 +1,168 @@
+"""StreamBuilder: keeps the adapter grammar so a provider adapter only maps its wire events.
+
+An adapter calls ``text(delta)``, ``reasoning(delta)``, ``tool_start(id, name)``,
+``tool_args(id, delta)``, ``tool_end(id)`` and finally ``finish(...)`` or ``error(...)``; each returns
+the AG-UI events to yield, opening and closing ``TEXT_MESSAGE_*`` / ``REASONING_*`` blocks as needed so
+that every stream obeys ``RUN_STARTED Content* (RUN_FINISHED | RUN_ERROR)`` with all blocks closed
+before ``RUN_FINISHED``. Text and reasoning blocks do not interleave: starting one closes the other.
+Tool calls may interleave with each other (by id).
+
+Thread safety: one builder per model call, used by the thread that parses that call.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ._events import (
+    BaseEvent,
+    ReasoningEnd,
+    ReasoningMessageContent,
+    ReasoningMessageEnd,
+    ReasoningMessageStart,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from ._provider import CallContext
+
+__all__ = ["StreamBuilder", "new_id"]
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id such as ``msg_3f2a9c0d1e4b``."""
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+class StreamBuilder:
+    """Grammar bookkeeping for one model call. Every method returns a list of events to yield."""
+
+    __slots__ = ("_reasoning_id", "_text_id", "closed", "context", "open_tools", "started_tools")
+
+    def __init__(self, context: CallContext) -> None:
+        self.context = context
+        self._text_id: str | None = None
+        self._reasoning_id: str | None = None
+        self.open_tools: dict[str, str] = {}  # id -> name, in start order
+        self.started_tools: set[str] = set()
+        self.closed = False
+
+    def start(self) -> list[BaseEvent]:
+        return [RunStarted(self.context.thread_id, self.context.run_id)]
+
+    # -- text -----------------------------------------------------------------------------------
+    def text(self, delta: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
+        """Append text; opens a text message (closing any open reasoning) when needed."""
+        mid = self._text_id
+        if mid is not None:
+            return [TextMessageContent(mid, delta)]
+        out = self.end_reasoning()
+        mid = self._text_id = new_id("msg")
+        out.append(TextMessageStart(mid, metadata=metadata))
+        out.append(TextMessageContent(mid, delta))
+        return out
+
+    def end_text(self, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
+        if self._text_id is None:
+            return []
+        ev = TextMessageEnd(self._text_id, metadata=metadata)
+        self._text_id = None
+        return [ev]
+
+    # -- reasoning ------------------------------------------------------------------------------
+    def reasoning(self, delta: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
+        """Append thinking text; opens ``REASONING_START``/``REASONING_MESSAGE_START`` when needed."""
+        rid = self._reasoning_id
+        if rid is not None:
+            return [ReasoningMessageContent(rid, delta)]
+        out = self.end_text()
+        rid = self._reasoning_id = new_id("rsn")
+        out.append(ReasoningStart(rid))
+        out.append(ReasoningMessageStart(rid, metadata=metadata))
+        out.append(ReasoningMessageContent(rid, delta))
+        return out
+
+    def end_reasoning(self, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
+        """Close the reasoning block; ``metadata`` (e.g. a signature) rides on ``REASONING_MESSAGE_END``."""
+        rid = self._reasoning_id
+        if rid is None:
+            return []
+        self._reasoning_id = None
+        return [ReasoningMessageEnd(rid, metadata=metadata), ReasoningEnd(rid)]
+
+    @property
+    def reasoning_open(self) -> bool:
+        return self._reasoning_id is not None
+
+    @property
+    def text_open(self) -> bool:
+        return self._text_id is not None
+
+    # -- tool calls -----------------------------------------------------------------------------
+    def tool_start(self, tool_call_id: str, name: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
+        """Open a tool call (closing open text/reasoning). A repeated start for an open id is a no-op."""
+        if tool_call_id in self.open_tools:
+            return []
+        out = self.end_text()
+        out.extend(self.end_reasoning())
+        self.open_tools[tool_call_id] = name
+        self.started_tools.add(tool_call_id)
+        out.append(ToolCallStart(tool_call_id, name, metadata=metadata))
+        return out
+
+    def tool_args(self, tool_call_id: str, delta: str) -> list[BaseEvent]:
+        if not delta or tool_call_id not in self.open_tools:
+            return []
+        return [ToolCallArgs(tool_call_id, delta)]
+
+    def tool_end(
+        self, tool_call_id: str, *, input: Any = None, metadata: dict[str, Any] | None = None
+    ) -> list[BaseEvent]:
+        if self.open_tools.pop(tool_call_id, None) is None:
+            return []
+        return [ToolCallEnd(tool_call_id, input=input, metadata=metadata)]
+
+    # -- terminals ------------------------------------------------------------------------------
+    def close_all(self) -> list[BaseEvent]:
+        out = self.end_text()
+        out.extend(self.end_reasoning())
+        for tid in list(self.open_tools):
+            out.extend(self.tool_end(tid))
+        return out
+
+    def finish(
+        self,
+        finish_reason: str | None,
+        raw_finish_reason: str | None,
+        usage: Usage | None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[BaseEvent]:
+        """Close every open block and end with ``RUN_FINISHED``."""
+        out = self.close_all()
+        self.closed = True
+        out.append(
+            RunFinished(
+                self.context.thread_id,
+                self.context.run_id,
+                usage=usage,
+                finish_reason=finish_reason,
+                raw_finish_reason=raw_finish_reason,
+                metadata=metadata,
+            )
+        )
+        return out
+
+    def error(self, message: str, code: str | None = None, usage: Usage | None = None) -> list[BaseEvent]:
+        """End with ``RUN_ERROR``. Open blocks stay open: what arrived is kept by the consumer, and an
+        unfinished tool call is never marked complete."""
+        self.closed = True
+        return [RunError(message, code=code, usage=usage)]

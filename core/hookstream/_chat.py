@@ -1,0 +1,246 @@
+"""The entry point: :func:`chat` starts a run and returns a pull-based :class:`ChatStream` of AG-UI
+events; :func:`get_model` builds a provider object once (base URL, API key, connection pool).
+
+Nothing is sent until the stream is iterated; each event is read from the socket when the caller asks
+for it, so a slow consumer slows the producer (natural backpressure) and no background thread reads
+ahead. Tools run on executor threads between model calls.
+
+Thread safety: iterate a ChatStream on one thread. :meth:`ChatStream.cancel` may be called from any
+thread. :meth:`ChatStream.result` drains the stream on the calling thread if it was not consumed. A
+provider from :func:`get_model` may be shared by runs on many threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import requests
+
+from ._call import CallOptions
+from ._engine import Engine, EngineConfig
+from ._events import BaseEvent, TextMessageContent, to_json, to_sse
+from ._executors import ToolExecutor
+from ._loop import Callbacks, LoopSettings, Resume, RunResult
+from ._memory import ConversationStore
+from ._messages import Message, ToolCallPart, coerce_messages
+from ._provider import Provider
+from ._registry import get_registry
+from ._secrets import Secret
+from ._stop import StopCondition
+from ._timeouts import Timeouts
+from ._tools import Tool, as_tools
+
+__all__ = ["ChatStream", "chat", "get_model"]
+
+ExecutorSpec = str | tuple[Any, ...] | ToolExecutor
+"""A tool executor: a registered name (``"thread"``), ``(name, *args)`` or an executor object."""
+
+StopSpec = StopCondition | str | tuple[Any, ...]
+"""A stop condition: a callable, a registered name, or ``(name, *args)`` such as ``("step_count_is", 3)``."""
+
+
+def get_model(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | Secret | None = None,
+    session: requests.Session | None = None,
+) -> Provider:
+    """A provider object for ``"PROVIDER:MODEL"`` (e.g. ``"openai:gpt-4o-mini"``), built once and
+    passed to any number of :func:`chat` calls, which then share its connection pool.
+
+    ``base_url`` is the API root (``http://host/v1`` for OpenAI and compatible servers, ``http://host``
+    for Anthropic and Gemini; ``None``: the provider's own endpoint). ``api_key`` defaults to the
+    provider's environment variable (``OPENAI_API_KEY``...); it is kept as a
+    :class:`~hookstream.Secret`. ``session`` is a ``requests.Session`` to use (its owner closes it);
+    without one the provider opens its own on first use.
+
+    Raises :class:`ValueError` without a provider prefix and :class:`~hookstream.UnknownPluginError`
+    for a provider no installed plugin registers.
+    """
+    name, sep, model_name = model.partition(":")
+    if not sep or not name or not model_name:
+        raise ValueError(f"model must be 'PROVIDER:MODEL' (e.g. 'openai:gpt-4o-mini'), got {model!r}")
+    provider_cls = get_registry().provider(name)
+    if session is None:
+        return provider_cls(model_name, base_url=base_url, api_key=api_key)
+    return provider_cls(model_name, base_url=base_url, api_key=api_key, session=session)
+
+
+def _stop_conditions(stop_when: Iterable[StopSpec] | None) -> list[StopCondition]:
+    out: list[StopCondition] = []
+    reg = get_registry()
+    for item in stop_when or ():
+        if isinstance(item, (str, tuple)):
+            name, *args = (item,) if isinstance(item, str) else item
+            out.append(reg.stop_condition(name)(*args))
+        else:
+            out.append(item)
+    return out
+
+
+def _executor(executor: ExecutorSpec) -> ToolExecutor:
+    if isinstance(executor, str):
+        return get_registry().tool_executor(executor)()
+    if isinstance(executor, tuple):
+        name, *args = executor
+        return get_registry().tool_executor(name)(*args)
+    return executor
+
+
+class ChatStream:
+    """The events of one run: iterate it (AG-UI events), or :meth:`iter_text` for text only; then read
+    :meth:`result`."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._iter: Iterator[BaseEvent] | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> Iterator[BaseEvent]:
+        with self._lock:
+            if self._iter is not None:
+                raise RuntimeError("a ChatStream can be iterated only once")
+            self._iter = self._engine.events()
+        try:
+            yield from self._iter
+        finally:
+            self._done.set()
+
+    def iter_text(self) -> Iterator[str]:
+        """The run's text as it streams: each ``TEXT_MESSAGE_CONTENT`` delta (``str``), nothing else.
+        Read :meth:`result` afterwards for errors, tool calls and usage."""
+        for ev in self:
+            if type(ev) is TextMessageContent:
+                yield ev.delta
+
+    def cancel(self) -> None:
+        """Cancel from any thread; the stream ends with ``RUN_FINISHED`` outcome ``cancelled`` and
+        :meth:`result` keeps every text and tool result produced so far."""
+        self._engine.cancel()
+
+    def result(self) -> RunResult:
+        """The run's result; consumes the rest of the stream first when it was not iterated to the end."""
+        with self._lock:
+            it = self._iter
+        if it is None:
+            for _ in self:
+                pass
+        elif not self._done.is_set():
+            # Iteration started elsewhere and stopped early: close it so the connection is released.
+            it.close()  # type: ignore[attr-defined]  # a generator; typed as Iterator to keep it read-only
+        return self._engine.result()
+
+    def to_sse(self) -> Iterator[bytes]:
+        """The run as AG-UI over SSE: each event as ``data: {json}\\n\\n`` bytes (camelCase JSON,
+        ``RUN_STARTED`` with ``protocolVersion``, usage on ``RUN_FINISHED``), for a streaming HTTP body."""
+        return to_sse(self)
+
+    def to_json_lines(self) -> Iterator[str]:
+        """Each event as one line of AG-UI JSON."""
+        for ev in self:
+            yield to_json(ev)
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+
+def chat(
+    model: str | Provider,
+    messages_or_prompt: str | Message | Iterable[Message | dict[str, Any]] | None = None,
+    *,
+    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
+    system: str | None = None,
+    max_steps: int = 10,
+    tool_choice: str | dict[str, Any] | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    options: dict[str, Any] | None = None,
+    executor: ExecutorSpec = "thread",
+    stop_when: Iterable[StopSpec] | None = None,
+    approve: Callable[[ToolCallPart], bool] | None = None,
+    resume: Resume | dict[str, Any] | list[dict[str, Any]] | None = None,
+    memory: ConversationStore | None = None,
+    thread_id: str | None = None,
+    timeouts: Timeouts | dict[str, Any] | None = None,
+    callbacks: Callbacks | None = None,
+    loop: LoopSettings | dict[str, Any] | None = None,
+) -> ChatStream:
+    """Start a chat run and return its :class:`ChatStream` (nothing is sent until it is iterated).
+
+    ``model`` is ``"PROVIDER:MODEL"`` (the provider's own endpoint, key from its environment variable)
+    or a provider object from :func:`get_model` (base URL, API key and connection pool set once).
+    ``messages_or_prompt`` is a prompt string, a :class:`~hookstream.Message`, or a list of messages /
+    ``{"role", "content"}`` dicts. ``tools`` are functions (schema from signature and docstring),
+    :class:`~hookstream.Tool` objects or ``{"name", "description", "parameters"}`` dicts.
+    ``max_steps`` bounds model calls (at least 1). ``max_tokens`` is the output token limit per call;
+    ``options`` are provider-specific request-body fields merged last.
+
+    ``executor`` is a tool-executor name (``thread``, ``sequential``, ``bounded``), ``("bounded", 2)``
+    or a :class:`~hookstream.ToolExecutor`; ``stop_when`` holds stop conditions as callables or
+    ``("name", *args)`` (``step_count_is``, ``has_tool_call``, ``finish_reason_is``,
+    ``total_tokens_exceed``). ``approve(call) -> bool`` decides tools that need approval (without it the
+    run ends with an ``interrupt`` outcome and ``chat(model, resume=result.resume({...}))`` continues
+    it; client tools resume the same way with ``tool_outputs``; ``resume`` is a
+    :class:`~hookstream.Resume`, a dict of its fields, or AG-UI ``RunAgentInput.resume`` entries).
+    ``memory`` loads/saves the conversation under ``thread_id``.
+
+    Option objects: ``timeouts`` (:class:`~hookstream.Timeouts` or a dict: ``connect``, ``read``,
+    ``first_event``, ``idle``, ``step``, ``run``, ``tool``, in seconds), ``callbacks``
+    (:class:`~hookstream.Callbacks`: ``on_chunk``, ``on_step_start``, ``on_step_finish``,
+    ``on_finish``, ``on_error``, ``on_abort``), ``loop`` (:class:`~hookstream.LoopSettings`:
+    ``prepare_step``, ``repair_tool_call``, ``stream_tool_call_responses``, ``max_retries``,
+    ``max_event_bytes``, ``run_id``). See ``docs/agent-loop.md``.
+
+    Raises :class:`ValueError` for a malformed ``model``, ``max_steps`` below 1 or no messages, and
+    :class:`~hookstream.UnknownPluginError` for an unknown provider, executor or stop condition. Errors
+    during the run do not raise: they end the stream with ``RUN_ERROR`` and are kept in
+    ``result().error``.
+    """
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    own_provider = isinstance(model, str)
+    provider = get_model(model) if isinstance(model, str) else model
+    if resume is not None:
+        resume = Resume.coerce(resume)
+    if messages_or_prompt is None:
+        if resume is None or resume.messages is None:
+            raise ValueError("chat() needs messages_or_prompt (or resume= with the interrupted run's messages)")
+        msgs: list[Message] = []
+    else:
+        msgs = coerce_messages(messages_or_prompt)
+    if system is not None and not any(m.role == "system" for m in msgs[:1]):
+        msgs.insert(0, Message.system(system))
+    limits = Timeouts.coerce(timeouts)
+    settings = LoopSettings.coerce(loop)
+    config = EngineConfig(
+        model=provider.model,
+        tools=as_tools(tools),
+        max_steps=max_steps,
+        tool_choice=tool_choice,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        options=dict(options or {}),
+        executor=_executor(executor),
+        stop_when=_stop_conditions(stop_when),
+        call_options=CallOptions(connect_timeout=limits.connect, read_timeout=limits.read,
+                                 max_retries=settings.max_retries, max_event_bytes=settings.max_event_bytes),
+        prepare_step=settings.prepare_step,
+        repair_tool_call=settings.repair_tool_call,
+        approve=approve,
+        stream_tool_call_responses=settings.stream_tool_call_responses,
+        memory=memory,
+        callbacks=callbacks or Callbacks(),
+        timeouts=limits,
+        resume=resume,
+        resolve_model=get_model,
+    )
+    if thread_id:
+        config.thread_id = thread_id
+    if settings.run_id:
+        config.run_id = settings.run_id
+    return ChatStream(Engine(provider, msgs, config, close_provider=own_provider))

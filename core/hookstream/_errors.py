@@ -1,0 +1,235 @@
+"""Exception classes: one hierarchy, each with a stable ``code`` used as the AG-UI ``RUN_ERROR`` code.
+
+No exception here ever holds an API key: HTTP errors carry the status, the provider's error type and
+message, and the URL without its query string (Gemini puts the key in the query when asked to).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AGUIInputError",
+    "AuthenticationError",
+    "BadRequestError",
+    "CallbackError",
+    "CancelledError",
+    "ConnectError",
+    "ConnectionClosedError",
+    "HTTPStatusError",
+    "HookstreamError",
+    "LineTooLongError",
+    "MalformedChunkError",
+    "NotFoundError",
+    "PartialJSONError",
+    "PluginError",
+    "ProviderError",
+    "RateLimitError",
+    "ResumeError",
+    "RunFailedError",
+    "ServerError",
+    "StreamTimeoutError",
+    "ToolError",
+    "TransportError",
+    "UnknownPluginError",
+    "UnknownToolCallError",
+    "error_for_status",
+]
+
+
+class HookstreamError(Exception):
+    """Base of every hookstream error. ``code`` is the ``RUN_ERROR.code`` this error becomes."""
+
+    code: str = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class PluginError(HookstreamError):
+    code = "plugin_error"
+
+
+class UnknownPluginError(PluginError, LookupError):
+    """No plugin registered under the asked name (provider, strategy, executor, stop condition)."""
+
+    code = "unknown_plugin"
+
+
+class TransportError(HookstreamError):
+    """The HTTP exchange failed below the provider's protocol (connect, read, dropped connection)."""
+
+    code = "transport_error"
+
+
+class ConnectError(TransportError):
+    code = "connect_error"
+
+
+class ConnectionClosedError(TransportError):
+    """The server closed the stream before the provider's terminal event."""
+
+    code = "connection_closed"
+
+
+class StreamTimeoutError(TransportError):
+    """A time limit was hit; ``limit`` names it (``connect``, ``first_event``, ``idle``, ``step``,
+    ``run``, ``tool``) and ``seconds`` is its value."""
+
+    code = "timeout"
+
+    def __init__(self, limit: str, seconds: float) -> None:
+        super().__init__(f"{limit} timeout after {seconds:g} s")
+        self.limit = limit
+        self.seconds = seconds
+
+
+class LineTooLongError(TransportError):
+    """An SSE event grew past the configured limit (bytes) without ending."""
+
+    code = "line_too_long"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"SSE event larger than the {limit} byte limit")
+        self.limit = limit
+
+
+class MalformedChunkError(HookstreamError):
+    """A stream chunk could not be parsed (invalid JSON, missing required fields)."""
+
+    code = "malformed_chunk"
+
+    def __init__(self, message: str, data: str | None = None) -> None:
+        super().__init__(message)
+        # Keep a bounded excerpt only: chunks can be megabytes.
+        self.data = data[:200] if data else data
+
+
+class ProviderError(HookstreamError):
+    """The provider reported an error (in-stream error event or an HTTP error body).
+
+    ``error_type`` is the provider's own type string (``overloaded_error``, ``insufficient_quota``...).
+    """
+
+    code = "provider_error"
+
+    def __init__(self, message: str, *, error_type: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.status = status
+        if error_type:
+            self.code = error_type
+
+
+class HTTPStatusError(ProviderError):
+    """A non-2xx HTTP answer. ``status`` is the HTTP status, ``retry_after`` the parsed ``Retry-After``
+    header in seconds (or ``None``)."""
+
+    code = "http_error"
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_type: str | None = None,
+        retry_after: float | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(f"HTTP {status}: {message}", error_type=None, status=status)
+        self.provider_message = message
+        self.error_type = error_type
+        self.retry_after = retry_after
+        self.url = url
+
+
+class BadRequestError(HTTPStatusError):
+    code = "bad_request"
+
+
+class AuthenticationError(HTTPStatusError):
+    code = "authentication_error"
+
+
+class NotFoundError(HTTPStatusError):
+    code = "not_found"
+
+
+class RateLimitError(HTTPStatusError):
+    code = "rate_limit"
+
+
+class ServerError(HTTPStatusError):
+    code = "server_error"
+
+
+class CancelledError(HookstreamError):
+    code = "cancelled"
+
+
+class CallbackError(HookstreamError):
+    """A decision callback of the agent loop (``prepare_step``, ``repair_tool_call``, ``approve``, a stop
+    condition) raised; the run ends with ``RUN_ERROR`` code ``callback_error`` and ``__cause__`` is the
+    original exception."""
+
+    code = "callback_error"
+
+
+class ResumeError(HookstreamError, ValueError):
+    """``chat(..., resume=...)`` got something it cannot continue (no assistant tool calls to resume,
+    an unknown approval id or tool call id)."""
+
+    code = "invalid_resume"
+
+
+class ToolError(HookstreamError):
+    """A tool failed; the engine turns this into an error result for the model."""
+
+    code = "tool_error"
+
+
+def error_for_status(
+    status: int, message: str, *, error_type: str | None = None, retry_after: float | None = None,
+    url: str | None = None,
+) -> HTTPStatusError:
+    """The typed :class:`HTTPStatusError` subclass for an HTTP ``status``."""
+    cls: type[HTTPStatusError]
+    if status in (401, 403):
+        cls = AuthenticationError
+    elif status == 404:
+        cls = NotFoundError
+    elif status == 429:
+        cls = RateLimitError
+    elif status >= 500:
+        cls = ServerError
+    elif status in (400, 422):
+        cls = BadRequestError
+    else:
+        cls = HTTPStatusError
+    return cls(status, message, error_type=error_type, retry_after=retry_after, url=url)
+
+
+class RunFailedError(HookstreamError):
+    """A ``RUN_ERROR`` event, as passed to ``on_error``: ``code`` is the event's code (or ``error``)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code or "error"
+
+
+class UnknownToolCallError(HookstreamError, LookupError):
+    """``add_tool_result``/``add_tool_approval_response`` named a tool call or approval id that no
+    message holds."""
+
+    code = "unknown_tool_call"
+
+
+class PartialJSONError(ValueError):
+    """The text is not JSON. ``position`` is the character offset of the offending character."""
+
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(f"{message} at character {position}")
+        self.position = position
+
+
+class AGUIInputError(ValueError):
+    """A POSTed ``RunAgentInput`` that cannot be run; the message says which field is wrong."""

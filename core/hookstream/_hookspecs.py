@@ -1,0 +1,101 @@
+"""Hook specifications: the four kinds of hookstream plugin.
+
+A plugin is a module (or object) with functions named after these hooks, decorated with
+``hookstream.plugin.hookimpl``, and listed under the ``hookstream`` entry-point group of its distribution::
+
+    [project.entry-points.hookstream]
+    myplugin = "my_package.plugin"
+
+Every hook receives a ``register`` callable and calls it once per thing it provides, in the style of
+``llm``'s ``register_models``. Names must be unique across plugins; a later registration of a taken
+name is reported by ``hookstream plugins`` and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ._executors import ToolExecutor
+    from ._provider import Provider
+    from ._stop import StopCondition
+    from ._strategies import ChunkStrategy
+
+__all__ = [
+    "ChunkStrategyRegistrar",
+    "ProviderRegistrar",
+    "StopConditionRegistrar",
+    "ToolExecutorRegistrar",
+    "hookimpl",
+    "hookspec",
+]
+
+ProviderRegistrar = Callable[[str, "type[Provider]"], None]
+"""``register(name, provider_class)``, given to :func:`hookstream_register_providers`."""
+ChunkStrategyRegistrar = Callable[[str, "Callable[..., ChunkStrategy]"], None]
+"""``register(name, factory)``, given to :func:`hookstream_register_chunk_strategies`."""
+ToolExecutorRegistrar = Callable[[str, "Callable[..., ToolExecutor]"], None]
+"""``register(name, factory)``, given to :func:`hookstream_register_tool_executors`."""
+StopConditionRegistrar = Callable[[str, "Callable[..., StopCondition]"], None]
+"""``register(name, factory)``, given to :func:`hookstream_register_stop_conditions`."""
+
+hookspec = pluggy.HookspecMarker("hookstream")
+hookimpl = pluggy.HookimplMarker("hookstream")
+
+
+@hookspec
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    """Register provider adapters.
+
+    Called once, when the plugin registry is first used (``hookstream.chat`` or any CLI command).
+
+    :param register: ``register(name, provider_class)``. ``name`` is what users put before the colon
+        in ``--model NAME:MODEL`` (``"openai"``). ``provider_class`` is a subclass of
+        :class:`hookstream.plugin.Provider`; it is instantiated per chat as
+        ``provider_class(model, base_url=..., api_key=...)``.
+    :returns: nothing; registrations go through ``register``.
+    """
+
+
+@hookspec
+def hookstream_register_chunk_strategies(register: ChunkStrategyRegistrar) -> None:
+    """Register chunk strategies, which decide when the stream processor publishes text.
+
+    Called once, when the registry is first used.
+
+    :param register: ``register(name, factory)``. ``factory(**options)`` returns an object with
+        ``should_emit(chunk: str, accumulated: str) -> bool`` and ``reset() -> None`` (see
+        :class:`hookstream.plugin.ChunkStrategy`). Users pick it with ``strategy="NAME"`` or
+        ``--strategy NAME``.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def hookstream_register_tool_executors(register: ToolExecutorRegistrar) -> None:
+    """Register tool executors, which run the tool calls of one step.
+
+    Called once, when the registry is first used.
+
+    :param register: ``register(name, factory)``. ``factory(**options)`` returns an object with
+        ``run(calls: list[Callable[[], ToolOutcome]]) -> list[ToolOutcome]`` that runs every
+        zero-argument job and returns their outcomes in call order (see
+        :class:`hookstream.plugin.ToolExecutor`). Users pick it with ``executor="NAME"``.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def hookstream_register_stop_conditions(register: StopConditionRegistrar) -> None:
+    """Register stop conditions, which tell the agent loop to stop calling the model.
+
+    Called once, when the registry is first used.
+
+    :param register: ``register(name, factory)``. ``factory(*args)`` returns a callable
+        ``(steps: list[StepResult]) -> bool``; ``True`` stops the loop after the current step. Users
+        pick it with ``stop_when=[("NAME", arg...)]`` or pass the callable itself.
+    :returns: nothing.
+    """

@@ -1,0 +1,268 @@
+"""The values the agent loop hands to callbacks and takes back: step settings, repair requests,
+callbacks, pending approvals and the resume value.
+
+* ``prepare_step(StepStart) -> StepSettings | dict | None`` runs before each model call and may change
+  that call's model, tools, ``tool_choice``, active tools, system prompt and messages.
+* ``repair_tool_call(RepairRequest) -> ToolCallPart | None`` gets an unknown tool or input that failed
+  its JSON Schema; a returned call replaces the broken one (same tool call id), ``None`` sends the
+  model an error result.
+* ``approve(ToolCallPart) -> bool`` decides a tool that needs approval synchronously. Without it the
+  run ends with outcome ``interrupt``; :class:`Resume` continues it.
+* :class:`Callbacks` observe the run; they fire on success, on error and on abort.
+
+Thread safety: plain values; callbacks are called on the thread that iterates the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._accumulate import StepResult
+from ._events import Usage
+from ._messages import Message, ToolCallPart, ToolResultPart
+from ._transport import DEFAULT_MAX_EVENT_BYTES
+
+if TYPE_CHECKING:
+    from ._provider import Provider
+    from ._tools import Tool
+
+__all__ = [
+    "Callbacks",
+    "LoopSettings",
+    "PendingApproval",
+    "RepairRequest",
+    "Resume",
+    "RunResult",
+    "StepSettings",
+    "StepStart",
+    "approval_id",
+]
+
+
+def approval_id(tool_call_id: str) -> str:
+    """The approval id of a tool call: ``approval_<tool call id>`` (stable, so a resume needs no state)."""
+    return f"approval_{tool_call_id}"
+
+
+@attrs.define(slots=True)
+class StepStart:
+    """What a step is about to send: ``number`` (1-based), earlier ``steps`` of this run, the
+    conversation ``messages``, and the ``model``, ``tools`` and ``tool_choice`` it would use."""
+
+    number: int
+    steps: list[StepResult]
+    messages: list[Message]
+    model: str
+    tools: dict[str, Tool]
+    tool_choice: str | dict[str, Any] | None
+
+
+@attrs.define(slots=True)
+class StepSettings:
+    """Changes for one step; ``None`` keeps the run's setting.
+
+    ``model``: a model name of the same provider, ``"provider:model"``, or a Provider instance.
+    ``tools``: replaces the tool set (functions, Tool objects or dicts). ``active_tools``: names of the
+    tools offered and runnable in this step. ``system``: replaces the system prompt of this request.
+    ``messages``: sent instead of the conversation for this request only (the history is unchanged).
+    """
+
+    model: str | Provider | None = None
+    tools: Iterable[Any] | dict[str, Tool] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    active_tools: Sequence[str] | None = None
+    system: str | None = None
+    messages: Sequence[Message] | None = None
+
+    @classmethod
+    def coerce(cls, value: StepSettings | dict[str, Any] | None) -> StepSettings:
+        if value is None:
+            return cls()
+        if isinstance(value, StepSettings):
+            return value
+        return cls(**value)
+
+
+@attrs.define(slots=True)
+class RepairRequest:
+    """A tool call that cannot run as it is: ``problem`` says why (unknown tool, arguments not JSON,
+    schema mismatch); ``tools`` are the tools of the step; ``messages`` the conversation so far."""
+
+    call: ToolCallPart
+    problem: str
+    tools: dict[str, Tool]
+    messages: list[Message]
+
+
+@attrs.define(slots=True, frozen=True)
+class PendingApproval:
+    """A tool call waiting for a yes/no: ``approval_id`` (AG-UI interrupt id) and the ``call``."""
+
+    approval_id: str
+    call: ToolCallPart
+
+
+@attrs.define(slots=True)
+class Resume:
+    """How ``chat(..., resume=...)`` continues a run that ended waiting for approvals or client tools.
+
+    ``messages`` is the interrupted run's ``RunResult.messages`` (the conversation up to and including
+    the assistant message with the pending tool calls, plus any results already produced); when
+    ``None``, ``chat``'s ``messages_or_prompt`` is used. ``approvals`` maps an approval id (or the tool
+    call id) to True (run the tool) or False (the model gets a denial result). ``tool_outputs`` maps a
+    client tool's call id to its output (any JSON value, or a :class:`ToolResultPart` to mark an
+    error). Calls with no answer stay pending and the resumed run ends the same way again.
+    """
+
+    messages: list[Message] | None = None
+    approvals: dict[str, bool] = attrs.Factory(dict)
+    tool_outputs: dict[str, Any] = attrs.Factory(dict)
+
+    @classmethod
+    def coerce(cls, value: Resume | dict[str, Any] | list[dict[str, Any]]) -> Resume:
+        """A Resume from itself, a dict of its fields, or AG-UI 1.0 ``RunAgentInput.resume`` entries
+        ``[{"interruptId", "status": "resolved" | "cancelled", "payload"}]``: ``resolved`` approves
+        unless ``payload.approved`` is false, ``cancelled`` denies. Raises :class:`ValueError`."""
+        if isinstance(value, Resume):
+            return value
+        if isinstance(value, dict):
+            return cls(value.get("messages"), dict(value.get("approvals") or {}), dict(value.get("tool_outputs") or {}))
+        approvals: dict[str, bool] = {}
+        for entry in value:
+            if not isinstance(entry, dict) or not isinstance(entry.get("interruptId"), str):
+                raise ValueError(f"a resume entry needs an interruptId, got {entry!r:.200}")
+            payload = entry.get("payload")
+            approved = entry.get("status", "resolved") == "resolved"
+            if approved and isinstance(payload, dict) and "approved" in payload:
+                approved = bool(payload["approved"])
+            approvals[entry["interruptId"]] = approved
+        return cls(None, approvals)
+
+    def approval_for(self, tool_call_id: str) -> bool | None:
+        value = self.approvals.get(approval_id(tool_call_id), self.approvals.get(tool_call_id))
+        return None if value is None else bool(value)
+
+    def output_for(self, call: ToolCallPart) -> ToolResultPart | None:
+        if call.id not in self.tool_outputs:
+            return None
+        out = self.tool_outputs[call.id]
+        if isinstance(out, ToolResultPart):
+            return ToolResultPart(call.id, call.name, out.output, out.is_error, out.provider_metadata)
+        return ToolResultPart(call.id, call.name, out)
+
+
+@attrs.define(slots=True)
+class Callbacks:
+    """Observers of a run, each optional. Exceptions they raise are logged and ignored.
+
+    * ``on_chunk(event)``: every content event of a model call (text, reasoning, tool-call events)
+      and every ``TOOL_CALL_RESULT``, as it happens (also when ``stream_tool_call_responses=False``).
+    * ``on_step_start(StepStart)``: before each model call's request.
+    * ``on_step_finish(StepResult)``: after each step and its tools (number, text, tool calls, tool
+      results, finish reason, usage; ``error`` set when it failed), also for a failed or aborted step.
+    * ``on_finish(RunResult)``: once at the end of every run (all steps, summed usage, ``outcome``).
+    * ``on_error(exception)``: when the run ends with ``RUN_ERROR`` (before ``on_finish``).
+    * ``on_abort(RunResult)``: when the run is cancelled (before ``on_finish``).
+    """
+
+    on_chunk: Callable[[Any], None] | None = None
+    on_step_start: Callable[[StepStart], None] | None = None
+    on_step_finish: Callable[[StepResult], None] | None = None
+    on_finish: Callable[[RunResult], None] | None = None
+    on_error: Callable[[BaseException], None] | None = None
+    on_abort: Callable[[RunResult], None] | None = None
+
+
+@attrs.define(slots=True, frozen=True)
+class LoopSettings:
+    """How the agent loop runs, beyond ``chat()``'s common arguments; every field is optional.
+
+    * ``prepare_step(StepStart) -> StepSettings | dict | None``: change a step's model, tools,
+      ``tool_choice``, active tools, system prompt or messages before its request.
+    * ``repair_tool_call(RepairRequest) -> ToolCallPart | None``: fix a call to an unknown tool or with
+      invalid input (``None``: the model gets an error result).
+    * ``stream_tool_call_responses``: ``False`` streams only the final answer (steps the loop continues
+      after are not yielded; callbacks still see them).
+    * ``max_retries``: retries of a model call that failed before its first byte (connect errors,
+      HTTP 408/409/429/5xx), with backoff and jitter or the server's ``Retry-After`` (default 2).
+    * ``max_event_bytes``: the largest SSE event accepted, in bytes (default 16 MiB); a longer one
+      ends the run with ``RUN_ERROR`` ``line_too_long``.
+    * ``run_id``: the AG-UI run id (default: a fresh ``run_<hex>``).
+    """
+
+    prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
+    repair_tool_call: Callable[[RepairRequest], ToolCallPart | None] | None = None
+    stream_tool_call_responses: bool = True
+    max_retries: int = 2
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    run_id: str | None = None
+
+    @classmethod
+    def coerce(cls, value: LoopSettings | dict[str, Any] | None) -> LoopSettings:
+        """A :class:`LoopSettings` from itself, a dict of its fields, or ``None`` (defaults)."""
+        if value is None:
+            return cls()
+        if isinstance(value, LoopSettings):
+            return value
+        return cls(**value)
+
+
+@attrs.define(slots=True)
+class RunResult:
+    """What a run produced, available even after an error or a cancellation.
+
+    ``text``/``tool_calls``/``finish_reason`` are the last step's; ``usage`` is summed over steps
+    (each step's own is ``steps[i].usage``); ``messages`` is the whole conversation (input plus every
+    assistant and tool message); ``error`` is the typed exception when the run ended with
+    ``RUN_ERROR``; ``outcome`` is ``success``, ``interrupt``, ``cancelled`` or ``error``.
+    ``pending_approvals`` and ``pending_tool_calls`` (client tools) are what an interrupted run waits
+    for; :meth:`resume` builds the value that continues it. ``result`` is the tool output that ended a
+    ``return_direct`` run (one output, or a list for several calls).
+    """
+
+    steps: list[StepResult]
+    messages: list[Message]
+    usage: Usage
+    outcome: str
+    error: BaseException | None = None
+    pending_approvals: list[PendingApproval] = attrs.Factory(list)
+    pending_tool_calls: list[ToolCallPart] = attrs.Factory(list)
+    result: Any = None
+    resumed_results: list[ToolResultPart] = attrs.Factory(list)
+
+    @property
+    def last_step(self) -> StepResult | None:
+        return self.steps[-1] if self.steps else None
+
+    @property
+    def text(self) -> str:
+        return self.steps[-1].text if self.steps else ""
+
+    @property
+    def reasoning(self) -> str | None:
+        return self.steps[-1].reasoning if self.steps else None
+
+    @property
+    def tool_calls(self) -> list[Any]:
+        return self.steps[-1].tool_calls if self.steps else []
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.steps[-1].finish_reason if self.steps else None
+
+    @property
+    def raw_finish_reason(self) -> str | None:
+        return self.steps[-1].raw_finish_reason if self.steps else None
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return list(self.resumed_results) + [r for s in self.steps for r in s.tool_results]
+
+    def resume(
+        self, approvals: dict[str, bool] | None = None, tool_outputs: dict[str, Any] | None = None
+    ) -> Resume:
+        """The :class:`~hookstream.loop.Resume` continuing this run with these answers."""
+        return Resume(list(self.messages), dict(approvals or {}), dict(tool_outputs or {}))

@@ -1,0 +1,153 @@
+"""The provider contract: what a provider plugin implements and what it is given.
+
+A provider plugin registers a :class:`Provider` subclass under a name (``openai``, ``anthropic``...)
+through the ``hookstream_register_providers`` hook. For each model call the core asks the provider to
+build an :class:`HTTPRequest` from a :class:`ModelRequest`, POSTs it, frames the response as SSE, and
+hands the SSE events to :meth:`Provider.parse_stream`, which yields AG-UI events in the adapter grammar::
+
+    RUN_STARTED Content* (RUN_FINISHED | RUN_ERROR)
+
+(see :mod:`hookstream.testing.grammar`). :class:`hookstream.adapter.StreamBuilder` keeps that grammar for
+an adapter so it only maps the provider's wire events.
+
+Thread safety: a provider instance holds configuration (model, base URL, API key) and a connection
+pool (a ``requests.Session``, whose urllib3 pool is thread-safe) and may be shared between threads and
+across runs; all per-call state lives in the generator returned by ``parse_stream``.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar, Self
+
+import attrs
+import requests
+
+from ._events import BaseEvent
+from ._messages import Message
+from ._secrets import Secret
+from ._transport import HTTPRequest, default_error_reader
+
+__all__ = ["CallContext", "HTTPRequest", "ModelRequest", "Provider", "Secret", "ToolSpec"]
+
+
+
+@attrs.define(slots=True)
+class ToolSpec:
+    """A tool as the model sees it: ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
+
+
+@attrs.define(slots=True)
+class ModelRequest:
+    """One model call, provider-neutral.
+
+    ``tool_choice`` is ``"auto"``, ``"none"``, ``"required"`` or ``{"name": TOOL}``. ``max_tokens`` is
+    the output token limit. ``options`` are provider-specific body fields merged last (e.g. Anthropic
+    ``thinking``, Gemini ``thinkingConfig``).
+    """
+
+    model: str
+    messages: list[Message]
+    tools: list[ToolSpec] = attrs.Factory(list)
+    tool_choice: str | dict[str, Any] | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    options: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.define(slots=True)
+class CallContext:
+    """Per-call identifiers an adapter puts on ``RUN_STARTED``/``RUN_FINISHED``."""
+
+    thread_id: str
+    run_id: str
+
+
+class Provider(abc.ABC):
+    """Base class of provider adapters.
+
+    Subclasses set :attr:`name`, :attr:`default_base_url` and :attr:`api_key_env`, and implement
+    :meth:`build_request` and :meth:`parse_stream`. ``base_url`` is the API root the official SDKs
+    take (``http://host/v1`` for OpenAI, ``http://host`` for Anthropic and Gemini).
+    """
+
+    name: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    api_key_env: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | Secret | None = None,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        if api_key is None:
+            api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), "")
+        self.api_key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        self._session = session
+        self._own_session = session is None
+        self._session_lock = threading.Lock()
+
+    @property
+    def session(self) -> requests.Session:
+        """The ``requests.Session`` (connection pool) every call of this provider object uses: the one
+        given to the constructor, else one created on first use and kept until :meth:`close`. A
+        provider built once and passed to many ``chat()`` calls reuses its connections."""
+        if self._session is None:
+            with self._session_lock:
+                if self._session is None:
+                    self._session = requests.Session()
+        return self._session
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool this provider created (a session passed in stays open: its owner
+        closes it). The provider stays usable: the next call opens a new pool."""
+        with self._session_lock:
+            session, own = self._session, self._own_session
+            if own:
+                self._session = None
+        if own and session is not None:
+            session.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @abc.abstractmethod
+    def build_request(self, request: ModelRequest) -> HTTPRequest:
+        """The HTTP request for one streamed model call.
+
+        Raises :class:`ValueError` when ``request`` cannot be expressed for this provider.
+        """
+
+    @abc.abstractmethod
+    def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
+        """Map the provider's SSE events (objects with ``event`` and ``data``) to AG-UI events.
+
+        Must yield ``RUN_STARTED`` first and end with one ``RUN_FINISHED`` (all blocks closed, usage
+        and finish reason set) or ``RUN_ERROR``. In-stream provider errors become ``RUN_ERROR`` with
+        the provider's error type as ``code``. May raise :class:`hookstream.errors.MalformedChunkError`
+        for an unparseable chunk; the core turns it into ``RUN_ERROR`` after what arrived before it.
+        If ``events`` ends without a terminal provider event the generator may simply return: the
+        core then ends the call with ``RUN_ERROR`` (``connection_closed``).
+        """
+
+    def read_error(self, status: int, body: bytes) -> tuple[str, str | None]:
+        """(message, error type) of a non-2xx response body; override for unusual error shapes."""
+        return default_error_reader(status, body)

@@ -1,0 +1,54 @@
+"""When a failed model request may be sent again, and how long to wait first.
+
+Retried, and only before the first byte of a 2xx response: connect errors (including a connect
+timeout) and HTTP 408, 409, 429 and 5xx (the set the OpenAI and Anthropic SDKs retry). The wait is
+exponential backoff with jitter unless the server sent ``Retry-After`` (RFC 9110 section 10.2.3),
+which is honoured as given, up to ``max_wait``.
+
+urllib3's ``Retry.get_backoff_time`` is not used: it returns 0 for the first retry and reads its
+attempt count from a response history we do not have, so the small function below does the
+computation instead (documented formula, same "full jitter" idea as urllib3's ``backoff_jitter``).
+
+Thread safety: pure functions; ``random`` is only read.
+"""
+
+from __future__ import annotations
+
+import random
+
+from ._errors import ConnectError, HTTPStatusError, StreamTimeoutError
+
+__all__ = ["RETRY_STATUSES", "backoff_delay", "retry_delay"]
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+"""Client statuses worth a retry; every 5xx is retried too."""
+
+
+def backoff_delay(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:
+    """Seconds to wait before retry number ``attempt`` (0 for the first retry).
+
+    ``min(cap, base * 2**attempt)`` scaled by a random factor in ``[0.5, 1.0)`` ("equal jitter"), so
+    clients that failed together do not retry together: 0.25-0.5 s, 0.5-1 s, 1-2 s...
+    """
+    ceiling = min(cap, base * (2**attempt))
+    return ceiling * (0.5 + random.random() / 2)
+
+
+def retry_delay(exc: BaseException, attempt: int, *, max_wait: float = 60.0) -> float | None:
+    """Seconds to wait before retrying after ``exc``, or ``None`` when it must not be retried.
+
+    ``Retry-After`` wins over the backoff; one longer than ``max_wait`` seconds is not retried (the
+    caller gets the typed error and its ``retry_after`` to decide).
+    """
+    if isinstance(exc, StreamTimeoutError):
+        if exc.limit != "connect":
+            return None
+    elif isinstance(exc, HTTPStatusError):
+        status = exc.status or 0
+        if status not in RETRY_STATUSES and status < 500:
+            return None
+        if exc.retry_after is not None:
+            return exc.retry_after if exc.retry_after <= max_wait else None
+    elif not isinstance(exc, ConnectError):
+        return None
+    return backoff_delay(attempt)

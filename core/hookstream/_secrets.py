@@ -1,0 +1,41 @@
+"""API keys as values that never show themselves, and the header names that carry them.
+
+Every place that could print a key (a repr, an exception, a log line, a recording) goes through
+:class:`Secret` or :data:`SECRET_HEADERS`.
+
+Thread safety: immutable values; share freely.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SECRET_HEADERS", "Secret"]
+
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization"})
+
+
+class Secret:
+    """An API key that never shows itself: ``repr``/``str`` give ``'***'``; :meth:`reveal` gives the key."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a Secret cannot be pickled")
+
+
+_SECRET_HEADERS = SECRET_HEADERS

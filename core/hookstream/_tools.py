@@ -1,0 +1,349 @@
+"""Tools: plain Python functions (schema from the signature and docstring) or explicit JSON Schema.
+
+:func:`tool` turns a function into a :class:`Tool`; :func:`as_tools` accepts functions, Tool objects and
+``{"name", "description", "parameters"}`` dicts. :func:`run_tool` executes one tool call and always
+returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns something that is
+not JSON serialisable, or is asked with arguments that did not parse gives an error result the model
+receives, never an exception in the caller. :func:`validate_input` checks arguments against the tool's
+JSON Schema with the ``jsonschema`` library (the dialect the schema's ``$schema`` names, else the
+latest). :func:`run_tool_guarded` adds the per-tool timeout and cancellation: the tool runs on its own
+daemon thread; past its time limit (or on cancellation) the caller gets an error result at once, the
+thread is abandoned and its :class:`CancellationToken` is set so a cooperative tool can stop.
+
+Thread safety: a Tool is immutable configuration and may be shared; its function runs on executor
+threads, so it must be thread-safe itself when several calls may run at once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import threading
+import time
+import types
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, get_args, get_origin
+
+import attrs
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+from ._messages import Message, ToolCallPart, ToolResultPart
+from ._provider import ToolSpec
+
+__all__ = [
+    "CancellationToken",
+    "Tool",
+    "ToolContext",
+    "as_tools",
+    "needs_approval",
+    "run_tool",
+    "run_tool_guarded",
+    "schema_from_function",
+    "tool",
+    "validate_input",
+]
+
+
+class CancellationToken:
+    """Set when the run is cancelled or the tool's time limit passed; a tool polls :attr:`cancelled` or
+    waits on :meth:`wait`. ``reason`` says why (``"cancelled"``, ``"timeout"``). Safe from any thread."""
+
+    __slots__ = ("_event", "reason")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        if self.reason is None:
+            self.reason = reason
+        self._event.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block up to ``timeout`` seconds; True when cancelled."""
+        return self._event.wait(timeout)
+
+
+@attrs.define(slots=True)
+class ToolContext:
+    """What a tool may receive (declare a parameter annotated ``ToolContext``): the ``tool_call_id``,
+    the conversation ``messages`` so far, and a ``cancellation`` token to poll."""
+
+    tool_call_id: str
+    messages: list[Message]
+    cancellation: CancellationToken
+
+
+@attrs.define(slots=True, frozen=True)
+class Tool:
+    """A tool the model may call.
+
+    ``parameters`` is a JSON Schema object. ``fn`` is called with the parsed arguments as keyword
+    arguments (plus ``ToolContext`` when it asks for one); ``fn=None`` makes a client tool, run by
+    the caller. ``timeout`` is seconds. ``needs_approval`` is a bool or a predicate on the arguments.
+    ``max_output_chars`` bounds the output's text (JSON text for structured output): a larger output
+    becomes an error result, never a megabytes-long message to the model.
+    """
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
+    fn: Callable[..., Any] | None = None
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False
+    return_direct: bool = False
+    timeout: float | None = None
+    context_param: str | None = None
+    max_output_chars: int = 1_000_000
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+
+
+def _schema_for(annotation: Any) -> dict[str, Any]:
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return {"enum": list(get_args(annotation))}
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return _schema_for(args[0]) if len(args) == 1 else {"anyOf": [_schema_for(a) for a in args]}
+    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
+        item_args = get_args(annotation)
+        schema: dict[str, Any] = {"type": "array"}
+        if item_args:
+            schema["items"] = _schema_for(item_args[0])
+        return schema
+    if origin is dict:
+        return {"type": "object"}
+    if annotation in _JSON_TYPES:
+        return {"type": _JSON_TYPES[annotation]}
+    return {}
+
+
+def _doc_params(doc: str) -> tuple[str, dict[str, str]]:
+    """(summary, {param: description}) from a Google-style ``Args:`` section or ``:param x:`` lines."""
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    in_args = False
+    for line in lines:
+        stripped = line.strip()
+        m = re.match(r":param\s+(\w+):\s*(.*)", stripped)
+        if m:
+            params[m.group(1)] = m.group(2)
+            continue
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            m = re.match(r"(\w+)(?:\s*\([^)]*\))?:\s*(.*)", stripped)
+            if m and line.startswith((" ", "\t")):
+                params[m.group(1)] = m.group(2)
+                continue
+            if not stripped:
+                continue
+            in_args = False
+        if not params and not in_args and not stripped.startswith(":"):
+            summary.append(stripped)
+    return " ".join(s for s in summary if s).strip(), params
+
+
+def schema_from_function(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], str | None]:
+    """(description, JSON Schema of the parameters, name of a ToolContext parameter or None).
+
+    Types map to JSON Schema (``str``→string, ``int``→integer, ``float``→number, ``bool``→boolean,
+    ``list[X]``→array, ``dict``→object, ``Literal``→enum); parameters without a default are required.
+    """
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(fn)
+    description, docs = _doc_params(fn.__doc__ or "")
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    context_param = None
+    for name, param in sig.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(name, param.annotation)
+        if annotation is ToolContext:
+            context_param = name
+            continue
+        schema = _schema_for(annotation)
+        if name in docs:
+            schema["description"] = docs[name]
+        if param.default is not inspect.Parameter.empty:
+            if param.default is None or isinstance(param.default, (str, int, float, bool)):
+                schema["default"] = param.default
+        else:
+            required.append(name)
+        props[name] = schema
+    parameters: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        parameters["required"] = required
+    return description, parameters, context_param
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: dict[str, Any] | None = None,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
+    return_direct: bool = False,
+    timeout: float | None = None,
+) -> Any:
+    """Make a :class:`Tool` from ``fn``; usable as ``@tool`` or ``@tool(name=..., timeout=...)``.
+
+    ``parameters`` (a JSON Schema) replaces the schema read from the signature.
+    """
+
+    def make(f: Callable[..., Any]) -> Tool:
+        desc, schema, ctx = schema_from_function(f)
+        return Tool(
+            name or f.__name__,
+            description if description is not None else desc,
+            parameters if parameters is not None else schema,
+            f,
+            needs_approval,
+            return_direct,
+            timeout,
+            ctx,
+        )
+
+    return make(fn) if fn is not None else make
+
+
+def as_tools(tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None) -> dict[str, Tool]:
+    """Tools by name. A dict ``{"name", "description", "parameters"}`` without a function is a client
+    tool. Raises :class:`ValueError` on a duplicate name."""
+    out: dict[str, Tool] = {}
+    for item in tools or ():
+        if isinstance(item, Tool):
+            t = item
+        elif isinstance(item, dict):
+            t = Tool(item["name"], item.get("description", ""), item.get("parameters") or {"type": "object"},
+                     item.get("fn"))
+        elif callable(item):
+            t = tool(item)
+        else:
+            raise TypeError(f"not a tool: {item!r}")
+        if t.name in out:
+            raise ValueError(f"two tools named {t.name!r}")
+        out[t.name] = t
+    return out
+
+
+def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolResultPart:
+    """Execute ``call`` with ``t`` and return its result part (``is_error`` on any failure).
+
+    The output must be JSON serialisable; it is checked here so the provider request cannot fail later.
+    """
+    def error(text: str) -> ToolResultPart:
+        return ToolResultPart(call.id, call.name, text, is_error=True)
+
+    if t is None:
+        return error(f"Error: unknown tool {call.name!r}")
+    if call.arguments is None:
+        raw = (call.arguments_raw or "")[:200]
+        return error(f"Error: the arguments for {call.name!r} were not valid JSON: {raw!r}")
+    if t.fn is None:
+        return error(f"Error: {call.name!r} is a client tool and cannot run here")
+    kwargs = dict(call.arguments)
+    if t.context_param:
+        kwargs[t.context_param] = context
+    try:
+        output = t.fn(**kwargs)
+    except Exception as exc:  # the model gets the failure as a result; the run goes on
+        return error(f"Error: {type(exc).__name__}: {exc}")
+    try:
+        size = len(output) if isinstance(output, str) else len(json.dumps(output))
+    except (TypeError, ValueError) as exc:
+        return error(f"Error: tool output is not JSON serialisable ({exc})")
+    if size > t.max_output_chars:
+        # A runaway output would be sent to the model on every later step: refuse it clearly instead.
+        return error(f"Error: tool output is {size} characters, over this tool's limit of {t.max_output_chars}")
+    return ToolResultPart(call.id, call.name, output)
+
+
+def validate_input(t: Tool, arguments: dict[str, Any] | None) -> str | None:
+    """Why ``arguments`` do not fit ``t.parameters`` (a readable message naming the path), or None.
+
+    Uses ``jsonschema`` (the best-matching error of the schema's own draft). A schema that is itself
+    invalid is reported the same way, so the model gets an error result instead of the run failing.
+    """
+    if arguments is None:
+        return "the arguments are not a JSON object"
+    schema = t.parameters or {}
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(arguments))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the tool's own schema is invalid: {exc.message}"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message} (at {where})" if where else error.message
+
+
+def needs_approval(t: Tool, arguments: dict[str, Any] | None) -> bool:
+    """Whether a call of ``t`` with ``arguments`` waits for approval (``needs_approval`` bool or predicate).
+
+    A predicate that raises asks for approval: when in doubt, ask.
+    """
+    rule = t.needs_approval
+    if callable(rule):
+        try:
+            return bool(rule(dict(arguments or {})))
+        except Exception:
+            return True
+    return bool(rule)
+
+
+_POLL = 0.01  # seconds between checks of the run's token while a tool runs: bounds cancel latency
+
+
+def run_tool_guarded(
+    t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None
+) -> ToolResultPart:
+    """Run ``call`` on a daemon thread and wait for it at most ``timeout`` seconds (``None``: no limit).
+
+    Returns the tool's result, or an error result when the time limit passes (``"timed out after N s"``)
+    or ``run_token`` is cancelled (``"cancelled"``); the tool's own token is then set and its thread
+    abandoned. The wait checks ``run_token`` every 10 ms, so cancellation is seen within that.
+    """
+    token = CancellationToken()
+    done = threading.Event()
+    box: list[ToolResultPart] = []
+
+    def target() -> None:
+        try:
+            box.append(run_tool(t, call, ToolContext(call.id, messages, token)))
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name=f"hookstream-tool-{t.name}", daemon=True)
+    thread.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.wait(_POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))):
+        if run_token.cancelled:
+            token.cancel(run_token.reason or "cancelled")
+            return ToolResultPart(call.id, call.name, f"Error: {call.name!r} was cancelled", is_error=True)
+        if deadline is not None and time.monotonic() >= deadline:
+            token.cancel("timeout")
+            return ToolResultPart(
+                call.id, call.name, f"Error: {call.name!r} timed out after {timeout:g} s", is_error=True
+            )
+    return box[0] if box else ToolResultPart(call.id, call.name, f"Error: {call.name!r} stopped", is_error=True)

@@ -1,0 +1,263 @@
+"""HTTP transport: one streaming POST with requests, SSE framing with sseclient-py.
+
+Bytes reach the SSE parser as soon as the socket delivers them (``read1``, never a read that waits to
+fill a buffer), so each delta is surfaced the moment it arrives. Line endings ``\\n``, ``\\r\\n`` and
+``\\r`` and a last event without a final blank line are handled by sseclient-py.
+
+Errors become typed exceptions from :mod:`hookstream.errors`: a non-2xx answer is an
+:class:`~hookstream.errors.HTTPStatusError` subclass carrying the status and the provider's own error
+message (never the request headers, so never the API key); a dropped connection is a
+:class:`~hookstream.errors.ConnectionClosedError`; an SSE event larger than ``max_event_bytes`` is a
+:class:`~hookstream.errors.LineTooLongError`.
+
+Thread safety: a :class:`Stream` is consumed by one thread; :meth:`Stream.abort` may be called from any
+other thread and unblocks a pending read at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+import requests
+import sseclient
+import urllib3.exceptions
+
+from ._errors import (
+    ConnectError,
+    ConnectionClosedError,
+    HTTPStatusError,
+    LineTooLongError,
+    StreamTimeoutError,
+    TransportError,
+    error_for_status,
+)
+from ._secrets import SECRET_HEADERS
+
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "HTTPRequest",
+    "SSEEvent",
+    "Stream",
+    "default_error_reader",
+    "open_stream",
+    "parse_retry_after",
+]
+
+log = logging.getLogger("hookstream.transport")
+
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+"""Largest SSE event accepted, in bytes (16 MiB); a longer one ends the call with LineTooLongError."""
+
+_READ_SIZE = 65536
+_MAX_ERROR_BODY = 65536
+
+
+@attrs.define(slots=True, repr=False)
+class HTTPRequest:
+    """An HTTP request ready to send. ``json`` is the body; ``headers`` hold auth, so ``repr`` hides
+    secret header values and :meth:`redacted_url` drops the query string (Gemini's ``key=``)."""
+
+    url: str
+    json: dict[str, Any]
+    headers: dict[str, str] = attrs.Factory(dict)
+    method: str = "POST"
+
+    def body(self) -> bytes:
+        return json.dumps(self.json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def redacted_url(self) -> str:
+        parts = urlsplit(self.url)
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+    def redacted_headers(self) -> dict[str, str]:
+        return {k: ("***" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()}
+
+    def __repr__(self) -> str:
+        return f"HTTPRequest({self.method} {self.redacted_url()}, headers={self.redacted_headers()!r})"
+
+
+class SSEEvent(Protocol):
+    """One SSE event as sseclient-py yields it: ``event`` (name, ``"message"`` when absent), ``data``
+    (text, multi-line data joined with ``\\n``), ``id``."""
+
+    event: str
+    data: str
+    id: str | None
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (RFC 9110 section 10.2.3: delay-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        import time
+
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+ErrorReader = Callable[[int, bytes], tuple[str, str | None]]
+
+
+def default_error_reader(status: int, body: bytes) -> tuple[str, str | None]:
+    """(message, error type) from a JSON error body in the common ``{"error": {"message", "type"}}``
+    shape (OpenAI, Anthropic, Gemini all use a variant); the raw text when it is not JSON."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return (text[:500] or f"HTTP {status}", None)
+    if isinstance(doc, list) and doc:
+        doc = doc[0]
+    err = doc.get("error", doc) if isinstance(doc, dict) else doc
+    if isinstance(err, dict):
+        message = err.get("message") or json.dumps(err)[:500]
+        etype = err.get("type") or err.get("status") or err.get("code")
+        return (str(message), str(etype) if etype is not None else None)
+    return (str(err)[:500], None)
+
+
+class Stream:
+    """An open streaming response: iterate :meth:`events` for SSE events, :meth:`close` when done."""
+
+    def __init__(
+        self,
+        response: requests.Response,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        read_timeout: float | None = None,
+    ) -> None:
+        self.response = response
+        self.max_event_bytes = max_event_bytes
+        self.read_timeout = read_timeout
+        self._aborted = threading.Event()
+
+    def _chunks(self) -> Iterator[bytes]:
+        raw = self.response.raw
+        limit = self.max_event_bytes
+        pending = 0  # bytes since the last blank line, an upper bound on the current event's size
+        try:
+            while True:
+                data = raw.read1(_READ_SIZE)
+                if not data:
+                    return
+                # Bound the size of one event: sseclient-py would otherwise buffer an endless line.
+                cut = max(data.rfind(b"\n\n"), data.rfind(b"\r\r"), data.rfind(b"\n\r\n"))
+                pending = len(data) - cut if cut >= 0 else pending + len(data)
+                if pending > limit:
+                    raise LineTooLongError(limit)
+                yield data
+        except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
+            if self._aborted.is_set():
+                return
+            raise ConnectionClosedError(f"connection closed mid-stream ({type(exc).__name__})") from None
+        except urllib3.exceptions.ReadTimeoutError:
+            raise StreamTimeoutError("idle", self.read_timeout or 0.0) from None
+
+    def events(self) -> Iterator[SSEEvent]:
+        """SSE events in arrival order. Comments (keepalives) are skipped by sseclient-py.
+
+        Raises :class:`ConnectionClosedError`, :class:`StreamTimeoutError` or :class:`LineTooLongError`.
+        After :meth:`abort` it simply ends.
+        """
+        client = sseclient.SSEClient(self._chunks())
+        try:
+            yield from client.events()
+        except UnicodeDecodeError as exc:
+            raise TransportError(f"stream is not valid UTF-8 ({exc.reason})") from None
+
+    def abort(self) -> None:
+        """Unblock a pending read and close the connection; safe from any thread."""
+        self._aborted.set()
+        raw = self.response.raw
+        try:
+            # urllib3 keeps its own handle on the socket even after http.client dropped it
+            # (a "Connection: close" answer sets HTTPConnection.sock to None).
+            raw.shutdown()
+            return
+        except (OSError, ValueError, RuntimeError, AttributeError):
+            pass
+        try:
+            sock = raw._connection.sock if raw._connection is not None else None
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError):
+            pass
+
+    def close(self) -> None:
+        self.response.close()
+
+
+def open_stream(
+    session: requests.Session,
+    request: HTTPRequest,
+    *,
+    connect_timeout: float | None = 10.0,
+    read_timeout: float | None = 300.0,
+    error_reader: ErrorReader = default_error_reader,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+) -> Stream:
+    """POST ``request`` with ``stream=True`` and return the open :class:`Stream`.
+
+    ``connect_timeout`` and ``read_timeout`` are seconds (``read_timeout`` bounds each socket read, so
+    it is an idle limit on bytes, keepalives included). Raises :class:`ConnectError`,
+    :class:`StreamTimeoutError` (``connect``) or an :class:`HTTPStatusError` subclass for non-2xx.
+    """
+    try:
+        resp = session.request(
+            request.method,
+            request.url,
+            headers=request.headers,
+            data=request.body(),
+            stream=True,
+            timeout=(connect_timeout, read_timeout),
+        )
+    except requests.exceptions.ConnectTimeout:
+        raise StreamTimeoutError("connect", connect_timeout or 0.0) from None
+    except requests.exceptions.ReadTimeout:
+        raise StreamTimeoutError("first_byte", read_timeout or 0.0) from None
+    except requests.exceptions.ConnectionError as exc:
+        raise ConnectError(f"cannot connect to {request.redacted_url()}: {_reason(exc)}") from None
+    except requests.exceptions.RequestException as exc:
+        raise TransportError(f"request to {request.redacted_url()} failed: {type(exc).__name__}") from None
+    if resp.status_code >= 300:
+        error = _status_error(resp, request, error_reader)
+        # The traceback keeps this frame alive as long as the error lives (it is kept in the run's
+        # result): drop the response here so its socket is released now.
+        del resp
+        raise error
+    return Stream(resp, max_event_bytes, read_timeout)
+
+
+def _reason(exc: BaseException) -> str:
+    # requests nests urllib3 errors whose text repeats the URL; keep the innermost reason only.
+    inner: Any = exc.args[0] if exc.args else exc
+    reason = getattr(inner, "reason", inner)
+    return type(reason).__name__ if not isinstance(reason, str) else reason
+
+
+def _status_error(resp: requests.Response, request: HTTPRequest, reader: ErrorReader) -> HTTPStatusError:
+    try:
+        body = resp.raw.read(_MAX_ERROR_BODY, decode_content=True) or b""
+    except Exception:  # the body is best effort: the status alone is still a typed error
+        body = b""
+    finally:
+        resp.close()
+    message, etype = reader(resp.status_code, body)
+    retry_after = parse_retry_after(resp.headers.get("retry-after"))
+    log.debug("HTTP %s from %s: %s", resp.status_code, request.redacted_url(), message)
+    return error_for_status(
+        resp.status_code, message, error_type=etype, retry_after=retry_after, url=request.redacted_url()
+    )

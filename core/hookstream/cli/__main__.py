@@ -1,5 +1,0 @@
-"""``python -m hookstream.cli``: the same as the ``hookstream`` command."""
-
-from . import main
-
-main()
