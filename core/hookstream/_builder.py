@@ -12,7 +12,6 @@ Thread safety: one builder per model call, used by the thread that parses that c
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from ._events import (
@@ -33,14 +32,10 @@ from ._events import (
     ToolCallStart,
     Usage,
 )
+from ._ids import new_id
 from ._provider import CallContext
 
 __all__ = ["StreamBuilder", "new_id"]
-
-
-def new_id(prefix: str) -> str:
-    """A fresh id such as ``msg_3f2a9c0d1e4b``."""
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
 class StreamBuilder:

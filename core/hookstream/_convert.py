@@ -18,11 +18,11 @@ Thread safety: pure functions over values.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from ._accumulate import parse_arguments
+from ._ids import new_id
 from ._messages import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
 from ._ui import TextUIPart, ThinkingUIPart, ToolCallUIPart, ToolResultUIPart, UIMessage, UIPart
 
@@ -35,8 +35,8 @@ __all__ = [
 
 
 def new_message_id() -> str:
-    """A fresh UI message id: ``msg-`` and 24 hex digits."""
-    return f"msg-{uuid.uuid4().hex[:24]}"
+    """A fresh UI message id (``msg_<16 hex digits>``, the one id scheme of :func:`hookstream._ids.new_id`)."""
+    return new_id("msg")
 
 
 def tool_call_to_model(part: ToolCallUIPart) -> ToolCallPart:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
@@ -59,6 +58,7 @@ from ._events import (
     Usage,
 )
 from ._executors import ThreadExecutor, ToolExecutor
+from ._ids import new_id
 from ._loop import (
     Callbacks,
     PendingApproval,
@@ -105,8 +105,8 @@ class EngineConfig:
     executor: ToolExecutor = attrs.Factory(ThreadExecutor)
     stop_when: list[StopCondition] = attrs.Factory(list)
     call_options: CallOptions = attrs.Factory(lambda: CallOptions(max_retries=2))
-    thread_id: str = attrs.Factory(lambda: f"thread_{uuid.uuid4().hex[:16]}")
-    run_id: str = attrs.Factory(lambda: f"run_{uuid.uuid4().hex[:16]}")
+    thread_id: str = attrs.Factory(lambda: new_id("thread"))
+    run_id: str = attrs.Factory(lambda: new_id("run"))
     prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
     repair_tool_call: Callable[[RepairRequest], ToolCallPart | None] | None = None
     approve: Callable[[ToolCallPart], bool] | None = None

@@ -18,7 +18,6 @@ Thread safety: generators; consume each from one thread.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -36,6 +35,7 @@ from ._events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from ._ids import new_id
 
 __all__ = ["RawChunk", "StreamParser", "parse_raw", "raw_chunks_to_events"]
 
@@ -76,7 +76,7 @@ def raw_chunks_to_events(chunks: Iterable[RawChunk], thread_id: str = "raw", run
                          ) -> Iterator[BaseEvent]:
     """AG-UI events for ``chunks``: one run, text blocks and tool calls, ``RUN_FINISHED`` at the end
     (or ``RUN_ERROR`` for an ``error`` chunk or a parser exception, open blocks left as they are)."""
-    run = run_id or f"run-{uuid.uuid4().hex[:12]}"
+    run = run_id or new_id("run")
     yield RunStarted(thread_id, run)
     text_id: str | None = None
     open_call: str | None = None  # id of the tool call still receiving arguments
