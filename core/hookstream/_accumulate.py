@@ -11,6 +11,7 @@ Thread safety: one accumulator per model call, fed by one thread; a finished Ste
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -28,11 +29,10 @@ from ._events import (
     TextMessageStart,
     ToolCallArgs,
     ToolCallEnd,
-    ToolCallResult,
     ToolCallStart,
     Usage,
 )
-from ._messages import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from ._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = ["StepAccumulator", "StepResult", "merge_metadata", "parse_arguments"]
 
@@ -76,10 +76,30 @@ class StepResult:
         return [c for c in self.tool_calls if c.arguments is not None]
 
 
-class _Block:
+class _TextBlock:
+    """A text or reasoning block: its part and the deltas not yet joined onto it."""
+
     __slots__ = ("chunks", "part")
 
-    def __init__(self, part: Part) -> None:
+    def __init__(self, part: TextPart | ReasoningPart) -> None:
+        self.part = part
+        self.chunks: list[str] = []
+
+    def settle(self) -> None:
+        """Join the pending deltas onto the part, once, and free them."""
+        if self.chunks:
+            joined = "".join(self.chunks)
+            part = self.part
+            part.text = part.text + joined if part.text else joined
+            self.chunks = []
+
+
+class _ToolBlock:
+    """A tool call: its part and its argument deltas, joined once at ``TOOL_CALL_END``."""
+
+    __slots__ = ("chunks", "part")
+
+    def __init__(self, part: ToolCallPart) -> None:
         self.part = part
         self.chunks: list[str] = []
 
@@ -89,98 +109,107 @@ class StepAccumulator:
 
     def __init__(self, number: int = 0) -> None:
         self.result = StepResult(number)
-        self._text: dict[str, _Block] = {}
-        self._reasoning: dict[str, _Block] = {}
-        self._tools: dict[str, _Block] = {}
+        self._text: dict[str, _TextBlock] = {}
+        self._reasoning: dict[str, _TextBlock] = {}
+        self._tools: dict[str, _ToolBlock] = {}
         self.finished = False
 
     def add(self, event: BaseEvent) -> None:
-        t = type(event)
-        if t is TextMessageContent:
-            block = self._text.get(event.message_id)  # type: ignore[attr-defined]
-            if block is None:
-                block = self._open_text(event.message_id, None)  # type: ignore[attr-defined]
-            block.chunks.append(event.delta)  # type: ignore[attr-defined]
-        elif t is ToolCallArgs:
-            block = self._tools.get(event.tool_call_id)  # type: ignore[attr-defined]
-            if block is not None:
-                block.chunks.append(event.delta)  # type: ignore[attr-defined]
-        elif t is ReasoningMessageContent:
-            block = self._reasoning.get(event.message_id)  # type: ignore[attr-defined]
-            if block is None:
-                block = self._open_reasoning(event.message_id, None)  # type: ignore[attr-defined]
-            block.chunks.append(event.delta)  # type: ignore[attr-defined]
-        elif t is TextMessageStart:
-            self._open_text(event.message_id, event.metadata)  # type: ignore[attr-defined]
-        elif t is TextMessageEnd:
-            self._close(self._text, event.message_id, event.metadata)  # type: ignore[attr-defined]
-        elif t is ReasoningMessageStart:
-            self._open_reasoning(event.message_id, event.metadata)  # type: ignore[attr-defined]
-        elif t is ReasoningMessageEnd:
-            self._close(self._reasoning, event.message_id, event.metadata)  # type: ignore[attr-defined]
-        elif t is ReasoningEncryptedValue:
-            self._encrypted(event)  # type: ignore[arg-type]
-        elif t is ToolCallStart:
-            self._tool_start(event)  # type: ignore[arg-type]
-        elif t is ToolCallEnd:
-            self._tool_end(event)  # type: ignore[arg-type]
-        elif t is ToolCallResult:
-            pass  # results belong to the engine's bookkeeping, not the model's answer
-        elif t is RunFinished:
-            r = self.result
-            r.finish_reason = event.finish_reason  # type: ignore[attr-defined]
-            r.raw_finish_reason = event.raw_finish_reason  # type: ignore[attr-defined]
-            r.usage = event.usage  # type: ignore[attr-defined]
-            self.finish()
-        elif t is RunError:
-            self.result.error = (event.code, event.message)  # type: ignore[attr-defined]
-            if event.usage is not None:  # type: ignore[attr-defined]
-                self.result.usage = event.usage  # type: ignore[attr-defined]
-            if event.raw_finish_reason is not None:  # type: ignore[attr-defined]
-                self.result.raw_finish_reason = event.raw_finish_reason  # type: ignore[attr-defined]
-            if self.result.finish_reason is None:
-                self.result.finish_reason = "error"
-            self.finish()
+        """Fold one event of the call into :attr:`result` (events this result does not hold are skipped)."""
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    # -- handlers, one per event class (see _HANDLERS) --------------------------------------------
+    def _text_content(self, event: TextMessageContent) -> None:
+        block = self._text.get(event.message_id)
+        if block is None:
+            block = self._open_text(event.message_id, None)
+        block.chunks.append(event.delta)
+
+    def _tool_args(self, event: ToolCallArgs) -> None:
+        block = self._tools.get(event.tool_call_id)
+        if block is not None:
+            block.chunks.append(event.delta)
+
+    def _reasoning_content(self, event: ReasoningMessageContent) -> None:
+        block = self._reasoning.get(event.message_id)
+        if block is None:
+            block = self._open_reasoning(event.message_id, None)
+        block.chunks.append(event.delta)
+
+    def _text_start(self, event: TextMessageStart) -> None:
+        self._open_text(event.message_id, event.metadata)
+
+    def _text_end(self, event: TextMessageEnd) -> None:
+        self._close(self._text, event.message_id, event.metadata)
+
+    def _reasoning_start(self, event: ReasoningMessageStart) -> None:
+        self._open_reasoning(event.message_id, event.metadata)
+
+    def _reasoning_end(self, event: ReasoningMessageEnd) -> None:
+        self._close(self._reasoning, event.message_id, event.metadata)
+
+    def _run_finished(self, event: RunFinished) -> None:
+        r = self.result
+        r.finish_reason = event.finish_reason
+        r.raw_finish_reason = event.raw_finish_reason
+        r.usage = event.usage
+        self.finish()
+
+    def _run_error(self, event: RunError) -> None:
+        r = self.result
+        r.error = (event.code, event.message)
+        if event.usage is not None:
+            r.usage = event.usage
+        if event.raw_finish_reason is not None:
+            r.raw_finish_reason = event.raw_finish_reason
+        if r.finish_reason is None:
+            r.finish_reason = "error"
+        self.finish()
 
     # -- blocks ---------------------------------------------------------------------------------
-    def _open_text(self, mid: str, metadata: dict[str, Any] | None) -> _Block:
+    def _open_text(self, mid: str, metadata: dict[str, Any] | None) -> _TextBlock:
         block = self._text.get(mid)
         if block is None:
             part = TextPart("", provider_metadata=metadata)
-            block = self._text[mid] = _Block(part)
+            block = self._text[mid] = _TextBlock(part)
             self.result.message.parts.append(part)
         return block
 
-    def _open_reasoning(self, mid: str, metadata: dict[str, Any] | None) -> _Block:
+    def _open_reasoning(self, mid: str, metadata: dict[str, Any] | None) -> _TextBlock:
         block = self._reasoning.get(mid)
         if block is None:
             part = ReasoningPart("", provider_metadata=metadata)
-            block = self._reasoning[mid] = _Block(part)
+            block = self._reasoning[mid] = _TextBlock(part)
             self.result.message.parts.append(part)
         else:
             block.part.provider_metadata = merge_metadata(block.part.provider_metadata, metadata)
         return block
 
-    def _close(self, blocks: dict[str, _Block], mid: str, metadata: dict[str, Any] | None) -> None:
+    @staticmethod
+    def _close(blocks: dict[str, _TextBlock], mid: str, metadata: dict[str, Any] | None) -> None:
         block = blocks.get(mid)
         if block is None:
             return
-        _settle(block)
+        block.settle()
         block.part.provider_metadata = merge_metadata(block.part.provider_metadata, metadata)
 
     def _encrypted(self, event: ReasoningEncryptedValue) -> None:
-        block = self._reasoning.get(event.entity_id) or self._tools.get(event.entity_id)
         meta = event.metadata or {"encrypted": {"value": event.encrypted_value}}
-        if block is None:
-            # Reasoning that is only an encrypted value (no summary text) is still a part to send back.
-            block = self._open_reasoning(event.entity_id, None)
+        tool = self._tools.get(event.entity_id)
+        if tool is not None:
+            tool.part.provider_metadata = merge_metadata(tool.part.provider_metadata, meta)
+            return
+        # Reasoning that is only an encrypted value (no summary text) is still a part to send back.
+        block = self._reasoning.get(event.entity_id) or self._open_reasoning(event.entity_id, None)
         block.part.provider_metadata = merge_metadata(block.part.provider_metadata, meta)
 
     def _tool_start(self, event: ToolCallStart) -> None:
         if event.tool_call_id in self._tools:
             return
         part = ToolCallPart(event.tool_call_id, event.tool_call_name, None, provider_metadata=event.metadata)
-        self._tools[event.tool_call_id] = _Block(part)
+        self._tools[event.tool_call_id] = _ToolBlock(part)
         self.result.message.parts.append(part)
         self.result.tool_calls.append(part)
 
@@ -188,7 +217,7 @@ class StepAccumulator:
         block = self._tools.get(event.tool_call_id)
         if block is None:
             return
-        part: ToolCallPart = block.part  # type: ignore[assignment]
+        part = block.part
         part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
         raw = "".join(block.chunks)
         part.arguments_raw = raw
@@ -204,26 +233,34 @@ class StepAccumulator:
         self.finished = True
         for blocks in (self._text, self._reasoning):
             for block in blocks.values():
-                _settle(block)
-        for block in self._tools.values():
-            part: ToolCallPart = block.part  # type: ignore[assignment]
-            if part.arguments_raw is None:
-                part.arguments_raw = "".join(block.chunks)
+                block.settle()
+        for tool in self._tools.values():
+            if tool.part.arguments_raw is None:
+                tool.part.arguments_raw = "".join(tool.chunks)
         r = self.result
-        r.text = _concat([b.part.text for b in self._text.values()])  # type: ignore[union-attr]
-        r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None  # type: ignore[union-attr]
+        r.text = _concat([b.part.text for b in self._text.values()])
+        r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None
         # Drop empty text parts (e.g. a text block holding only "") so the history stays clean.
         r.message.parts = [p for p in r.message.parts if not (isinstance(p, TextPart) and not p.text)]
         return r
 
 
-def _settle(block: _Block) -> None:
-    """Join a text or reasoning block's pending chunks onto its part, once, and free them."""
-    if block.chunks:
-        joined = "".join(block.chunks)
-        part = block.part
-        part.text = part.text + joined if part.text else joined  # type: ignore[union-attr]
-        block.chunks = []
+# One typed handler per event class the result holds; TOOL_CALL_RESULT and lifecycle events belong to
+# the engine's bookkeeping, not to the model's answer, so they have none.
+_HANDLERS: dict[type[BaseEvent], Callable[[StepAccumulator, Any], None]] = {
+    TextMessageContent: StepAccumulator._text_content,
+    ToolCallArgs: StepAccumulator._tool_args,
+    ReasoningMessageContent: StepAccumulator._reasoning_content,
+    TextMessageStart: StepAccumulator._text_start,
+    TextMessageEnd: StepAccumulator._text_end,
+    ReasoningMessageStart: StepAccumulator._reasoning_start,
+    ReasoningMessageEnd: StepAccumulator._reasoning_end,
+    ReasoningEncryptedValue: StepAccumulator._encrypted,
+    ToolCallStart: StepAccumulator._tool_start,
+    ToolCallEnd: StepAccumulator._tool_end,
+    RunFinished: StepAccumulator._run_finished,
+    RunError: StepAccumulator._run_error,
+}
 
 
 def _concat(texts: list[str]) -> str:
