@@ -142,3 +142,15 @@ def test_tool_module_in_the_current_directory_is_found(tmp_path: Path) -> None:
         )
     assert proc.returncode == 0, proc.stderr
     assert "sunny in Paris" in proc.stdout and "Sunny." in proc.stdout
+
+
+def test_text_output_names_the_repaired_call(capsys: pytest.CaptureFixture[str]) -> None:
+    from hookstream import events as E
+    from hookstream.cli.render import render_text
+
+    render_text([E.RunStarted("t", "r"), E.ToolCallStart("c1", "addition"), E.ToolCallArgs("c1", '{"x": "40"}'),
+                 E.ToolCallEnd("c1"),
+                 E.Custom("tool-call-repaired", {"toolCallId": "c1", "toolName": "add", "input": {"a": 40, "b": 2}}),
+                 E.ToolCallResult("toolres_c1", "c1", "42"), E.RunFinished("t", "r")])
+    out = capsys.readouterr().out
+    assert "[tool call repaired] add (c1)" in out

@@ -84,14 +84,17 @@ class ChatStream:
         self._engine.cancel()
 
     def result(self) -> RunResult:
-        """The run's result; consumes the rest of the stream first when it was not iterated to the end."""
+        """The run's result; consumes the rest of the stream first when it was not iterated.
+
+        When iteration started and stopped early (``break``), the run is aborted like :meth:`cancel`:
+        text, steps and tool calls so far are kept, memory is saved and the callbacks fire once."""
         with self._lock:
             started = self._iter is not None
         if not started:
             for _ in self:
                 pass
         elif not self._done.is_set():
-            # Iteration started elsewhere and stopped early: close it so the connection is released.
+            # Iteration started elsewhere and stopped early: closing aborts the run (see Engine.events).
             self._iter.close()  # type: ignore[union-attr]
         return self._engine.result()
 
