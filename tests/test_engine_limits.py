@@ -263,7 +263,8 @@ def test_callbacks_on_abort() -> None:
     rec = Recorder()
     pieces = text_pieces("Hel")[:2] + [KEEPALIVE] * 100
     with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
-        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", callbacks=Callbacks(**rec.kwargs()))
+        provider = get_model(MODEL, base_url=srv.url + "/v1", api_key="k")
+        stream = chat(provider, "hi", callbacks=Callbacks(**rec.kwargs()))
         cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT", delay=0.05)
     assert rec.fired() == {"on_chunk", "on_step_start", "on_step_finish", "on_finish", "on_abort"}
     assert rec.calls["on_abort"][0].outcome == "cancelled" and rec.calls["on_finish"][0].text == "Hel"
@@ -275,7 +276,8 @@ def test_consumer_that_stops_early_aborts_the_run() -> None:
 
     rec = Recorder()
     with LoopbackServer([Response(pieces=text_pieces("a", "b") + [KEEPALIVE] * 50, delay=0.05)]) as srv:
-        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", callbacks=Callbacks(**rec.kwargs()))
+        provider = get_model(MODEL, base_url=srv.url + "/v1", api_key="k")
+        stream = chat(provider, "hi", callbacks=Callbacks(**rec.kwargs()))
         for ev in stream:
             if ev.type == "TEXT_MESSAGE_CONTENT":
                 break

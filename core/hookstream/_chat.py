@@ -123,14 +123,17 @@ class ChatStream:
         self._engine.cancel()
 
     def result(self) -> RunResult:
-        """The run's result; consumes the rest of the stream first when it was not iterated to the end."""
+        """The run's result; consumes the rest of the stream first when it was not iterated.
+
+        When iteration started and stopped early (``break``), the run is aborted like :meth:`cancel`:
+        text, steps and tool calls so far are kept, memory is saved and the callbacks fire once."""
         with self._lock:
             it = self._iter
         if it is None:
             for _ in self:
                 pass
         elif not self._done.is_set():
-            # Iteration started elsewhere and stopped early: close it so the connection is released.
+            # Iteration started elsewhere and stopped early: closing aborts the run (see Engine.events).
             it.close()  # type: ignore[attr-defined]  # a generator; typed as Iterator to keep it read-only
         return self._engine.result()
 

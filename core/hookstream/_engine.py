@@ -5,7 +5,8 @@ The engine reframes the adapters' per-call streams into a single run::
     RUN_STARTED
       [STEP_STARTED "resume"  TOOL_CALL_START/ARGS/END of the resumed calls  STEP_FINISHED]
       STEP_STARTED "step-1"  <content of model call 1>  STEP_FINISHED
-      CUSTOM approval-requested | tool-input-available ...   (tools that cannot run now)
+      CUSTOM tool-call-repaired ...                           (calls repair_tool_call fixed)
+      CUSTOM approval-requested [approval-responded] | tool-input-available ...
       TOOL_CALL_RESULT*                                       (tools of step 1, in call order)
       STEP_STARTED "step-2"  ...
     RUN_FINISHED (usage summed; outcome success | interrupt | cancelled)  |  RUN_ERROR
@@ -17,6 +18,22 @@ arguments were cut off is never executed. The conversation history always keeps 
 with tool calls followed by a tool message holding a result for each of them (a call that could not
 run gets an error result), whatever is streamed; only calls waiting for approval or a client are left
 open, and :class:`~hookstream.loop.Resume` closes them.
+
+``CUSTOM`` values (camelCase keys, as the AG-UI events are serialised):
+
+* ``tool-call-repaired``: ``{"toolCallId", "toolName", "input"}``, the call as ``repair_tool_call``
+  returned it (same id as the streamed call; name and parsed arguments replace the streamed ones).
+* ``approval-requested``: ``{"toolCallId", "approvalId", "toolName", "input"}``.
+* ``approval-responded``: ``{"toolCallId", "approvalId", "approved"}`` when ``approve`` decided; a denied
+  call then gets an error ``TOOL_CALL_RESULT``.
+* ``tool-input-available``: ``{"toolCallId", "toolName", "input"}`` for a client tool (no function).
+* ``loop-stopped``: ``{"stoppedBy", "steps", "maxSteps"}`` just before ``RUN_FINISHED`` when ``max_steps``
+  (``stoppedBy: "max_steps"``) or a stop condition (``"stop_condition"``) ended a loop whose last step's
+  tools ran and wanted another model call; also kept as :attr:`RunResult.stopped_by`.
+
+A consumer that stops iterating (``break``, ``close()``) aborts the run exactly like :meth:`Engine.cancel`:
+the open step is closed and recorded, text and tool calls received so far stay in the history, memory is
+saved and the callbacks fire once.
 
 Thread safety: :class:`Engine` runs on the thread that iterates it; :meth:`Engine.cancel` may be called
 from any thread (the watchdog thread uses the same path for time limits).
@@ -211,6 +228,7 @@ class Engine:
         # Providers this run created (a "provider:model" string, a model switch in prepare_step) are
         # closed at its end; a provider object the caller built keeps its connection pool.
         self._owned: list[Provider] = [provider] if close_provider else []
+        self.stopped_by: str | None = None
         self._cancelled = threading.Event()
         self._failure: StreamTimeoutError | None = None
         self._token = CancellationToken()
@@ -260,34 +278,49 @@ class Engine:
         return RunResult(
             list(self.steps), list(self.messages), self.usage, outcome, self.error,
             list(self.pending_approvals), list(self.pending_tool_calls), self.direct_result,
-            list(self.resumed_results),
+            list(self.resumed_results), self.stopped_by,
         )
 
     # -- the loop -------------------------------------------------------------------------------
     def events(self) -> Iterator[BaseEvent]:
         """The run's AG-UI events (run form of :func:`hookstream.testing.check_events`)."""
         cfg = self.config
-        yield RunStarted(cfg.thread_id, cfg.run_id)
         watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
+        run = self._guarded()
         try:
-            try:
-                yield from self._run()
-            except HookstreamError as exc:
-                yield from self._fail(exc)
-            except Exception as exc:  # a bug must still end the run with RUN_ERROR, never a traceback
-                log.exception("engine failed")
-                yield from self._fail(exc)
+            # Not ``yield from``: closing this generator would close ``run`` mid-step and lose the step.
+            for ev in run:  # noqa: UP028
+                yield ev
+        except GeneratorExit:
+            # The consumer stopped iterating (break, close(), garbage collection): an abort, ended the
+            # same way as cancel(): the open step is closed and recorded, the history kept and saved, the
+            # callbacks fired once. The rest of the run's events are produced but nobody reads them.
+            self.cancel()
+            for _ in run:
+                pass
+            raise
         finally:
             watchdog.stop()
             for owned in self._owned:
                 owned.close()
             if self.outcome == "running":
-                # The consumer stopped iterating (generator closed): that is an abort.
+                # Only reached when ``run`` could not finish (an exception such as KeyboardInterrupt
+                # escaped it): stop the HTTP read and the tools, keep what was recorded.
                 self.cancel()
                 self.outcome = "cancelled"
                 self._persist()
             if not self._ended_fired:
                 self._ended()
+
+    def _guarded(self) -> Iterator[BaseEvent]:
+        yield RunStarted(self.config.thread_id, self.config.run_id)
+        try:
+            yield from self._run()
+        except HookstreamError as exc:
+            yield from self._fail(exc)
+        except Exception as exc:  # a bug must still end the run with RUN_ERROR, never a traceback
+            log.exception("engine failed")
+            yield from self._fail(exc)
 
     def _run(self) -> Iterator[BaseEvent]:
         cfg = self.config
@@ -391,7 +424,10 @@ class Engine:
         if out.kind == "continue":
             stop = self._stop_now(number)
             if stop:
+                self.stopped_by = stop
                 yield from self._release(buf)
+                # Said on the stream: a run cut short by a limit must not look like a finished answer.
+                yield Custom("loop-stopped", {"stoppedBy": stop, "steps": number, "maxSteps": cfg.max_steps})
                 yield from self._finish("success")
                 return "done"
             return "continue"  # the buffered events of a tool-call step are dropped here
@@ -416,16 +452,17 @@ class Engine:
             yield from self._finish("success", result=self.direct_result)
         return out.kind
 
-    def _stop_now(self, number: int) -> bool:
+    def _stop_now(self, number: int) -> str | None:
+        """Why the loop stops after step ``number`` (``max_steps``, ``stop_condition``), or None."""
         if number >= self.config.max_steps:
-            return True
+            return "max_steps"
         for cond in self.config.stop_when:
             try:
                 if cond(self.steps):
-                    return True
+                    return "stop_condition"
             except Exception as exc:
                 raise CallbackError(f"stop condition failed: {type(exc).__name__}: {exc}") from exc
-        return False
+        return None
 
     def _plan(self, number: int) -> _Step:
         cfg = self.config
@@ -496,7 +533,15 @@ class Engine:
                 if given is not None:
                     results[original.id] = given
                     continue
+            if self._cancelled.is_set():
+                # Aborted (cancel() or a consumer that stopped reading): ask nobody, start nothing.
+                results[original.id] = _error(original, "not run: the run was cancelled")
+                continue
             call, t, problem = self._check(step, index, original, tools)
+            if call is not original:
+                # The stream announced the unrepaired call: tell the UI what actually runs.
+                yield from self._emit(buf, [Custom("tool-call-repaired", {
+                    "toolCallId": call.id, "toolName": call.name, "input": call.arguments})])
             if t is None or problem is not None:
                 results[call.id] = _error(call, problem or f"unknown tool {call.name!r}")
                 continue
@@ -511,6 +556,9 @@ class Engine:
                 if decided is None:
                     yield from self._emit(buf, [Custom("approval-requested", {
                         "toolCallId": call.id, "approvalId": aid, "toolName": call.name, "input": call.arguments})])
+                    if self._cancelled.is_set():
+                        results[call.id] = _error(call, "not run: the run was cancelled")
+                        continue
                     if cfg.approve is None:
                         self.pending_approvals.append(PendingApproval(aid, call))
                         continue
@@ -526,6 +574,10 @@ class Engine:
                     )
                     continue
             runnable.append((call, t))
+        if runnable and self._cancelled.is_set():
+            for c, _ in runnable:
+                results[c.id] = _error(c, "not run: the run was cancelled")
+            runnable = []
         if runnable:
             history = list(self.messages)
             default_timeout = cfg.timeouts.tool

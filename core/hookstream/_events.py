@@ -302,7 +302,9 @@ class StepFinished(BaseEvent):
 
 @attrs.define(slots=True)
 class Custom(BaseEvent):
-    """Application event: hookstream uses ``approval-requested`` and ``tool-input-available``."""
+    """Application event. The engine sends ``approval-requested``, ``approval-responded``,
+    ``tool-input-available``, ``tool-call-repaired`` and ``loop-stopped`` (values described in
+    :mod:`hookstream.engine`)."""
 
     type: ClassVar[str] = "CUSTOM"
     name: str

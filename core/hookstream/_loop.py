@@ -220,7 +220,9 @@ class RunResult:
     ``RUN_ERROR``; ``outcome`` is ``success``, ``interrupt``, ``cancelled`` or ``error``.
     ``pending_approvals`` and ``pending_tool_calls`` (client tools) are what an interrupted run waits
     for; :meth:`resume` builds the value that continues it. ``result`` is the tool output that ended a
-    ``return_direct`` run (one output, or a list for several calls).
+    ``return_direct`` run (one output, or a list for several calls). ``stopped_by`` is ``max_steps``
+    or ``stop_condition`` when the loop ended although the last step's tools ran and the model would
+    have been called again (the answer to those results was never asked for), else ``None``.
     """
 
     steps: list[StepResult]
@@ -232,6 +234,7 @@ class RunResult:
     pending_tool_calls: list[ToolCallPart] = attrs.Factory(list)
     result: Any = None
     resumed_results: list[ToolResultPart] = attrs.Factory(list)
+    stopped_by: str | None = None
 
     @property
     def last_step(self) -> StepResult | None:

@@ -28,7 +28,12 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
 * ``CUSTOM`` ``tool-input-available`` (value ``{"toolCallId", "toolName", "input"}``) fires
   ``on_tool_call``; ``CUSTOM`` ``approval-requested`` (value ``{"toolCallId", "toolName", "input",
   "approval": {"id", "needsApproval"}}``) sets ``approval-requested`` and fires
-  ``on_approval_request``.
+  ``on_approval_request``; ``CUSTOM`` ``approval-responded`` (value ``{"toolCallId", "approvalId",
+  "approved"}``, sent when the engine's ``approve`` decided) sets ``approval.approved`` and state
+  ``approval-responded`` (a denied call's error ``TOOL_CALL_RESULT`` then makes it ``output-error``);
+  ``CUSTOM`` ``tool-call-repaired`` (value ``{"toolCallId", "toolName", "input"}``, sent when the
+  engine's ``repair_tool_call`` fixed a call) replaces the part's ``name``, ``input`` and
+  ``arguments`` (the input as JSON text) with the repaired call's.
 
 Costs are linear in the stream: text, thinking and argument strings grow with ``+=`` while the part
 holds the only reference (CPython resizes them in place), and each delta is parsed once.
@@ -657,8 +662,48 @@ class StreamProcessor:
                 self.on_approval_request(
                     ApprovalRequest(tool_call_id, value.get("toolName", ""), value.get("input"), approval_id)
                 )
+        elif event.name == "approval-responded":
+            self._approval_responded(value)
+        elif event.name == "tool-call-repaired":
+            self._tool_call_repaired(value)
         elif self.on_custom_event is not None:
             self.on_custom_event(event.name, event.value)
+
+    def _approval_responded(self, value: dict[str, Any]) -> None:
+        # The engine's approve callback answered (server side): record the answer on the part.
+        tool_call_id = value.get("toolCallId", "")
+        approval_id = value.get("approvalId") or ""
+        found = self._find_call(lambda p: p.id == tool_call_id)
+        if found is None:
+            self.stats.orphan_results += 1
+            return
+        message, part = found
+        if part.approval is None:
+            part.approval = ToolApproval(approval_id or f"approval_{tool_call_id}")
+        part.approval.approved = bool(value.get("approved"))
+        self._dirty = True
+        if not part.has_output:
+            self._set_state(message, part, "approval-responded")
+
+    def _tool_call_repaired(self, value: dict[str, Any]) -> None:
+        # repair_tool_call replaced the streamed name and arguments: show the call that runs.
+        tool_call_id = value.get("toolCallId", "")
+        tool = self._tools.get(tool_call_id)
+        found = (tool.message, tool.part) if tool is not None else self._find_call(lambda p: p.id == tool_call_id)
+        if found is None:
+            self.stats.orphan_results += 1
+            return
+        message, part = found
+        if tool is not None:
+            self._complete_tool(tool, None)
+        name = value.get("toolName")
+        if isinstance(name, str) and name:
+            part.name = name
+        new_input = value.get("input")
+        part.input = new_input
+        part.arguments = json.dumps(new_input, ensure_ascii=False) if new_input is not None else part.arguments
+        self._dirty = True
+        self._state_changed(message, part)
 
 
 def _reject_constant(name: str) -> Any:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
-from .._chat import chat, get_model
+from .._chat import ChatStream, chat, get_model
 from .._messages import ToolCallPart
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
@@ -25,14 +30,46 @@ def _confirm(call: ToolCallPart) -> bool:
 
 
 def load_tool(spec: str) -> Any:
-    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`."""
+    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`.
+
+    ``MODULE`` is found on ``sys.path`` with the current directory first, as ``python -m`` does (the
+    ``hookstream`` console script does not put it there itself)."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise click.BadParameter(f"expected MODULE:FUNC, got {spec!r}", param_hint="--tool")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="--tool") from None
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
+
+
+@contextmanager
+def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
+    """While the run streams, Ctrl-C cancels it (it then ends with ``RUN_FINISHED`` outcome
+    ``cancelled``, text so far kept) instead of raising KeyboardInterrupt mid-stream; a second Ctrl-C
+    raises it. Yields a function telling whether Ctrl-C was pressed."""
+    pressed: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if pressed:
+            raise KeyboardInterrupt
+        pressed.append(True)
+        stream.cancel()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield lambda: bool(pressed)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @click.command("chat")
@@ -41,7 +78,8 @@ def load_tool(spec: str) -> Any:
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--tool", "tool_specs", multiple=True, help="A tool as MODULE:FUNC (repeatable).")
 @click.option("--system", default=None, help="System prompt.")
-@click.option("--max-steps", type=int, default=10, show_default=True)
+@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Most model calls in the run (at least 1).")
 @click.option("--max-tokens", type=int, default=None)
 @click.option("--output", type=click.Choice(OUTPUT_CHOICES), default="text", show_default=True)
 @click.option("--approve", "ask_approval", is_flag=True,
@@ -63,7 +101,11 @@ def command(
     record_dir: str | None,
     ask_approval: bool,
 ) -> None:
-    """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...)."""
+    """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
+
+    Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 130 cancelled with Ctrl-C."""
+    if not prompt.strip():
+        raise click.UsageError("PROMPT is empty: give the model something to answer")
     tools = [load_tool(s) for s in tool_specs]
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
@@ -79,6 +121,17 @@ def command(
                       approve=approve)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None
-    if live is not None:
-        raise SystemExit(live.render(stream))
-    raise SystemExit(print_run(stream, output, strategy))
+    try:
+        with _cancel_on_sigint(stream) as interrupted:
+            code = live.render(stream) if live is not None else print_run(stream, output, strategy)
+    except KeyboardInterrupt:  # the second Ctrl-C: give up at once
+        click.echo("interrupted", err=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    result = stream.result()
+    if result.stopped_by == "max_steps":
+        click.echo(f"note: stopped after {max_steps} step(s) (--max-steps) while the model still wanted "
+                   "to call tools; the answer to their results was not asked for", err=True)
+    if interrupted() and result.outcome == "cancelled":
+        click.echo("cancelled", err=True)
+        raise SystemExit(EXIT_INTERRUPTED)
+    raise SystemExit(code)

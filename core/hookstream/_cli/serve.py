@@ -36,7 +36,8 @@ def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | No
 @click.option("--tool", "tool_specs", multiple=True, help="A server-side tool as MODULE:FUNC (repeatable).")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--system", default=None, help="System prompt.")
-@click.option("--max-steps", type=int, default=10, show_default=True)
+@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Most model calls per run (at least 1).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True, help="0 picks a free port.")
 @click.option("--threads", type=int, default=8, show_default=True, help="Concurrent runs served.")

@@ -152,6 +152,20 @@ function handle(ev, state) {
         const v = ev.value || {};
         const c = toolCards.get(v.toolCallId);
         if (c) setToolState(c.el, "approval-requested");
+      } else if (ev.name === "approval-responded") {
+        // The server's approve callback answered; a denied call's error result follows.
+        const v = ev.value || {};
+        const c = toolCards.get(v.toolCallId);
+        if (c) { c.el.dataset.approved = String(!!v.approved); setToolState(c.el, "approval-responded"); }
+      } else if (ev.name === "tool-call-repaired") {
+        // repair_tool_call replaced the streamed name and arguments: show (and send back) the call that ran.
+        const v = ev.value || {};
+        const c = toolCards.get(v.toolCallId);
+        if (c) {
+          if (v.toolName) { c.call.function.name = v.toolName; c.el.querySelector(".name").textContent = v.toolName; }
+          c.call.function.arguments = JSON.stringify(v.input ?? {});
+          c.el.querySelector(".args").textContent = c.call.function.arguments;
+        }
       }
       break;
     case "RUN_FINISHED": {
