@@ -210,7 +210,11 @@ def _schema(tp: Any, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, 
         return {"type": "string", "format": _FORMATS[tp]}
     if tp is pathlib.Path:
         return {"type": "string"}
+    if isinstance(tp, typing.NewType):
+        return schema_for(tp.__supertype__, path, seen)
     origin, args = get_origin(tp), get_args(tp)
+    if origin is not None and not args and origin in (list, tuple, set, frozenset, dict):
+        tp = origin  # typing.List and friends without parameters
     if origin is Literal:
         return _enum([a.value if isinstance(a, enum.Enum) else a for a in args], path, tp)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -219,6 +223,8 @@ def _schema(tp: Any, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, 
         return _enum([m.value for m in tp], path, tp)
     if origin in (typing.Union, types.UnionType):
         arms = [schema_for(a, path, seen) for a in args if a is not _NONE]
+        if {} in arms:
+            return {}  # Any absorbs the rest
         if _NONE in args:
             return {"anyOf": [*arms, {"type": "null"}]}
         return arms[0] if len(arms) == 1 else {"anyOf": arms}
@@ -257,16 +263,26 @@ def _schema(tp: Any, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, 
     raise Unsupported(path, tp, "not a JSON type, Enum, Literal, dataclass, attrs class or TypedDict")
 
 
+def _typeddict_keys(tp: type, hints: dict[str, Any]) -> list[tuple[str, Any, bool]]:
+    """(key, annotation, required) of a TypedDict, per ``total`` and ``Required``/``NotRequired``."""
+    required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
+    out = []
+    for name, hint in hints.items():
+        outer = get_origin(hint)
+        # With postponed annotations Python 3.11 does not see Required/NotRequired in __required_keys__
+        # (nor does cattrs, which reads it): look at the resolved hint again.
+        required = outer is Required or (outer is not NotRequired and name in required_keys)
+        while get_origin(hint) in (Required, NotRequired):
+            hint = get_args(hint)[0]
+        out.append((name, hint, required))
+    return out
+
+
 def _class_schema(tp: type, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, Any]:
     hints = _hints(tp, path)
     fields: list[tuple[str, Any, bool, Any]] = []
     if typing.is_typeddict(tp):
-        required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
-        for name, hint in hints.items():
-            outer = get_origin(hint)
-            # With postponed annotations Python 3.11 does not see Required/NotRequired itself: look again.
-            required = outer is Required or (outer is not NotRequired and name in required_keys)
-            fields.append((name, hint, not required, None))
+        fields = [(name, hint, not required, _FACTORY) for name, hint, required in _typeddict_keys(tp, hints)]
         schema = _fields(tp, path, seen, fields)
         for prop in schema["properties"].values():
             prop.pop("default", None)
@@ -351,12 +367,43 @@ def _make_converter() -> cattrs.Converter:
                     return conv.structure(value, arm)
                 except Exception:
                     continue
-            names = ", ".join(_type_name(a) for a in get_args(tp))
+            names = ", ".join("null" if a is _NONE else _type_name(a) for a in get_args(tp))
             raise ArgumentTypeError(f"{_kind(value)} matches none of {names}")
 
         return hook
 
     conv.register_structure_hook_factory(_is_union, union_hook)
+
+    def typeddict_hook(tp: Any) -> Any:
+        # cattrs reads __required_keys__, wrong on 3.11 under postponed annotations (see _typeddict_keys).
+        keys = _typeddict_keys(tp, typing.get_type_hints(tp, include_extras=True))
+
+        def hook(value: Any, _: Any) -> Any:
+            if not isinstance(value, dict):
+                raise ArgumentTypeError(f"expected an object, got {_kind(value)}")
+            errors: list[Exception] = []
+            extra = set(value) - {name for name, _, _ in keys}
+            if extra:
+                errors.append(cattrs.errors.ForbiddenExtraKeysError("", tp, extra))
+            out = {}
+            for name, hint, required in keys:
+                try:
+                    if name in value:
+                        out[name] = conv.structure(value[name], hint)
+                    elif required:
+                        raise KeyError(name)
+                except Exception as exc:
+                    exc.__notes__ = [*getattr(exc, "__notes__", []),
+                                     cattrs.errors.AttributeValidationNote(f"Structuring {tp.__qualname__} @ {name}",
+                                                                           name, hint)]
+                    errors.append(exc)
+            if errors:
+                raise cattrs.errors.ClassValidationError(f"While structuring {tp.__name__}", errors, tp)
+            return out
+
+        return hook
+
+    conv.register_structure_hook_factory(typing.is_typeddict, typeddict_hook)
     return conv
 
 

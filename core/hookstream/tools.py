@@ -23,7 +23,7 @@ import time
 import types
 import typing
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import attrs
 import jsonschema
@@ -113,10 +113,10 @@ class Tool:
 
 
 def _annotation(fn: Callable[..., Any], name: str, param: inspect.Parameter) -> Any:
-    """``param``'s annotation, postponed (string) annotations resolved in ``fn``'s module, one parameter at
-    a time so a return annotation or another parameter that does not resolve does not matter here."""
+    """``param``'s annotation with string annotations (postponed, or forward references inside) resolved in
+    ``fn``'s module, one parameter at a time so an unresolvable return annotation does not matter here."""
     annotation = param.annotation
-    if not isinstance(annotation, str):
+    if annotation is inspect.Parameter.empty:
         return annotation
     globalns = getattr(inspect.unwrap(fn), "__globals__", {})
     holder = types.SimpleNamespace(__annotations__={name: annotation})
@@ -125,6 +125,10 @@ def _annotation(fn: Callable[..., Any], name: str, param: inspect.Parameter) -> 
     except Exception as exc:
         raise ToolDefinitionError(_fn_name(fn), name, annotation,
                                   f"it does not resolve ({type(exc).__name__}: {exc})") from None
+
+
+def _is_union(annotation: Any) -> bool:
+    return get_origin(annotation) in (typing.Union, types.UnionType)
 
 
 def _fn_name(fn: Callable[..., Any]) -> str:
@@ -156,7 +160,7 @@ def _read_function(
             if strict:
                 raise
             continue
-        if annotation is ToolContext:
+        if annotation is ToolContext or (_is_union(annotation) and ToolContext in get_args(annotation)):
             context_param = name
             continue
         if annotation is inspect.Parameter.empty:
@@ -277,6 +281,12 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
         return error(f"Error: the arguments for {call.name!r} were not valid JSON: {raw!r}")
     if t.fn is None:
         return error(f"Error: {call.name!r} is a client tool and cannot run here")
+    if t.argument_types:
+        # cattrs converts, it does not check JSON shapes (it would iterate a string given for a list): only
+        # arguments that fit the schema reach it. The engine checked already; a direct call has not.
+        problem = validate_input(t, call.arguments)
+        if problem:
+            return error(f"Error: invalid input for {call.name!r}: {problem}")
     kwargs = dict(call.arguments)
     problems: list[str] = []
     for param, annotation in t.argument_types.items():
