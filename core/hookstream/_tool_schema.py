@@ -314,11 +314,12 @@ def _kind(value: Any) -> str:
                                  else type(value).__name__)
 
 
-def _strict(tp: type, check: Any, name: str) -> Any:
-    def hook(value: Any, _: Any) -> Any:
+def _strict(check: Any, name: str) -> Any:
+    def hook(value: Any, cls: Any) -> Any:
         if not check(value):
             raise ArgumentTypeError(f"expected {name}, got {_kind(value)}")
-        return tp(value)
+        # cls may be a subclass dispatched here by its MRO: IntEnum, StrEnum, (str, Enum) -> the member.
+        return cls(value)
 
     return hook
 
@@ -341,12 +342,12 @@ def _is_union(tp: Any) -> bool:
 
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True)
-    conv.register_structure_hook(str, _strict(str, lambda v: isinstance(v, str), "a string"))
+    conv.register_structure_hook(str, _strict(lambda v: isinstance(v, str), "a string"))
     conv.register_structure_hook(
-        int, _strict(int, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"))
+        int, _strict(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"))
     conv.register_structure_hook(
-        float, _strict(float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"))
-    conv.register_structure_hook(bool, _strict(bool, lambda v: isinstance(v, bool), "a boolean"))
+        float, _strict(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"))
+    conv.register_structure_hook(bool, _strict(lambda v: isinstance(v, bool), "a boolean"))
     conv.register_structure_hook(datetime.datetime, _from_string(datetime.datetime.fromisoformat, "an ISO 8601"))
     conv.register_structure_hook(datetime.date, _from_string(datetime.date.fromisoformat, "an ISO 8601 date"))
     conv.register_structure_hook(datetime.time, _from_string(datetime.time.fromisoformat, "an ISO 8601 time"))
