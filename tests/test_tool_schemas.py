@@ -330,6 +330,22 @@ def test_an_annotation_without_a_schema_fails_at_definition_time(annotation: str
         as_tools([broken])
 
 
+def broken_tool(thing: Plain) -> str:
+    """Loaded by the CLI test below."""
+    return "never"
+
+
+def test_the_cli_reports_a_tool_it_cannot_define_as_a_usage_error() -> None:
+    from click.testing import CliRunner
+    from hookstream.cli.chat import command
+
+    res = CliRunner().invoke(command, ["hi", "--model", "openai:gpt-4o-mini", "--tool",
+                                       "test_tool_schemas:broken_tool"])
+    assert res.exit_code == 2 and res.exception is not None and isinstance(res.exception, SystemExit)
+    assert "Invalid value for --tool" in res.output and "parameter 'thing'" in res.output
+    assert "Plain is not supported" in res.output
+
+
 def test_an_explicit_schema_skips_unsupported_annotations_and_still_structures_the_others() -> None:
     seen: list[Any] = []
 

@@ -10,7 +10,9 @@ from typing import Any
 import click
 
 from ..chat import chat
+from ..errors import ToolDefinitionError
 from ..messages import ToolCallPart
+from ..tools import Tool, tool
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
 
@@ -25,14 +27,21 @@ def _confirm(call: ToolCallPart) -> bool:
 
 
 def load_tool(spec: str) -> Any:
-    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`."""
+    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`,
+    also for a function that cannot become a tool (a parameter annotation without JSON Schema)."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise click.BadParameter(f"expected MODULE:FUNC, got {spec!r}", param_hint="--tool")
     try:
-        return getattr(importlib.import_module(module_name), attr)
+        obj = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="--tool") from None
+    if callable(obj) and not isinstance(obj, Tool):
+        try:
+            tool(obj)
+        except ToolDefinitionError as exc:
+            raise click.BadParameter(exc.message, param_hint="--tool") from None
+    return obj
 
 
 @click.command("chat")
