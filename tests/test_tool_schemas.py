@@ -247,6 +247,18 @@ def test_nested_dataclasses_with_docstring_descriptions() -> None:
     }
 
 
+def test_a_parameter_description_beats_the_class_summary() -> None:
+    def f(p: Point, q: Point) -> None:
+        """Two points.
+
+        Args:
+            p: where to start.
+        """
+
+    assert _prop(f, "p")["description"] == "where to start."
+    assert _prop(f, "q")["description"] == "A point on the map."
+
+
 def test_attrs_class_fields_with_defaults_are_not_required() -> None:
     def f(flt: Filter) -> None: ...
 

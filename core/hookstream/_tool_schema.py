@@ -45,7 +45,7 @@ import cattrs
 import cattrs.errors
 from cattrs.v import format_exception
 
-__all__ = ["Unsupported", "doc_params", "schema_for", "structure"]
+__all__ = ["Unsupported", "describe", "doc_params", "json_default", "schema_for", "structure"]
 
 _NONE = type(None)
 _PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -105,6 +105,20 @@ def json_default(value: Any) -> tuple[bool, Any]:
     if value is None or isinstance(value, (str, int, float, bool)):
         return True, value
     return False, None
+
+
+def annotated_text(annotation: Any) -> str | None:
+    """The first string in ``Annotated[X, ...]`` metadata (the description it gives), else None."""
+    if get_origin(annotation) is typing.Annotated:
+        return next((m for m in annotation.__metadata__ if isinstance(m, str)), None)
+    return None
+
+
+def describe(schema: dict[str, Any], annotation: Any, doc: str | None) -> None:
+    """Put ``doc`` (from a docstring) into ``schema`` unless ``Annotated`` text already says it; a
+    docstring about this parameter/field beats the summary of the class it is typed as."""
+    if doc and annotated_text(annotation) is None:
+        schema["description"] = doc
 
 
 def schema_for(annotation: Any, path: tuple[str, ...] = (), _seen: frozenset[type] = frozenset()) -> dict[str, Any]:
@@ -187,8 +201,7 @@ def _fields(
     required: list[str] = []
     for name, annotation, has_default, default in fields:
         prop = schema_for(annotation, (*path, name), seen | {cls})
-        if name in docs and "description" not in prop:
-            prop["description"] = docs[name]
+        describe(prop, annotation, docs.get(name))
         if has_default:
             show, value = json_default(default)
             if show:

@@ -30,7 +30,7 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
-from ._tool_schema import Unsupported, doc_params, json_default, schema_for, structure
+from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for, structure
 from .errors import ToolDefinitionError
 from .messages import Message, ToolCallPart, ToolResultPart
 from .provider import ToolSpec
@@ -174,8 +174,7 @@ def _read_function(
                 continue
             if schema:  # Any/object: nothing to structure
                 argument_types[name] = annotation
-        if name in docs and "description" not in schema:
-            schema["description"] = docs[name]
+        describe(schema, annotation, docs.get(name))
         if param.default is not inspect.Parameter.empty:
             show, value = json_default(param.default)
             if show:
