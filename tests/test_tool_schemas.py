@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import functools
 import pathlib
 import uuid
 from collections.abc import Callable, Sequence
@@ -368,6 +369,22 @@ def test_an_explicit_schema_skips_unsupported_annotations_and_still_structures_t
     t = tool(f, parameters={"type": "object", "properties": {"thing": {}, "color": {"enum": ["red", "blue"]}}})
     assert _run(t, {"thing": {"raw": 1}, "color": "blue"}).output == "ok"
     assert seen == [{"raw": 1}, Color.BLUE]
+
+
+class CallableTool:
+    def __call__(self, color: Color) -> str:
+        return color.name
+
+
+def test_partials_and_callable_objects_resolve_postponed_annotations_in_their_module() -> None:
+    def f(color: Color, level: Level) -> str:
+        return f"{color.name} {level.name}"
+
+    t = tool(functools.partial(f, level=Level.LOW), name="f")
+    assert t.parameters["properties"]["color"]["enum"] == ["red", "blue"]
+    assert _run(t, {"color": "red"}).output == "RED LOW"
+    t2 = tool(CallableTool(), name="c")
+    assert _run(t2, {"color": "blue"}).output == "BLUE"
 
 
 def test_an_optional_toolcontext_is_the_context_parameter() -> None:

@@ -16,8 +16,10 @@ threads, so it must be thread-safe itself when several calls may run at once.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
+import sys
 import threading
 import time
 import types
@@ -118,7 +120,12 @@ def _annotation(fn: Callable[..., Any], name: str, param: inspect.Parameter) -> 
     annotation = param.annotation
     if annotation is inspect.Parameter.empty:
         return annotation
-    globalns = getattr(inspect.unwrap(fn), "__globals__", {})
+    target: Any = inspect.unwrap(fn)
+    while isinstance(target, functools.partial):
+        target = target.func
+    # A callable object has no __globals__: its class's module is where its annotations were written.
+    module = sys.modules.get(getattr(target, "__module__", None) or "")
+    globalns = getattr(target, "__globals__", None) or (vars(module) if module else {})
     holder = types.SimpleNamespace(__annotations__={name: annotation})
     try:
         return typing.get_type_hints(holder, globalns=globalns, include_extras=True)[name]
@@ -228,7 +235,7 @@ def tool(
     def make(f: Callable[..., Any]) -> Tool:
         desc, schema, ctx, argument_types = _read_function(f, strict=parameters is None)
         return Tool(
-            name or f.__name__,
+            name or getattr(f, "__name__", None) or type(f).__name__,
             description if description is not None else desc,
             parameters if parameters is not None else schema,
             f,
