@@ -1,14 +1,18 @@
 """Tools: plain Python functions (schema from the signature and docstring) or explicit JSON Schema.
 
 :func:`tool` turns a function into a :class:`Tool`; :func:`as_tools` accepts functions, Tool objects and
-``{"name", "description", "parameters"}`` dicts. :func:`run_tool` executes one tool call and always
-returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns something that is
-not JSON serialisable, or is asked with arguments that did not parse gives an error result the model
-receives, never an exception in the caller. :func:`validate_input` checks arguments against the tool's
-JSON Schema with the ``jsonschema`` library (the dialect the schema's ``$schema`` names, else the
-latest). :func:`run_tool_guarded` adds the per-tool timeout and cancellation: the tool runs on its own
-daemon thread; past its time limit (or on cancellation) the caller gets an error result at once, the
-thread is abandoned and its :class:`CancellationToken` is set so a cooperative tool can stop.
+``{"name", "description", "parameters"}`` dicts. Parameter annotations map to JSON Schema in
+:mod:`hookstream._tool_schema` (enums, literals, unions, containers, dataclasses, attrs classes,
+``TypedDict``); one with no mapping is a :class:`~hookstream.errors.ToolDefinitionError` here, at
+definition time. :func:`run_tool` structures the arguments back into those types (cattrs), executes one
+tool call and always returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns
+something that is not JSON serialisable, or is asked with arguments that did not parse or do not
+structure gives an error result the model receives, never an exception in the caller.
+:func:`validate_input` checks arguments against the tool's JSON Schema with the ``jsonschema`` library
+(the dialect the schema's ``$schema`` names, else the latest). :func:`run_tool_guarded` adds the
+per-tool timeout and cancellation: the tool runs on its own daemon thread; past its time limit (or on
+cancellation) the caller gets an error result at once, the thread is abandoned and its
+:class:`CancellationToken` is set so a cooperative tool can stop.
 
 Thread safety: a Tool is immutable configuration and may be shared; its function runs on executor
 threads, so it must be thread-safe itself when several calls may run at once.
