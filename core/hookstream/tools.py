@@ -36,7 +36,8 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
-from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for, structure
+from ._tool_args import structure
+from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for
 from .errors import ToolDefinitionError
 from .messages import Message, ToolCallPart, ToolResultPart
 from .provider import ToolSpec
