@@ -27,6 +27,7 @@ __all__ = [
     "RunFailedError",
     "ServerError",
     "StreamTimeoutError",
+    "ToolDefinitionError",
     "ToolError",
     "TransportError",
     "UnknownPluginError",
@@ -185,6 +186,29 @@ class ToolError(HookstreamError):
     """A tool failed; the engine turns this into an error result for the model."""
 
     code = "tool_error"
+
+
+class ToolDefinitionError(HookstreamError, TypeError):
+    """A function cannot become a tool: a parameter's annotation has no JSON Schema (a bare class, a
+    ``Callable``, ``dict[int, X]``...). Raised by ``tool()`` / ``as_tools()`` (so also by ``chat()``), never
+    at call time. ``function`` and ``parameter`` are names, ``annotation`` the offending (part of the)
+    annotation, ``path`` the field path from the parameter down (``("order", "items", "[]")``)."""
+
+    code = "tool_definition_error"
+
+    def __init__(
+        self, function: str, parameter: str, annotation: object, reason: str, path: tuple[str, ...] = ()
+    ) -> None:
+        where = ".".join(path) if len(path) > 1 else parameter
+        shown = annotation.__name__ if isinstance(annotation, type) else repr(annotation)
+        super().__init__(f"tool {function!r}: parameter {parameter!r}"
+                         + (f" (at {where})" if where != parameter else "")
+                         + f": annotation {shown} is not supported: {reason}")
+        self.function = function
+        self.parameter = parameter
+        self.annotation = annotation
+        self.reason = reason
+        self.path = path
 
 
 def error_for_status(

@@ -1,14 +1,18 @@
 """Tools: plain Python functions (schema from the signature and docstring) or explicit JSON Schema.
 
 :func:`tool` turns a function into a :class:`Tool`; :func:`as_tools` accepts functions, Tool objects and
-``{"name", "description", "parameters"}`` dicts. :func:`run_tool` executes one tool call and always
-returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns something that is
-not JSON serialisable, or is asked with arguments that did not parse gives an error result the model
-receives, never an exception in the caller. :func:`validate_input` checks arguments against the tool's
-JSON Schema with the ``jsonschema`` library (the dialect the schema's ``$schema`` names, else the
-latest). :func:`run_tool_guarded` adds the per-tool timeout and cancellation: the tool runs on its own
-daemon thread; past its time limit (or on cancellation) the caller gets an error result at once, the
-thread is abandoned and its :class:`CancellationToken` is set so a cooperative tool can stop.
+``{"name", "description", "parameters"}`` dicts. Parameter annotations map to JSON Schema in
+:mod:`hookstream._tool_schema` (enums, literals, unions, containers, dataclasses, attrs classes,
+``TypedDict``); one with no mapping is a :class:`~hookstream.errors.ToolDefinitionError` here, at
+definition time. :func:`run_tool` structures the arguments back into those types (cattrs), executes one
+tool call and always returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns
+something that is not JSON serialisable, or is asked with arguments that did not parse or do not
+structure gives an error result the model receives, never an exception in the caller.
+:func:`validate_input` checks arguments against the tool's JSON Schema with the ``jsonschema`` library
+(the dialect the schema's ``$schema`` names, else the latest). :func:`run_tool_guarded` adds the
+per-tool timeout and cancellation: the tool runs on its own daemon thread; past its time limit (or on
+cancellation) the caller gets an error result at once, the thread is abandoned and its
+:class:`CancellationToken` is set so a cooperative tool can stop.
 
 Thread safety: a Tool is immutable configuration and may be shared; its function runs on executor
 threads, so it must be thread-safe itself when several calls may run at once.
@@ -16,23 +20,27 @@ threads, so it must be thread-safe itself when several calls may run at once.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
-import re
+import sys
 import threading
 import time
 import types
 import typing
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 import attrs
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
+from ._errors import ToolDefinitionError
 from ._messages import Message, ToolCallPart, ToolResultPart
 from ._provider import ToolSpec
+from ._tool_args import structure
+from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for
 
 __all__ = [
     "CancellationToken",
@@ -90,7 +98,10 @@ class Tool:
     arguments (plus ``ToolContext`` when it asks for one); ``fn=None`` makes a client tool, run by
     the caller. ``timeout`` is seconds. ``needs_approval`` is a bool or a predicate on the arguments.
     ``max_output_chars`` bounds the output's text (JSON text for structured output): a larger output
-    becomes an error result, never a megabytes-long message to the model.
+    becomes an error result, never a megabytes-long message to the model. ``argument_types`` maps
+    parameter names to the annotations their JSON arguments are structured into (cattrs) before ``fn``
+    is called: an ``Enum`` parameter gets the member, a dataclass parameter the instance; :func:`tool`
+    fills it from the signature, an empty mapping passes the arguments as parsed.
     """
 
     name: str
@@ -102,95 +113,109 @@ class Tool:
     timeout: float | None = None
     context_param: str | None = None
     max_output_chars: int = 1_000_000
+    argument_types: dict[str, Any] = attrs.Factory(dict)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
 
 
-_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+def _annotation(fn: Callable[..., Any], name: str, param: inspect.Parameter) -> Any:
+    """``param``'s annotation with string annotations (postponed, or forward references inside) resolved in
+    ``fn``'s module, one parameter at a time so an unresolvable return annotation does not matter here."""
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty:
+        return annotation
+    target: Any = inspect.unwrap(fn)
+    while isinstance(target, functools.partial):
+        target = target.func
+    # A callable object has no __globals__: its class's module is where its annotations were written.
+    module = sys.modules.get(getattr(target, "__module__", None) or "")
+    globalns = getattr(target, "__globals__", None) or (vars(module) if module else {})
+    holder = types.SimpleNamespace(__annotations__={name: annotation})
+    try:
+        return typing.get_type_hints(holder, globalns=globalns, include_extras=True)[name]
+    except Exception as exc:
+        raise ToolDefinitionError(_fn_name(fn), name, annotation,
+                                  f"it does not resolve ({type(exc).__name__}: {exc})") from None
 
 
-def _schema_for(annotation: Any) -> dict[str, Any]:
-    if annotation is inspect.Parameter.empty or annotation is Any:
-        return {}
-    origin = get_origin(annotation)
-    if origin is Literal:
-        return {"enum": list(get_args(annotation))}
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        return _schema_for(args[0]) if len(args) == 1 else {"anyOf": [_schema_for(a) for a in args]}
-    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
-        item_args = get_args(annotation)
-        schema: dict[str, Any] = {"type": "array"}
-        if item_args:
-            schema["items"] = _schema_for(item_args[0])
-        return schema
-    if origin is dict:
-        return {"type": "object"}
-    if annotation in _JSON_TYPES:
-        return {"type": _JSON_TYPES[annotation]}
-    return {}
+def _is_union(annotation: Any) -> bool:
+    return get_origin(annotation) in (typing.Union, types.UnionType)
 
 
-def _doc_params(doc: str) -> tuple[str, dict[str, str]]:
-    """(summary, {param: description}) from a Google-style ``Args:`` section or ``:param x:`` lines."""
-    lines = inspect.cleandoc(doc).splitlines() if doc else []
-    summary: list[str] = []
-    params: dict[str, str] = {}
-    in_args = False
-    for line in lines:
-        stripped = line.strip()
-        m = re.match(r":param\s+(\w+):\s*(.*)", stripped)
-        if m:
-            params[m.group(1)] = m.group(2)
-            continue
-        if stripped in ("Args:", "Arguments:", "Parameters:"):
-            in_args = True
-            continue
-        if in_args:
-            m = re.match(r"(\w+)(?:\s*\([^)]*\))?:\s*(.*)", stripped)
-            if m and line.startswith((" ", "\t")):
-                params[m.group(1)] = m.group(2)
-                continue
-            if not stripped:
-                continue
-            in_args = False
-        if not params and not in_args and not stripped.startswith(":"):
-            summary.append(stripped)
-    return " ".join(s for s in summary if s).strip(), params
+def _fn_name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
-def schema_from_function(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], str | None]:
-    """(description, JSON Schema of the parameters, name of a ToolContext parameter or None).
+def _read_function(
+    fn: Callable[..., Any], *, strict: bool = True
+) -> tuple[str, dict[str, Any], str | None, dict[str, Any]]:
+    """(description, parameters schema, ToolContext parameter, {parameter: annotation to structure into}).
 
-    Types map to JSON Schema (``str``→string, ``int``→integer, ``float``→number, ``bool``→boolean,
-    ``list[X]``→array, ``dict``→object, ``Literal``→enum); parameters without a default are required.
+    ``strict=False`` (the caller brings its own schema) skips parameters whose annotation has no schema
+    instead of raising :class:`ToolDefinitionError`; they are passed through as parsed.
     """
     sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
-    description, docs = _doc_params(fn.__doc__ or "")
+    description, docs = doc_params(fn.__doc__ or "")
     props: dict[str, Any] = {}
     required: list[str] = []
     context_param = None
+    argument_types: dict[str, Any] = {}
+    open_ended = False
     for name, param in sig.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            open_ended = open_ended or param.kind is param.VAR_KEYWORD
             continue
-        annotation = hints.get(name, param.annotation)
-        if annotation is ToolContext:
+        try:
+            annotation = _annotation(fn, name, param)
+        except ToolDefinitionError:
+            if strict:
+                raise
+            continue
+        if annotation is ToolContext or (_is_union(annotation) and ToolContext in get_args(annotation)):
             context_param = name
             continue
-        schema = _schema_for(annotation)
-        if name in docs:
-            schema["description"] = docs[name]
+        if annotation is inspect.Parameter.empty:
+            schema: dict[str, Any] = {}  # no annotation: any JSON value, passed as parsed
+        else:
+            try:
+                schema = schema_for(annotation, (name,))
+            except Unsupported as exc:
+                if strict:
+                    raise ToolDefinitionError(_fn_name(fn), name, exc.annotation, exc.reason, exc.path) from None
+                continue
+            if schema:  # Any/object: nothing to structure
+                argument_types[name] = annotation
+        describe(schema, annotation, docs.get(name))
         if param.default is not inspect.Parameter.empty:
-            if param.default is None or isinstance(param.default, (str, int, float, bool)):
-                schema["default"] = param.default
+            show, value = json_default(param.default)
+            if show:
+                schema["default"] = value
         else:
             required.append(name)
         props[name] = schema
     parameters: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         parameters["required"] = required
+    if not open_ended:
+        # Extra arguments would fail the call with a TypeError anyway; say so in the schema (OpenAI strict mode
+        # wants it too).
+        parameters["additionalProperties"] = False
+    return description, parameters, context_param, argument_types
+
+
+def schema_from_function(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], str | None]:
+    """(description, JSON Schema of the parameters, name of a ToolContext parameter or None).
+
+    The description is the docstring's summary; parameter descriptions come from its ``Args:`` section
+    (or ``:param x:`` lines, or ``Annotated[X, "text"]``). Parameters without a default are required; the
+    object has ``additionalProperties: false`` unless ``fn`` takes ``**kwargs``. Annotations map as
+    described in :mod:`hookstream._tool_schema` (JSON scalars, ``Enum``, ``Literal``, ``X | None``,
+    ``list``/``tuple``/``set``/``dict[str, X]``, dataclasses, attrs classes, ``TypedDict``); a parameter
+    without annotation accepts any JSON value (``{}``). Raises :class:`~hookstream.errors.ToolDefinitionError`
+    for an annotation with no JSON Schema (a bare class, a ``Callable``, ``dict[int, X]``...).
+    """
+    description, parameters, context_param, _ = _read_function(fn)
     return description, parameters, context_param
 
 
@@ -206,13 +231,16 @@ def tool(
 ) -> Any:
     """Make a :class:`Tool` from ``fn``; usable as ``@tool`` or ``@tool(name=..., timeout=...)``.
 
-    ``parameters`` (a JSON Schema) replaces the schema read from the signature.
+    ``parameters`` (a JSON Schema) replaces the schema read from the signature; arguments are still
+    structured into the annotations that have a schema mapping, the others are passed as parsed. Raises
+    :class:`~hookstream.errors.ToolDefinitionError` for an annotation with no JSON Schema (see
+    :func:`schema_from_function`).
     """
 
     def make(f: Callable[..., Any]) -> Tool:
-        desc, schema, ctx = schema_from_function(f)
+        desc, schema, ctx, argument_types = _read_function(f, strict=parameters is None)
         return Tool(
-            name or f.__name__,
+            name or getattr(f, "__name__", None) or type(f).__name__,
             description if description is not None else desc,
             parameters if parameters is not None else schema,
             f,
@@ -220,6 +248,7 @@ def tool(
             return_direct,
             timeout,
             ctx,
+            argument_types=argument_types,
         )
 
     return make(fn) if fn is not None else make
@@ -227,7 +256,8 @@ def tool(
 
 def as_tools(tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None) -> dict[str, Tool]:
     """Tools by name. A dict ``{"name", "description", "parameters"}`` without a function is a client
-    tool. Raises :class:`ValueError` on a duplicate name."""
+    tool. Raises :class:`ValueError` on a duplicate name and
+    :class:`~hookstream.errors.ToolDefinitionError` for a function parameter with no JSON Schema."""
     out: dict[str, Tool] = {}
     for item in tools or ():
         if isinstance(item, Tool):
@@ -248,6 +278,8 @@ def as_tools(tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None)
 def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolResultPart:
     """Execute ``call`` with ``t`` and return its result part (``is_error`` on any failure).
 
+    Arguments are first structured into ``t.argument_types`` (cattrs); a value that does not fit gives
+    ``Error: invalid input for 'name': <problem> @ <path>``, the wording of the engine's schema check.
     The output must be JSON serialisable; it is checked here so the provider request cannot fail later.
     """
     def error(text: str) -> ToolResultPart:
@@ -260,7 +292,20 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
         return error(f"Error: the arguments for {call.name!r} were not valid JSON: {raw!r}")
     if t.fn is None:
         return error(f"Error: {call.name!r} is a client tool and cannot run here")
+    if t.argument_types:
+        # cattrs converts, it does not check JSON shapes (it would iterate a string given for a list): only
+        # arguments that fit the schema reach it. The engine checked already; a direct call has not.
+        problem = validate_input(t, call.arguments)
+        if problem:
+            return error(f"Error: invalid input for {call.name!r}: {problem}")
     kwargs = dict(call.arguments)
+    problems: list[str] = []
+    for param, annotation in t.argument_types.items():
+        if param in kwargs:
+            kwargs[param], found = structure(kwargs[param], annotation, param)
+            problems += found
+    if problems:
+        return error(f"Error: invalid input for {call.name!r}: {'; '.join(problems)}")
     if t.context_param:
         kwargs[t.context_param] = context
     try:

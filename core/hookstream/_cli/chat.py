@@ -15,7 +15,9 @@ from typing import Any
 import click
 
 from .._chat import ChatStream, chat, get_model
+from .._errors import ToolDefinitionError
 from .._messages import ToolCallPart
+from .._tools import Tool, tool
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
 
@@ -30,7 +32,8 @@ def _confirm(call: ToolCallPart) -> bool:
 
 
 def load_tool(spec: str) -> Any:
-    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`.
+    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`,
+    also for a function that cannot become a tool (a parameter annotation without JSON Schema).
 
     ``MODULE`` is found on ``sys.path`` with the current directory first, as ``python -m`` does (the
     ``hookstream`` console script does not put it there itself)."""
@@ -41,9 +44,15 @@ def load_tool(spec: str) -> Any:
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
     try:
-        return getattr(importlib.import_module(module_name), attr)
+        obj = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="--tool") from None
+    if callable(obj) and not isinstance(obj, Tool):
+        try:
+            tool(obj)
+        except ToolDefinitionError as exc:
+            raise click.BadParameter(exc.message, param_hint="--tool") from None
+    return obj
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
