@@ -2,9 +2,9 @@
 
 ``HttpAgent`` runs against ``hookstream serve --demo`` (a real subprocess on waitress) and against the
 same application served in-process, whose event production times give the latency from an event being
-produced to its arrival in the Node client. Every event is piped through the client's own
-``enforceEvents()`` and ``verifyEvents()``; so is every stream of the shared provider corpus, replayed
-through its adapter and converted to AG-UI JSON.
+produced to its arrival in the Node client (reported, not asserted: see test_agui_flush.py). Every
+event is piped through the client's own ``enforceEvents()`` and ``verifyEvents()``; so is every stream
+of the shared provider corpus, replayed through its adapter and converted to AG-UI JSON.
 
 Needs Node and ``tests/e2e/node_modules`` (``scripts/install-browser-deps``); skipped otherwise.
 """
@@ -203,9 +203,8 @@ def test_latency_from_event_produced_to_node_arrival(tmp_path: Path, request: py
     if reporter is not None:
         reporter.write_line("\n" + line)
     print(line)
-    # Each event is flushed as produced: nothing waits for a buffer to fill or for the next event.
-    # The demo spaces provider events 5 ms apart, so buffering would show as latencies of 5 ms or more.
-    assert summary["median_ms"] < 5, summary
+    # A report, not a pass mark: a speed limit would fail on a loaded machine. That each event is sent
+    # as it is produced is proved by order in test_agui_flush.py; numbers to track go in benchmarks/.
 
 
 def _corpus_providers() -> dict[str, str]:

@@ -111,4 +111,4 @@ def test_faulty_tool_gives_error_result_and_run_goes_on(provider: str, kind: str
         assert expected is not None and expected in results[0].content and expected in sent
     if kind == "hangs":
         assert not returned_before_run_ended, "the tool timeout did not stop the wait"
-    settle(threads0, sockets0, timeout=2.0)
+    settle(threads0, sockets0)
