@@ -146,10 +146,11 @@ def test_slow_consumer_is_not_idle() -> None:
         from engine_kit import MODEL
         from hookstream.chat import chat
 
-        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", timeouts={"idle": 0.2})
+        # The whole body is already sent: only the consumer is slow, and that time is not idle time.
+        stream = chat(MODEL, "hi", base_url=srv.url + "/v1", api_key="k", timeouts={"idle": 0.5})
         for ev in stream:
             if ev.type == "TEXT_MESSAGE_CONTENT":
-                time.sleep(0.3)
+                time.sleep(0.6)
     assert stream.result().outcome == "success"
 
 
