@@ -2,9 +2,9 @@
 
 ``HttpAgent`` runs against ``hookstream serve --demo`` (a real subprocess on waitress) and against the
 same application served in-process, whose event production times give the latency from an event being
-produced to its arrival in the Node client. Every event is piped through the client's own
-``enforceEvents()`` and ``verifyEvents()``; so is every stream of the shared provider corpus, replayed
-through its adapter and converted to AG-UI JSON.
+produced to its arrival in the Node client (reported, not asserted: see test_agui_flush.py). Every
+event is piped through the client's own ``enforceEvents()`` and ``verifyEvents()``; so is every stream
+of the shared provider corpus, replayed through its adapter and converted to AG-UI JSON.
 
 Needs Node and ``tests/e2e/node_modules`` (``scripts/install-browser-deps``); skipped otherwise.
 """
@@ -44,7 +44,7 @@ from hookstream._agui_demo import demo_factory  # noqa: E402
 from hookstream._agui_server import RunInput, RunStream, make_app  # noqa: E402
 from hookstream._events import BaseEvent, to_dict  # noqa: E402
 from hookstream.testing import replay_body  # noqa: E402
-from hookstream.testing.conformance import find_corpus  # noqa: E402
+from hookstream.testing.conformance import require_corpus, shared_missing  # noqa: E402
 
 # hookstream fields beyond the AG-UI 1.0 schema (see hookstream.events); enforceEvents() strips them with
 # a warning, which is allowed. Any other warning is a failure.
@@ -203,17 +203,15 @@ def test_latency_from_event_produced_to_node_arrival(tmp_path: Path, request: py
     if reporter is not None:
         reporter.write_line("\n" + line)
     print(line)
-    # Each event is flushed as produced: nothing waits for a buffer to fill or for the next event.
-    # The demo spaces provider events 5 ms apart, so buffering would show as latencies of 5 ms or more.
-    assert summary["median_ms"] < 5, summary
+    # A report, not a pass mark: a speed limit would fail on a loaded machine. That each event is sent
+    # as it is produced is proved by order in test_agui_flush.py; numbers to track go in benchmarks/.
 
 
-def _corpus_providers() -> dict[str, str]:
+def _corpus_providers(corpus: Path) -> dict[str, str]:
     """File prefix -> provider, read in place from ../shared/tools/check-corpus (its PROVIDER table)."""
-    corpus = find_corpus(ROOT)
-    tool = corpus.parent / "tools" / "check-corpus" if corpus else None
-    if tool is None or not tool.is_file():
-        return {}
+    tool = corpus.parent / "tools" / "check-corpus"
+    if not tool.is_file():
+        shared_missing(f"{tool} not found: it maps corpus file prefixes to providers")
     for node_ in ast.parse(tool.read_text("utf-8")).body:
         if isinstance(node_, ast.Assign) and any(getattr(t, "id", None) == "PROVIDER" for t in node_.targets):
             value: dict[str, str] = ast.literal_eval(node_.value)
@@ -222,12 +220,10 @@ def _corpus_providers() -> dict[str, str]:
 
 
 def test_every_corpus_stream_passes_enforce_and_verify(tmp_path: Path) -> None:
-    corpus = find_corpus(ROOT)
-    if corpus is None:
-        pytest.skip("shared corpus ../shared/provider-streams not found")
-    providers = _corpus_providers()
+    corpus = require_corpus(ROOT)
+    providers = _corpus_providers(corpus)
     if not providers:
-        pytest.skip("../shared/tools/check-corpus has no PROVIDER table to map file prefixes to providers")
+        shared_missing("../shared/tools/check-corpus has no PROVIDER table to map file prefixes to providers")
     from hookstream._registry import get_registry
 
     installed = set(get_registry().names("providers"))

@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 from engine_kit import frame, run, text_body, text_pieces, tool_body
-from hookstream import Callbacks, get_model
+from holdkit import NEVER, held
+from hookstream import Callbacks, ToolContext, get_model
 from hookstream._errors import CancelledError, RateLimitError, StreamTimeoutError
-from hookstream._tools import ToolContext
+from hookstream._retry import backoff_delay
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
-
-KEEPALIVE = b": keepalive\n\n"
 
 
 def error_body(message: str, etype: str) -> bytes:
@@ -42,7 +41,7 @@ def test_retry_after_429_honours_retry_after() -> None:
     with LoopbackServer(responses, check=check) as srv:
         _events, stream = run(srv.url)
     assert stream.result().text == "ok" and len(srv.requests) == 2
-    assert 0.98 <= times[1] - times[0] < 1.6, times
+    assert times[1] - times[0] >= 0.98, times  # a minimum wait: load can only lengthen it
 
 
 def test_5xx_is_retried_with_backoff_and_400_is_not() -> None:
@@ -52,7 +51,8 @@ def test_5xx_is_retried_with_backoff_and_400_is_not() -> None:
     with LoopbackServer(responses, check=check) as srv:
         _, stream = run(srv.url)
     assert stream.result().text == "ok"
-    assert 0.2 <= times[1] - times[0] < 0.8  # first backoff: 0.25-0.5 s
+    assert times[1] - times[0] >= 0.2, times  # the first backoff draws from 0.25-0.5 s:
+    assert all(0.25 <= backoff_delay(0) < 0.5 for _ in range(200))
     with LoopbackServer([Response(error_body("bad", "invalid_request_error"), status=400,
                                   content_type="application/json")]) as srv:
         events, stream = run(srv.url)
@@ -86,45 +86,56 @@ def test_connect_error_is_retried_then_reported() -> None:
 
 
 def test_stall_with_keepalives_ends_with_the_idle_timeout() -> None:
-    pieces = text_pieces("Hello", " wor")[:3] + [KEEPALIVE] * 100
-    with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
+    # The server sends keepalives every 50 ms until the test lets go: if they reset the idle clock the
+    # run could only end when the held stream did.
+    with held(text_pieces("Hello", " wor")[:3]) as (resp, hold), LoopbackServer([resp]) as srv:
         t0 = time.monotonic()
         events, stream = run(srv.url, timeouts={"idle": 0.5})
         elapsed = time.monotonic() - t0
+        assert not hold.body_ended.is_set()
     assert events[-1].type == "RUN_ERROR" and events[-1].code == "timeout"
     err = stream.result().error
     assert isinstance(err, StreamTimeoutError) and err.limit == "idle" and err.seconds == 0.5
     assert "idle timeout after 0.5 s" in events[-1].message
-    assert 0.5 <= elapsed < 1.2, elapsed  # keepalives every 50 ms did not reset it
+    assert elapsed >= 0.5, elapsed
     res = stream.result()
     assert res.text == "Hello wor" and res.messages[-1].text == "Hello wor"
 
 
 def test_first_event_timeout() -> None:
-    with LoopbackServer([Response(pieces=[KEEPALIVE] * 40 + text_pieces("late"), delay=0.05)]) as srv:
+    with held([], tail=text_pieces("late")) as (resp, hold), LoopbackServer([resp]) as srv:
         _events, stream = run(srv.url, timeouts={"first_event": 0.3})
+        assert not hold.body_ended.is_set()
     err = stream.result().error
     assert isinstance(err, StreamTimeoutError) and err.limit == "first_event"
 
 
 def test_step_timeout_even_while_events_flow() -> None:
-    pieces = text_pieces(*["x"] * 60)
-    with LoopbackServer([Response(pieces=pieces, delay=0.02)]) as srv:
-        _events, stream = run(srv.url, timeouts={"step": 0.4, "idle": 5})
+    # Text flows every 20 ms until the test lets go, so only the step limit can end the run.
+    x = text_pieces("x")
+    with held(x[:2], tail=x[2:], keepalive_every=0.02, filler=x[1]) as (resp, hold), \
+            LoopbackServer([resp]) as srv:
+        _events, stream = run(srv.url, timeouts={"step": 1.0, "idle": NEVER})
+        assert not hold.body_ended.is_set()
     err = stream.result().error
     assert isinstance(err, StreamTimeoutError) and err.limit == "step"
-    assert 0 < len(stream.result().text) < 60
+    assert set(stream.result().text) == {"x"}
 
 
 def test_run_timeout_while_a_tool_runs() -> None:
-    def wait_forever(ctx: ToolContext) -> str:
-        ctx.cancellation.wait(5)
+    release, returned = threading.Event(), threading.Event()
+
+    def wait_forever() -> str:
+        release.wait(NEVER)
+        returned.set()
         return "late"
 
-    with LoopbackServer([Response(tool_body(("c1", "wait_forever", {}))), Response(text_body("x"))]) as srv:
-        t0 = time.monotonic()
-        events, stream = run(srv.url, tools=[wait_forever], timeouts={"run": 0.4})
-        assert time.monotonic() - t0 < 1.0
+    try:
+        with LoopbackServer([Response(tool_body(("c1", "wait_forever", {}))), Response(text_body("x"))]) as srv:
+            events, stream = run(srv.url, tools=[wait_forever], timeouts={"run": 0.4})
+        assert not returned.is_set(), "the run limit waited for the tool to return"
+    finally:
+        release.set()
     err = stream.result().error
     assert isinstance(err, StreamTimeoutError) and err.limit == "run" and events[-1].code == "timeout"
     assert len(srv.requests) == 1
@@ -135,26 +146,26 @@ def test_slow_consumer_is_not_idle() -> None:
         from engine_kit import MODEL
         from hookstream._chat import chat
 
-        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", timeouts={"idle": 0.2})
+        # The whole body is already sent: only the consumer is slow, and that time is not idle time.
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", timeouts={"idle": 0.5})
         for ev in stream:
             if ev.type == "TEXT_MESSAGE_CONTENT":
-                time.sleep(0.3)
+                time.sleep(0.6)
     assert stream.result().outcome == "success"
 
 
 # -- cancellation -----------------------------------------------------------------------------------
 
 
-def cancel_when(stream: Any, predicate: Any, delay: float = 0.1) -> tuple[list[Any], float, float]:
-    """Iterate ``stream``; once ``predicate(event)`` held, cancel from another thread after ``delay``.
-    Returns (events, cancel time, end time)."""
+def cancel_when(stream: Any, predicate: Any, gate: threading.Event | None = None) -> list[Any]:
+    """Iterate ``stream``; once ``predicate(event)`` held, cancel it from another thread (after ``gate``
+    is set, when given). Returns the events."""
     events: list[Any] = []
-    cancelled_at: list[float] = []
     started = False
 
     def cancel() -> None:
-        time.sleep(delay)
-        cancelled_at.append(time.monotonic())
+        if gate is not None:
+            assert gate.wait(NEVER)
         stream.cancel()
 
     for ev in stream:
@@ -162,7 +173,7 @@ def cancel_when(stream: Any, predicate: Any, delay: float = 0.1) -> tuple[list[A
         if not started and predicate(ev):
             started = True
             threading.Thread(target=cancel, daemon=True).start()
-    return events, cancelled_at[0], time.monotonic()
+    return events
 
 
 def test_cancel_mid_text_from_another_thread() -> None:
@@ -170,11 +181,13 @@ def test_cancel_mid_text_from_another_thread() -> None:
     from hookstream._chat import chat
     from hookstream.testing import check_events
 
-    pieces = text_pieces("Hel", "lo")[:3] + [KEEPALIVE] * 200 + text_pieces("never")[1:]
-    with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
+    # The server holds the stream open (keepalives) until the test lets go: the run can only end
+    # because cancel() broke the blocked read.
+    with held(text_pieces("Hel", "lo")[:3], tail=text_pieces("never")[1:]) as (resp, hold), \
+            LoopbackServer([resp]) as srv:
         stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi")
-        events, at, end = cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT")
-    assert end - at < 0.1, end - at
+        events = cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT" and e.delta == "lo")
+        assert not hold.body_ended.is_set()
     check_events(events, form="run")
     fin = events[-1]
     assert fin.type == "RUN_FINISHED" and fin.outcome.type == "cancelled"
@@ -188,20 +201,28 @@ def test_cancel_mid_tool_from_another_thread() -> None:
     from hookstream.testing import check_events
 
     tokens: list[Any] = []
+    slow_started, release, returned = threading.Event(), threading.Event(), threading.Event()
 
     def quick() -> str:
         return "quick result"
 
     def slow(ctx: ToolContext) -> str:
         tokens.append(ctx.cancellation)
-        ctx.cancellation.wait(10)
+        slow_started.set()
+        release.wait(NEVER)
+        returned.set()
         return "late"
 
-    with LoopbackServer([Response(tool_body(("c1", "quick", {}), ("c2", "slow", {}))),
-                         Response(text_body("never"))]) as srv:
-        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", tools=[quick, slow])
-        events, at, end = cancel_when(stream, lambda e: e.type == "STEP_FINISHED", delay=0.15)
-    assert end - at < 0.1, end - at
+    # Sequential, so quick's result is in before slow starts and the cancel lands inside slow.
+    try:
+        with LoopbackServer([Response(tool_body(("c1", "quick", {}), ("c2", "slow", {}))),
+                             Response(text_body("never"))]) as srv:
+            stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", tools=[quick, slow],
+                          executor="sequential")
+            events = cancel_when(stream, lambda e: e.type == "STEP_FINISHED", gate=slow_started)
+        assert not returned.is_set(), "cancel() waited for the running tool to return"
+    finally:
+        release.set()
     check_events(events, form="run")
     assert events[-1].outcome.type == "cancelled" and len(srv.requests) == 1
     res = stream.result()
@@ -261,11 +282,10 @@ def test_callbacks_on_abort() -> None:
     from hookstream._chat import chat
 
     rec = Recorder()
-    pieces = text_pieces("Hel")[:2] + [KEEPALIVE] * 100
-    with LoopbackServer([Response(pieces=pieces, delay=0.05)]) as srv:
+    with held(text_pieces("Hel")[:2]) as (resp, _hold), LoopbackServer([resp]) as srv:
         provider = get_model(MODEL, base_url=srv.url + "/v1", api_key="k")
         stream = chat(provider, "hi", callbacks=Callbacks(**rec.kwargs()))
-        cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT", delay=0.05)
+        cancel_when(stream, lambda e: e.type == "TEXT_MESSAGE_CONTENT")
     assert rec.fired() == {"on_chunk", "on_step_start", "on_step_finish", "on_finish", "on_abort"}
     assert rec.calls["on_abort"][0].outcome == "cancelled" and rec.calls["on_finish"][0].text == "Hel"
 
@@ -275,7 +295,7 @@ def test_consumer_that_stops_early_aborts_the_run() -> None:
     from hookstream._chat import chat
 
     rec = Recorder()
-    with LoopbackServer([Response(pieces=text_pieces("a", "b") + [KEEPALIVE] * 50, delay=0.05)]) as srv:
+    with held(text_pieces("a", "b")[:3]) as (resp, _hold), LoopbackServer([resp]) as srv:
         provider = get_model(MODEL, base_url=srv.url + "/v1", api_key="k")
         stream = chat(provider, "hi", callbacks=Callbacks(**rec.kwargs()))
         for ev in stream:
@@ -299,17 +319,21 @@ def test_cancel_before_or_during_retry_wait(when: str) -> None:
     from engine_kit import MODEL
     from hookstream._chat import chat
 
-    resp = Response(error_body("slow", "rate_limit_exceeded"), status=429, headers={"Retry-After": "5"},
+    # Retry-After 30 s: were the wait not broken by cancel(), the retry would reach the server.
+    asked = threading.Event()
+
+    def check(index: int, req: CapturedRequest) -> None:
+        asked.set()
+
+    resp = Response(error_body("slow", "rate_limit_exceeded"), status=429, headers={"Retry-After": "30"},
                     content_type="application/json")
-    with LoopbackServer([resp]) as srv:
+    with LoopbackServer([resp], check=check) as srv:
         stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi")
         if when == "before":
             stream.cancel()
         else:
-            threading.Timer(0.2, stream.cancel).start()
-        t0 = time.monotonic()
+            threading.Thread(target=lambda: asked.wait(NEVER) and stream.cancel(), daemon=True).start()
         events = list(stream)
-    assert time.monotonic() - t0 < 1.0
+        assert len(srv.requests) == (0 if when == "before" else 1)
     assert events[-1].type == "RUN_FINISHED" and events[-1].outcome.type == "cancelled"
     assert stream.result().error is None or isinstance(stream.result().error, CancelledError)
-

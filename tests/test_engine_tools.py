@@ -3,24 +3,39 @@ prepare_step, repair_tool_call, JSON Schema validation, per-tool timeout and ret
 
 from __future__ import annotations
 
-import time
+import threading
 from typing import Any
 
+import pytest
 from engine_kit import body_messages, run, text_body, tool_body, tool_names, types
 from hookstream._loop import RepairRequest, StepSettings, StepStart
 from hookstream._messages import ToolCallPart
 from hookstream._tools import CancellationToken, ToolContext, tool
 from hookstream.testing import LoopbackServer, Response
 
+# Generous limits that only keep a broken test from hanging; none of them bounds how fast the code is.
+NEVER = 30.0
 
-def slow(city: str) -> str:
-    """Look up the weather slowly.
 
-    Args:
-        city: the city.
-    """
-    time.sleep(0.5)
-    return f"sunny in {city}"
+class Probe:
+    """Records tool starts and ends under a lock, and how many tool calls were running at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.log: list[str] = []
+        self.running = 0
+        self.most = 0
+
+    def enter(self, city: str) -> None:
+        with self.lock:
+            self.log.append(f"start {city}")
+            self.running += 1
+            self.most = max(self.most, self.running)
+
+    def leave(self, city: str) -> None:
+        with self.lock:
+            self.running -= 1
+            self.log.append(f"end {city}")
 
 
 def two_calls() -> list[Response]:
@@ -28,28 +43,71 @@ def two_calls() -> list[Response]:
             Response(text_body("Both sunny."))]
 
 
-def test_thread_executor_runs_two_tools_in_parallel_sequential_does_not() -> None:
-    elapsed = {}
-    for executor in ("thread", "sequential"):
-        with LoopbackServer(two_calls()) as srv:
-            t0 = time.monotonic()
-            _events, stream = run(srv.url, tools=[slow], executor=executor)
-            elapsed[executor] = time.monotonic() - t0
-        res = stream.result()
-        assert res.outcome == "success" and res.text == "Both sunny."
-        # Results in call order, whatever order they finished in.
-        assert [r.tool_call_id for r in res.tool_results] == ["c1", "c2"]
-        tool_msgs = [m for m in body_messages(srv.requests[1]) if m["role"] == "tool"]
-        assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2"]
-    assert 0.45 < elapsed["thread"] < 0.85, elapsed
-    assert 0.95 < elapsed["sequential"] < 1.5, elapsed
+def check_two_results(srv: LoopbackServer, stream: Any) -> None:
+    res = stream.result()
+    assert res.outcome == "success" and res.text == "Both sunny."
+    assert [r.output for r in res.tool_results] == ["sunny in Paris", "sunny in Rome"]
+    # Results in call order, whatever order they finished in.
+    assert [r.tool_call_id for r in res.tool_results] == ["c1", "c2"]
+    tool_msgs = [m for m in body_messages(srv.requests[1]) if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2"]
 
 
-def test_bounded_executor_by_name_with_a_limit() -> None:
+def test_thread_executor_runs_two_tools_in_parallel() -> None:
+    # Both calls must be inside the tool at once to pass the barrier: run one after the other, the
+    # first would wait alone until the barrier breaks. Paris then waits for Rome to finish, so the
+    # results come back in the reverse of the order they finished in.
+    both_in = threading.Barrier(2, timeout=NEVER)
+    rome_done = threading.Event()
+    probe = Probe()
+
+    def slow(city: str) -> str:
+        """Look up the weather, meeting the other call half-way.
+
+        Args:
+            city: the city.
+        """
+        probe.enter(city)
+        both_in.wait()
+        if city == "Paris":
+            assert rome_done.wait(NEVER)
+        probe.leave(city)
+        if city == "Rome":
+            rome_done.set()
+        return f"sunny in {city}"
+
     with LoopbackServer(two_calls()) as srv:
-        t0 = time.monotonic()
-        run(srv.url, tools=[slow], executor=("bounded", 1))
-        assert time.monotonic() - t0 > 0.95
+        _events, stream = run(srv.url, tools=[slow], executor="thread")
+    check_two_results(srv, stream)
+    assert probe.most == 2 and probe.log[-2:] == ["end Rome", "end Paris"]
+
+
+@pytest.mark.parametrize("executor", ["sequential", ("bounded", 1)], ids=["sequential", "bounded-1"])
+def test_sequential_and_bounded_one_never_overlap(executor: Any) -> None:
+    # Paris gives Rome a chance to start beside it. Waiting out that chance is the passing path, so a
+    # loaded machine can only make this test slower, never make it fail.
+    probe = Probe()
+    rome_started = threading.Event()
+
+    def slow(city: str) -> str:
+        """Look up the weather.
+
+        Args:
+            city: the city.
+        """
+        probe.enter(city)
+        if city == "Rome":
+            rome_started.set()
+        else:
+            rome_started.wait(0.3)
+        probe.leave(city)
+        return f"sunny in {city}"
+
+    with LoopbackServer(two_calls()) as srv:
+        _events, stream = run(srv.url, tools=[slow], executor=executor)
+    check_two_results(srv, stream)
+    assert probe.most == 1
+    assert probe.log == ["start Paris", "end Paris", "start Rome", "end Rome"]
 
 
 def test_prepare_step_changes_tools_model_and_system_of_step_two() -> None:
@@ -123,23 +181,29 @@ def test_schema_invalid_input_goes_back_to_the_model_as_an_error() -> None:
 
 
 def test_a_hanging_tool_times_out_with_an_error_result_and_the_run_goes_on() -> None:
+    # The tool blocks until the test lets it go, after the run: the run can only have finished
+    # because the engine stopped waiting for it, not because it returned.
     tokens: list[CancellationToken] = []
+    release, returned = threading.Event(), threading.Event()
 
     @tool(timeout=0.2)
     def hang(ctx: ToolContext) -> str:
         """Never returns on its own."""
         tokens.append(ctx.cancellation)
-        ctx.cancellation.wait(5)
+        release.wait(NEVER)
+        returned.set()
         return "late"
 
     def quick() -> str:
         return "ok"
 
     responses = [Response(tool_body(("c1", "hang", {}), ("c2", "quick", {}))), Response(text_body("fine"))]
-    with LoopbackServer(responses) as srv:
-        t0 = time.monotonic()
-        _events, stream = run(srv.url, tools=[hang, quick])
-        assert time.monotonic() - t0 < 1.5
+    try:
+        with LoopbackServer(responses) as srv:
+            _events, stream = run(srv.url, tools=[hang, quick])
+        assert not returned.is_set(), "the run waited for the hanging tool to return"
+    finally:
+        release.set()
     res = stream.result()
     assert res.outcome == "success" and res.text == "fine"
     assert res.tool_results[0].is_error and "timed out after 0.2 s" in res.tool_results[0].output
@@ -148,13 +212,20 @@ def test_a_hanging_tool_times_out_with_an_error_result_and_the_run_goes_on() -> 
 
 
 def test_default_tool_timeout_from_timeouts() -> None:
+    release, returned = threading.Event(), threading.Event()
+
     def sleepy() -> str:
-        time.sleep(2)
+        release.wait(NEVER)
+        returned.set()
         return "late"
 
     responses = [Response(tool_body(("c1", "sleepy", {}))), Response(text_body("ok"))]
-    with LoopbackServer(responses) as srv:
-        _, stream = run(srv.url, tools=[sleepy], timeouts={"tool": 0.1})
+    try:
+        with LoopbackServer(responses) as srv:
+            _, stream = run(srv.url, tools=[sleepy], timeouts={"tool": 0.1})
+        assert not returned.is_set()
+    finally:
+        release.set()
     assert "timed out after 0.1 s" in stream.result().tool_results[0].output
 
 

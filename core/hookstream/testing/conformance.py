@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 
@@ -24,9 +24,11 @@ from .._output import final_json
 from .grammar import check_events
 from .recorded import replay_body
 
-__all__ = ["Recording", "check_recording", "compare", "find_corpus", "recordings"]
+__all__ = ["CORPUS_ENV", "Recording", "check_recording", "compare", "find_corpus", "recordings", "require_corpus",
+           "shared_missing"]
 
 CORPUS_ENV = "HOOKSTREAM_CORPUS"
+_CORPUS_ENVS = {"provider-streams": CORPUS_ENV, "provider-streams-external": "HOOKSTREAM_CORPUS_EXTERNAL"}
 
 
 @attrs.define(slots=True, frozen=True)
@@ -36,19 +38,53 @@ class Recording:
     expected: dict[str, Any]
 
 
-def find_corpus(start: Path | None = None) -> Path | None:
-    """The shared provider-stream corpus: ``$HOOKSTREAM_CORPUS``, else ``../shared/provider-streams``
-    beside the repository that contains ``start`` (default: the working directory). ``None`` if absent."""
-    env = os.environ.get(CORPUS_ENV)
+def _locate(start: Path | None, name: str) -> tuple[Path | None, str]:
+    """(the corpus folder or ``None``, where it was looked for: the text of the skip or fail message)."""
+    env_name = _CORPUS_ENVS.get(name)
+    env = os.environ.get(env_name) if env_name else None
     if env:
         path = Path(env)
-        return path if path.is_dir() else None
+        return (path, "") if path.is_dir() else (None, f"${env_name}={env} is not a directory")
     here = (start or Path.cwd()).resolve()
+    tried = []
     for parent in (here, *here.parents):
-        candidate = parent.parent / "shared" / "provider-streams"
-        if (parent / ".git").exists() and candidate.is_dir():
-            return candidate
-    return None
+        if (parent / ".git").exists():
+            candidate = parent.parent / "shared" / name
+            if candidate.is_dir():
+                return candidate, ""
+            tried.append(str(candidate))
+    if not tried:
+        return None, f"shared corpus ../shared/{name} not found: {here} is not inside a git repository"
+    hint = f" or set ${env_name}" if env_name else ""
+    return None, f"shared corpus not found at {', '.join(tried)} (put it beside the repository{hint})"
+
+
+def find_corpus(start: Path | None = None, name: str = "provider-streams") -> Path | None:
+    """The shared corpus folder ``name`` (``provider-streams`` or ``provider-streams-external``):
+    ``$HOOKSTREAM_CORPUS`` (``$HOOKSTREAM_CORPUS_EXTERNAL``), else ``../shared/NAME`` beside the git
+    repository that contains ``start`` (default: the working directory). ``None`` if absent; tests
+    call :func:`require_corpus` instead, which skips or fails with the reason."""
+    return _locate(start, name)[0]
+
+
+def shared_missing(message: str) -> NoReturn:
+    """Stop a test that needs ``../shared``: ``pytest.fail`` when the environment variable ``CI`` is
+    set (a CI run must not pass by skipping its corpus tests), ``pytest.skip`` otherwise; both with
+    ``message``. Raises the pytest outcome exception; needs pytest."""
+    import pytest
+
+    if os.environ.get("CI"):
+        pytest.fail(f"{message} (CI is set: a missing corpus fails the run instead of skipping)", pytrace=False)
+    pytest.skip(message)
+
+
+def require_corpus(start: Path | None = None, name: str = "provider-streams") -> Path:
+    """The corpus folder like :func:`find_corpus`, or, when it is absent, :func:`shared_missing` with
+    where it was looked for (fail under ``$CI``, skip otherwise). For use inside a test."""
+    path, why = _locate(start, name)
+    if path is None:
+        shared_missing(why)
+    return path
 
 
 def recordings(corpus: Path, prefixes: tuple[str, ...]) -> list[Recording]:

@@ -21,7 +21,9 @@ all function-scoped and cleaned up after the test:
 ``hookstream_conformance(provider, prefixes, *, fragment=None, seed=0) -> dict[str, list[str]]``
     The provider conformance runner over the shared corpus (``--hookstream-corpus PATH`` or
     ``$HOOKSTREAM_CORPUS``, else ``../shared/provider-streams``): recording name -> mismatches (empty
-    lists when the adapter conforms). Skips the test when no corpus is found.
+    lists when the adapter conforms). When no corpus is found the test is skipped with where it was
+    looked for, or fails when the environment variable ``CI`` is set
+    (:func:`~hookstream.testing.conformance.shared_missing`).
 
 Thread safety: each fixture value belongs to one test; servers run on their own daemon threads.
 """
@@ -108,18 +110,21 @@ def hookstream_check_events() -> Callable[..., list[Any]]:
 
 @pytest.fixture
 def hookstream_conformance(request: pytest.FixtureRequest) -> Callable[..., dict[str, list[str]]]:
-    from .conformance import check_recording, find_corpus, recordings
+    from .conformance import check_recording, recordings, require_corpus, shared_missing
 
     option = request.config.getoption("--hookstream-corpus", default=None)
-    corpus = Path(option) if option else find_corpus(Path(str(request.config.rootpath)))
 
     def run(provider: str, prefixes: Iterable[str], *, fragment: tuple[int, int] | None = None,
             seed: int = 0) -> dict[str, list[str]]:
-        if corpus is None or not corpus.is_dir():
-            pytest.skip("no recorded provider-stream corpus (set --hookstream-corpus or $HOOKSTREAM_CORPUS)")
+        if option:
+            corpus = Path(option)
+            if not corpus.is_dir():
+                shared_missing(f"--hookstream-corpus {option} is not a directory")
+        else:
+            corpus = require_corpus(Path(str(request.config.rootpath)))
         found = recordings(corpus, tuple(prefixes))
         if not found:
-            pytest.skip(f"the corpus has no recordings for {sorted(prefixes)}")
+            shared_missing(f"the corpus {corpus} has no recordings for {sorted(prefixes)}")
         return {rec.name: check_recording(provider, rec, fragment=fragment, seed=seed) for rec in found}
 
     return run

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hookstream._events import Custom, RunError, RunStarted, ToolCallEnd
 from hookstream._messages import ReasoningPart, TextPart
-from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings
+from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings, require_corpus
 from hookstream.testing.grammar import check_events
 from hookstream.testing.recorded import replay_body
 
@@ -23,9 +23,8 @@ SEEDS = (1, 7, 42)
 
 
 def _need_corpus() -> Path:
-    if CORPUS is None:
-        pytest.skip("shared corpus ../shared/provider-streams not found")
-    return CORPUS
+    """The corpus, or skip (fail under $CI) saying where it was looked for."""
+    return require_corpus(Path(__file__).resolve())
 
 
 def _recording(name: str) -> Recording:

@@ -3,6 +3,7 @@ HTTP: whole, split at random byte boundaries, and with every CRLF split between 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,21 +15,38 @@ from hookstream._messages import Message
 from hookstream._output import final_json
 from hookstream._provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
-from hookstream.testing.conformance import Recording, check_recording, compare, find_corpus, recordings
+from hookstream.testing.conformance import (
+    Recording,
+    check_recording,
+    compare,
+    find_corpus,
+    recordings,
+    require_corpus,
+    shared_missing,
+)
 from hookstream_gemini import GeminiProvider
 
 PREFIXES = ("gemini", "gemini-vertex")
-CORPUS = find_corpus()
+# Found from this file, not the working directory, so running pytest from elsewhere still finds it.
+CORPUS = find_corpus(Path(__file__).resolve())
 RECORDINGS = recordings(CORPUS, PREFIXES) if CORPUS is not None else []
+# Without the corpus one "no-corpus" case stands in, so the run reports why instead of an empty set.
+CASES: list[Recording | None] = [*RECORDINGS] or [None]
 
 
-def _corpus() -> None:
-    if CORPUS is None:
-        pytest.skip("shared corpus ../shared/provider-streams not found")
+def _corpus() -> Path:
+    """The corpus, or skip (fail under $CI) saying where it was looked for."""
+    return require_corpus(Path(__file__).resolve())
 
 
-def _ids(recs: list[Recording]) -> list[str]:
-    return [r.name for r in recs]
+def _ids(rec: Recording | None) -> str:
+    return rec.name if rec is not None else "no-corpus"
+
+
+def _case(rec: Recording | None) -> Recording:
+    _corpus()
+    assert rec is not None
+    return rec
 
 
 def _by_name(name: str) -> Recording:
@@ -36,7 +54,7 @@ def _by_name(name: str) -> Recording:
     for rec in RECORDINGS:
         if rec.name == name:
             return rec
-    pytest.skip(f"recording {name} not in the corpus")
+    shared_missing(f"recording {name} not in the corpus {CORPUS}")
 
 
 def _run(pieces: list[bytes]) -> tuple[list[BaseEvent], StepResult]:
@@ -62,19 +80,20 @@ def test_gemini_corpus_present() -> None:
     assert len(RECORDINGS) == 11
 
 
-@pytest.mark.parametrize("rec", RECORDINGS, ids=_ids(RECORDINGS))
-def test_gemini_corpus_whole(rec: Recording) -> None:
-    assert check_recording("gemini", rec) == []
+@pytest.mark.parametrize("rec", CASES, ids=_ids)
+def test_gemini_corpus_whole(rec: Recording | None) -> None:
+    assert check_recording("gemini", _case(rec)) == []
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("rec", RECORDINGS, ids=_ids(RECORDINGS))
-def test_gemini_corpus_fragmented(rec: Recording, seed: int) -> None:
-    assert check_recording("gemini", rec, fragment=(1, 97), seed=seed) == []
+@pytest.mark.parametrize("rec", CASES, ids=_ids)
+def test_gemini_corpus_fragmented(rec: Recording | None, seed: int) -> None:
+    assert check_recording("gemini", _case(rec), fragment=(1, 97), seed=seed) == []
 
 
-@pytest.mark.parametrize("rec", RECORDINGS, ids=_ids(RECORDINGS))
-def test_gemini_corpus_crlf_split_between_cr_and_lf(rec: Recording) -> None:
+@pytest.mark.parametrize("rec", CASES, ids=_ids)
+def test_gemini_corpus_crlf_split_between_cr_and_lf(rec: Recording | None) -> None:
+    rec = _case(rec)
     body = rec.body_path.read_bytes()
     # Cut right after every "\r" so each "\r\n" arrives in two reads.
     pieces = [p + b"\r" for p in body.split(b"\r")]
@@ -84,8 +103,9 @@ def test_gemini_corpus_crlf_split_between_cr_and_lf(rec: Recording) -> None:
     assert compare(rec.expected, final_json(step)) == []
 
 
-@pytest.mark.parametrize("rec", RECORDINGS, ids=_ids(RECORDINGS))
-def test_gemini_corpus_extras(rec: Recording) -> None:
+@pytest.mark.parametrize("rec", CASES, ids=_ids)
+def test_gemini_corpus_extras(rec: Recording | None) -> None:
+    rec = _case(rec)
     events, step = _run([rec.body_path.read_bytes()])
     extra = rec.expected.get("extra") or {}
     finished = _finished(events)

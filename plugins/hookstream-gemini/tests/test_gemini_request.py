@@ -3,6 +3,7 @@ server and checked as captured (URL, headers, body); tool choice, options, base 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from hookstream._events import BaseEvent
 from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream._provider import CallContext, ModelRequest, ToolSpec
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, check_events
-from hookstream.testing.conformance import find_corpus
+from hookstream.testing.conformance import require_corpus
 from hookstream_gemini import GeminiProvider
 from hookstream_gemini.request import build_body, deep_merge
 
@@ -199,9 +200,7 @@ def test_gemini_api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_gemini_signatures_round_trip_from_a_recorded_stream() -> None:
     """A recorded answer's message, put back into the conversation, carries its signatures home."""
-    corpus = find_corpus()
-    if corpus is None:
-        pytest.skip("shared corpus ../shared/provider-streams not found")
+    corpus = require_corpus(Path(__file__).resolve())
     body = (corpus / "gemini__text-then-function-call-with-id.sse").read_bytes()
     with LoopbackServer([Response(body)]) as srv, requests.Session() as session:
         provider = GeminiProvider("gemini-3.1-pro-preview", base_url=srv.url, api_key=KEY)

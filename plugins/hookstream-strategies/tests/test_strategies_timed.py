@@ -61,10 +61,13 @@ def test_debounce_for_real_flushes_from_timer_thread() -> None:
 
     p = StreamProcessor(strategy=DebounceStrategy(20), on_text_update=on_text)
     start(p)
-    delta(p, "hello ")
-    delta(p, "world")
-    assert seen == []
-    assert done.wait(2.0)
+    # Holding the processor's lock keeps a timer that fires early (a preempted test thread) waiting
+    # until both deltas are in, so they always come out as one update, however loaded the machine.
+    with p.lock:
+        delta(p, "hello ")
+        delta(p, "world")
+        assert seen == []
+    assert done.wait(30)  # only so a broken timer cannot hang the test
     assert seen == [(seen[0][0], "hello world")] and seen[0][0] != threading.current_thread().name
     with p.lock:  # state is consistent under the processor's lock
         assert p.messages[0].parts[0].content == "hello world"  # type: ignore[union-attr]
