@@ -164,7 +164,9 @@ def chat(
     ``tools`` are functions (schema from signature and docstring), :class:`~hookstream.tools.Tool`
     objects or ``{"name", "description", "parameters"}`` dicts. ``max_steps`` bounds model calls.
     ``base_url`` is the API root (``http://host/v1`` for OpenAI, ``http://host`` for Anthropic and
-    Gemini); ``api_key`` defaults to the provider's environment variable (``OPENAI_API_KEY``...).
+    Gemini); ``api_key`` defaults to the provider's environment variable (``OPENAI_API_KEY``...); with
+    neither, a run against the provider's own endpoint ends at once with ``RUN_ERROR``
+    ``missing_api_key`` naming the variable (a custom ``base_url`` is called without a key).
     ``executor`` is a tool-executor name (``thread``, ``sequential``, ``bounded``), ``("bounded", 2)``
     or an object; ``stop_when`` holds stop conditions as callables or ``("name", *args)``
     (``step_count_is``, ``has_tool_call``, ``finish_reason_is``, ``total_tokens_exceed``).
@@ -183,7 +185,8 @@ def chat(
     Limits: ``timeouts`` (a :class:`~hookstream.timeouts.Timeouts` or dict: ``connect``, ``read``,
     ``first_event``, ``idle``, ``step``, ``run``, ``tool`` seconds) replaces ``connect_timeout`` and
     ``read_timeout`` when given; ``max_retries`` retries connect errors and HTTP 408/409/429/5xx
-    before the first byte (backoff with jitter, ``Retry-After`` honoured). ``max_event_bytes`` bounds
+    before the first byte, and an in-stream overload or rate-limit error before any content (backoff
+    with jitter, ``Retry-After`` honoured and shown in the error message). ``max_event_bytes`` bounds
     one SSE event (bytes, default 16 MiB): a longer one ends the run with ``RUN_ERROR``
     ``line_too_long``.
 
