@@ -156,8 +156,11 @@ class StreamBuilder:
         )
         return out
 
-    def error(self, message: str, code: str | None = None, usage: Usage | None = None) -> list[BaseEvent]:
+    def error(
+        self, message: str, code: str | None = None, usage: Usage | None = None, raw_finish_reason: str | None = None
+    ) -> list[BaseEvent]:
         """End with ``RUN_ERROR``. Open blocks stay open: what arrived is kept by the consumer, and an
-        unfinished tool call is never marked complete."""
+        unfinished tool call is never marked complete. ``raw_finish_reason`` is the provider's own end
+        state when it sent one before or with the error."""
         self.closed = True
-        return [RunError(message, code=code, usage=usage)]
+        return [RunError(message, code=code, usage=usage, raw_finish_reason=raw_finish_reason)]

@@ -5,9 +5,15 @@ status, dropped connection, malformed chunk, adapter bug, a time limit) the even
 with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``, after every event that arrived before the failure;
 the typed exception is kept on :attr:`ModelCall.exception`.
 
-Retries (see :mod:`hookstream.retry`) happen only before the first byte of a 2xx response: connect
-errors and HTTP 408/409/429/5xx, with exponential backoff and jitter or the server's ``Retry-After``.
-Once the stream is open nothing is retried (the model may already have produced output).
+Retries (see :mod:`hookstream.retry`): connect errors and HTTP 408/409/429/5xx before the first byte
+of a 2xx response, with exponential backoff and jitter or the server's ``Retry-After``; and an overload
+or rate-limit error reported inside the stream (``RUN_ERROR`` from the adapter) while nothing but
+``RUN_STARTED`` has reached the caller. Once content has been yielded nothing is retried (the caller
+already has output); a retried attempt's ``RUN_STARTED`` is not repeated.
+
+Before any request, :meth:`Provider.check_api_key` rejects a missing key for the provider's own
+endpoint (``RUN_ERROR`` code ``missing_api_key``). The provider's API key is masked (``***``) in every
+error message, exception, ``RUN_ERROR`` event and log line of the call (:meth:`Provider.redact`).
 
 For the engine's watchdog (:mod:`hookstream.timeouts`) the call stamps :attr:`sent_at` when it sends
 the request and :attr:`last_event_at` (``time.monotonic()``) when an adapter event arrives and again
@@ -25,7 +31,14 @@ from collections.abc import Iterator
 
 import requests
 
-from ._errors import CancelledError, ConnectionClosedError, HookstreamError, MalformedChunkError
+from ._errors import (
+    CancelledError,
+    ConnectionClosedError,
+    HookstreamError,
+    MalformedChunkError,
+    ProviderError,
+    redact_exception,
+)
 from ._events import BaseEvent, RunError, RunFinished, RunStarted
 from ._provider import CallContext, ModelRequest, Provider
 from ._retry import retry_delay
@@ -103,11 +116,20 @@ class ModelCall:
         if stream is not None:
             stream.abort()
 
-    def _open(self) -> Stream:
-        http_request = self.provider.build_request(self.request)
+    def _open(self, attempt: int) -> tuple[Stream, int]:
+        """The open stream and the attempt number it took (``attempt`` counts earlier retries)."""
+        provider = self.provider
+        provider.check_api_key()
+        http_request = provider.build_request(self.request)
         log.debug("POST %r", http_request)
         opts = self.options
-        attempt = 0
+        redact = provider.redact
+
+        def error_reader(status: int, body: bytes) -> tuple[str, str | None]:
+            # Masked here, before the transport logs it or builds the exception from it.
+            message, etype = provider.read_error(status, body)
+            return redact(message), etype
+
         while True:
             if self._cancelled.is_set():
                 raise CancelledError("cancelled before the request was sent")
@@ -119,43 +141,70 @@ class ModelCall:
                     http_request,
                     connect_timeout=opts.connect_timeout,
                     read_timeout=opts.read_timeout,
-                    error_reader=self.provider.read_error,
+                    error_reader=error_reader,
                     max_event_bytes=opts.max_event_bytes,
-                )
+                ), attempt
             except HookstreamError as exc:
-                delay = retry_delay(exc, attempt, max_wait=opts.max_retry_wait) if attempt < opts.max_retries else None
-                if delay is None or self._cancelled.is_set():
-                    raise
-                log.info("retrying %s in %.2f s after %s", http_request.redacted_url(), delay, exc.code)
-                # The wait is interruptible: abort() sets the event.
-                if self._cancelled.wait(delay):
-                    raise CancelledError("cancelled while waiting to retry") from None
+                self._wait_to_retry(exc, attempt, http_request.redacted_url())
                 attempt += 1
+
+    def _wait_to_retry(self, exc: HookstreamError, attempt: int, where: str) -> None:
+        """Return after the backoff when ``exc`` may be retried; else raise ``exc`` (or CancelledError)."""
+        opts = self.options
+        delay = retry_delay(exc, attempt, max_wait=opts.max_retry_wait) if attempt < opts.max_retries else None
+        if delay is None or self._cancelled.is_set():
+            raise exc
+        log.info("retrying %s in %.2f s after %s", where, delay, exc.code)
+        # The wait is interruptible: abort() sets the event.
+        if self._cancelled.wait(delay):
+            raise CancelledError("cancelled while waiting to retry") from None
 
     def __iter__(self) -> Iterator[BaseEvent]:
         started = False
         mono = time.monotonic
+        redact = self.provider.redact
         try:
-            stream = self._open()
-            with self._lock:
-                self._stream = stream
-                cancelled = self._cancelled.is_set()
-            if cancelled:
-                stream.abort()
-            try:
-                for event in self.provider.parse_stream(stream.events(), self.context):
-                    t = type(event)
-                    if t is RunStarted:
-                        started = True
+            attempt = 0
+            while True:
+                stream, attempt = self._open(attempt)
+                with self._lock:
+                    self._stream = stream
+                    cancelled = self._cancelled.is_set()
+                if cancelled:
+                    stream.abort()
+                content = False  # an event other than RUN_STARTED reached the caller: no more retries
+                retry: ProviderError | None = None
+                try:
+                    for event in self.provider.parse_stream(stream.events(), self.context):
+                        t = type(event)
+                        if t is RunStarted:
+                            if not started:  # a retried attempt's RUN_STARTED is not repeated
+                                started = True
+                                yield event
+                            continue
+                        if isinstance(event, RunError):
+                            event.message = redact(event.message)
+                            if not content and attempt < self.options.max_retries:
+                                retry = ProviderError(event.message, error_type=event.code)
+                                if retry_delay(retry, attempt, max_wait=self.options.max_retry_wait) is not None:
+                                    break
+                                retry = None
+                        content = True
+                        self.last_event_at = mono()
                         yield event
-                        continue
-                    self.last_event_at = mono()
-                    yield event
-                    if t in _TERMINAL:
-                        return
-                    self.last_event_at = mono()
-            finally:
-                stream.close()
+                        if t in _TERMINAL:
+                            return
+                        self.last_event_at = mono()
+                finally:
+                    stream.close()
+                    with self._lock:
+                        self._stream = None
+                    # Drop the response now: a traceback of the error below would keep it alive.
+                    del stream
+                if retry is None:
+                    break
+                self._wait_to_retry(retry, attempt, "the in-stream error")
+                attempt += 1
             if self._cancelled.is_set():
                 raise CancelledError("cancelled")
             raise ConnectionClosedError("stream ended before the provider's final event")
@@ -166,12 +215,15 @@ class ModelCall:
             exc: BaseException = raised
             if self._cancelled.is_set():
                 exc = self._reason or CancelledError("cancelled")
+            # One place masks the API key in whatever the failure carries: provider text echoed in an
+            # HTTP error body, the first bytes of a non-stream body, an adapter's exception.
+            redact_exception(exc, redact)
             if not isinstance(exc, HookstreamError) and not isinstance(exc, ValueError):
                 log.exception("adapter %s failed", self.provider.name)
             self.exception = exc
             if not started:
                 yield RunStarted(self.context.thread_id, self.context.run_id)
-            yield RunError(_message(exc), code=_code(exc))
+            yield RunError(redact(_message(exc)), code=_code(exc))
 
 
 def _code(exc: BaseException) -> str:

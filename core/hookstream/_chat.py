@@ -176,7 +176,9 @@ def chat(
     """Start a chat run and return its :class:`ChatStream` (nothing is sent until it is iterated).
 
     ``model`` is ``"PROVIDER:MODEL"`` (the provider's own endpoint, key from its environment variable)
-    or a provider object from :func:`get_model` (base URL, API key and connection pool set once).
+    or a provider object from :func:`get_model` (base URL, API key and connection pool set once). With
+    no API key, a run against the provider's own endpoint ends at once with ``RUN_ERROR``
+    ``missing_api_key`` naming the environment variable (a custom ``base_url`` is called without one).
     ``messages_or_prompt`` is a prompt string, a :class:`~hookstream.Message`, or a list of messages /
     ``{"role", "content"}`` dicts. ``tools`` are functions (schema from signature and docstring),
     :class:`~hookstream.Tool` objects or ``{"name", "description", "parameters"}`` dicts.

@@ -1,10 +1,14 @@
 """Exception classes: one hierarchy, each with a stable ``code`` used as the AG-UI ``RUN_ERROR`` code.
 
 No exception here ever holds an API key: HTTP errors carry the status, the provider's error type and
-message, and the URL without its query string (Gemini puts the key in the query when asked to).
+message, and the URL without its query string (Gemini puts the key in the query when asked to); a
+provider's text that echoes the key is masked by :func:`redact_exception` (called by
+:class:`hookstream.call.ModelCall` for every error of a call).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 __all__ = [
     "AGUIInputError",
@@ -18,6 +22,8 @@ __all__ = [
     "HookstreamError",
     "LineTooLongError",
     "MalformedChunkError",
+    "MissingAPIKeyError",
+    "NotEventStreamError",
     "NotFoundError",
     "PartialJSONError",
     "PluginError",
@@ -33,6 +39,7 @@ __all__ = [
     "UnknownPluginError",
     "UnknownToolCallError",
     "error_for_status",
+    "redact_exception",
 ]
 
 
@@ -94,6 +101,36 @@ class LineTooLongError(TransportError):
         self.limit = limit
 
 
+class NotEventStreamError(TransportError):
+    """A 2xx answer that is not an SSE event stream: a proxy's HTML login page, a JSON body from a server
+    that ignored ``stream: true``. ``status`` is the HTTP status, ``content_type`` the ``Content-Type``
+    header (``None`` when absent), ``head`` the first bytes of the body as text (at most 200 characters).
+    """
+
+    code = "not_event_stream"
+
+    def __init__(self, status: int, content_type: str | None, head: str) -> None:
+        what = f"{content_type!r}" if content_type else "no content type"
+        shown = f": {head!r}" if head else " and an empty body"
+        super().__init__(f"expected an event stream (text/event-stream), got HTTP {status} with {what}{shown}")
+        self.status = status
+        self.content_type = content_type
+        self.head = head
+
+
+class MissingAPIKeyError(HookstreamError, ValueError):
+    """No API key for a provider's own endpoint; ``env_vars`` are the environment variables that would
+    supply it (raised before any request is sent). A custom ``base_url`` (a local server) needs none."""
+
+    code = "missing_api_key"
+
+    def __init__(self, provider: str, env_vars: tuple[str, ...]) -> None:
+        names = " or ".join(env_vars) or "the provider's API key variable"
+        super().__init__(f"no API key for the {provider} provider: set {names} or pass api_key")
+        self.provider = provider
+        self.env_vars = env_vars
+
+
 class MalformedChunkError(HookstreamError):
     """A stream chunk could not be parsed (invalid JSON, missing required fields)."""
 
@@ -136,7 +173,9 @@ class HTTPStatusError(ProviderError):
         retry_after: float | None = None,
         url: str | None = None,
     ) -> None:
-        super().__init__(f"HTTP {status}: {message}", error_type=None, status=status)
+        # The wait is part of the text, so it reaches RUN_ERROR.message and logs, not only this object.
+        wait = f" (retry after {retry_after:g} s)" if retry_after is not None else ""
+        super().__init__(f"HTTP {status}: {message}{wait}", error_type=None, status=status)
         self.provider_message = message
         self.error_type = error_type
         self.retry_after = retry_after
@@ -257,3 +296,20 @@ class PartialJSONError(ValueError):
 
 class AGUIInputError(ValueError):
     """A POSTed ``RunAgentInput`` that cannot be run; the message says which field is wrong."""
+
+
+def redact_exception(exc: BaseException, redact: Callable[[str], str]) -> None:
+    """Apply ``redact`` (e.g. :meth:`hookstream.provider.Secret.redact`) in place to every text an
+    exception shows: ``args``, string attributes (``message``, ``provider_message``, ``data``,
+    ``head``...), and the same for its ``__cause__``/``__context__`` chain."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.args = tuple(redact(a) if isinstance(a, str) else a for a in current.args)
+        attrs = getattr(current, "__dict__", None)
+        if attrs:
+            for name, value in list(attrs.items()):
+                if isinstance(value, str):
+                    attrs[name] = redact(value)
+        current = current.__cause__ or current.__context__

@@ -187,7 +187,8 @@ class LoopSettings:
     * ``stream_tool_call_responses``: ``False`` streams only the final answer (steps the loop continues
       after are not yielded; callbacks still see them).
     * ``max_retries``: retries of a model call that failed before its first byte (connect errors,
-      HTTP 408/409/429/5xx), with backoff and jitter or the server's ``Retry-After`` (default 2).
+      HTTP 408/409/429/5xx, or an in-stream overload/rate-limit error before any content), with backoff
+      and jitter or the server's ``Retry-After`` (honoured and shown in the error message; default 2).
     * ``max_event_bytes``: the largest SSE event accepted, in bytes (default 16 MiB); a longer one
       ends the run with ``RUN_ERROR`` ``line_too_long``.
     * ``run_id``: the AG-UI run id (default: a fresh ``run_<hex>``).

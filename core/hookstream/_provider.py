@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Self
 import attrs
 import requests
 
+from ._errors import MissingAPIKeyError
 from ._events import BaseEvent
 from ._messages import Message
 from ._secrets import Secret
@@ -128,6 +129,21 @@ class Provider(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def redact(self, text: str) -> str:
+        """``text`` with this provider's API key masked as ``***``; the core applies it to every error
+        message, exception, ``RUN_ERROR`` event and log line of a model call."""
+        return self.api_key.redact(text)
+
+    def check_api_key(self) -> None:
+        """Raise :class:`hookstream.errors.MissingAPIKeyError` (naming :attr:`api_key_env`) when there is
+        no API key and the provider talks to its own :attr:`default_base_url`: that endpoint always
+        needs one, so failing before the request beats an ``HTTP 401`` later. A custom ``base_url``
+        (Ollama, vLLM, a proxy) may need no key and is let through."""
+        if self.api_key or not self.api_key_env:
+            return
+        if self.base_url == type(self).default_base_url.rstrip("/"):
+            raise MissingAPIKeyError(self.name or type(self).__name__, self.api_key_env)
 
     @abc.abstractmethod
     def build_request(self, request: ModelRequest) -> HTTPRequest:

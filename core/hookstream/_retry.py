@@ -1,7 +1,10 @@
 """When a failed model request may be sent again, and how long to wait first.
 
 Retried, and only before the first byte of a 2xx response: connect errors (including a connect
-timeout) and HTTP 408, 409, 429 and 5xx (the set the OpenAI and Anthropic SDKs retry). The wait is
+timeout) and HTTP 408, 409, 429 and 5xx (the set the OpenAI and Anthropic SDKs retry). Also retried:
+an overload or rate-limit error the provider reports *inside* a 2xx stream (Anthropic's
+``overloaded_error`` event, an OpenAI-compatible ``{"error": {"type": "rate_limit_exceeded"}}`` chunk)
+before any content reached the caller; :class:`hookstream.call.ModelCall` enforces that. The wait is
 exponential backoff with jitter unless the server sent ``Retry-After`` (RFC 9110 section 10.2.3),
 which is honoured as given, up to ``max_wait``.
 
@@ -16,12 +19,21 @@ from __future__ import annotations
 
 import random
 
-from ._errors import ConnectError, HTTPStatusError, StreamTimeoutError
+from ._errors import ConnectError, HTTPStatusError, ProviderError, StreamTimeoutError
 
-__all__ = ["RETRY_STATUSES", "backoff_delay", "retry_delay"]
+__all__ = ["RETRY_ERROR_TYPES", "RETRY_STATUSES", "backoff_delay", "retry_delay"]
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 """Client statuses worth a retry; every 5xx is retried too."""
+
+RETRY_ERROR_TYPES = frozenset({
+    "overloaded_error",  # Anthropic "error" event (API reference, "Errors": HTTP 529 equivalent)
+    "rate_limit_error",  # Anthropic
+    "rate_limit_exceeded", "rate_limit", "too_many_requests", "server_overloaded",  # OpenAI-compatible
+    "resource_exhausted", "unavailable",  # Gemini google.rpc status names
+    "429", "503", "529",  # routers that put the HTTP status in ``error.code`` (OpenRouter)
+})
+"""In-stream provider error types (compared lower-cased) retried like HTTP 429/503/529."""
 
 
 def backoff_delay(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:
@@ -40,7 +52,10 @@ def retry_delay(exc: BaseException, attempt: int, *, max_wait: float = 60.0) -> 
     ``Retry-After`` wins over the backoff; one longer than ``max_wait`` seconds is not retried (the
     caller gets the typed error and its ``retry_after`` to decide).
     """
-    if isinstance(exc, StreamTimeoutError):
+    if isinstance(exc, ProviderError) and not isinstance(exc, HTTPStatusError):
+        if (exc.error_type or "").lower() not in RETRY_ERROR_TYPES:
+            return None
+    elif isinstance(exc, StreamTimeoutError):
         if exc.limit != "connect":
             return None
     elif isinstance(exc, HTTPStatusError):

@@ -26,6 +26,13 @@ class Secret:
     def reveal(self) -> str:
         return self._value
 
+    def redact(self, text: str) -> str:
+        """``text`` with every occurrence of the key replaced by ``***`` (servers echo a wrong key in
+        their error text). Keys shorter than 4 characters are left alone: masking them would mangle
+        ordinary words and they protect nothing."""
+        key = self._value
+        return text.replace(key, "***") if len(key) >= 4 and key in text else text
+
     def __repr__(self) -> str:
         return "Secret('***')"
 

@@ -8,7 +8,9 @@ Errors become typed exceptions from :mod:`hookstream.errors`: a non-2xx answer i
 :class:`~hookstream.errors.HTTPStatusError` subclass carrying the status and the provider's own error
 message (never the request headers, so never the API key); a dropped connection is a
 :class:`~hookstream.errors.ConnectionClosedError`; an SSE event larger than ``max_event_bytes`` is a
-:class:`~hookstream.errors.LineTooLongError`.
+:class:`~hookstream.errors.LineTooLongError`; a 2xx answer that is not an event stream (an HTML login
+page from a proxy, a JSON body from a server that ignored ``stream: true``) is a
+:class:`~hookstream.errors.NotEventStreamError` naming its content type and first bytes.
 
 Thread safety: a :class:`Stream` is consumed by one thread; :meth:`Stream.abort` may be called from any
 other thread and unblocks a pending read at once.
@@ -35,6 +37,7 @@ from ._errors import (
     ConnectionClosedError,
     HTTPStatusError,
     LineTooLongError,
+    NotEventStreamError,
     StreamTimeoutError,
     TransportError,
     error_for_status,
@@ -138,10 +141,12 @@ class Stream:
         response: requests.Response,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         read_timeout: float | None = None,
+        head: bytes = b"",
     ) -> None:
         self.response = response
         self.max_event_bytes = max_event_bytes
         self.read_timeout = read_timeout
+        self._head = head  # bytes open_stream already read to look at the body; served first
         self._aborted = threading.Event()
 
     def _chunks(self) -> Iterator[bytes]:
@@ -149,16 +154,19 @@ class Stream:
         limit = self.max_event_bytes
         pending = 0  # bytes since the last blank line, an upper bound on the current event's size
         try:
+            data, self._head = self._head, b""
             while True:
-                data = raw.read1(_READ_SIZE)
                 if not data:
-                    return
+                    data = raw.read1(_READ_SIZE)
+                    if not data:
+                        return
                 # Bound the size of one event: sseclient-py would otherwise buffer an endless line.
                 cut = max(data.rfind(b"\n\n"), data.rfind(b"\r\r"), data.rfind(b"\n\r\n"))
                 pending = len(data) - cut if cut >= 0 else pending + len(data)
                 if pending > limit:
                     raise LineTooLongError(limit)
                 yield data
+                data = b""
         except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
             if self._aborted.is_set():
                 return
@@ -213,7 +221,9 @@ def open_stream(
 
     ``connect_timeout`` and ``read_timeout`` are seconds (``read_timeout`` bounds each socket read, so
     it is an idle limit on bytes, keepalives included). Raises :class:`ConnectError`,
-    :class:`StreamTimeoutError` (``connect``) or an :class:`HTTPStatusError` subclass for non-2xx.
+    :class:`StreamTimeoutError` (``connect``) or an :class:`HTTPStatusError` subclass for non-2xx, and
+    :class:`NotEventStreamError` for a 2xx body that is neither labelled ``text/event-stream`` nor
+    starts like one. Every error path closes the response before raising.
     """
     try:
         resp = session.request(
@@ -238,7 +248,54 @@ def open_stream(
         # result): drop the response here so its socket is released now.
         del resp
         raise error
-    return Stream(resp, max_event_bytes, read_timeout)
+    content_type = resp.headers.get("content-type")
+    head = b""
+    if not _is_event_stream(content_type):
+        # Some OpenAI-compatible servers label a real event stream text/plain or send no type at all,
+        # so the first bytes decide: SSE starts with a field name or a comment line.
+        try:
+            head = _first_bytes(resp, read_timeout)
+        except BaseException:
+            resp.close()
+            raise
+        if not _looks_like_sse(head):
+            not_sse = _not_event_stream(resp, request, content_type, head)
+            # As for status errors: the traceback keeps this frame, and so the response, alive.
+            del resp
+            raise not_sse
+    return Stream(resp, max_event_bytes, read_timeout, head)
+
+
+_SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":", b"data\n", b"data\r")
+
+
+def _is_event_stream(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def _looks_like_sse(head: bytes) -> bool:
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(_SSE_STARTS)
+
+
+def _first_bytes(resp: requests.Response, read_timeout: float | None) -> bytes:
+    """The first bytes the server sent (one read, up to 64 KiB; ``b""`` for an empty body)."""
+    try:
+        return resp.raw.read1(_READ_SIZE) or b""
+    except urllib3.exceptions.ReadTimeoutError:
+        raise StreamTimeoutError("first_byte", read_timeout or 0.0) from None
+    except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
+        raise ConnectionClosedError(f"connection closed before the first event ({type(exc).__name__})") from None
+
+
+def _not_event_stream(
+    resp: requests.Response, request: HTTPRequest, content_type: str | None, head: bytes
+) -> NotEventStreamError:
+    resp.close()  # nothing of this body is wanted: release the socket now, not when the error dies
+    text = " ".join(head[:400].decode("utf-8", "replace").split())[:200]
+    log.debug("HTTP %s with %r from %s is not an event stream", resp.status_code, content_type, request.redacted_url())
+    return NotEventStreamError(resp.status_code, content_type, text)
 
 
 def _reason(exc: BaseException) -> str:

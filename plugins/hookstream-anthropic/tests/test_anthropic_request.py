@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 from anthropic_sse_helpers import KEY, body, message_end, message_start, run_call, text_block, thinking_block
+from hookstream._errors import MissingAPIKeyError
 from hookstream._events import to_json
 from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream._provider import ModelRequest, ToolSpec
@@ -315,8 +316,11 @@ def test_anthropic_key_never_in_repr_and_required() -> None:
     http = provider.build_request(ModelRequest(model="m", messages=[Message.user("q")]))
     assert KEY not in repr(provider) and KEY not in repr(http) and KEY not in str(provider.api_key)
     assert http.url == "https://api.anthropic.com/v1/messages"
-    with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
-        AnthropicProvider("m", api_key="").build_request(ModelRequest(model="m", messages=[Message.user("q")]))
+    with pytest.raises(MissingAPIKeyError, match="ANTHROPIC_API_KEY"):
+        AnthropicProvider("m", api_key="").check_api_key()
+    keyless = AnthropicProvider("m", base_url="http://127.0.0.1:1", api_key="")
+    keyless.check_api_key()  # a custom endpoint may need no key
+    assert "x-api-key" not in keyless.build_request(ModelRequest(model="m", messages=[Message.user("q")])).headers
 
 
 def test_anthropic_key_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import requests
+from hookstream import LoopSettings, get_model
 from hookstream._call import ModelCall
 from hookstream._errors import HTTPStatusError
 from hookstream._events import BaseEvent, RunError
@@ -114,10 +115,10 @@ def test_bad_tool_choice_is_invalid_request() -> None:
             cls("m", api_key="k").build_request(req)
 
 
-def test_assistant_with_only_tool_calls_has_null_content() -> None:
+def test_assistant_with_only_tool_calls_has_empty_string_content() -> None:
     msg = Message("assistant", [ToolCallPart("c", "f", None, arguments_raw='{"a":')])
     body = OpenAIChatProvider("m", api_key="k").build_request(ModelRequest("m", [Message.user("x"), msg])).json
-    assert body["messages"][1] == {"role": "assistant", "content": None, "tool_calls": [
+    assert body["messages"][1] == {"role": "assistant", "content": "", "tool_calls": [
         {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a":'}}]}
 
 
@@ -197,3 +198,36 @@ def test_http_errors_become_run_error(provider_cls: type, status: int, headers: 
         assert exc.retry_after == 7.0
     for text in (last.message, str(exc), repr(exc), repr(call.provider)):
         assert KEY not in text
+
+
+def _llama_cpp_check(index: int, req: Any) -> str | None:
+    """Refuses what llama-cpp-python's OpenAI-compatible server refuses: an assistant message whose
+    ``content`` is null or missing (its pydantic model wants a string)."""
+    for m in (req.json() or {}).get("messages", []):
+        if m.get("role") == "assistant" and not isinstance(m.get("content"), str):
+            return "1 validation error: messages.assistant.content: Input should be a valid string"
+    return None
+
+
+def test_tool_call_history_is_accepted_by_a_strict_openai_compatible_server() -> None:
+    from hookstream._chat import chat
+    from hookstream.testing.provider_bodies import final_stream, provider_stream
+
+    def get_weather(city: str) -> dict[str, Any]:
+        """Weather for a city.
+
+        Args:
+            city: the city name
+        """
+        return {"temperature": 18}
+
+    first = provider_stream("openai", text="", reasoning="")  # a tool call only, no text
+    with LoopbackServer([Response(first.body), Response(final_stream("openai").body)],
+                        check=_llama_cpp_check) as srv:
+        stream = chat(get_model("openai:local", base_url=srv.url + "/v1", api_key=""), "weather in Paris?",
+                      tools=[get_weather], loop=LoopSettings(max_retries=0))
+        events = list(stream)
+        sent = srv.requests
+    assert events[-1].type == "RUN_FINISHED", stream.result().error
+    assistant = next(m for m in sent[1].json()["messages"] if m["role"] == "assistant")
+    assert assistant["content"] == "" and assistant["tool_calls"]

@@ -145,3 +145,47 @@ def test_responses_refusal_is_custom_event() -> None:
     events, step = replay("openai-responses", body)
     check_events(events, form="call")
     assert [e.value for e in events if e.type == "CUSTOM"] == [{"text": "No."}] and step.text == ""
+
+
+def test_openrouter_error_beside_a_choice_is_run_error_with_text_kept() -> None:
+    # OpenRouter: the error object rides on a chunk that still has a choice (finish_reason "error").
+    body = chat(delta({"content": "Hello wor"}),
+                {"error": {"code": 502, "message": "Provider returned error"},
+                 "choices": [{"index": 0, "delta": {"content": "ld"}, "finish_reason": "error"}]},
+                delta({"content": " never"}, "stop"))
+    events, step = replay("openai", body)
+    check_events(events, form="call")
+    last = events[-1]
+    assert last.type == "RUN_ERROR" and last.code == "502" and last.message == "Provider returned error"
+    assert last.raw_finish_reason == "error"
+    assert step.text == "Hello world"
+
+
+def test_router_error_with_choices_and_usage_keeps_finish_and_usage() -> None:
+    # The shape of the corpus recording openrouter-error-chunk-after-length: finish "length" came
+    # earlier, the error chunk carries usage and a null finish_reason.
+    body = chat(delta({"content": "", "reasoning": "thinking"}),
+                delta({"content": ""}, "length"),
+                {"error": {"code": 400, "message": "Token limit reached"},
+                 "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": None}],
+                 "usage": {"prompt_tokens": 43, "completion_tokens": 10, "total_tokens": 53}})
+    events, step = replay("openai", body)
+    check_events(events, form="call")
+    last = events[-1]
+    assert last.type == "RUN_ERROR" and last.code == "400" and "Token limit reached" in last.message
+    assert last.raw_finish_reason == "length"
+    assert last.usage.input_tokens == 43 and last.usage.output_tokens == 10
+    assert step.reasoning == "thinking"
+
+
+def test_error_string_beside_choices_and_null_error_is_ignored() -> None:
+    body = chat(delta({"content": "a"}, error=None), {"error": "upstream timed out", "choices": []})
+    events, step = replay("openai", body)
+    assert events[-1].type == "RUN_ERROR" and events[-1].message == "upstream timed out"
+    assert step.text == "a"
+
+
+def test_in_stream_rate_limit_code_wins_over_openai_budget_type() -> None:
+    body = chat({"error": {"message": "Rate limit reached", "type": "tokens", "code": "rate_limit_exceeded"}})
+    events, _ = replay("openai", body)
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "rate_limit_exceeded"

@@ -40,16 +40,17 @@ class AnthropicProvider(Provider):
         """``POST {base_url}/v1/messages`` with headers ``x-api-key``, ``anthropic-version`` and a JSON
         body from :func:`hookstream_anthropic.request.build_body`.
 
-        Raises :class:`ValueError` when no API key is configured or the request cannot be expressed.
+        Raises :class:`ValueError` when the request cannot be expressed. A missing key is the core's
+        check (:meth:`hookstream.provider.Provider.check_api_key`, before any request); a custom
+        ``base_url`` (an Anthropic-compatible server) may need none, and then no ``x-api-key`` is sent.
         """
-        if not self.api_key:
-            raise ValueError("no Anthropic API key: pass api_key or set ANTHROPIC_API_KEY")
         headers = {
-            "x-api-key": self.api_key.reveal(),
             "anthropic-version": ANTHROPIC_VERSION,
             "content-type": "application/json",
             "accept": "text/event-stream",
         }
+        if self.api_key:
+            headers["x-api-key"] = self.api_key.reveal()
         return HTTPRequest(f"{self.base_url}/v1/messages", build_body(request), headers)
 
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:

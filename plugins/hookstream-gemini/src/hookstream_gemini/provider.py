@@ -62,18 +62,18 @@ class GeminiProvider(Provider):
 
         The error type is ``status`` (``INVALID_ARGUMENT``, ``PERMISSION_DENIED``,
         ``RESOURCE_EXHAUSTED``...); a ``details[].reason`` such as ``API_KEY_INVALID`` is appended to the
-        message. The API key is masked should the body ever echo it.
+        message. The core masks the API key should the body echo it (:meth:`Provider.redact`).
         """
         text = body.decode("utf-8", "replace").strip()
         try:
             doc: Any = json.loads(text)
         except ValueError:
-            return (self._mask(text[:500]) or f"HTTP {status}", None)
+            return (text[:500] or f"HTTP {status}", None)
         if isinstance(doc, list) and doc:
             doc = doc[0]
         err = doc.get("error") if isinstance(doc, dict) else None
         if not isinstance(err, dict):
-            return (self._mask(text[:500]), None)
+            return (text[:500], None)
         message = str(err.get("message") or f"HTTP {status}")
         reasons = [
             d["reason"] for d in err.get("details") or () if isinstance(d, dict) and isinstance(d.get("reason"), str)
@@ -81,8 +81,4 @@ class GeminiProvider(Provider):
         if reasons:
             message = f"{message} ({', '.join(reasons)})"
         etype = err.get("status") or err.get("code")
-        return (self._mask(message), str(etype) if etype is not None else None)
-
-    def _mask(self, text: str) -> str:
-        key = self.api_key.reveal()
-        return text.replace(key, "***") if key else text
+        return (message, str(etype) if etype is not None else None)

@@ -88,8 +88,9 @@ def chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Model messages as Chat Completions ``messages``.
 
     ``system``/``user`` -> ``{"role", "content": text}``; ``assistant`` -> ``{"role": "assistant",
-    "content": text | null, "tool_calls": [{"id", "type": "function", "function": {"name",
-    "arguments": JSON text}}]}``; each tool result -> ``{"role": "tool", "tool_call_id", "content"}``.
+    "content": text (``""`` when there is only tool calls), "tool_calls": [{"id", "type": "function",
+    "function": {"name", "arguments": JSON text}}]}``; each tool result -> ``{"role": "tool",
+    "tool_call_id", "content"}``.
     Reasoning parts are not sent: Chat Completions has no input field for them.
     Raises :class:`ValueError` for a part the role cannot carry or a tool output that is not JSON-able.
     """
@@ -115,7 +116,10 @@ def chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
                     )
                 elif not isinstance(p, ReasoningPart):
                     raise ValueError(f"an assistant message cannot hold a {p.kind} part")
-            msg: dict[str, Any] = {"role": "assistant", "content": "".join(text) if text or not calls else None}
+            # ``content`` is always a string, ``""`` beside tool calls: OpenAI accepts null or "", but
+            # OpenAI-compatible servers do not (llama-cpp-python rejects null, and some chat templates
+            # fail when the key is absent), and "" is accepted everywhere we know of.
+            msg: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
             if calls:
                 msg["tool_calls"] = calls
             out.append(msg)
@@ -272,8 +276,12 @@ def _error_event(err: Any) -> tuple[str, str]:
     """(message, code) of an in-stream ``{"error": {...}}`` payload."""
     if isinstance(err, dict):
         message = err.get("message") or json.dumps(err)[:500]
-        code = err.get("type") or err.get("code") or "provider_error"
-        return str(message), str(code)
+        etype, code = err.get("type"), err.get("code")
+        # OpenAI rate-limit errors say which budget ran out in ``type`` ("requests", "tokens") and what
+        # happened in ``code`` ("rate_limit_exceeded"); the latter is the kind callers (and retries) need.
+        if etype in ("requests", "tokens") and isinstance(code, str) and code:
+            etype = code
+        return str(message), str(etype or code or "provider_error")
     return str(err)[:500], "provider_error"
 
 
@@ -299,8 +307,11 @@ class OpenAIChatProvider(Provider):
     * ``finish_reason`` (last non-null value of choice 0) is kept raw; normalised by
       :func:`normalise_finish_reason`. ``usage`` comes from the last chunk where it is not null
       (Groq's ``x_groq.usage`` when the top-level one is absent), see :func:`chat_usage`.
-    * An in-stream ``{"error": {"message", "type"|"code"}}`` chunk -> ``RUN_ERROR`` with that type as
-      code. ``data: [DONE]`` ends the call; a stream that ends without it ends with ``RUN_ERROR``
+    * A chunk with a non-null ``error`` object ``{"message", "type"|"code"}`` -> ``RUN_ERROR`` with that
+      type (else the code, e.g. OpenRouter's HTTP-like ``502``) as code, whether or not it also has
+      ``choices`` (OpenRouter sends it beside a choice with ``finish_reason: "error"``): that chunk's
+      delta and usage are kept, and the last ``finish_reason`` seen rides on ``RUN_ERROR`` as
+      ``raw_finish_reason``. ``data: [DONE]`` ends the call; a stream that ends without it ends with ``RUN_ERROR``
       ``connection_closed`` (what arrived is kept). Non-JSON data raises ``MalformedChunkError``.
 
     Thread safety: instances hold configuration only and may be shared; each call's state lives in
@@ -361,13 +372,8 @@ class OpenAIChatProvider(Provider):
                     finish = choice.get("finish_reason")
                     if finish:
                         raw_finish = finish
-            elif choices is None:
-                if "error" in chunk:
-                    message, code = _error_event(chunk["error"])
-                    yield from b.error(message, code=code, usage=chat_usage(usage) if usage else None)
-                    return
-                if not chunk.get("usage"):
-                    log.debug("skipping a chunk of unknown type %r (SSE event %r)", chunk.get("object"), sse.event)
+            elif choices is None and not chunk.get("usage") and not chunk.get("error"):
+                log.debug("skipping a chunk of unknown type %r (SSE event %r)", chunk.get("object"), sse.event)
             u = chunk.get("usage")
             if u:
                 usage = u
@@ -375,6 +381,14 @@ class OpenAIChatProvider(Provider):
                 xu = chunk["x_groq"].get("usage") if isinstance(chunk["x_groq"], dict) else None
                 if xu:
                     usage = xu
+            err = chunk.get("error")
+            if err:
+                # Checked after the choices: OpenRouter puts the error object beside a choice (with
+                # ``finish_reason: "error"`` or null) whose delta is still part of the answer.
+                message, code = _error_event(err)
+                yield from b.error(message, code=code, usage=chat_usage(usage) if usage else None,
+                                   raw_finish_reason=raw_finish)
+                return
         else:
             return  # no [DONE]: the core ends the call with RUN_ERROR connection_closed
         unnamed = st.unnamed_tool_calls()
