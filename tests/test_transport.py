@@ -114,3 +114,55 @@ def test_malformed_chunk_becomes_run_error_after_good_text() -> None:
     assert acc.finish().text == "ok"
     assert events[-1].code == "malformed_chunk"
     check_events(events)
+
+
+# -- SSE event-size limit: any split of the same bytes gives the same result -------------------------
+
+SPLITS = [{}, {"split": "lines"}, {"split": "bytes"}, {"split": "events"}, {"split": "events", "per_read": 3}]
+SPLIT_IDS = ["whole", "line-per-read", "byte-per-read", "event-per-read", "3-events-per-read"]
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+@pytest.mark.parametrize("framing", SPLITS, ids=SPLIT_IDS)
+def test_stream_longer_than_the_limit_in_small_events_succeeds(sep: str, framing: dict) -> None:
+    # A server flushing line by line sends the blank line that ends each event in a read of its own:
+    # the size limit is per event, never for the stream.
+    docs = [{"text": f"{i:03d} "} for i in range(60)]
+    body = sse(*docs, {"finish": "stop"}, sep=sep)
+    limit = 64
+    assert len(body) > 20 * limit and all(len(sse(d, sep=sep)) <= limit for d in docs)
+    with LoopbackServer([Response(body, **framing)]) as srv:
+        events, acc, call = run_call(srv.url, CallOptions(max_event_bytes=limit))
+    assert call.exception is None, call.exception
+    check_events(events, form="call")
+    assert acc.finish().text == "".join(d["text"] for d in docs)
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+@pytest.mark.parametrize("framing", SPLITS, ids=SPLIT_IDS)
+def test_oversized_event_fails_only_itself(sep: str, framing: dict) -> None:
+    # The good events may share a read with the oversized line: they are delivered, then the call ends.
+    big = sse({"text": "x" * 400}, sep=sep)
+    body = sse({"text": "good "}, {"text": "events"}, sep=sep) + big + sse({"text": "never"}, {"finish": "stop"},
+                                                                           sep=sep)
+    with LoopbackServer([Response(body, **framing)]) as srv:
+        events, acc, call = run_call(srv.url, CallOptions(max_event_bytes=200))
+    assert isinstance(call.exception, LineTooLongError)
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "line_too_long"
+    assert acc.finish().text == "good events"
+    check_events(events, form="call")
+
+
+def test_event_exactly_at_the_limit_passes_and_one_byte_more_fails() -> None:
+    # The limit counts an event's lines and the blank line that ends it.
+    event = sse({"text": "abcdefghij"})
+    finish = sse({"finish": "stop"})
+    limit = len(event)
+    assert len(finish) < limit
+    with LoopbackServer([Response(event + finish, split="bytes")]) as srv:
+        _, acc, call = run_call(srv.url, CallOptions(max_event_bytes=limit))
+    assert call.exception is None and acc.finish().text == "abcdefghij"
+    with LoopbackServer([Response(sse({"text": "abcdefghijk"}) + finish, split="bytes")]) as srv:
+        events, acc, call = run_call(srv.url, CallOptions(max_event_bytes=limit))
+    assert isinstance(call.exception, LineTooLongError) and acc.finish().text == ""
+    assert events[-1].code == "line_too_long"
