@@ -254,8 +254,9 @@ class LoopbackServer:
             do_POST = do_GET = _serve
 
         self._server = _Server(("127.0.0.1", 0), Handler)
+        # stop() waits up to one poll interval; replay-heavy tests start hundreds of servers.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="hookstream-loopback", daemon=True
+            target=self._server.serve_forever, args=(0.01,), name="hookstream-loopback", daemon=True
         )
         self._thread.start()
         return self
