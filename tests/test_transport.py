@@ -17,6 +17,7 @@ from hookstream.events import TextMessageContent
 from hookstream.messages import Message
 from hookstream.provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
+from hookstream.testing.server import split_body
 
 KEY = "sk-test-SECRET-0123456789"
 
@@ -166,3 +167,35 @@ def test_event_exactly_at_the_limit_passes_and_one_byte_more_fails() -> None:
         events, acc, call = run_call(srv.url, CallOptions(max_event_bytes=limit))
     assert isinstance(call.exception, LineTooLongError) and acc.finish().text == ""
     assert events[-1].code == "line_too_long"
+
+
+@pytest.mark.parametrize("ending", ["fin", "rst"])
+@pytest.mark.parametrize("framing", SPLITS, ids=SPLIT_IDS)
+def test_fin_or_rst_without_the_last_chunk_keeps_what_arrived(framing: dict, ending: str) -> None:
+    body = sse({"text": "kept "}, {"text": "text"})
+    with LoopbackServer([Response(body, ending=ending, **framing)]) as srv:
+        events, acc, call = run_call(srv.url)
+    assert isinstance(call.exception, ConnectionClosedError)
+    assert events[-1].code == "connection_closed"
+    assert acc.finish().text == "kept text"
+    check_events(events)
+
+
+def test_split_body_units_join_back() -> None:
+    body = b"data: a\n\ndata: b\r\n\r\nid: 1\rdata: c\r\r: keepalive\ndata: d"
+    assert split_body(body, "lines") == [b"data: a\n", b"\n", b"data: b\r\n", b"\r\n", b"id: 1\r", b"data: c\r",
+                                         b"\r", b": keepalive\n", b"data: d"]
+    assert split_body(body, "events") == [b"data: a\n\n", b"data: b\r\n\r\n", b"id: 1\rdata: c\r\r",
+                                          b": keepalive\ndata: d"]
+    assert split_body(body, "events", 3) == [b"data: a\n\ndata: b\r\n\r\nid: 1\rdata: c\r\r",
+                                             b": keepalive\ndata: d"]
+    assert split_body(body, "bytes") == [bytes([c]) for c in body]
+    for split in ("lines", "events", "bytes"):
+        for n in (1, 2, 5):
+            assert b"".join(split_body(body, split, n)) == body
+    with pytest.raises(ValueError):
+        split_body(body, "words")
+    with pytest.raises(ValueError):
+        Response(body, per_read=0)
+    with pytest.raises(ValueError):
+        Response(body, ending="close")
