@@ -78,28 +78,37 @@ def bounded_reads(reads: Iterable[bytes], max_event_bytes: int) -> Iterator[byte
     end after each line, so without the cut it would end the event there only when a read happened to
     end between CR and LF.
 
-    Cost is linear in stream length: each read is searched a constant number of times with
-    ``bytes.rfind``; only once an event may exceed the limit (the current event plus the read is
-    longer than ``max_event_bytes``) are the event ends inside the read walked one by one.
+    Cost is linear in stream length: each read is searched a constant number of times (a read without
+    CR: once for CR, once backwards for LF LF), never the bytes of earlier reads; only once an event
+    may exceed the limit (the open event plus the read is longer than ``max_event_bytes``) are the
+    event ends inside the read walked one by one.
     """
     pending = 0  # bytes of the event still open at the end of the last read
     tail = b""  # the stream's last 3 bytes, to see an event end split across two reads
     for data in reads:
         if not data:
             continue
-        joint = _joint_ends(tail, data) if tail else []
+        has_cr = b"\r" in data  # most streams are LF only: skip the CR searches
+        # An event end split across reads holds the last byte of the previous read.
+        split_end = tail[-1:] in (b"\n", b"\r")
         fail = -1  # where in ``data`` an oversized event starts
         if pending + len(data) <= max_event_bytes:
             # No event can exceed the limit in this read: only the last event end matters.
-            last = max(joint, default=0)
-            for pat, n in _ENDS:
-                i = data.rfind(pat)
-                if i >= 0 and i + n > last:
-                    last = i + n
+            i = data.rfind(b"\n\n")
+            last = i + 2 if i >= 0 else 0
+            if has_cr:
+                i = data.rfind(b"\r\n\r\n")
+                if i >= 0 and i + 4 > last:
+                    last = i + 4
+                i = data.rfind(b"\r\r")
+                if i >= 0 and i + 2 > last:
+                    last = i + 2
+            if last < 3 and split_end:  # an end split across reads ends at offset 1 to 3
+                last = max([last, *_joint_ends(tail, data)])
             pending = len(data) - last if last else pending + len(data)
         else:
             start = -pending  # where the open event started, relative to ``data``
-            for end in _all_ends(data, joint):
+            for end in _all_ends(data, _joint_ends(tail, data) if split_end else []):
                 if end - start > max_event_bytes:
                     fail = max(start, 0)
                     break
@@ -112,7 +121,10 @@ def bounded_reads(reads: Iterable[bytes], max_event_bytes: int) -> Iterator[byte
         if fail >= 0:
             yield from _cut_cr_cr_lf(before, data[:fail])
             raise LineTooLongError(max_event_bytes)
-        yield from _cut_cr_cr_lf(before, data)
+        if has_cr:
+            yield from _cut_cr_cr_lf(before, data)
+        else:
+            yield data
 
 
 def _joint_ends(tail: bytes, data: bytes) -> list[int]:
