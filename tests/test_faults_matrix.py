@@ -29,6 +29,7 @@ ERROR_CODE = {
     "close_mid_text": "connection_closed",
     "close_mid_args": "connection_closed",
     "close_mid_frame": "connection_closed",
+    "reset_mid_text": "connection_closed",
     "stall_silent": "timeout",
     "malformed_frame": "connection_closed",
     "invalid_json": "malformed_chunk",
@@ -41,7 +42,8 @@ ERROR_CODE = {
     "http_503": "server_error",
     "http_503_retry_after": "server_error",
 }
-CUT_AT = {"close_mid_text": "mid_text", "close_mid_frame": "mid_text", "close_mid_args": "mid_args"}
+CUT_AT = {"close_mid_text": "mid_text", "close_mid_frame": "mid_text", "close_mid_args": "mid_args",
+          "reset_mid_text": "mid_text"}
 
 # Known gaps in code owned elsewhere: the check fails with this reason until fixed (xfail, not strict).
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
@@ -194,3 +196,33 @@ def test_cancel_during_stall_keeps_text(provider: str) -> None:
     assert rec.calls == []
     threads, sockets = settle(threads0, sockets0)
     assert threads <= threads0 and sockets <= sockets0
+
+
+FRAMINGS = {"line-per-read": ("lines", 1), "byte-per-read": ("bytes", 1), "3-events-per-read": ("events", 3)}
+
+
+@pytest.mark.parametrize("fault", ["none", "close_mid_text", "reset_mid_text", "invalid_json"])
+@pytest.mark.parametrize("framing", list(FRAMINGS))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_fault_outcome_does_not_depend_on_framing(provider: str, framing: str, fault: str) -> None:
+    """The same fault with the events sent one line, one byte or three events per read ends as with
+    one event per read: same outcome, error code, text and reasoning per step, tool calls run. The
+    event-size limit is set to the largest event, so a limit counted across events would show."""
+    if provider not in _providers():
+        pytest.skip(f"provider {provider!r} is not installed")
+    script, final = provider_stream(provider), final_stream(provider)
+    limit = max(map(len, [*script.events, script.invalid_json, *final.events]))
+
+    def run(split: str | None, per_read: int) -> tuple[object, ...]:
+        rec, get_weather = recording_tool()
+        with FaultServer(provider, fault, script=script, split=split, per_read=per_read) as srv:
+            events, stream = run_chat(provider, srv.base_url, [get_weather], max_event_bytes=limit)
+        check_events(events, form="run")
+        result = stream.result()
+        return (result.outcome, events[-1].type, getattr(events[-1], "code", None),
+                [(s.text, s.reasoning) for s in result.steps], rec.calls)
+
+    split, per_read = FRAMINGS[framing]
+    expected = run(None, 1)
+    assert expected[0] == ("success" if fault == "none" else "error")
+    assert run(split, per_read) == expected

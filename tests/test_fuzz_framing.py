@@ -1,8 +1,9 @@
 """Hypothesis properties of SSE framing + adapters, and of the incremental JSON parser.
 
-Framing runs in-process through the same layer the transport uses (sseclient-py fed byte chunks, then
-the provider's parse_stream), so 100,000 inputs fit in CI time; a few examples also go through real
-loopback HTTP. ``HOOKSTREAM_FUZZ_EXAMPLES`` sets the example count (``tox -e fuzz``: 100,000).
+Framing runs in-process through the same layers the transport uses (byte chunks through
+``bounded_reads`` into sseclient-py, then the provider's parse_stream), so 100,000 inputs fit in CI
+time; a few examples also go through real loopback HTTP. ``HOOKSTREAM_FUZZ_EXAMPLES`` sets the
+example count (``tox -e fuzz``: 100,000).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any
 import pytest
 import sseclient
 from hookstream._accumulate import StepAccumulator
-from hookstream._errors import HookstreamError
+from hookstream._errors import HookstreamError, LineTooLongError
 from hookstream._provider import CallContext
 from hookstream._registry import get_registry
+from hookstream._transport import DEFAULT_MAX_EVENT_BYTES, bounded_reads
 from hookstream.testing import check_events, replay_body
 from hookstream.testing.provider_bodies import PROVIDERS, provider_stream
 from hypothesis import HealthCheck, given, settings
@@ -32,7 +34,8 @@ BODIES = {p: provider_stream(p).body for p in INSTALLED}
 def _run(provider: str, chunks: list[bytes]) -> tuple[Any, ...]:
     """(text, reasoning, tool calls, finish) of one call framed from ``chunks``; typed errors pass through."""
     prov = get_registry().provider(provider)("fuzz", base_url="http://127.0.0.1:9", api_key="k")
-    events = list(prov.parse_stream(sseclient.SSEClient(iter(chunks)).events(), CallContext("t", "r")))
+    sse = sseclient.SSEClient(bounded_reads(chunks, DEFAULT_MAX_EVENT_BYTES)).events()
+    events = list(prov.parse_stream(sse, CallContext("t", "r")))
     check_events(events, form="call") if events and events[-1].type in ("RUN_FINISHED", "RUN_ERROR") else None
     acc = StepAccumulator()
     for ev in events:
@@ -99,6 +102,51 @@ def test_split_over_real_http(provider: str) -> None:
         check_events(events, form="call")
         assert (step.text, step.reasoning, [(c.name, c.arguments) for c in step.tool_calls]) == (
             expected.text, expected.reasoning, [(c.name, c.arguments) for c in expected.tool_calls])
+
+    prop()
+
+
+def _sse_events(chunks: list[bytes], limit: int) -> list[Any]:
+    """(event, data, id) of each SSE event framed from ``chunks``, then "line_too_long" if it ended so."""
+    out: list[Any] = []
+    try:
+        for e in sseclient.SSEClient(bounded_reads(chunks, limit)).events():
+            out.append((e.event, e.data, e.id))
+    except LineTooLongError:
+        out.append("line_too_long")
+    return out
+
+
+# Pieces of SSE text with every line ending and blank-line form, so cuts fall inside CR LF and
+# between the blank line's bytes; mixed endings included (CR CR LF, LF CR LF).
+sse_pieces = st.sampled_from([b"data: ", b"x", b"yz", b"\xc3\xa9", b"event: e", b"id: 1", b":", b"\r", b"\n",
+                              b"\r\n", b"\n\n", b"\r\n\r\n", b"\r\r"])
+
+
+def test_event_size_limit_is_the_same_for_any_split() -> None:
+    """Events, and where line_too_long ends them, do not depend on where reads are cut."""
+
+    @FUZZ
+    @given(st.lists(sse_pieces, max_size=40), st.integers(1, 200), st.lists(st.integers(0, 400), max_size=12))
+    def prop(pieces: list[bytes], limit: int, cuts: list[int]) -> None:
+        body = b"".join(pieces)
+        whole = _sse_events([body], limit)
+        assert _sse_events(_split(body, cuts), limit) == whole
+        assert _sse_events([body[i : i + 1] for i in range(len(body))], limit) == whole
+
+    prop()
+
+
+def test_event_size_limit_delivers_every_event_before_the_oversized_one() -> None:
+    @FUZZ
+    @given(st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=30), max_size=8),
+           st.integers(1, 40), st.sampled_from(["\n", "\r\n", "\r"]))
+    def prop(datas: list[str], limit: int, sep: str) -> None:
+        events = [f"data: {d}{sep}{sep}".encode() for d in datas]
+        got = _sse_events([b"".join(events)], limit)
+        first_big = next((i for i, e in enumerate(events) if len(e) > limit), len(events))
+        want: list[Any] = [("message", d, None) for d in datas[:first_big]]
+        assert got == (want if first_big == len(events) else [*want, "line_too_long"])
 
     prop()
 

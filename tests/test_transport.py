@@ -16,6 +16,7 @@ from hookstream._events import TextMessageContent
 from hookstream._messages import Message
 from hookstream._provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
+from hookstream.testing.server import split_body
 
 KEY = "sk-test-SECRET-0123456789"
 
@@ -113,3 +114,87 @@ def test_malformed_chunk_becomes_run_error_after_good_text() -> None:
     assert acc.finish().text == "ok"
     assert events[-1].code == "malformed_chunk"
     check_events(events)
+
+
+# -- SSE event-size limit: any split of the same bytes gives the same result -------------------------
+
+SPLITS = [{}, {"split": "lines"}, {"split": "bytes"}, {"split": "events"}, {"split": "events", "per_read": 3}]
+SPLIT_IDS = ["whole", "line-per-read", "byte-per-read", "event-per-read", "3-events-per-read"]
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+@pytest.mark.parametrize("framing", SPLITS, ids=SPLIT_IDS)
+def test_stream_longer_than_the_limit_in_small_events_succeeds(sep: str, framing: dict) -> None:
+    # A server flushing line by line sends the blank line that ends each event in a read of its own:
+    # the size limit is per event, never for the stream.
+    docs = [{"text": f"{i:03d} "} for i in range(60)]
+    body = sse(*docs, {"finish": "stop"}, sep=sep)
+    limit = 64
+    assert len(body) > 20 * limit and all(len(sse(d, sep=sep)) <= limit for d in docs)
+    with LoopbackServer([Response(body, **framing)]) as srv:
+        events, acc, call = run_call(srv.url, CallOptions(max_event_bytes=limit))
+    assert call.exception is None, call.exception
+    check_events(events, form="call")
+    assert acc.finish().text == "".join(d["text"] for d in docs)
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+@pytest.mark.parametrize("framing", SPLITS, ids=SPLIT_IDS)
+def test_oversized_event_fails_only_itself(sep: str, framing: dict) -> None:
+    # The good events may share a read with the oversized line: they are delivered, then the call ends.
+    big = sse({"text": "x" * 400}, sep=sep)
+    body = sse({"text": "good "}, {"text": "events"}, sep=sep) + big + sse({"text": "never"}, {"finish": "stop"},
+                                                                           sep=sep)
+    with LoopbackServer([Response(body, **framing)]) as srv:
+        events, acc, call = run_call(srv.url, CallOptions(max_event_bytes=200))
+    assert isinstance(call.exception, LineTooLongError)
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "line_too_long"
+    assert acc.finish().text == "good events"
+    check_events(events, form="call")
+
+
+def test_event_exactly_at_the_limit_passes_and_one_byte_more_fails() -> None:
+    # The limit counts an event's lines and the blank line that ends it.
+    event = sse({"text": "abcdefghij"})
+    finish = sse({"finish": "stop"})
+    limit = len(event)
+    assert len(finish) < limit
+    with LoopbackServer([Response(event + finish, split="bytes")]) as srv:
+        _, acc, call = run_call(srv.url, CallOptions(max_event_bytes=limit))
+    assert call.exception is None and acc.finish().text == "abcdefghij"
+    with LoopbackServer([Response(sse({"text": "abcdefghijk"}) + finish, split="bytes")]) as srv:
+        events, acc, call = run_call(srv.url, CallOptions(max_event_bytes=limit))
+    assert isinstance(call.exception, LineTooLongError) and acc.finish().text == ""
+    assert events[-1].code == "line_too_long"
+
+
+@pytest.mark.parametrize("ending", ["fin", "rst"])
+@pytest.mark.parametrize("framing", SPLITS, ids=SPLIT_IDS)
+def test_fin_or_rst_without_the_last_chunk_keeps_what_arrived(framing: dict, ending: str) -> None:
+    body = sse({"text": "kept "}, {"text": "text"})
+    with LoopbackServer([Response(body, ending=ending, **framing)]) as srv:
+        events, acc, call = run_call(srv.url)
+    assert isinstance(call.exception, ConnectionClosedError)
+    assert events[-1].code == "connection_closed"
+    assert acc.finish().text == "kept text"
+    check_events(events)
+
+
+def test_split_body_units_join_back() -> None:
+    body = b"data: a\n\ndata: b\r\n\r\nid: 1\rdata: c\r\r: keepalive\ndata: d"
+    assert split_body(body, "lines") == [b"data: a\n", b"\n", b"data: b\r\n", b"\r\n", b"id: 1\r", b"data: c\r",
+                                         b"\r", b": keepalive\n", b"data: d"]
+    assert split_body(body, "events") == [b"data: a\n\n", b"data: b\r\n\r\n", b"id: 1\rdata: c\r\r",
+                                          b": keepalive\ndata: d"]
+    assert split_body(body, "events", 3) == [b"data: a\n\ndata: b\r\n\r\nid: 1\rdata: c\r\r",
+                                             b": keepalive\ndata: d"]
+    assert split_body(body, "bytes") == [bytes([c]) for c in body]
+    for split in ("lines", "events", "bytes"):
+        for n in (1, 2, 5):
+            assert b"".join(split_body(body, split, n)) == body
+    with pytest.raises(ValueError):
+        split_body(body, "words")
+    with pytest.raises(ValueError):
+        Response(body, per_read=0)
+    with pytest.raises(ValueError):
+        Response(body, ending="close")

@@ -1,8 +1,12 @@
 """A real loopback HTTP server that plays provider response bodies, for tests and ``hookstream replay``.
 
 Each request gets the next scripted :class:`Response` (the last one repeats). A body is sent with
-chunked transfer encoding, either whole or split into pieces (``fragment=(lo, hi)`` random sizes in
-bytes, seeded), flushing each piece as a real network would. Every request is captured
+chunked transfer encoding, either whole or split into pieces, flushing each piece as a real network
+would: ``fragment=(lo, hi)`` random sizes in bytes (seeded), ``split`` one byte, one line or one SSE
+event per piece (:func:`split_body`, ``per_read`` units joined per piece), or explicit ``pieces``.
+The client reads at most one HTTP chunk per read (``http.client`` ``read1``), so each piece reaches
+it as one read or fewer when TCP delivers it in parts, never merged with the next one. ``ending``
+says how the body ends: the terminating chunk, a TCP FIN without it, or a TCP RST. Every request is captured
 (:attr:`LoopbackServer.requests`: method, path, headers, parsed JSON body). A ``check`` callable can
 refuse a request: it returns an error text and the server answers 400 with it.
 
@@ -20,7 +24,10 @@ from __future__ import annotations
 import http.server
 import json
 import random
+import re
+import socket
 import socketserver
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,13 +35,59 @@ from typing import Any
 
 import attrs
 
-__all__ = ["CapturedRequest", "LoopbackServer", "Response"]
+__all__ = ["ENDINGS", "SPLITS", "CapturedRequest", "LoopbackServer", "Response", "split_body"]
+
+SPLITS: tuple[str, ...] = ("bytes", "lines", "events")
+"""Units :func:`split_body` cuts a body into: one byte, one line, one SSE event."""
+
+ENDINGS: tuple[str, ...] = ("complete", "fin", "rst")
+"""How a :class:`Response` body ends: ``complete`` (the terminating zero-length chunk, RFC 9112
+section 7.1), ``fin`` (TCP FIN without the terminating chunk: the client sees a dropped connection),
+``rst`` (TCP RST: an abortive close, ``SO_LINGER`` 0)."""
+
+# After each blank line that ends an SSE event: LF LF, CR LF CR LF, CR CR.
+_EVENT_END = re.compile(b"\r\n\r\n|\n\n|\r\r")
+
+
+def split_body(body: bytes, split: str, per_read: int = 1) -> list[bytes]:
+    """``body`` cut into pieces of ``per_read`` units each (the last piece may hold fewer).
+
+    ``split`` is one of :data:`SPLITS`: ``"bytes"`` single bytes; ``"lines"`` lines with their line
+    ending (LF, CR LF or CR, as ``bytes.splitlines(keepends=True)``), so the blank line that ends an
+    SSE event is a piece of its own; ``"events"`` SSE events, each with the blank line that ends it
+    (a last event without one is a piece too). Joining the pieces gives ``body`` back. Raises
+    :class:`ValueError` for an unknown ``split`` or ``per_read`` < 1.
+    """
+    if per_read < 1:
+        raise ValueError(f"per_read must be at least 1, not {per_read}")
+    if split == "bytes":
+        units = [body[i : i + 1] for i in range(len(body))]
+    elif split == "lines":
+        units = body.splitlines(keepends=True)
+    elif split == "events":
+        units, k = [], 0
+        for m in _EVENT_END.finditer(body):
+            units.append(body[k : m.end()])
+            k = m.end()
+        if k < len(body):
+            units.append(body[k:])
+    else:
+        raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+    if per_read == 1:
+        return units
+    return [b"".join(units[i : i + per_read]) for i in range(0, len(units), per_read)]
 
 
 @attrs.define(slots=True)
 class Response:
-    """One scripted answer: ``status``, raw ``body`` bytes, extra ``headers``; ``fragment`` = (lo, hi)
-    splits the body into random pieces of lo..hi bytes; ``delay`` seconds between pieces."""
+    """One scripted answer: ``status``, raw ``body`` bytes, extra ``headers``.
+
+    How the body is cut into HTTP chunks (the first that is set wins): ``pieces`` as given;
+    ``split`` (one of :data:`SPLITS`, ``per_read`` units per chunk, see :func:`split_body`);
+    ``fragment`` = (lo, hi) random pieces of lo..hi bytes (seeded by the server); else the body whole.
+    ``delay`` seconds between pieces. ``ending`` is one of :data:`ENDINGS` (``writer`` ignores it).
+    Raises :class:`ValueError` for an unknown ``split`` or ``ending``, or ``per_read`` < 1.
+    """
 
     body: bytes = b""
     status: int = 200
@@ -43,6 +96,9 @@ class Response:
     fragment: tuple[int, int] | None = None
     delay: float = 0.0
     pieces: Sequence[bytes] | None = None
+    split: str | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.in_(SPLITS)))
+    per_read: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    ending: str = attrs.field(default="complete", validator=attrs.validators.in_(ENDINGS))
     writer: Callable[[Any, Any], None] | None = None
     """Writes the whole body itself, called with (the handler's ``wfile``, its socket) after the
     headers: chunk framing, pauses and dropping the connection are its job (see
@@ -68,6 +124,46 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hangs up mid-body is normal here
+
+
+def _end_body(wfile: Any, sock: socket.socket, ending: str) -> None:
+    if ending == "complete":
+        wfile.write(b"0\r\n\r\n")
+        wfile.flush()
+    elif ending == "fin":
+        wfile.flush()
+        sock.shutdown(socket.SHUT_WR)
+    elif ending == "rst":
+        _reset(wfile, sock)
+    else:
+        raise ValueError(f"unknown ending {ending!r}; known: {', '.join(ENDINGS)}")
+
+
+def _reset(wfile: Any, sock: socket.socket, drain_timeout: float = 5.0) -> None:
+    """Flush ``wfile`` and close ``sock`` with a TCP RST (``SO_LINGER`` on, timeout 0).
+
+    An abortive close drops whatever is still in the send queue, so first wait (up to
+    ``drain_timeout`` seconds) until the peer acknowledged every byte written: the RST then comes after
+    all of the body, as when a proxy resets a connection it has finished relaying. Linux only
+    (``SIOCOUTQ``); elsewhere the reset is sent at once.
+    """
+    wfile.flush()
+    deadline = time.monotonic() + drain_timeout
+    while _unacked(sock) > 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def _unacked(sock: socket.socket) -> int:
+    try:
+        import fcntl
+        import termios
+
+        buf = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")  # SIOCOUTQ on Linux
+        return int(struct.unpack("i", buf)[0])
+    except (ImportError, OSError, AttributeError):
+        return 0
 
 
 class LoopbackServer:
@@ -132,8 +228,9 @@ class LoopbackServer:
                 for k, v in resp.headers.items():
                     self.send_header(k, v)
                 self.send_header("Transfer-Encoding", "chunked")
-                if resp.writer is not None:
+                if resp.writer is not None or resp.ending != "complete":
                     self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
                 if resp.writer is not None:
                     self.close_connection = True
@@ -150,16 +247,16 @@ class LoopbackServer:
                             self.wfile.flush()
                         if resp.delay:
                             time.sleep(resp.delay)
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
+                    _end_body(self.wfile, self.connection, resp.ending)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
             do_POST = do_GET = _serve
 
         self._server = _Server(("127.0.0.1", 0), Handler)
+        # stop() waits up to one poll interval; replay-heavy tests start hundreds of servers.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="hookstream-loopback", daemon=True
+            target=self._server.serve_forever, args=(0.01,), name="hookstream-loopback", daemon=True
         )
         self._thread.start()
         return self
@@ -167,6 +264,8 @@ class LoopbackServer:
     def _pieces(self, resp: Response) -> Sequence[bytes]:
         if resp.pieces is not None:
             return resp.pieces
+        if resp.split is not None:
+            return split_body(resp.body, resp.split, resp.per_read)
         if resp.fragment is None:
             return [resp.body]
         lo, hi = resp.fragment

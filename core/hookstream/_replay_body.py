@@ -1,16 +1,19 @@
 """Run one recorded response body through a provider adapter over real loopback HTTP.
 
 This is what ``hookstream replay`` and the conformance kit use: the body is served by
-:class:`~hookstream.testing.server.LoopbackServer` (optionally split at random boundaries) and read by
-the real transport and adapter, exactly as a live call would be.
+:class:`~hookstream.testing.server.LoopbackServer` (whole, split at random boundaries, one byte, line
+or event per read, or cut into given pieces) and read by the real transport and adapter, exactly as a
+live call would be.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import requests
 
 from ._accumulate import StepAccumulator, StepResult
-from ._call import ModelCall
+from ._call import CallOptions, ModelCall
 from ._events import BaseEvent
 from ._loopback import LoopbackServer, Response
 from ._messages import Message
@@ -30,17 +33,36 @@ def replay_body(
     fragment: tuple[int, int] | None = None,
     seed: int = 0,
     model: str = "recorded-model",
+    split: str | None = None,
+    per_read: int = 1,
+    cuts: Sequence[int] | None = None,
+    options: CallOptions | None = None,
 ) -> tuple[list[BaseEvent], StepResult]:
     """Serve ``body`` on loopback, run ``provider_name``'s adapter against it for one model call, and
-    return (the call's events, the aggregated result). Raises
-    :class:`~hookstream.errors.UnknownPluginError` for an unknown provider."""
+    return (the call's events, the aggregated result).
+
+    How the body is cut into reads (see :class:`~.server.Response`; the first that is set wins):
+    ``cuts`` (byte offsets into ``body`` where one read ends and the next begins, any order,
+    out-of-range ones ignored), ``split``
+    (``"bytes"``, ``"lines"`` or ``"events"``, ``per_read`` units per read), ``fragment`` = (lo, hi)
+    random sizes in bytes seeded by ``seed``; else whole. ``options`` are the call's
+    :class:`~hookstream.call.CallOptions` (e.g. ``max_event_bytes``). Raises
+    :class:`~hookstream.errors.UnknownPluginError` for an unknown provider, :class:`ValueError` for an
+    unknown ``split`` or ``per_read`` < 1."""
     provider_cls = get_registry().provider(provider_name)
-    with LoopbackServer([Response(body, fragment=fragment)], seed=seed) as srv, requests.Session() as session:
+    response = Response(body, fragment=fragment, split=split, per_read=per_read,
+                        pieces=_cut(body, cuts) if cuts is not None else None)
+    with LoopbackServer([response], seed=seed) as srv, requests.Session() as session:
         provider = provider_cls(model, base_url=srv.url + BASE_PATH.get(provider_name, ""), api_key="recorded")
         request = ModelRequest(model=model, messages=[Message.user("replay")])
         acc = StepAccumulator()
         events: list[BaseEvent] = []
-        for event in ModelCall(provider, request, CallContext("replay", "replay-1"), session):
+        for event in ModelCall(provider, request, CallContext("replay", "replay-1"), session, options):
             events.append(event)
             acc.add(event)
         return events, acc.finish()
+
+
+def _cut(body: bytes, cuts: Sequence[int]) -> list[bytes]:
+    points = sorted({c for c in cuts if 0 < c < len(body)})
+    return [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]

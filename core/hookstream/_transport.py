@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -49,6 +50,7 @@ __all__ = [
     "HTTPRequest",
     "SSEEvent",
     "Stream",
+    "bounded_reads",
     "default_error_reader",
     "open_stream",
     "parse_retry_after",
@@ -61,6 +63,10 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 _READ_SIZE = 65536
 _MAX_ERROR_BODY = 65536
+
+# The blank lines that end an event for sseclient-py: LF LF, CR LF CR LF, CR CR.
+_ENDS = ((b"\n\n", 2), (b"\r\n\r\n", 4), (b"\r\r", 2))
+_END_RE = re.compile(b"\n\n|\r\n\r\n|\r\r")
 
 
 @attrs.define(slots=True, repr=False)
@@ -94,6 +100,111 @@ class SSEEvent(Protocol):
     event: str
     data: str
     id: str | None
+
+
+def bounded_reads(reads: Iterable[bytes], max_event_bytes: int) -> Iterator[bytes]:
+    """Pass socket reads on to sseclient-py, bounding the size of one SSE event.
+
+    ``reads`` are byte strings as the socket delivered them, split anywhere. The output is the same
+    bytes in the same order, cut into pieces such that sseclient-py's events do not depend on where the
+    reads were split. An event (its lines and the blank line ending it, in bytes) longer than
+    ``max_event_bytes`` raises :class:`~hookstream.errors.LineTooLongError` after every event before
+    it was passed on, so those are still delivered; events after it are not read.
+
+    Event ends follow sseclient-py: LF LF, CR LF CR LF and CR CR (the blank line of the SSE spec,
+    WHATWG HTML section 9.2.6). CR CR LF is always cut after CR CR: sseclient-py checks for an event
+    end after each line, so without the cut it would end the event there only when a read happened to
+    end between CR and LF.
+
+    Cost is linear in stream length: each read is searched a constant number of times (a read without
+    CR: once for CR, once backwards for LF LF), never the bytes of earlier reads; only once an event
+    may exceed the limit (the open event plus the read is longer than ``max_event_bytes``) are the
+    event ends inside the read walked one by one.
+    """
+    pending = 0  # bytes of the event still open at the end of the last read
+    tail = b""  # the stream's last 3 bytes, to see an event end split across two reads
+    for data in reads:
+        if not data:
+            continue
+        has_cr = b"\r" in data  # most streams are LF only: skip the CR searches
+        # An event end split across reads holds the last byte of the previous read.
+        split_end = tail[-1:] in (b"\n", b"\r")
+        fail = -1  # where in ``data`` an oversized event starts
+        if pending + len(data) <= max_event_bytes:
+            # No event can exceed the limit in this read: only the last event end matters.
+            i = data.rfind(b"\n\n")
+            last = i + 2 if i >= 0 else 0
+            if has_cr:
+                i = data.rfind(b"\r\n\r\n")
+                if i >= 0 and i + 4 > last:
+                    last = i + 4
+                i = data.rfind(b"\r\r")
+                if i >= 0 and i + 2 > last:
+                    last = i + 2
+            if last < 3 and split_end:  # an end split across reads ends at offset 1 to 3
+                last = max([last, *_joint_ends(tail, data)])
+            pending = len(data) - last if last else pending + len(data)
+        else:
+            start = -pending  # where the open event started, relative to ``data``
+            for end in _all_ends(data, _joint_ends(tail, data) if split_end else []):
+                if end - start > max_event_bytes:
+                    fail = max(start, 0)
+                    break
+                start = end
+            else:
+                pending = len(data) - start
+                if pending > max_event_bytes:
+                    fail = max(start, 0)
+        before, tail = tail, (tail + data)[-3:] if len(data) < 3 else data[-3:]
+        if fail >= 0:
+            yield from _cut_cr_cr_lf(before, data[:fail])
+            raise LineTooLongError(max_event_bytes)
+        if has_cr:
+            yield from _cut_cr_cr_lf(before, data)
+        else:
+            yield data
+
+
+def _joint_ends(tail: bytes, data: bytes) -> list[int]:
+    """Ends (offsets into ``data``) of the event ends that start in ``tail`` and end in ``data``."""
+    joint = tail + data[:3]
+    out = []
+    for pat, n in _ENDS:
+        i = joint.find(pat)
+        while 0 <= i < len(tail):
+            if i + n > len(tail):
+                out.append(i + n - len(tail))
+            i = joint.find(pat, i + 1)
+    return out
+
+
+def _all_ends(data: bytes, joint: list[int]) -> list[int]:
+    """Every event end in ``data`` (overlapping ones included, so the result does not depend on
+    where the search started), with ``joint``, ascending."""
+    ends = set(joint)
+    pos = 0
+    while (m := _END_RE.search(data, pos)) is not None:
+        ends.add(m.end())
+        pos = m.start() + 1
+    return sorted(ends)
+
+
+def _cut_cr_cr_lf(before: bytes, data: bytes) -> Iterator[bytes]:
+    """``data`` in pieces, cut between CR CR and a following LF (``before``: the bytes before it)."""
+    k = 0
+    if before.endswith(b"\r") and data.startswith(b"\r\n"):
+        yield data[:1]
+        k = 1
+    i = data.find(b"\r\r\n")
+    while i >= 0:
+        yield data[k : i + 2]
+        k = i + 2
+        i = data.find(b"\r\r\n", i + 1)
+    if k == 0:
+        if data:
+            yield data
+    elif k < len(data):
+        yield data[k:]
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -151,8 +262,6 @@ class Stream:
 
     def _chunks(self) -> Iterator[bytes]:
         raw = self.response.raw
-        limit = self.max_event_bytes
-        pending = 0  # bytes since the last blank line, an upper bound on the current event's size
         try:
             data, self._head = self._head, b""
             while True:
@@ -160,11 +269,6 @@ class Stream:
                     data = raw.read1(_READ_SIZE)
                     if not data:
                         return
-                # Bound the size of one event: sseclient-py would otherwise buffer an endless line.
-                cut = max(data.rfind(b"\n\n"), data.rfind(b"\r\r"), data.rfind(b"\n\r\n"))
-                pending = len(data) - cut if cut >= 0 else pending + len(data)
-                if pending > limit:
-                    raise LineTooLongError(limit)
                 yield data
                 data = b""
         except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
@@ -180,7 +284,8 @@ class Stream:
         Raises :class:`ConnectionClosedError`, :class:`StreamTimeoutError` or :class:`LineTooLongError`.
         After :meth:`abort` it simply ends.
         """
-        client = sseclient.SSEClient(self._chunks())
+        # The size bound is its own step: sseclient-py would otherwise buffer an endless line.
+        client = sseclient.SSEClient(bounded_reads(self._chunks(), self.max_event_bytes))
         try:
             yield from client.events()
         except UnicodeDecodeError as exc:

@@ -11,10 +11,14 @@ Plugin authors use it to prove their adapter keeps what arrived and ends in a ty
 The first request gets the faulted stream (by default :func:`~.provider_bodies.provider_stream`:
 reasoning, text, one tool call); later requests get :func:`~.provider_bodies.final_stream` (after an
 HTTP error fault: the clean stream first, so a retry succeeds). Each SSE event is sent as its own HTTP
-chunk, as providers do. Faults (:data:`FAULTS`):
+chunk, as providers do; ``split`` frames the events of the script another way (see
+:func:`~.server.split_body`): ``"bytes"`` one byte per chunk, ``"lines"`` one line per chunk (the
+blank line ending an event alone, as a server flushing line by line sends it), ``"events"`` with
+``per_read=n`` n events per chunk. The client reads at most one chunk per read. Faults (:data:`FAULTS`):
 
-* ``close_mid_text`` / ``close_mid_args`` / ``close_mid_frame``: drop the TCP connection without the
-  terminating chunk after some text deltas / inside the tool arguments / halfway through an event.
+* ``close_mid_text`` / ``close_mid_args`` / ``close_mid_frame``: drop the TCP connection (FIN) without
+  the terminating chunk after some text deltas / inside the tool arguments / halfway through an event.
+  ``reset_mid_text``: a TCP RST after some text deltas (once the client has received them).
 * ``stall_keepalive``: after the text, idle ``stall_seconds`` sending the provider's keepalive (SSE
   comment; Anthropic ``ping``) every ``keepalive_every`` seconds, then finish normally.
   ``stall_silent``: idle ``stall_seconds`` sending nothing.
@@ -43,7 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .provider_bodies import BASE_PATH, StreamScript, error_body, final_stream, provider_stream
-from .server import CapturedRequest, LoopbackServer, Response
+from .server import SPLITS, CapturedRequest, LoopbackServer, Response, _reset, split_body
 
 __all__ = ["FAULTS", "HTTP_FAULTS", "ChunkWriter", "FaultServer"]
 
@@ -63,6 +67,7 @@ FAULTS: tuple[str, ...] = (
     "close_mid_text",
     "close_mid_args",
     "close_mid_frame",
+    "reset_mid_text",
     "stall_keepalive",
     "stall_silent",
     "malformed_frame",
@@ -82,14 +87,25 @@ _PIECE = 65536
 
 class ChunkWriter:
     """Writes one chunked HTTP body for a fault script: whole chunks, raw bytes (to break the framing),
-    pauses that end early when the server stops, and a connection drop without the final chunk."""
+    pauses that end early when the server stops, and a connection drop (FIN or RST) without the final
+    chunk. With ``split`` (one of :data:`~.server.SPLITS`), :meth:`chunks` re-frames what it is given
+    into ``per_read`` bytes, lines or events per chunk; :meth:`chunk` always sends one chunk."""
 
-    __slots__ = ("_sock", "_stopping", "_wfile")
+    __slots__ = ("_per_read", "_sock", "_split", "_stopping", "_wfile")
 
-    def __init__(self, wfile: Any, sock: socket.socket, stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        wfile: Any,
+        sock: socket.socket,
+        stopping: threading.Event,
+        split: str | None = None,
+        per_read: int = 1,
+    ) -> None:
         self._wfile = wfile
         self._sock = sock
         self._stopping = stopping
+        self._split = split
+        self._per_read = per_read
 
     def chunk(self, data: bytes) -> None:
         """One HTTP chunk holding ``data`` (nothing for empty data: an empty chunk ends the body)."""
@@ -98,6 +114,9 @@ class ChunkWriter:
             self._wfile.flush()
 
     def chunks(self, pieces: Sequence[bytes]) -> None:
+        """``pieces`` one chunk each, or re-framed by ``split`` when the writer has one."""
+        if self._split is not None:
+            pieces = split_body(b"".join(pieces), self._split, self._per_read)
         for piece in pieces:
             self.chunk(piece)
 
@@ -115,10 +134,18 @@ class ChunkWriter:
         self.raw(b"0\r\n\r\n")
 
     def drop(self) -> None:
-        """Close the TCP connection now, without the terminating chunk."""
+        """Close the TCP connection now (FIN), without the terminating chunk."""
         self._wfile.flush()
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def reset(self) -> None:
+        """Abort the TCP connection with an RST, without the terminating chunk, once the client has
+        acknowledged the bytes written so far (see :func:`~.server.Response` ``ending="rst"``)."""
+        try:
+            _reset(self._wfile, self._sock)
         except OSError:
             pass
 
@@ -130,8 +157,9 @@ class FaultServer:
     """A :class:`~.server.LoopbackServer` playing ``provider``'s stream with ``fault`` injected.
 
     ``base_url`` is what to pass as ``chat(base_url=...)``. ``script`` replaces the default stream,
-    ``then`` the responses for later requests. Times are seconds, sizes bytes. Raises
-    :class:`ValueError` for an unknown fault or provider.
+    ``then`` the responses for later requests. ``split`` / ``per_read`` re-frame the scripted events
+    (module docstring). Times are seconds, sizes bytes. Raises :class:`ValueError` for an unknown
+    fault, provider or split, or ``per_read`` < 1.
     """
 
     def __init__(
@@ -149,9 +177,17 @@ class FaultServer:
         split_pause: float = 0.002,
         retry_after: str = "0",
         seed: int = 0,
+        split: str | None = None,
+        per_read: int = 1,
     ) -> None:
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        if split is not None and split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+        if per_read < 1:
+            raise ValueError(f"per_read must be at least 1, not {per_read}")
+        self.split = split
+        self.per_read = per_read
         self.provider = provider
         self.fault = fault
         self.script = script or provider_stream(provider)
@@ -200,7 +236,7 @@ class FaultServer:
     # -- scripts --------------------------------------------------------------------------------
     def _writer(self, script: Script) -> Callable[[Any, Any], None]:
         def write(wfile: Any, sock: Any) -> None:
-            script(ChunkWriter(wfile, sock, self._stopping))
+            script(ChunkWriter(wfile, sock, self._stopping, self.split, self.per_read))
 
         return write
 
@@ -228,12 +264,15 @@ class FaultServer:
     def _script_for(self, fault: str, s: StreamScript, ev: list[bytes], marks: dict[str, int]) -> Script:
         mid_text, after_text, mid_args = marks["mid_text"], marks["after_text"], marks["mid_args"]
 
-        def cut(n: int, partial: int = 0) -> Script:
+        def cut(n: int, partial: int = 0, rst: bool = False) -> Script:
             def run(w: ChunkWriter) -> None:
                 w.chunks(ev[:n])
                 if partial:
                     w.chunk(ev[n][:partial])
-                w.drop()
+                if rst:
+                    w.reset()
+                else:
+                    w.drop()
 
             return run
 
@@ -247,6 +286,8 @@ class FaultServer:
             return cut(mid_args, len(ev[mid_args]) * 2 // 3) if whole else cut(mid_args)
         if fault == "close_mid_frame":
             return cut(mid_text, len(ev[mid_text]) // 2)
+        if fault == "reset_mid_text":
+            return cut(mid_text, rst=True)
         if fault in ("stall_keepalive", "stall_silent"):
             return self._stall(ev, after_text, s.keepalive if fault == "stall_keepalive" else None)
         if fault == "malformed_frame":

@@ -4,6 +4,6 @@ too, so no shipped module depends on the testing kit)."""
 
 from __future__ import annotations
 
-from .._loopback import CapturedRequest, LoopbackServer, Response
+from .._loopback import ENDINGS, SPLITS, CapturedRequest, LoopbackServer, Response, _reset, split_body
 
-__all__ = ["CapturedRequest", "LoopbackServer", "Response"]
+__all__ = ["ENDINGS", "SPLITS", "CapturedRequest", "LoopbackServer", "Response", "_reset", "split_body"]
