@@ -100,6 +100,9 @@ class LoopbackServer:
         return f"http://127.0.0.1:{port}"
 
     def start(self) -> LoopbackServer:
+        """Start serving (a started server is returned as it is, so ``with started_server:`` works)."""
+        if self._server is not None:
+            return self
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):

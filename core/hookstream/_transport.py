@@ -71,13 +71,16 @@ class HTTPRequest:
     method: str = "POST"
 
     def body(self) -> bytes:
+        """The JSON body as compact UTF-8 bytes (what is sent)."""
         return json.dumps(self.json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def redacted_url(self) -> str:
+        """The URL without its query string (which may hold a key), for logs, errors and recordings."""
         parts = urlsplit(self.url)
         return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
     def redacted_headers(self) -> dict[str, str]:
+        """The headers with secret values (:data:`~hookstream.plugin.SECRET_HEADERS`) replaced by ``***``."""
         return {k: ("***" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()}
 
     def __repr__(self) -> str:
