@@ -5,11 +5,11 @@ status, dropped connection, malformed chunk, adapter bug, a time limit) the even
 with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``, after every event that arrived before the failure;
 the typed exception is kept on :attr:`ModelCall.exception`.
 
-Retries (see :mod:`hookstream.retry`) happen only before the first byte of a 2xx response: connect
+Retries (see ``hookstream._retry``) happen only before the first byte of a 2xx response: connect
 errors and HTTP 408/409/429/5xx, with exponential backoff and jitter or the server's ``Retry-After``.
 Once the stream is open nothing is retried (the model may already have produced output).
 
-For the engine's watchdog (:mod:`hookstream.timeouts`) the call stamps :attr:`sent_at` when it sends
+For the engine's watchdog (``hookstream._timeouts``) the call stamps :attr:`sent_at` when it sends
 the request and :attr:`last_event_at` (``time.monotonic()``) when an adapter event arrives and again
 when the consumer asks for the next one, so time spent by the consumer is not counted as idle.
 

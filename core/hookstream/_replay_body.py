@@ -33,7 +33,7 @@ def replay_body(
 ) -> tuple[list[BaseEvent], StepResult]:
     """Serve ``body`` on loopback, run ``provider_name``'s adapter against it for one model call, and
     return (the call's events, the aggregated result). Raises
-    :class:`~hookstream.errors.UnknownPluginError` for an unknown provider."""
+    :class:`~hookstream.UnknownPluginError` for an unknown provider."""
     provider_cls = get_registry().provider(provider_name)
     with LoopbackServer([Response(body, fragment=fragment)], seed=seed) as srv, requests.Session() as session:
         provider = provider_cls(model, base_url=srv.url + BASE_PATH.get(provider_name, ""), api_key="recorded")

@@ -2,7 +2,7 @@
 
 :func:`tool` turns a function into a :class:`Tool`; :func:`as_tools` accepts functions, Tool objects and
 ``{"name", "description", "parameters"}`` dicts. :func:`run_tool` executes one tool call and always
-returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns something that is
+returns a :class:`~hookstream.ToolResultPart`: a tool that raises, returns something that is
 not JSON serialisable, or is asked with arguments that did not parse gives an error result the model
 receives, never an exception in the caller. :func:`validate_input` checks arguments against the tool's
 JSON Schema with the ``jsonschema`` library (the dialect the schema's ``$schema`` names, else the

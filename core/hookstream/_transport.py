@@ -4,11 +4,11 @@ Bytes reach the SSE parser as soon as the socket delivers them (``read1``, never
 fill a buffer), so each delta is surfaced the moment it arrives. Line endings ``\\n``, ``\\r\\n`` and
 ``\\r`` and a last event without a final blank line are handled by sseclient-py.
 
-Errors become typed exceptions from :mod:`hookstream.errors`: a non-2xx answer is an
-:class:`~hookstream.errors.HTTPStatusError` subclass carrying the status and the provider's own error
+Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
+:class:`~hookstream.HTTPStatusError` subclass carrying the status and the provider's own error
 message (never the request headers, so never the API key); a dropped connection is a
-:class:`~hookstream.errors.ConnectionClosedError`; an SSE event larger than ``max_event_bytes`` is a
-:class:`~hookstream.errors.LineTooLongError`.
+:class:`~hookstream.ConnectionClosedError`; an SSE event larger than ``max_event_bytes`` is a
+:class:`~hookstream.LineTooLongError`.
 
 Thread safety: a :class:`Stream` is consumed by one thread; :meth:`Stream.abort` may be called from any
 other thread and unblocks a pending read at once.
