@@ -9,7 +9,7 @@ refuse a request: it returns an error text and the server answers 400 with it.
 Usage::
 
     with LoopbackServer([Response(body)]) as srv:
-        chat("openai:gpt-4o", "hi", base_url=srv.url + "/v1")
+        chat(get_model("openai:gpt-4o", base_url=srv.url + "/v1", api_key="test"), "hi")
 
 Thread safety: the server runs on its own threads; ``requests`` is appended under a lock and may be
 read once the client call returned.

@@ -1,7 +1,7 @@
 """Run one recorded response body through a provider adapter over real loopback HTTP.
 
 This is what ``hookstream replay`` and the conformance kit use: the body is served by
-:class:`~hookstream.testing.server.LoopbackServer` (optionally split at random boundaries) and read by
+:class:`~hookstream.testing.LoopbackServer` (optionally split at random boundaries) and read by
 the real transport and adapter, exactly as a live call would be.
 """
 
