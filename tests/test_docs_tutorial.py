@@ -38,8 +38,7 @@ def test_tutorial_package_is_found_by_name_and_its_tests_pass(tmp_path: Path) ->
     assert "src/hookstream_lines/plugin.py" in files and "tests/test_lines_strategy.py" in files
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
     usage = (
-        "from hookstream.processor import StreamProcessor\n"
-        "from hookstream.events import TextMessageStart, TextMessageContent, TextMessageEnd\n"
+        "from hookstream import StreamProcessor, TextMessageContent, TextMessageEnd, TextMessageStart\n"
         "seen = []\n"
         "p = StreamProcessor(strategy='lines', on_text_update=lambda mid, text: seen.append(text))\n"
         "for e in [TextMessageStart('m'), TextMessageContent('m', 'one\\ntw'), TextMessageContent('m', 'o\\n'),"

@@ -1,7 +1,7 @@
 """The offline demo as an AG-UI server backend: what ``hookstream serve --demo`` runs.
 
 Each POSTed run gets its own loopback provider server (:class:`~hookstream.testing.LoopbackServer`)
-playing the bundled demo recording (:mod:`hookstream.demo`) through the real OpenAI adapter and the real
+playing the bundled demo recording (``hookstream._demo``) through the real OpenAI adapter and the real
 engine and tools; the server checks each request as the demo does. Whatever the user typed, the recorded
 answer plays: it is a recording.
 
@@ -69,7 +69,7 @@ def _this_turn(messages: list[Message]) -> list[Message]:
 
 
 def demo_factory(*, delay: float = 0.03, approval: bool = True, **chat_options: Any) -> StreamFactory:
-    """A :data:`~hookstream.agui.StreamFactory` playing the demo; ``delay`` is seconds between SSE events
+    """A ``StreamFactory`` (:func:`hookstream.make_app`) playing the demo; ``delay`` is seconds between SSE events
     of the recorded provider stream."""
     tools = demo_tools(approval)
     step1 = demo._events(demo._body("step1.sse"))

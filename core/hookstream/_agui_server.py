@@ -1,7 +1,7 @@
 """AG-UI over HTTP: events framed as SSE, and a WSGI application that runs a chat per POSTed run.
 
 :func:`to_sse` frames a run's events the way AG-UI's HTTP transport reads them (``data: {json}``
-followed by a blank line; camelCase JSON from :func:`hookstream.events.to_json`; ``RUN_STARTED``
+followed by a blank line; camelCase JSON from :func:`hookstream.to_json`; ``RUN_STARTED``
 carries ``protocolVersion``, ``RUN_FINISHED`` carries the summed usage).
 
 :func:`make_app` returns a WSGI application. ``POST`` (any path) takes an AG-UI ``RunAgentInput``::
@@ -15,9 +15,9 @@ protocol 1.0, ``RunAgentInput`` and the HTTP agent (``@ag-ui/client`` ``HttpAgen
 JSON with ``Accept: text/event-stream``).
 
 Message conversion (:func:`messages_from_agui`): ``user``/``system``/``developer`` text becomes a
-user/system message; an ``assistant`` message becomes text plus :class:`~hookstream.messages.ToolCallPart`
+user/system message; an ``assistant`` message becomes text plus :class:`~hookstream.ToolCallPart`
 for each of its ``toolCalls``; consecutive ``tool`` messages become one ``tool`` message of
-:class:`~hookstream.messages.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
+:class:`~hookstream.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
 not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model
 may call them, the run then ends and the frontend answers with a ``tool`` message in its next POST.
 
@@ -189,7 +189,7 @@ def parse_run_input(doc: Any) -> RunInput:
 
 class RunStream(Protocol):
     """What a :data:`StreamFactory` returns: an iterable of the run's events that can be cancelled from
-    another thread (:class:`~hookstream.chat.ChatStream` is one)."""
+    another thread (:class:`~hookstream.ChatStream` is one)."""
 
     def __iter__(self) -> Iterator[BaseEvent]: ...
 
@@ -209,7 +209,7 @@ def chat_factory(
     base_url: str | None = None,
     **chat_options: Any,
 ) -> StreamFactory:
-    """A :data:`StreamFactory` running :func:`hookstream.chat.chat` with ``model`` and the server's
+    """A :data:`StreamFactory` running :func:`hookstream.chat` with ``model`` and the server's
     ``tools`` plus the request's frontend tools (as client tools). ``chat_options`` go to ``chat``
     (``system``, ``max_steps``, ``api_key``...). Raises :class:`ValueError` at build time for a
     malformed ``model`` or duplicate server tool names."""
@@ -287,7 +287,7 @@ def make_app(
     Bad input answers ``400`` with ``{"error": {"message": ...}}``; a failure during the run ends the
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
     ``stream_factory`` replaces the default (:func:`chat_factory` of ``model``), e.g. to serve the
-    offline demo. ``chat_options`` go to :func:`hookstream.chat.chat`.
+    offline demo. ``chat_options`` go to :func:`hookstream.chat`.
     Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given.
     """
     if stream_factory is None:

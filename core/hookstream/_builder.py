@@ -39,7 +39,12 @@ __all__ = ["StreamBuilder", "new_id"]
 
 
 class StreamBuilder:
-    """Grammar bookkeeping for one model call. Every method returns a list of events to yield."""
+    """Grammar bookkeeping for one model call. Every method returns a list of events to yield.
+
+    ``context`` is the call's :class:`~hookstream.plugin.CallContext`; ``open_tools`` maps the ids of
+    tool calls started and not yet ended to their names (in start order); ``started_tools`` holds every
+    tool call id started in this call; ``closed`` is true once :meth:`finish` or :meth:`error` ran.
+    """
 
     __slots__ = ("_reasoning_id", "_text_id", "closed", "context", "open_tools", "started_tools")
 
@@ -52,6 +57,7 @@ class StreamBuilder:
         self.closed = False
 
     def start(self) -> list[BaseEvent]:
+        """``RUN_STARTED`` with the call's thread and run ids: the first event of every adapter stream."""
         return [RunStarted(self.context.thread_id, self.context.run_id)]
 
     # -- text -----------------------------------------------------------------------------------
@@ -67,6 +73,8 @@ class StreamBuilder:
         return out
 
     def end_text(self, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
+        """Close the open text message (``TEXT_MESSAGE_END``, carrying ``metadata`` such as a Gemini
+        ``thoughtSignature``); nothing when none is open."""
         if self._text_id is None:
             return []
         ev = TextMessageEnd(self._text_id, metadata=metadata)
@@ -96,10 +104,12 @@ class StreamBuilder:
 
     @property
     def reasoning_open(self) -> bool:
+        """Whether a reasoning block is open."""
         return self._reasoning_id is not None
 
     @property
     def text_open(self) -> bool:
+        """Whether a text message is open."""
         return self._text_id is not None
 
     # -- tool calls -----------------------------------------------------------------------------
@@ -115,6 +125,8 @@ class StreamBuilder:
         return out
 
     def tool_args(self, tool_call_id: str, delta: str) -> list[BaseEvent]:
+        """``TOOL_CALL_ARGS`` with the next piece of the call's arguments (JSON text, split anywhere);
+        nothing for an empty delta or a call that is not open."""
         if not delta or tool_call_id not in self.open_tools:
             return []
         return [ToolCallArgs(tool_call_id, delta)]
@@ -122,12 +134,17 @@ class StreamBuilder:
     def tool_end(
         self, tool_call_id: str, *, input: Any = None, metadata: dict[str, Any] | None = None
     ) -> list[BaseEvent]:
+        """Close a tool call (``TOOL_CALL_END``). ``input`` (a dict) is the call's parsed arguments when
+        the adapter has them (Gemini sends them whole); it wins over the streamed ``TOOL_CALL_ARGS``
+        text. ``metadata`` is provider data kept on the call. Nothing when the call is not open (a
+        repeated end is a no-op)."""
         if self.open_tools.pop(tool_call_id, None) is None:
             return []
         return [ToolCallEnd(tool_call_id, input=input, metadata=metadata)]
 
     # -- terminals ------------------------------------------------------------------------------
     def close_all(self) -> list[BaseEvent]:
+        """Close every open text, reasoning and tool-call block (what :meth:`finish` does first)."""
         out = self.end_text()
         out.extend(self.end_reasoning())
         for tid in list(self.open_tools):
@@ -141,7 +158,11 @@ class StreamBuilder:
         usage: Usage | None,
         metadata: dict[str, Any] | None = None,
     ) -> list[BaseEvent]:
-        """Close every open block and end with ``RUN_FINISHED``."""
+        """Close every open block and end with ``RUN_FINISHED``.
+
+        ``finish_reason`` is normalised (``stop``, ``length``, ``content_filter``, ``tool_calls``,
+        ``error``), ``raw_finish_reason`` the provider's own value, ``usage`` the call's token counts,
+        ``metadata`` provider data (``{"anthropic": {...}}``) kept on ``RUN_FINISHED``."""
         out = self.close_all()
         self.closed = True
         out.append(

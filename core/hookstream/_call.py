@@ -5,7 +5,7 @@ status, dropped connection, malformed chunk, adapter bug, a time limit) the even
 with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``, after every event that arrived before the failure;
 the typed exception is kept on :attr:`ModelCall.exception`.
 
-Retries (see :mod:`hookstream.retry`): connect errors and HTTP 408/409/429/5xx before the first byte
+Retries (see ``hookstream._retry``): connect errors and HTTP 408/409/429/5xx before the first byte
 of a 2xx response, with exponential backoff and jitter or the server's ``Retry-After``; and an overload
 or rate-limit error reported inside the stream (``RUN_ERROR`` from the adapter) while nothing but
 ``RUN_STARTED`` has reached the caller. Once content has been yielded nothing is retried (the caller
@@ -15,7 +15,7 @@ Before any request, :meth:`Provider.check_api_key` rejects a missing key for the
 endpoint (``RUN_ERROR`` code ``missing_api_key``). The provider's API key is masked (``***``) in every
 error message, exception, ``RUN_ERROR`` event and log line of the call (:meth:`Provider.redact`).
 
-For the engine's watchdog (:mod:`hookstream.timeouts`) the call stamps :attr:`sent_at` when it sends
+For the engine's watchdog (``hookstream._timeouts``) the call stamps :attr:`sent_at` when it sends
 the request and :attr:`last_event_at` (``time.monotonic()``) when an adapter event arrives and again
 when the consumer asks for the next one, so time spent by the consumer is not counted as idle.
 

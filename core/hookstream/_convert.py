@@ -1,4 +1,4 @@
-"""Convert between UI messages (:mod:`hookstream.ui`) and model messages (:mod:`hookstream.messages`).
+"""Convert between UI messages (:class:`hookstream.UIMessage`) and model messages (:class:`hookstream.Message`).
 
 :func:`ui_messages_to_model_messages` walks each UI message's parts in order. An assistant UI message
 holds a whole agent loop, so it is split at tool-result boundaries: the parts before a run of tool

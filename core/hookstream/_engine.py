@@ -11,13 +11,13 @@ The engine reframes the adapters' per-call streams into a single run::
       STEP_STARTED "step-2"  ...
     RUN_FINISHED (usage summed; outcome success | interrupt | cancelled)  |  RUN_ERROR
 
-Tool calls are decided on the aggregated response of a step (:class:`~hookstream.accumulate.StepResult`),
+Tool calls are decided on the aggregated response of a step (:class:`~hookstream.StepResult`),
 never on a single chunk. The loop calls the model again only when the step asked for tools, every one of
 them produced a result, no stop condition is met and ``max_steps`` is not reached. A tool call whose
 arguments were cut off is never executed. The conversation history always keeps an assistant message
 with tool calls followed by a tool message holding a result for each of them (a call that could not
 run gets an error result), whatever is streamed; only calls waiting for approval or a client are left
-open, and :class:`~hookstream.loop.Resume` closes them.
+open, and :class:`~hookstream.Resume` closes them.
 
 ``CUSTOM`` values (camelCase keys, as the AG-UI events are serialised):
 
@@ -108,7 +108,7 @@ class EngineConfig:
     ``approve`` decides approvals synchronously (none: the run ends with an interrupt). ``memory``
     stores the conversation under ``thread_id``. ``stream_tool_call_responses=False`` hides the
     events of steps the loop continues after (only the final answer is streamed). ``timeouts`` are
-    seconds (see :class:`~hookstream.timeouts.Timeouts`); ``call_options`` carry retries and transport
+    seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
     limits.
     """
 

@@ -268,5 +268,5 @@ class RunResult:
     def resume(
         self, approvals: dict[str, bool] | None = None, tool_outputs: dict[str, Any] | None = None
     ) -> Resume:
-        """The :class:`~hookstream.loop.Resume` continuing this run with these answers."""
+        """The :class:`~hookstream.Resume` continuing this run with these answers."""
         return Resume(list(self.messages), dict(approvals or {}), dict(tool_outputs or {}))

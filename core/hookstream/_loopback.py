@@ -13,7 +13,7 @@ refuse a request: it returns an error text and the server answers 400 with it.
 Usage::
 
     with LoopbackServer([Response(body)]) as srv:
-        chat("openai:gpt-4o", "hi", base_url=srv.url + "/v1")
+        chat(get_model("openai:gpt-4o", base_url=srv.url + "/v1", api_key="test"), "hi")
 
 Thread safety: the server runs on its own threads; ``requests`` is appended under a lock and may be
 read once the client call returned.
@@ -196,6 +196,9 @@ class LoopbackServer:
         return f"http://127.0.0.1:{port}"
 
     def start(self) -> LoopbackServer:
+        """Start serving (a started server is returned as it is, so ``with started_server:`` works)."""
+        if self._server is not None:
+            return self
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):

@@ -1,4 +1,4 @@
-"""StreamProcessor: AG-UI events in, :class:`~hookstream.ui.UIMessage` list out; the single owner of
+"""StreamProcessor: AG-UI events in, :class:`~hookstream.UIMessage` list out; the single owner of
 UI state.
 
 Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
@@ -15,14 +15,14 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
 * The chunk strategy decides when text is published; held-back text is published before any
   non-text event, at segment end and at :meth:`~StreamProcessor.finalize`, so the final messages do
   not depend on the strategy.
-* Thinking: one :class:`~hookstream.ui.ThinkingUIPart` per reasoning block (``REASONING_*``
+* Thinking: one :class:`~hookstream.ThinkingUIPart` per reasoning block (``REASONING_*``
   ``message_id`` within a step), updated in place; the older ``STEP_FINISHED`` with ``delta`` feeds one
   part per step name. One part per block, not per message, keeps each block's signature with its text.
 * Tool calls: keyed by id in order of first ``TOOL_CALL_START`` (a duplicate start is a no-op, args
   for an unknown or finished id are dropped and counted in :attr:`StreamProcessor.stats`). State
   ``awaiting-input → input-streaming`` (on the first non-empty delta) ``→ input-complete`` on
   ``TOOL_CALL_END`` or, as a safety net, on ``RUN_FINISHED`` and at the end of the stream.
-  Arguments are parsed incrementally (:mod:`hookstream.partial_json`); ``TOOL_CALL_END.input``
+  Arguments are parsed incrementally (``hookstream._partial_json``); ``TOOL_CALL_END.input``
   overrides them. A result (``TOOL_CALL_RESULT``, or the older ``TOOL_CALL_END`` with ``result``) sets
   the call's ``output`` and appends a tool-result part.
 * ``CUSTOM`` ``tool-input-available`` (value ``{"toolCallId", "toolName", "input"}``) fires
@@ -157,7 +157,7 @@ class ProcessorResult:
     """The assistant message of the last agent loop, summarised.
 
     ``content`` is its text (all text parts joined), ``thinking`` its reasoning or ``None``,
-    ``tool_calls`` its calls as model :class:`~hookstream.messages.ToolCallPart` (``arguments`` ``None``
+    ``tool_calls`` its calls as model :class:`~hookstream.ToolCallPart` (``arguments`` ``None``
     when cut off or invalid: never execute those). ``finish_reason`` is the last ``RUN_FINISHED``'s
     (normalised), ``"error"`` after ``RUN_ERROR``; ``error`` is ``(code, message)`` then.
     """
@@ -178,9 +178,9 @@ StrategySpec = ChunkStrategy | str | None
 
 def resolve_strategy(strategy: StrategySpec) -> ChunkStrategy:
     """``None`` → :class:`ImmediateStrategy`; a name → the registered factory called with no options
-    (``hookstream.registry``, kind ``chunk_strategies``); an object → itself.
+    (:func:`hookstream.get_registry`, kind ``chunk_strategies``); an object → itself.
 
-    Raises :class:`~hookstream.errors.UnknownPluginError` for an unknown name and :class:`TypeError`
+    Raises :class:`~hookstream.UnknownPluginError` for an unknown name and :class:`TypeError`
     for an object without ``should_emit``/``reset``.
     """
     if strategy is None:
@@ -216,7 +216,7 @@ class StreamProcessor:
     ``messages``: earlier UI messages (e.g. the conversation so far); the new assistant message is
     appended after them.
 
-    Raises :class:`~hookstream.errors.UnknownPluginError` for an unknown strategy name.
+    Raises :class:`~hookstream.UnknownPluginError` for an unknown strategy name.
     """
 
     def __init__(

@@ -7,7 +7,7 @@ hands the SSE events to :meth:`Provider.parse_stream`, which yields AG-UI events
 
     RUN_STARTED Content* (RUN_FINISHED | RUN_ERROR)
 
-(see :mod:`hookstream.testing.grammar`). :class:`hookstream.adapter.StreamBuilder` keeps that grammar for
+(see :func:`hookstream.testing.check_events`). :class:`hookstream.plugin.StreamBuilder` keeps that grammar for
 an adapter so it only maps the provider's wire events.
 
 Thread safety: a provider instance holds configuration (model, base URL, API key) and a connection
@@ -80,8 +80,11 @@ class Provider(abc.ABC):
     """
 
     name: ClassVar[str] = ""
+    """The registry name users put before the colon of ``"NAME:MODEL"`` (``"openai"``)."""
     default_base_url: ClassVar[str] = ""
+    """The API root used when ``get_model`` is given no ``base_url``."""
     api_key_env: ClassVar[tuple[str, ...]] = ()
+    """Environment variables read, in order, for the API key when none is given (``("OPENAI_API_KEY",)``)."""
 
     def __init__(
         self,
@@ -102,9 +105,10 @@ class Provider(abc.ABC):
 
     @property
     def session(self) -> requests.Session:
-        """The ``requests.Session`` (connection pool) every call of this provider object uses: the one
-        given to the constructor, else one created on first use and kept until :meth:`close`. A
-        provider built once and passed to many ``chat()`` calls reuses its connections."""
+        """The connection pool (a ``requests.Session``) every call of this provider object uses, which
+        is the one given to the constructor, else one created on first use and kept until
+        :meth:`close`. A provider built once and passed to many ``chat()`` calls reuses its
+        connections."""
         if self._session is None:
             with self._session_lock:
                 if self._session is None:
@@ -158,7 +162,7 @@ class Provider(abc.ABC):
 
         Must yield ``RUN_STARTED`` first and end with one ``RUN_FINISHED`` (all blocks closed, usage
         and finish reason set) or ``RUN_ERROR``. In-stream provider errors become ``RUN_ERROR`` with
-        the provider's error type as ``code``. May raise :class:`hookstream.errors.MalformedChunkError`
+        the provider's error type as ``code``. May raise :class:`hookstream.plugin.MalformedChunkError`
         for an unparseable chunk; the core turns it into ``RUN_ERROR`` after what arrived before it.
         If ``events`` ends without a terminal provider event the generator may simply return: the
         core then ends the call with ``RUN_ERROR`` (``connection_closed``).

@@ -1,6 +1,6 @@
 """Recordings: each model call's request and raw response bytes saved to a directory, for offline replay.
 
-:class:`Recorder` gives a ``requests.Session`` (pass it to :func:`hookstream.chat.chat` as ``session=``)
+:class:`Recorder` gives a ``requests.Session`` (pass it to :func:`hookstream.get_model` as ``session=``)
 whose transport adapter writes, per HTTP call::
 
     DIR/manifest.json          {"format": "hookstream-recording/1", "provider": "openai",
@@ -12,11 +12,11 @@ whose transport adapter writes, per HTTP call::
 
 Secrets never reach the directory: auth headers (``Authorization``, ``x-api-key``, ``x-goog-api-key``...)
 are dropped, the URL loses its query string (Gemini's ``key=``) through
-:meth:`hookstream.provider.HTTPRequest.redacted_url`, and any secret value that also appears elsewhere
+:meth:`hookstream.plugin.HTTPRequest.redacted_url`, and any secret value that also appears elsewhere
 in the request is replaced by ``***``. The manifest is rewritten after every call, so a run that fails
 midway still leaves a usable recording of the calls before the failure.
 
-The ``replay`` provider (:mod:`hookstream.replay_provider`) plays a directory back: ``chat("replay:DIR",
+The ``replay`` provider (``hookstream._replay``) plays a directory back: ``chat("replay:DIR",
 ...)``.
 
 Thread safety: one Recorder may serve the session of one run at a time; its calls are numbered under a

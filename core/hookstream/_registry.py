@@ -1,6 +1,6 @@
 """Plugin registry: a pluggy PluginManager fed from the ``hookstream`` entry-point group.
 
-Built-ins register through the same group (``hookstream.builtins``). A plugin that fails to import or
+Built-ins register through the same group (``builtins = hookstream._builtins``). A plugin that fails to import or
 whose hook raises is recorded in :attr:`Registry.failures` and skipped; it never stops the others.
 
 Environment:

@@ -1,4 +1,4 @@
-"""The ``replay`` provider: plays a recording directory (:mod:`hookstream.record`) back, offline.
+"""The ``replay`` provider: plays a recording directory (:class:`hookstream.Recorder`) back, offline.
 
 ``chat("replay:path/to/recording", prompt, tools=[...])`` runs the agent as it ran when recorded: the
 recorded responses are served in order by a requests transport adapter (no socket, no server) and

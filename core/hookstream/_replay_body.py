@@ -1,7 +1,7 @@
 """Run one recorded response body through a provider adapter over real loopback HTTP.
 
 This is what ``hookstream replay`` and the conformance kit use: the body is served by
-:class:`~hookstream.testing.server.LoopbackServer` (whole, split at random boundaries, one byte, line
+:class:`~hookstream.testing.LoopbackServer` (whole, split at random boundaries, one byte, line
 or event per read, or cut into given pieces) and read by the real transport and adapter, exactly as a
 live call would be.
 """
@@ -46,8 +46,8 @@ def replay_body(
     out-of-range ones ignored), ``split``
     (``"bytes"``, ``"lines"`` or ``"events"``, ``per_read`` units per read), ``fragment`` = (lo, hi)
     random sizes in bytes seeded by ``seed``; else whole. ``options`` are the call's
-    :class:`~hookstream.call.CallOptions` (e.g. ``max_event_bytes``). Raises
-    :class:`~hookstream.errors.UnknownPluginError` for an unknown provider, :class:`ValueError` for an
+    :class:`~hookstream._call.CallOptions` (e.g. ``max_event_bytes``). Raises
+    :class:`~hookstream.UnknownPluginError` for an unknown provider, :class:`ValueError` for an
     unknown ``split`` or ``per_read`` < 1."""
     provider_cls = get_registry().provider(provider_name)
     response = Response(body, fragment=fragment, split=split, per_read=per_read,

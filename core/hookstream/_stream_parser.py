@@ -3,8 +3,8 @@
 From the older TanStack AI StreamProcessor document ("Custom stream parsers"): a parser turns a custom
 raw stream (a proprietary SSE feed, a log, a test fixture) into simple :class:`RawChunk` objects — text
 deltas and tool-call deltas addressed by ``index`` as in OpenAI-style streams — and
-:func:`raw_chunks_to_events` turns those into AG-UI events the :class:`~hookstream.processor.
-StreamProcessor` consumes. A raw tool call has no end marker, so its completion is detected when the
+:func:`raw_chunks_to_events` turns those into AG-UI events the :class:`~hookstream.StreamProcessor`
+consumes. A raw tool call has no end marker, so its completion is detected when the
 next index starts, when a text chunk arrives, or when the stream ends (``TOOL_CALL_END`` is emitted
 then).
 
@@ -61,7 +61,7 @@ class RawChunk:
 @runtime_checkable
 class StreamParser(Protocol):
     """Turns a raw stream into :class:`RawChunk` objects. ``parse`` may raise
-    :class:`~hookstream.errors.MalformedChunkError` for input it cannot read; :func:`parse_raw` then
+    :class:`~hookstream.MalformedChunkError` for input it cannot read; :func:`parse_raw` then
     ends the run with ``RUN_ERROR`` and keeps what arrived."""
 
     def parse(self, raw: Iterable[Any]) -> Iterator[RawChunk]: ...

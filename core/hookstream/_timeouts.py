@@ -5,7 +5,7 @@
 comments (``: keepalive``) and Anthropic ``ping`` events, which produce no event, never reset them.
 ``tool`` bounds each tool call (a tool's own ``Tool.timeout`` wins).
 
-The per-event cost is one ``time.monotonic()`` store in :class:`~hookstream.call.ModelCall`; a single
+The per-event cost is one ``time.monotonic()`` store in ``hookstream._call.ModelCall``; a single
 :class:`Watchdog` thread per run polls those stamps and aborts the call (closing its socket) when a
 limit is passed. No lock and no timer object is touched per event.
 
@@ -42,7 +42,7 @@ class Timeouts:
     * ``tool``: each tool call (default for tools without their own ``timeout``); a tool past it gives
       the model an error result and the run goes on.
 
-    Every limit except ``tool`` ends the run with :class:`~hookstream.errors.StreamTimeoutError` whose
+    Every limit except ``tool`` ends the run with :class:`~hookstream.StreamTimeoutError` whose
     ``limit`` names it.
     """
 

@@ -3,9 +3,9 @@
 :func:`tool` turns a function into a :class:`Tool`; :func:`as_tools` accepts functions, Tool objects and
 ``{"name", "description", "parameters"}`` dicts. Parameter annotations map to JSON Schema in
 :mod:`hookstream._tool_schema` (enums, literals, unions, containers, dataclasses, attrs classes,
-``TypedDict``); one with no mapping is a :class:`~hookstream.errors.ToolDefinitionError` here, at
+``TypedDict``); one with no mapping is a :class:`~hookstream.ToolDefinitionError` here, at
 definition time. :func:`run_tool` structures the arguments back into those types (cattrs), executes one
-tool call and always returns a :class:`~hookstream.messages.ToolResultPart`: a tool that raises, returns
+tool call and always returns a :class:`~hookstream.ToolResultPart`: a tool that raises, returns
 something that is not JSON serialisable, or is asked with arguments that did not parse or do not
 structure gives an error result the model receives, never an exception in the caller.
 :func:`validate_input` checks arguments against the tool's JSON Schema with the ``jsonschema`` library

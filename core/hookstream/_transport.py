@@ -4,13 +4,13 @@ Bytes reach the SSE parser as soon as the socket delivers them (``read1``, never
 fill a buffer), so each delta is surfaced the moment it arrives. Line endings ``\\n``, ``\\r\\n`` and
 ``\\r`` and a last event without a final blank line are handled by sseclient-py.
 
-Errors become typed exceptions from :mod:`hookstream.errors`: a non-2xx answer is an
-:class:`~hookstream.errors.HTTPStatusError` subclass carrying the status and the provider's own error
+Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
+:class:`~hookstream.HTTPStatusError` subclass carrying the status and the provider's own error
 message (never the request headers, so never the API key); a dropped connection is a
-:class:`~hookstream.errors.ConnectionClosedError`; an SSE event larger than ``max_event_bytes`` is a
-:class:`~hookstream.errors.LineTooLongError`; a 2xx answer that is not an event stream (an HTML login
+:class:`~hookstream.ConnectionClosedError`; an SSE event larger than ``max_event_bytes`` is a
+:class:`~hookstream.LineTooLongError`; a 2xx answer that is not an event stream (an HTML login
 page from a proxy, a JSON body from a server that ignored ``stream: true``) is a
-:class:`~hookstream.errors.NotEventStreamError` naming its content type and first bytes.
+:class:`~hookstream.NotEventStreamError` naming its content type and first bytes.
 
 Thread safety: a :class:`Stream` is consumed by one thread; :meth:`Stream.abort` may be called from any
 other thread and unblocks a pending read at once.
@@ -80,13 +80,16 @@ class HTTPRequest:
     method: str = "POST"
 
     def body(self) -> bytes:
+        """The JSON body as compact UTF-8 bytes (what is sent)."""
         return json.dumps(self.json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def redacted_url(self) -> str:
+        """The URL without its query string (which may hold a key), for logs, errors and recordings."""
         parts = urlsplit(self.url)
         return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
     def redacted_headers(self) -> dict[str, str]:
+        """The headers with secret values (:data:`~hookstream.plugin.SECRET_HEADERS`) replaced by ``***``."""
         return {k: ("***" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()}
 
     def __repr__(self) -> str:

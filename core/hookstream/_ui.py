@@ -1,4 +1,4 @@
-"""UI messages: what a chat interface renders, built by :class:`hookstream.processor.StreamProcessor`.
+"""UI messages: what a chat interface renders, built by :class:`hookstream.StreamProcessor`.
 
 A :class:`UIMessage` has an id, a role and an ordered list of typed parts, following the TanStack AI
 ``UIMessage`` data model (``@tanstack/ai`` ``types.ts``: ``TextPart``, ``ThinkingPart``,
@@ -12,7 +12,7 @@ A :class:`UIMessage` has an id, a role and an ordered list of typed parts, follo
   ``streaming | complete | error``.
 
 ``provider_metadata`` (keyed by provider name, e.g. ``{"anthropic": {"signature": "..."}}``) rides on
-every part so that :mod:`hookstream.convert` can give it back to the provider unchanged.
+every part so that :func:`hookstream.ui_messages_to_model_messages` can give it back to the provider unchanged.
 
 JSON form (:meth:`UIMessage.to_dict` / :meth:`UIMessage.from_dict`) uses TanStack's camelCase keys:
 ``{"id", "role", "parts": [{"type": "text", "content": ...}, {"type": "tool-call", "id", "name",
@@ -97,7 +97,7 @@ class ToolCallUIPart:
 
     ``arguments`` is the raw JSON text received so far; ``input`` the parsed object, kept current
     after every delta while it streams (containers fill in as their members complete; a string still
-    streaming shows up once it closes, see :mod:`hookstream.partial_json`), replaced by
+    streaming shows up once it closes, see ``hookstream._partial_json``), replaced by
     ``TOOL_CALL_END.input`` when the adapter sends one. ``input`` is ``None`` when the final text is not a
     JSON object. ``output`` is the tool's result once ``state`` is ``output-available`` or
     ``output-error``.

@@ -4,7 +4,7 @@ in one import.
 A provider plugin subclasses :class:`Provider`, builds an :class:`HTTPRequest` from a
 :class:`ModelRequest`, and maps the provider's SSE events to AG-UI events with a
 :class:`StreamBuilder`; every plugin registers its parts from functions marked :data:`hookimpl`
-(hooks and their arguments: :mod:`hookstream._hookspecs`, rendered in ``docs/hooks.rst``). Test your
+(hooks and their arguments: the hook reference ``docs/hooks.rst``, generated from the hook specs). Test your
 plugin with :mod:`hookstream.testing`. Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.

@@ -18,11 +18,17 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from hookstream import get_model
-from hookstream._chat import chat
-from hookstream._events import RunError, TextMessageContent, TextMessageEnd, TextMessageStart
-from hookstream._messages import Message, ToolCallPart
-from hookstream._tools import tool
+from hookstream import (
+    Message,
+    RunError,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+    ToolCallPart,
+    chat,
+    get_model,
+    tool,
+)
 
 
 @tool(needs_approval=True)
@@ -61,26 +67,28 @@ def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input, 
     parser.add_argument("--base-url", default=None, help="API root, e.g. http://localhost:8000/v1")
     args = parser.parse_args(argv)
     history: list[Message] = [Message.system("You manage files. Use the tools; deleting needs the user's OK.")]
-    while True:
-        try:
-            line = read("you> ")
-        except EOFError:
-            break
-        if not line.strip() or line.strip() in ("quit", "exit"):
-            break
-        stream = chat(get_model(args.model, base_url=args.base_url), [*history, Message.user(line)],
-                      tools=[delete_file, list_files], approve=lambda call: ask(call, read, out))
-        for event in stream:
-            if isinstance(event, TextMessageStart):
-                out.write("assistant> ")
-            elif isinstance(event, TextMessageContent):
-                out.write(event.delta)
-                out.flush()
-            elif isinstance(event, TextMessageEnd):
-                out.write("\n")
-            elif isinstance(event, RunError):
-                out.write(f"[error] {event.code}: {event.message}\n")
-        history = stream.result().messages
+    # One model for the whole chat: every turn reuses its connection pool; `with` closes it at the end.
+    with get_model(args.model, base_url=args.base_url) as model:
+        while True:
+            try:
+                line = read("you> ")
+            except EOFError:
+                break
+            if not line.strip() or line.strip() in ("quit", "exit"):
+                break
+            stream = chat(model, [*history, Message.user(line)], tools=[delete_file, list_files],
+                          approve=lambda call: ask(call, read, out))
+            for event in stream:
+                if isinstance(event, TextMessageStart):
+                    out.write("assistant> ")
+                elif isinstance(event, TextMessageContent):
+                    out.write(event.delta)
+                    out.flush()
+                elif isinstance(event, TextMessageEnd):
+                    out.write("\n")
+                elif isinstance(event, RunError):
+                    out.write(f"[error] {event.code}: {event.message}\n")
+            history = stream.result().messages
     return 0
 
 

@@ -73,7 +73,7 @@ def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
 def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     """Consume ``stream`` printing it in ``output`` form; return the exit code (1 when the run failed).
 
-    ``final-json`` describes the run's last model call (see :func:`hookstream.output.final_json`).
+    ``final-json`` describes the run's last model call (see :func:`hookstream.final_json`).
     """
     if output == "events":
         for ev in stream:

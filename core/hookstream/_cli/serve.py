@@ -1,4 +1,4 @@
-"""``hookstream serve``: the AG-UI WSGI application (:mod:`hookstream.agui`) on waitress.
+"""``hookstream serve``: the AG-UI WSGI application (:func:`hookstream.make_app`) on waitress.
 
 waitress is a well-kept, pure-Python, multi-threaded WSGI server; with its default ``send_bytes=1`` each
 SSE frame the application yields is written to the socket at once (chunked transfer encoding), so events

@@ -2,10 +2,12 @@
 
 Plugin authors use it to prove their adapter keeps what arrived and ends in a typed error::
 
-    from hookstream.testing.faults import FaultServer
+    from hookstream import chat, get_model
+    from hookstream.testing import FaultServer
 
     with FaultServer("anthropic", "close_mid_args") as srv:
-        stream = chat("anthropic:fault-model", "hi", base_url=srv.base_url, tools=[get_weather])
+        model = get_model("anthropic:fault-model", base_url=srv.base_url, api_key="test")
+        stream = chat(model, "hi", tools=[get_weather])
         events = list(stream)   # ends with RUN_ERROR code connection_closed; the text is in result()
 
 The first request gets the faulted stream (by default :func:`~.provider_bodies.provider_stream`:
@@ -156,7 +158,7 @@ Script = Callable[[ChunkWriter], None]
 class FaultServer:
     """A :class:`~.server.LoopbackServer` playing ``provider``'s stream with ``fault`` injected.
 
-    ``base_url`` is what to pass as ``chat(base_url=...)``. ``script`` replaces the default stream,
+    ``base_url`` is what to pass as ``get_model(..., base_url=...)``. ``script`` replaces the default stream,
     ``then`` the responses for later requests. ``split`` / ``per_read`` re-frame the scripted events
     (module docstring). Times are seconds, sizes bytes. Raises :class:`ValueError` for an unknown
     fault, provider or split, or ``per_read`` < 1.

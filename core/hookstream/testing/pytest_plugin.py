@@ -8,11 +8,11 @@ all function-scoped and cleaned up after the test:
     :class:`~hookstream.testing.Response` s in order (the last repeats), optional ``fragment`` splitting
     and ``delay``, and request capture in ``server.requests``.
 ``hookstream_fault_server(provider, fault, **options) -> FaultServer``
-    A started :class:`~hookstream.testing.faults.FaultServer` playing ``provider``'s stream with a fault
+    A started :class:`~hookstream.testing.FaultServer` playing ``provider``'s stream with a fault
     injected (``close_mid_args``, ``http_429``, ``utf8_split``...). Skips when the faults module is absent.
 ``hookstream_recorder(model, base_url=None) -> Recorder``
-    A :class:`~hookstream.record.Recorder` writing into a fresh temporary directory (``.directory``);
-    pass ``recorder.session()`` to ``chat(session=...)``.
+    A :class:`~hookstream.Recorder` writing into a fresh temporary directory (``.directory``);
+    pass ``recorder.session()`` to ``get_model(..., session=...)``.
 ``hookstream_replay(directory, messages, **chat_kwargs) -> (events, RunResult)``
     Runs ``chat("replay:DIRECTORY", ...)`` to the end: the recording played through its real adapter,
     each request checked against the recorded one.

@@ -1,0 +1,62 @@
+"""The offline demo's parts for samples and tests: a loopback server playing the bundled demo
+recording, its prompt and its two tools.
+
+The recording is a two-step OpenAI Chat Completions conversation (the wire format of
+``POST /v1/chat/completions`` with ``"stream": true``): step 1 asks for ``get_weather`` and
+``convert_currency`` in parallel, step 2 streams the final answer (which holds ``40,575``). Point the
+``openai`` provider at the server::
+
+    from hookstream import chat, get_model
+    from hookstream.testing import DEMO_PROMPT, demo_server, demo_tools
+
+    with demo_server() as server:
+        model = get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="demo-key")
+        print(chat(model, DEMO_PROMPT, tools=demo_tools()).result().text)
+
+Thread safety: each server runs on its own daemon threads; the tools are plain thread-safe functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import _demo
+from .._loopback import LoopbackServer, Response
+from .._tools import Tool, tool
+
+__all__ = ["DEMO_MODEL", "DEMO_PROMPT", "DEMO_STEPS", "demo_server", "demo_tools"]
+
+DEMO_MODEL = _demo.MODEL
+"""The model the recording was written for: ``"openai:gpt-4o-mini"``."""
+
+DEMO_PROMPT = _demo.PROMPT
+"""The question the recording answers (weather in Paris and 250 EUR in yen)."""
+
+DEMO_STEPS: tuple[str, ...] = ("step1", "step2")
+"""The recorded responses, in order: ``step1`` (two tool calls), ``step2`` (the final answer)."""
+
+
+def demo_server(*, delay: float = 0.0, steps: Sequence[str] = DEMO_STEPS, check: bool = True) -> LoopbackServer:
+    """A started :class:`LoopbackServer` answering successive requests with the recorded ``steps``
+    (names from :data:`DEMO_STEPS`; the last one repeats), each SSE event its own HTTP chunk,
+    ``delay`` seconds apart.
+
+    With ``check`` the server answers ``400`` (so the run ends with ``RUN_ERROR`` ``bad_request``) to a
+    request that does not offer exactly the two :func:`demo_tools`, or whose second request lacks the
+    assistant tool-call message and both tool results with matching ``tool_call_id``. The base URL for
+    the ``openai`` provider is ``server.url + "/v1"``. Stop it with ``.stop()`` or a ``with`` block.
+    Raises :class:`ValueError` for an unknown step name or a negative delay.
+    """
+    unknown = [s for s in steps if s not in DEMO_STEPS]
+    if unknown or not steps:
+        raise ValueError(f"steps must be names from {DEMO_STEPS}, got {list(steps)!r}")
+    if delay < 0:
+        raise ValueError(f"delay is seconds between SSE events, at least 0, got {delay}")
+    responses = [Response(pieces=_demo._events(_demo._body(f"{s}.sse")), delay=delay) for s in steps]
+    return LoopbackServer(responses, check=_demo.check_request if check else None).start()
+
+
+def demo_tools(*, approval: bool = False) -> list[Tool]:
+    """The demo's tools, ``[get_weather, convert_currency]`` (each takes about 0.2 s, so the two calls
+    of step 1 visibly run in parallel); ``approval`` makes ``convert_currency`` need approval."""
+    return [tool(_demo.get_weather), tool(_demo.convert_currency, needs_approval=approval)]

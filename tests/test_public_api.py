@@ -1,0 +1,216 @@
+"""The public faces hold: ``hookstream`` (users), ``hookstream.plugin`` (plugin authors) and
+``hookstream.testing`` (test helpers) export what they list, the docs import nothing else, and every
+hookstream class the docs name exists on a face.
+
+Implementation modules are private (``hookstream._chat``...), as in httpx; these tests keep the docs
+from drifting back to them and keep each face complete for what the docs teach.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import importlib.util
+import re
+import types
+from pathlib import Path
+
+import hookstream
+import hookstream.plugin
+import hookstream.testing
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PACKAGE = ROOT / "core" / "hookstream"
+
+FACES: dict[str, types.ModuleType] = {
+    "hookstream": hookstream,
+    "hookstream.plugin": hookstream.plugin,
+    "hookstream.testing": hookstream.testing,
+}
+USER_FACES = frozenset({"hookstream", "hookstream.testing"})
+PLUGIN_FACES = frozenset({"hookstream", "hookstream.plugin", "hookstream.testing"})
+
+PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "hooks.rst",
+                         "installing-plugins.md"})
+# Pages about the implementation for hookstream's own engineers: they name private classes on purpose.
+INTERNALS_DOCS = frozenset({"architecture.md"})
+
+# CamelCase names the docs put in inline code that are not hookstream's: AG-UI protocol types, a
+# provider's own schema type, the HTTP auth scheme, a class of the separate hookstream-strategies
+# distribution.
+# Names from AG-UI, the standard library and typing that docs mention in inline code.
+NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "DebounceStrategy", "Enum", "Literal",
+                            "Path", "TypedDict", "Annotated", "Callable"})
+
+_FENCE = re.compile(r"```python\n(?P<code>.*?)\n```", re.S)
+_INLINE_CODE = re.compile(r"`(?P<code>[^`\n]+)`")
+# A CamelCase name that is a whole code span, or is called / dotted into inside one.
+_CLASS_NAME = re.compile(r"(?<![\w.\"'-])(?P<name>[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)(?=$|[(.\[])")
+_AUTODOC = re.compile(r"^\.\. auto(?:class|function|data|exception):: (?P<target>[\w.]+)", re.M)
+
+
+def doc_files() -> list[Path]:
+    files = [*sorted(DOCS.glob("*.md")), *sorted((DOCS / "providers").glob("*.md")),
+             *sorted((DOCS / "examples").glob("*.py")), DOCS / "hooks.rst", ROOT / "README.md"]
+    return [f for f in files if f.is_file()]
+
+
+def allowed_faces(doc: Path) -> frozenset[str]:
+    return PLUGIN_FACES if doc.name in PLUGIN_DOCS else USER_FACES
+
+
+def code_blocks(doc: Path) -> list[tuple[int, str]]:
+    """(first line, source) of each Python sample; an example script is one block."""
+    text = doc.read_text("utf-8")
+    if doc.suffix == ".py":
+        return [(1, text)]
+    return [(text.count("\n", 0, m.start("code")) + 1, m.group("code")) for m in _FENCE.finditer(text)]
+
+
+def hookstream_imports(source: str) -> list[tuple[str, str | None]]:
+    """(module, name) for each ``from hookstream... import name``, (module, None) for
+    ``import hookstream...``, and ("hookstream", attr) for each ``hookstream.attr`` after
+    ``import hookstream``."""
+    tree = ast.parse(source)
+    found: list[tuple[str, str | None]] = []
+    plain_import = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "hookstream" or node.module.startswith("hookstream."):
+                found.extend((node.module, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "hookstream" or alias.name.startswith("hookstream."):
+                    found.append((alias.name, None))
+                    plain_import |= alias.name == "hookstream" and alias.asname is None
+    if plain_import:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "hookstream":
+                found.append(("hookstream", node.attr))
+    return found
+
+
+def doc_imports() -> list[tuple[Path, int, str, str | None]]:
+    out = []
+    for doc in doc_files():
+        for line, code in code_blocks(doc):
+            try:
+                imports = hookstream_imports(code)
+            except SyntaxError as exc:
+                pytest.fail(f"{doc.relative_to(ROOT)}:{line}: a python sample that does not parse: {exc}")
+            out.extend((doc, line, module, name) for module, name in imports)
+    return out
+
+
+# -- (a) every exported name resolves ------------------------------------------------------------
+
+@pytest.mark.parametrize("face", sorted(FACES))
+def test_every_exported_name_resolves(face: str) -> None:
+    module = FACES[face]
+    assert len(module.__all__) == len(set(module.__all__)), f"{face}.__all__ lists a name twice"
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing, f"{face}.__all__ names what it does not have: {missing}"
+
+
+def test_lazy_table_matches_all() -> None:
+    lazy = set(hookstream._LAZY)  # the PEP 562 table behind `import hookstream`
+    exported = set(hookstream.__all__) - {"__version__"}
+    assert lazy == exported, f"only in _LAZY: {sorted(lazy - exported)}; only in __all__: {sorted(exported - lazy)}"
+    assert set(dir(hookstream)) >= exported
+
+
+def test_no_public_name_is_taken_from_a_private_face() -> None:
+    # hookstream's values come from its own implementation modules, never from the testing kit.
+    for name in hookstream.__all__:
+        value = getattr(hookstream, name)
+        owner = getattr(value, "__module__", None)
+        assert not (owner or "").startswith("hookstream.testing"), f"hookstream.{name} comes from {owner}"
+
+
+# -- (b) the docs import only from the faces, only names the faces export ------------------------
+
+def test_docs_have_imports_to_check() -> None:
+    assert len(doc_imports()) >= 30
+
+
+@pytest.mark.parametrize("doc", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_doc_imports_only_public_names(doc: Path) -> None:
+    allowed = allowed_faces(doc)
+    problems = []
+    for where, line, module, name in doc_imports():
+        if where != doc:
+            continue
+        if module not in allowed:
+            problems.append(f"line {line}: imports from {module} (allowed: {sorted(allowed)})")
+        elif name is not None and name not in FACES[module].__all__:
+            problems.append(f"line {line}: {module}.{name} is not in {module}.__all__")
+    assert not problems, f"{doc.relative_to(ROOT)}:\n" + "\n".join(problems)
+
+
+def test_hook_reference_documents_public_names() -> None:
+    # hooks.rst renders the hook specs from their (private) module; every other target is on a face.
+    text = (DOCS / "hooks.rst").read_text("utf-8")
+    assert ".. automodule:: hookstream._hookspecs" in text
+    targets = [m.group("target") for m in _AUTODOC.finditer(text)]
+    assert "hookstream.plugin.StreamBuilder" in targets and "hookstream.plugin.Provider" in targets
+    for target in targets:
+        module, _, name = target.rpartition(".")
+        assert module in PLUGIN_FACES and name in FACES[module].__all__, f"hooks.rst documents {target}"
+
+
+# -- (c) no public name is a module shadowed by a function ----------------------------------------
+
+def test_no_public_name_shadows_a_module() -> None:
+    clashes = []
+    for name in hookstream.__all__:
+        if (PACKAGE / f"{name}.py").exists() or (PACKAGE / name).is_dir():
+            clashes.append(name)
+        elif importlib.util.find_spec(f"hookstream.{name}") is not None:
+            clashes.append(name)
+        elif isinstance(getattr(hookstream, name), types.ModuleType):
+            clashes.append(name)
+    assert not clashes, f"hookstream names that are also modules: {clashes}"
+
+
+def test_only_the_faces_are_public_modules() -> None:
+    public = sorted(p.stem for p in PACKAGE.iterdir()
+                    if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").exists()))
+    assert public == ["plugin", "testing"], f"public modules beside the faces: {public}"
+
+
+def test_chat_is_the_function() -> None:
+    assert callable(hookstream.chat) and not isinstance(hookstream.chat, types.ModuleType)
+    assert importlib.import_module("hookstream").chat is hookstream.chat
+
+
+# -- (d) the faces are complete for what the docs teach -------------------------------------------
+
+def doc_class_names() -> dict[str, set[str]]:
+    """CamelCase names in the docs' inline code (``Timeouts``, ``StepSettings(...)``) -> pages."""
+    names: dict[str, set[str]] = {}
+    for doc in doc_files():
+        if doc.suffix == ".py" or doc.name in INTERNALS_DOCS:
+            continue
+        prose = _FENCE.sub("", doc.read_text("utf-8"))
+        for span in _INLINE_CODE.finditer(prose):
+            for m in _CLASS_NAME.finditer(span.group("code")):
+                names.setdefault(m.group("name"), set()).add(doc.name)
+    return names
+
+
+def test_classes_the_docs_name_are_on_a_face() -> None:
+    exported = set().union(*(set(m.__all__) for m in FACES.values()))
+    names = doc_class_names()
+    assert {"Timeouts", "Callbacks", "LoopSettings", "StreamBuilder"} <= set(names)
+    missing = {name: sorted(pages) for name, pages in names.items()
+               if name not in exported and name not in NOT_HOOKSTREAM and not hasattr(builtins, name)}
+    assert not missing, f"the docs name classes no face exports: {missing}"
+
+
+def test_names_the_doc_samples_import_exist() -> None:
+    for doc, line, module, name in doc_imports():
+        if module in FACES and name is not None:
+            assert hasattr(FACES[module], name), f"{doc.name}:{line}: {module}.{name} does not resolve"
