@@ -91,6 +91,7 @@ from ._messages import (
     coerce_messages,
     tool_output_text,
 )
+from ._processor import resolve_strategy
 from ._provider import CallContext, ModelRequest, Provider, ToolSpec
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
@@ -190,6 +191,7 @@ __all__ = [
     "new_id",
     "parse_arguments",
     "reset_registry",
+    "resolve_strategy",
     "to_json",
     "tool_output_text",
 ]

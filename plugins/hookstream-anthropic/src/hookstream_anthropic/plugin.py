@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hookstream._hookspecs import hookimpl
+from hookstream.plugin import hookimpl
 
 
 @hookimpl

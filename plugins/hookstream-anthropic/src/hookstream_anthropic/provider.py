@@ -15,9 +15,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from hookstream._events import BaseEvent
-from hookstream._provider import CallContext, ModelRequest, Provider
-from hookstream._transport import HTTPRequest, default_error_reader
+from hookstream.plugin import BaseEvent, CallContext, HTTPRequest, ModelRequest, Provider, default_error_reader
 
 from .request import build_body
 from .stream import MessageStreamParser

@@ -27,8 +27,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
-from hookstream._provider import ModelRequest, ToolSpec
+from hookstream.plugin import (
+    Message,
+    ModelRequest,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    tool_output_text,
+)
 
 __all__ = ["DEFAULT_MAX_TOKENS", "PROVIDER_KEY", "build_body", "convert_messages", "convert_tool_choice"]
 

@@ -36,10 +36,16 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream._builder import StreamBuilder, new_id
-from hookstream._errors import MalformedChunkError
-from hookstream._events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
-from hookstream._provider import CallContext
+from hookstream.plugin import (
+    BaseEvent,
+    CallContext,
+    Custom,
+    MalformedChunkError,
+    ReasoningEncryptedValue,
+    StreamBuilder,
+    Usage,
+    new_id,
+)
 
 from .request import PROVIDER_KEY
 

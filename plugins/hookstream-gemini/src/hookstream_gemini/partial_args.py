@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hookstream._errors import MalformedChunkError
+from hookstream.plugin import MalformedChunkError
 
 __all__ = ["PartialArgs", "parse_json_path"]
 

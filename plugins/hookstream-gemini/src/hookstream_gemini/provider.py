@@ -17,9 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from hookstream._events import BaseEvent
-from hookstream._provider import CallContext, ModelRequest, Provider
-from hookstream._transport import HTTPRequest
+from hookstream.plugin import BaseEvent, CallContext, HTTPRequest, ModelRequest, Provider
 
 from .request import build_body
 from .stream import parse_stream

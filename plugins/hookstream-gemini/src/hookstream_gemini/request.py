@@ -24,8 +24,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
-from hookstream._provider import ModelRequest, ToolSpec
+from hookstream.plugin import (
+    Message,
+    ModelRequest,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    tool_output_text,
+)
 
 __all__ = ["build_body", "deep_merge", "gemini_meta"]
 

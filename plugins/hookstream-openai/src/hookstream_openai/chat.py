@@ -15,12 +15,23 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from hookstream._builder import StreamBuilder
-from hookstream._errors import MalformedChunkError
-from hookstream._events import BaseEvent, Custom, ToolCallArgs, Usage
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._provider import CallContext, ModelRequest, Provider
-from hookstream._transport import HTTPRequest
+from hookstream.plugin import (
+    BaseEvent,
+    CallContext,
+    Custom,
+    HTTPRequest,
+    MalformedChunkError,
+    Message,
+    ModelRequest,
+    Provider,
+    ReasoningPart,
+    StreamBuilder,
+    TextPart,
+    ToolCallArgs,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
 

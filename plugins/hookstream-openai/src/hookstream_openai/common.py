@@ -10,8 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from hookstream._messages import ToolCallPart, tool_output_text
-from hookstream._secrets import Secret
+from hookstream.plugin import Secret, ToolCallPart, tool_output_text
 
 __all__ = ["arguments_text", "auth_headers", "output_text", "tool_choice"]
 

@@ -11,13 +11,27 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from hookstream._accumulate import parse_arguments
-from hookstream._builder import StreamBuilder, new_id
-from hookstream._errors import MalformedChunkError
-from hookstream._events import BaseEvent, Custom, ReasoningEncryptedValue, RunError, ToolCallArgs, Usage
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._provider import CallContext, ModelRequest, Provider
-from hookstream._transport import HTTPRequest
+from hookstream.plugin import (
+    BaseEvent,
+    CallContext,
+    Custom,
+    HTTPRequest,
+    MalformedChunkError,
+    Message,
+    ModelRequest,
+    Provider,
+    ReasoningEncryptedValue,
+    ReasoningPart,
+    RunError,
+    StreamBuilder,
+    TextPart,
+    ToolCallArgs,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    new_id,
+    parse_arguments,
+)
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
 

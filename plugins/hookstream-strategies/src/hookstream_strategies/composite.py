@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hookstream._strategies import ChunkStrategy
+from hookstream.plugin import ChunkStrategy
 
 __all__ = ["CompositeStrategy"]
 
 
 def _build(child: ChunkStrategy | str) -> ChunkStrategy:
     if isinstance(child, str):
-        from hookstream._processor import resolve_strategy
+        from hookstream.plugin import resolve_strategy
 
         return resolve_strategy(child)
     return child
