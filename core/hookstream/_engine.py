@@ -50,7 +50,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -229,7 +229,7 @@ class _StepOutput:
             try:
                 held.append(next(source))
             except StopIteration as done:
-                return done.value
+                return cast("_R", done.value)
 
     def release(self) -> Iterator[BaseEvent]:
         """Yield the held events and stop holding: the run ends with this step, so the consumer sees it."""
