@@ -148,7 +148,7 @@ def test_dict_events_and_bad_input() -> None:
 
 def test_ui_message_json_round_trip() -> None:
     p = StreamProcessor()
-    value = {"toolCallId": "c2", "toolName": "g", "input": {}, "approval": {"id": "ap", "needsApproval": True}}
+    value = {"toolCallId": "c2", "approvalId": "ap", "toolName": "g", "input": {}}
     p.process([run_start(), E.ReasoningMessageContent("r", "t"), *text("m", "hi"), *tool("c1", "f", '{"a": [1]}'),
                E.ToolCallResult("x", "c1", "null"), *tool("c2", "g", "{}"), E.Custom("approval-requested", value),
                run_end()])

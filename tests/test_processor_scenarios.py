@@ -179,8 +179,7 @@ def test_client_tool() -> None:
 def test_approval_flow() -> None:
     rec = Recorder()
     p = rec.processor()
-    value = {"toolCallId": "c1", "toolName": "delete", "input": {"path": "/tmp/x"},
-             "approval": {"id": "ap1", "needsApproval": True}}
+    value = {"toolCallId": "c1", "approvalId": "ap1", "toolName": "delete", "input": {"path": "/tmp/x"}}
     events = [run_start(), *tool("c1", "delete", '{"path": "/tmp/x"}'), E.Custom("approval-requested", value),
               run_end("tool_calls")]
     p.process(events)

@@ -19,7 +19,8 @@ with tool calls followed by a tool message holding a result for each of them (a 
 run gets an error result), whatever is streamed; only calls waiting for approval or a client are left
 open, and :class:`~hookstream.Resume` closes them.
 
-``CUSTOM`` values (camelCase keys, as the AG-UI events are serialised):
+``CUSTOM`` values are built from the payload classes of :mod:`hookstream._custom` (camelCase keys, as
+the AG-UI events are serialised; read them back with :func:`~hookstream.parse_custom`):
 
 * ``tool-call-repaired``: ``{"toolCallId", "toolName", "input"}``, the call as ``repair_tool_call``
   returned it (same id as the streamed call; name and parsed arguments replace the streamed ones).
@@ -30,6 +31,10 @@ open, and :class:`~hookstream.Resume` closes them.
 * ``loop-stopped``: ``{"stoppedBy", "steps", "maxSteps"}`` just before ``RUN_FINISHED`` when ``max_steps``
   (``stoppedBy: "max_steps"``) or a stop condition (``"stop_condition"``) ended a loop whose last step's
   tools ran and wanted another model call; also kept as :attr:`RunResult.stopped_by`.
+
+The step loop lives here; the tool phase of a step (validate, repair, approve, run, pair the history)
+is :mod:`hookstream._tool_phase`. A step's events go through one :class:`_StepOutput`, which streams them
+or, with ``stream_tool_call_responses=False``, holds them until the step turns out to be the last one.
 
 A consumer that stops iterating (``break``, ``close()``) aborts the run exactly like :meth:`Engine.cancel`:
 the open step is closed and recorded, text and tool calls received so far stay in the history, memory is
@@ -45,16 +50,16 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import attrs
 
 from ._accumulate import StepAccumulator, StepResult
 from ._call import CallOptions, ModelCall
+from ._custom import LoopStoppedPayload, StoppedBy
 from ._errors import CallbackError, HookstreamError, ProviderError, ResumeError, StreamTimeoutError
 from ._events import (
     BaseEvent,
-    Custom,
     Interrupt,
     Outcome,
     ReasoningEnd,
@@ -70,7 +75,6 @@ from ._events import (
     TextMessageStart,
     ToolCallArgs,
     ToolCallEnd,
-    ToolCallResult,
     ToolCallStart,
     Usage,
 )
@@ -84,20 +88,22 @@ from ._loop import (
     RunResult,
     StepSettings,
     StepStart,
-    approval_id,
 )
 from ._memory import ConversationStore
-from ._messages import Message, ToolCallPart, ToolResultPart, tool_output_text
+from ._messages import Message, ToolCallPart, ToolResultPart
 from ._provider import CallContext, ModelRequest, Provider
 from ._stop import StopCondition
 from ._timeouts import Timeouts, Watchdog
-from ._tools import CancellationToken, Tool, as_tools, needs_approval, run_tool_guarded, validate_input
+from ._tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
+from ._tools import CancellationToken, Tool, as_tools
 
 __all__ = ["Engine", "EngineConfig", "RunResult"]
 
 log = logging.getLogger("hookstream.engine")
 
 _NO_CONTINUE = frozenset({"length", "content_filter", "error"})
+
+_R = TypeVar("_R")
 
 
 @attrs.define(slots=True)
@@ -196,13 +202,40 @@ class _Step:
     tools: dict[str, Tool]
 
 
-@attrs.define(slots=True)
-class _ToolsOutcome:
-    """What the tools phase of a step decided: ``continue``, ``interrupt``, ``direct``, ``cancelled``
-    or ``error``."""
+class _StepOutput:
+    """Where the events of one step go: yielded at once, or held (``stream_tool_call_responses=False``)
+    until the step turns out to end the run (:meth:`release`). The held events of a step the loop continues
+    after are dropped with the step's output."""
 
-    kind: str
-    error: BaseException | None = None
+    __slots__ = ("held",)
+
+    def __init__(self, hold: bool) -> None:
+        # The hot path of a step reads ``held`` directly: one identity test per event.
+        self.held: list[BaseEvent] | None = [] if hold else None
+
+    def emit(self, events: Sequence[BaseEvent]) -> Iterator[BaseEvent]:
+        """Yield ``events``, or hold them."""
+        if self.held is None:
+            yield from events
+        else:
+            self.held.extend(events)
+
+    def pipe(self, source: Generator[BaseEvent, None, _R]) -> Generator[BaseEvent, None, _R]:
+        """:meth:`emit` each event of ``source`` as it comes; return what ``source`` returns."""
+        if self.held is None:
+            return (yield from source)
+        held = self.held
+        while True:
+            try:
+                held.append(next(source))
+            except StopIteration as done:
+                return cast("_R", done.value)
+
+    def release(self) -> Iterator[BaseEvent]:
+        """Yield the held events and stop holding: the run ends with this step, so the consumer sees it."""
+        held, self.held = self.held, None
+        if held:
+            yield from held
 
 
 class Engine:
@@ -340,15 +373,11 @@ class Engine:
         cfg = self.config
         cbs = cfg.callbacks
         plan = self._plan(number)
-        buf: list[BaseEvent] | None = None if cfg.stream_tool_call_responses else []
+        output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         step_name = f"step-{number}"
         self._observe(cbs.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
                                                    plan.request.model, plan.tools, plan.request.tool_choice))
-        started = StepStarted(step_name)
-        if buf is None:
-            yield started
-        else:
-            buf.append(started)
+        yield from output.emit([StepStarted(step_name)])
         acc = StepAccumulator(number)
         blocks = _OpenBlocks()
         call = ModelCall(plan.provider, plan.request, CallContext(cfg.thread_id, cfg.run_id), plan.provider.session,
@@ -360,6 +389,7 @@ class Engine:
         elif self._failure is not None:
             call.abort(self._failure)
         on_chunk = cbs.on_chunk
+        held = output.held
         # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
         for ev in call:
             t = type(ev)
@@ -374,10 +404,10 @@ class Engine:
                     on_chunk(ev)
                 except Exception:
                     log.exception("on_chunk failed")
-            if buf is None:
+            if held is None:
                 yield ev
             else:
-                buf.append(ev)
+                held.append(ev)
         with self._lock:
             self._call = None
         step = acc.finish()
@@ -385,56 +415,74 @@ class Engine:
         if step.usage is not None:
             self.usage = self.usage + step.usage
         if self._cancelled.is_set():
-            closing = [*blocks.close(), StepFinished(step_name)]
-            yield from self._emit(buf, closing)
-            yield from self._release(buf)
+            yield from output.emit([*blocks.close(), StepFinished(step_name)])
+            yield from output.release()
             self._keep_partial(step, "the run was cancelled")
             self._observe(cbs.on_step_finish, step)
             yield from self._finish("cancelled")
             return "cancelled"
         if step.error is not None:
-            yield from self._release(buf)
+            yield from output.release()
             self._keep_partial(step, "the model call failed")
             self._observe(cbs.on_step_finish, step)
             code, message = step.error
             exc = self._failure or call.exception or ProviderError(message, error_type=code)
             yield from self._fail(exc, code=code)
             return "error"
-        ended = StepFinished(step_name)
-        if buf is None:
-            yield ended
-        else:
-            buf.append(ended)
+        yield from output.emit([StepFinished(step_name)])
         self.messages.append(step.message)
         if not step.tool_calls:
             self._observe(cbs.on_step_finish, step)
-            yield from self._release(buf)
+            yield from output.release()
             yield from self._finish("success")
             return "done"
         if step.finish_reason in _NO_CONTINUE:
             # Cut off (length, content filter): the calls are not run; error results keep history paired.
             self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
             self._observe(cbs.on_step_finish, step)
-            yield from self._release(buf)
+            yield from output.release()
             yield from self._finish("success")
             return "done"
         assistant_index = len(self.messages) - 1
-        out = yield from self._tools(step, step.tool_calls, plan.tools, buf, None, assistant_index)
+        out = yield from output.pipe(self._tool_phase().run(step, step.tool_calls, plan.tools, None, assistant_index))
+        self._settle(out, assistant_index)
         self._observe(cbs.on_step_finish, step)
         if out.kind == "continue":
             stop = self._stop_now(number)
             if stop:
                 self.stopped_by = stop
-                yield from self._release(buf)
+                yield from output.release()
                 # Said on the stream: a run cut short by a limit must not look like a finished answer.
-                yield Custom("loop-stopped", {"stoppedBy": stop, "steps": number, "maxSteps": cfg.max_steps})
+                yield LoopStoppedPayload(stop, number, cfg.max_steps).to_event()
                 yield from self._finish("success")
                 return "done"
-            return "continue"  # the buffered events of a tool-call step are dropped here
-        yield from self._release(buf)
+            return "continue"  # the held events of a tool-call step are dropped with ``output``
+        yield from output.release()
         return (yield from self._conclude(out))
 
-    def _conclude(self, out: _ToolsOutcome) -> Generator[BaseEvent, None, str]:
+    # -- tools ----------------------------------------------------------------------------------
+    def _tool_phase(self) -> ToolPhase:
+        cfg = self.config
+        phase = ToolPhase(
+            ToolPhaseSettings(cfg.executor, cfg.timeouts.tool, cfg.repair_tool_call, cfg.approve,
+                              cfg.callbacks.on_chunk),
+            self.messages, self._token, self._cancelled, lambda: self._failure,
+        )
+        # The run's result shows what waits, also when a callback fails halfway through the phase.
+        self.pending_approvals, self.pending_tool_calls = phase.pending_approvals, phase.pending_tool_calls
+        return phase
+
+    def _settle(self, out: ToolsOutcome, assistant_index: int) -> None:
+        """Save the history the tool phase left: up to the assistant message while calls wait (a resume
+        continues from there), all of it when every call has a result."""
+        if out.kind == "interrupt":
+            self._persist(upto=assistant_index)
+        elif out.kind in ("continue", "direct"):
+            self._persist()
+        if out.kind == "direct":
+            self.direct_result = out.direct_result
+
+    def _conclude(self, out: ToolsOutcome) -> Generator[BaseEvent, None, str]:
         if out.kind == "cancelled":
             yield from self._finish("cancelled")
         elif out.kind == "error":
@@ -452,7 +500,7 @@ class Engine:
             yield from self._finish("success", result=self.direct_result)
         return out.kind
 
-    def _stop_now(self, number: int) -> str | None:
+    def _stop_now(self, number: int) -> StoppedBy | None:
         """Why the loop stops after step ``number`` (``max_steps``, ``stop_condition``), or None."""
         if number >= self.config.max_steps:
             return "max_steps"
@@ -511,145 +559,6 @@ class Engine:
             return provider, provider.model
         return self.provider, model_name if sep else model
 
-    # -- tools ----------------------------------------------------------------------------------
-    def _tools(
-        self,
-        step: StepResult,
-        calls: list[ToolCallPart],
-        tools: dict[str, Tool],
-        buf: list[BaseEvent] | None,
-        resume: Resume | None,
-        assistant_index: int,
-    ) -> Generator[BaseEvent, None, _ToolsOutcome]:
-        """Validate, repair, approve and run ``calls``; append their results to the history; emit
-        ``TOOL_CALL_RESULT`` (and ``CUSTOM`` for what waits). Returns a :class:`_ToolsOutcome`."""
-        cfg = self.config
-        results: dict[str, ToolResultPart] = {}
-        runnable: list[tuple[ToolCallPart, Tool]] = []
-        self.pending_approvals, self.pending_tool_calls = [], []
-        for index, original in enumerate(calls):
-            if resume is not None:
-                given = resume.output_for(original)
-                if given is not None:
-                    results[original.id] = given
-                    continue
-            if self._cancelled.is_set():
-                # Aborted (cancel() or a consumer that stopped reading): ask nobody, start nothing.
-                results[original.id] = _error(original, "not run: the run was cancelled")
-                continue
-            call, t, problem = self._check(step, index, original, tools)
-            if call is not original:
-                # The stream announced the unrepaired call: tell the UI what actually runs.
-                yield from self._emit(buf, [Custom("tool-call-repaired", {
-                    "toolCallId": call.id, "toolName": call.name, "input": call.arguments})])
-            if t is None or problem is not None:
-                results[call.id] = _error(call, problem or f"unknown tool {call.name!r}")
-                continue
-            if t.fn is None:
-                self.pending_tool_calls.append(call)
-                yield from self._emit(buf, [Custom("tool-input-available", {
-                    "toolCallId": call.id, "toolName": call.name, "input": call.arguments})])
-                continue
-            if needs_approval(t, call.arguments):
-                aid = approval_id(call.id)
-                decided = resume.approval_for(call.id) if resume is not None else None
-                if decided is None:
-                    yield from self._emit(buf, [Custom("approval-requested", {
-                        "toolCallId": call.id, "approvalId": aid, "toolName": call.name, "input": call.arguments})])
-                    if self._cancelled.is_set():
-                        results[call.id] = _error(call, "not run: the run was cancelled")
-                        continue
-                    if cfg.approve is None:
-                        self.pending_approvals.append(PendingApproval(aid, call))
-                        continue
-                    try:
-                        decided = bool(cfg.approve(call))
-                    except Exception as exc:
-                        raise CallbackError(f"approve failed: {type(exc).__name__}: {exc}") from exc
-                    yield from self._emit(buf, [Custom("approval-responded", {
-                        "toolCallId": call.id, "approvalId": aid, "approved": decided})])
-                if not decided:
-                    results[call.id] = ToolResultPart(
-                        call.id, call.name, f"Denied: the user did not approve running {call.name!r}.", is_error=True
-                    )
-                    continue
-            runnable.append((call, t))
-        if runnable and self._cancelled.is_set():
-            for c, _ in runnable:
-                results[c.id] = _error(c, "not run: the run was cancelled")
-            runnable = []
-        if runnable:
-            history = list(self.messages)
-            default_timeout = cfg.timeouts.tool
-            token = self._token
-
-            def job(c: ToolCallPart, tl: Tool) -> Callable[[], ToolResultPart]:
-                limit = tl.timeout if tl.timeout is not None else default_timeout
-                return lambda: run_tool_guarded(tl, c, history, token, limit)
-
-            ran = cfg.executor.run([job(c, tl) for c, tl in runnable])
-            for (c, _), r in zip(runnable, ran, strict=True):
-                results[c.id] = r
-        # Results in call order, merged with any the history already holds for this assistant message.
-        assistant = self.messages[assistant_index]
-        earlier = {r.tool_call_id: r for m in self.messages[assistant_index + 1:] for r in m.tool_results}
-        ordered_new = [results[c.id] for c in calls if c.id in results]
-        step.tool_results = ordered_new
-        merged = [earlier.get(c.id) or results.get(c.id) for c in assistant.tool_calls]
-        del self.messages[assistant_index + 1:]
-        kept = [r for r in merged if r is not None]
-        if kept:
-            self.messages.append(Message("tool", [*kept]))
-        on_chunk = cfg.callbacks.on_chunk
-        result_events: list[BaseEvent] = []
-        for r in ordered_new:
-            text = tool_output_text(r.output)
-            ev = ToolCallResult(f"toolres_{r.tool_call_id}", r.tool_call_id, text, error=text if r.is_error else None)
-            result_events.append(ev)
-            if on_chunk is not None:
-                self._observe(on_chunk, ev)
-        yield from self._emit(buf, result_events)
-        if self._cancelled.is_set():
-            return _ToolsOutcome("cancelled")
-        if self._failure is not None:
-            return _ToolsOutcome("error", self._failure)
-        if self.pending_approvals or self.pending_tool_calls:
-            self._persist(upto=assistant_index)
-            return _ToolsOutcome("interrupt")
-        self._persist()
-        called = [tools.get(c.name) for c in assistant.tool_calls]
-        if called and all(t is not None and t.return_direct for t in called) and not any(r.is_error for r in kept):
-            outputs = [r.output for r in kept]
-            self.direct_result = outputs[0] if len(outputs) == 1 else outputs
-            return _ToolsOutcome("direct")
-        return _ToolsOutcome("continue")
-
-    def _check(
-        self, step: StepResult, index: int, call: ToolCallPart, tools: dict[str, Tool]
-    ) -> tuple[ToolCallPart, Tool | None, str | None]:
-        """(call, tool, problem): the call after an optional repair, its tool, why it cannot run."""
-        problem = _problem(call, tools)
-        repair = self.config.repair_tool_call
-        if problem is None or repair is None:
-            return call, tools.get(call.name), problem
-        try:
-            fixed = repair(RepairRequest(call, problem, dict(tools), list(self.messages)))
-        except Exception as exc:
-            raise CallbackError(f"repair_tool_call failed: {type(exc).__name__}: {exc}") from exc
-        if fixed is None:
-            return call, tools.get(call.name), problem
-        # The repaired call keeps the id the stream announced, so its result pairs with it.
-        new = ToolCallPart(
-            call.id, fixed.name, fixed.arguments,
-            arguments_raw=json.dumps(fixed.arguments) if fixed.arguments is not None else fixed.arguments_raw,
-            provider_metadata=call.provider_metadata,
-        )
-        for container in (step.message.parts, step.tool_calls):
-            for i, p in enumerate(container):
-                if p is call:
-                    container[i] = new
-        return new, tools.get(new.name), _problem(new, tools)
-
     # -- resume ---------------------------------------------------------------------------------
     def _resume(self, resume: Resume) -> Generator[BaseEvent, None, str]:
         cfg = self.config
@@ -667,7 +576,7 @@ class Engine:
             if key not in known and key.removeprefix("approval_") not in known:
                 raise ResumeError(f"resume answers {key!r}, which is not a pending tool call of the conversation")
         self._saved = ai  # what came before was saved by the interrupted run
-        buf: list[BaseEvent] | None = None if cfg.stream_tool_call_responses else []
+        output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         # Replay the pending calls so this run's TOOL_CALL_RESULTs refer to calls it announced.
         replay: list[BaseEvent] = [StepStarted("resume")]
         for c in calls:
@@ -676,31 +585,17 @@ class Engine:
             replay.append(ToolCallArgs(c.id, args))
             replay.append(ToolCallEnd(c.id, input=c.arguments))
         replay.append(StepFinished("resume"))
-        yield from self._emit(buf, replay)
+        yield from output.emit(replay)
         holder = StepResult(0, message=assistant, tool_calls=list(calls), finish_reason="tool_calls")
-        out = yield from self._tools(holder, calls, cfg.tools, buf, resume, ai)
+        out = yield from output.pipe(self._tool_phase().run(holder, calls, cfg.tools, resume, ai))
+        self._settle(out, ai)
         self.resumed_results = list(holder.tool_results)
         if out.kind == "continue":
             return "continue"
-        yield from self._release(buf)
+        yield from output.release()
         return (yield from self._conclude(out))
 
     # -- endings --------------------------------------------------------------------------------
-    @staticmethod
-    def _emit(buf: list[BaseEvent] | None, events: list[BaseEvent]) -> Iterator[BaseEvent]:
-        """Yield ``events``, or hold them when the step is buffered (``stream_tool_call_responses=False``)."""
-        if buf is None:
-            yield from events
-        else:
-            buf.extend(events)
-
-    @staticmethod
-    def _release(buf: list[BaseEvent] | None) -> Iterator[BaseEvent]:
-        """Yield a buffered step's events: the run ends with this step, so the caller sees it."""
-        if buf:
-            yield from buf
-            buf.clear()
-
     def _keep_partial(self, step: StepResult, why: str) -> None:
         # Text and complete tool calls that arrived before a failure stay in the conversation.
         if step.message.parts:
@@ -711,7 +606,7 @@ class Engine:
         """Give every tool call of the last message that has no result an error result (history paired)."""
         if not step.tool_calls:
             return
-        results = [_error(c, f"not run: {why}") for c in step.tool_calls]
+        results = [error_result(c, f"not run: {why}") for c in step.tool_calls]
         step.tool_results = results
         self.messages.append(Message("tool", [*results]))
 
@@ -776,20 +671,4 @@ class Engine:
             fn(arg)
         except Exception:  # an observer must not break the run; its failure is logged
             log.exception("callback %r failed", getattr(fn, "__name__", fn))
-
-
-def _problem(call: ToolCallPart, tools: dict[str, Tool]) -> str | None:
-    t = tools.get(call.name)
-    if t is None:
-        names = ", ".join(sorted(tools)) or "none"
-        return f"unknown tool {call.name!r} (available: {names})"
-    if call.arguments is None:
-        raw = (call.arguments_raw or "")[:200]
-        return f"the arguments for {call.name!r} are not a JSON object: {raw!r}"
-    problem = validate_input(t, call.arguments)
-    return f"invalid input for {call.name!r}: {problem}" if problem else None
-
-
-def _error(call: ToolCallPart, problem: str) -> ToolResultPart:
-    return ToolResultPart(call.id, call.name, f"Error: {problem}", is_error=True)
 

@@ -22,6 +22,7 @@ __all__ = [
     "HookstreamError",
     "LineTooLongError",
     "MalformedChunkError",
+    "MalformedCustomEventError",
     "MissingAPIKeyError",
     "NotEventStreamError",
     "NotFoundError",
@@ -140,6 +141,19 @@ class MalformedChunkError(HookstreamError):
         super().__init__(message)
         # Keep a bounded excerpt only: chunks can be megabytes.
         self.data = data[:200] if data else data
+
+
+class MalformedCustomEventError(HookstreamError, ValueError):
+    """A ``CUSTOM`` event named like one of the agent loop's (``approval-requested``, ``loop-stopped``...)
+    whose ``value`` does not have that event's shape (see :mod:`hookstream._custom`). ``name`` is the
+    event's name, ``problem`` says which key is missing or has the wrong JSON type."""
+
+    code = "malformed_custom_event"
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"CUSTOM {name!r}: {problem}")
+        self.name = name
+        self.problem = problem
 
 
 class ProviderError(HookstreamError):

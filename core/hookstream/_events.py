@@ -303,8 +303,8 @@ class StepFinished(BaseEvent):
 @attrs.define(slots=True)
 class Custom(BaseEvent):
     """Application event. The engine sends ``approval-requested``, ``approval-responded``,
-    ``tool-input-available``, ``tool-call-repaired`` and ``loop-stopped`` (values described in
-    :mod:`hookstream.engine`)."""
+    ``tool-input-available``, ``tool-call-repaired`` and ``loop-stopped``; their values are typed by the
+    payload classes of :mod:`hookstream._custom` (read one with :func:`hookstream.parse_custom`)."""
 
     type: ClassVar[str] = "CUSTOM"
     name: str

@@ -25,15 +25,18 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   Arguments are parsed incrementally (``hookstream._partial_json``); ``TOOL_CALL_END.input``
   overrides them. A result (``TOOL_CALL_RESULT``, or the older ``TOOL_CALL_END`` with ``result``) sets
   the call's ``output`` and appends a tool-result part.
-* ``CUSTOM`` ``tool-input-available`` (value ``{"toolCallId", "toolName", "input"}``) fires
-  ``on_tool_call``; ``CUSTOM`` ``approval-requested`` (value ``{"toolCallId", "toolName", "input",
-  "approval": {"id", "needsApproval"}}``) sets ``approval-requested`` and fires
-  ``on_approval_request``; ``CUSTOM`` ``approval-responded`` (value ``{"toolCallId", "approvalId",
-  "approved"}``, sent when the engine's ``approve`` decided) sets ``approval.approved`` and state
-  ``approval-responded`` (a denied call's error ``TOOL_CALL_RESULT`` then makes it ``output-error``);
-  ``CUSTOM`` ``tool-call-repaired`` (value ``{"toolCallId", "toolName", "input"}``, sent when the
-  engine's ``repair_tool_call`` fixed a call) replaces the part's ``name``, ``input`` and
-  ``arguments`` (the input as JSON text) with the repaired call's.
+* The engine's ``CUSTOM`` events are read through :func:`~hookstream.parse_custom` (shapes in
+  :mod:`hookstream._custom`; a value without its event's shape raises
+  :class:`~hookstream.MalformedCustomEventError`). ``tool-input-available`` (value ``{"toolCallId",
+  "toolName", "input"}``) completes the call and fires ``on_tool_call``; ``approval-requested`` (value
+  ``{"toolCallId", "approvalId", "toolName", "input"}``) sets state ``approval-requested`` with
+  ``approval.id`` = ``approvalId`` and fires ``on_approval_request``; ``approval-responded`` (value
+  ``{"toolCallId", "approvalId", "approved"}``, sent when the engine's ``approve`` decided) sets
+  ``approval.approved`` and state ``approval-responded`` (a denied call's error ``TOOL_CALL_RESULT``
+  then makes it ``output-error``); ``tool-call-repaired`` (value ``{"toolCallId", "toolName", "input"}``,
+  sent when the engine's ``repair_tool_call`` fixed a call) replaces the part's ``name``, ``input`` and
+  ``arguments`` (the input as JSON text) with the repaired call's. ``loop-stopped`` and any other
+  ``CUSTOM`` event go to ``on_custom_event``.
 
 Costs are linear in the stream: text, thinking and argument strings grow with ``+=`` while the part
 holds the only reference (CPython resizes them in place), and each delta is parsed once.
@@ -49,7 +52,7 @@ Callbacks (all optional; they run while the processor holds :attr:`StreamProcess
 * ``on_error(error)``: on ``RUN_ERROR``, with a :class:`RunFailedError` (``code``, ``message``).
 * ``on_tool_call(request)``: :class:`ToolInputRequest` for a client tool.
 * ``on_approval_request(request)``: :class:`ApprovalRequest`.
-* ``on_custom_event(name, value)``: any other ``CUSTOM`` event.
+* ``on_custom_event(name, value)``: any other ``CUSTOM`` event (``loop-stopped`` included).
 
 Threads: events are fed from one thread. A timer-driven strategy (debounce, throttle's trailing
 edge) publishes from its timer thread, so ``on_text_update`` and ``on_messages_change`` may arrive on
@@ -70,6 +73,13 @@ import attrs
 
 from ._accumulate import merge_metadata, parse_arguments
 from ._convert import new_message_id, tool_call_to_model
+from ._custom import (
+    ApprovalRequestedPayload,
+    ApprovalRespondedPayload,
+    ToolCallRepairedPayload,
+    ToolInputAvailablePayload,
+    parse_custom,
+)
 from ._errors import RunFailedError, UnknownPluginError, UnknownToolCallError
 from ._events import (
     BaseEvent,
@@ -272,7 +282,9 @@ class StreamProcessor:
     def process_chunk(self, event: BaseEvent | dict[str, Any]) -> None:
         """Apply one AG-UI event (an event object, or its JSON dict).
 
-        Raises :class:`TypeError` for anything else, :class:`ValueError` for a dict of unknown type.
+        Raises :class:`TypeError` for anything else, :class:`ValueError` for a dict of unknown type,
+        :class:`~hookstream.MalformedCustomEventError` (a ``ValueError``) for an engine ``CUSTOM`` event
+        whose value does not have its shape.
         """
         if isinstance(event, dict):
             event = from_dict(event)
@@ -636,58 +648,59 @@ class StreamProcessor:
             self.on_error(RunFailedError(event.message, event.code))
 
     def _custom(self, event: Custom) -> None:
-        value = event.value if isinstance(event.value, dict) else {}
-        if event.name == "tool-input-available":
-            request = ToolInputRequest(value.get("toolCallId", ""), value.get("toolName", ""), value.get("input"))
+        # Parsed before any change: a malformed value raises with the messages untouched.
+        payload = parse_custom(event)
+        if isinstance(payload, ToolInputAvailablePayload):
+            request = ToolInputRequest(payload.tool_call_id, payload.tool_name, payload.input)
             tool = self._tools.get(request.tool_call_id)
             if tool is not None:
                 self._complete_tool(tool, request.input)
             if self.on_tool_call is not None:
                 self.on_tool_call(request)
-        elif event.name == "approval-requested":
-            approval = value.get("approval") or {}
-            approval_id = approval.get("id") or value.get("approvalId") or ""
-            tool_call_id = value.get("toolCallId", "")
-            tool = self._tools.get(tool_call_id)
-            found = (tool.message, tool.part) if tool is not None else self._find_call(lambda p: p.id == tool_call_id)
-            if found is not None:
-                message, part = found
-                if tool is not None:
-                    self._complete_tool(tool, value.get("input"))
-                part.approval = ToolApproval(approval_id, bool(approval.get("needsApproval", True)))
-                self._set_state(message, part, "approval-requested")
-            else:
-                self.stats.orphan_results += 1
-            if self.on_approval_request is not None:
-                self.on_approval_request(
-                    ApprovalRequest(tool_call_id, value.get("toolName", ""), value.get("input"), approval_id)
-                )
-        elif event.name == "approval-responded":
-            self._approval_responded(value)
-        elif event.name == "tool-call-repaired":
-            self._tool_call_repaired(value)
+        elif isinstance(payload, ApprovalRequestedPayload):
+            self._approval_requested(payload)
+        elif isinstance(payload, ApprovalRespondedPayload):
+            self._approval_responded(payload)
+        elif isinstance(payload, ToolCallRepairedPayload):
+            self._tool_call_repaired(payload)
         elif self.on_custom_event is not None:
             self.on_custom_event(event.name, event.value)
 
-    def _approval_responded(self, value: dict[str, Any]) -> None:
+    def _approval_requested(self, payload: ApprovalRequestedPayload) -> None:
+        tool_call_id = payload.tool_call_id
+        tool = self._tools.get(tool_call_id)
+        found = (tool.message, tool.part) if tool is not None else self._find_call(lambda p: p.id == tool_call_id)
+        if found is not None:
+            message, part = found
+            if tool is not None:
+                self._complete_tool(tool, payload.input)
+            part.approval = ToolApproval(payload.approval_id, True)
+            self._set_state(message, part, "approval-requested")
+        else:
+            self.stats.orphan_results += 1
+        if self.on_approval_request is not None:
+            self.on_approval_request(
+                ApprovalRequest(tool_call_id, payload.tool_name, payload.input, payload.approval_id)
+            )
+
+    def _approval_responded(self, payload: ApprovalRespondedPayload) -> None:
         # The engine's approve callback answered (server side): record the answer on the part.
-        tool_call_id = value.get("toolCallId", "")
-        approval_id = value.get("approvalId") or ""
+        tool_call_id = payload.tool_call_id
         found = self._find_call(lambda p: p.id == tool_call_id)
         if found is None:
             self.stats.orphan_results += 1
             return
         message, part = found
         if part.approval is None:
-            part.approval = ToolApproval(approval_id or f"approval_{tool_call_id}")
-        part.approval.approved = bool(value.get("approved"))
+            part.approval = ToolApproval(payload.approval_id or f"approval_{tool_call_id}")
+        part.approval.approved = payload.approved
         self._dirty = True
         if not part.has_output:
             self._set_state(message, part, "approval-responded")
 
-    def _tool_call_repaired(self, value: dict[str, Any]) -> None:
+    def _tool_call_repaired(self, payload: ToolCallRepairedPayload) -> None:
         # repair_tool_call replaced the streamed name and arguments: show the call that runs.
-        tool_call_id = value.get("toolCallId", "")
+        tool_call_id = payload.tool_call_id
         tool = self._tools.get(tool_call_id)
         found = (tool.message, tool.part) if tool is not None else self._find_call(lambda p: p.id == tool_call_id)
         if found is None:
@@ -696,15 +709,13 @@ class StreamProcessor:
         message, part = found
         if tool is not None:
             self._complete_tool(tool, None)
-        name = value.get("toolName")
-        if isinstance(name, str) and name:
-            part.name = name
-        new_input = value.get("input")
+        if payload.tool_name:
+            part.name = payload.tool_name
+        new_input = payload.input
         part.input = new_input
         part.arguments = json.dumps(new_input, ensure_ascii=False) if new_input is not None else part.arguments
         self._dirty = True
         self._state_changed(message, part)
-
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")

@@ -22,7 +22,7 @@ import json
 import sys
 import threading
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -31,6 +31,7 @@ from rich.prompt import Confirm
 from rich.spinner import Spinner
 from rich.text import Text
 
+from .._custom import ApprovalRequestedPayload, ToolCallRepairedPayload, parse_custom
 from .._events import (
     BaseEvent,
     Custom,
@@ -161,15 +162,14 @@ class LiveRenderer:
             name, _ = self._running.pop(ev.tool_call_id, ("tool", ""))  # type: ignore[attr-defined]
             mark, style = ("✗", "red") if ev.error else ("✓", "green")  # type: ignore[attr-defined]
             self.console.print(Text.assemble((f"{mark} {name}", style), " → ", _preview(ev.content)))  # type: ignore[attr-defined]
-        elif t is Custom and ev.name == "tool-call-repaired":  # type: ignore[attr-defined]
-            fixed: dict[str, Any] = ev.value if isinstance(ev.value, dict) else {}  # type: ignore[attr-defined]
-            cid = fixed.get("toolCallId", "")
-            if cid in self._running:  # show the call that runs, not the one the model streamed
-                self._running[cid] = (fixed.get("toolName") or "?", json.dumps(fixed.get("input"), ensure_ascii=False))
-        elif t is Custom and ev.name == "approval-requested":  # type: ignore[attr-defined]
-            value: Any = ev.value or {}  # type: ignore[attr-defined]
-            who = (value.get("toolName") or value.get("toolCallId")) if isinstance(value, dict) else value
-            self.console.print(f"[yellow]approval requested:[/yellow] {who}")
+        elif t is Custom:
+            payload = parse_custom(ev)
+            if isinstance(payload, ToolCallRepairedPayload):
+                if payload.tool_call_id in self._running:  # show the call that runs, not the one the model streamed
+                    self._running[payload.tool_call_id] = (
+                        payload.tool_name or "?", json.dumps(payload.input, ensure_ascii=False))
+            elif isinstance(payload, ApprovalRequestedPayload):
+                self.console.print(f"[yellow]approval requested:[/yellow] {payload.tool_name or payload.tool_call_id}")
         elif t is RunFinished:
             outcome = ev.outcome.type if ev.outcome else "success"  # type: ignore[attr-defined]
             if outcome != "success":
@@ -197,10 +197,9 @@ class LiveRenderer:
             elif t is ToolCallStart:
                 names[ev.tool_call_id] = ev.tool_call_name  # type: ignore[attr-defined]
                 line = f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})"  # type: ignore[attr-defined]
-            elif t is Custom and ev.name == "tool-call-repaired" and isinstance(ev.value, dict):  # type: ignore[attr-defined]
-                value = ev.value  # type: ignore[attr-defined]
-                names[value.get("toolCallId", "")] = value.get("toolName") or "?"
-                line = f"[tool call repaired] {value.get('toolName')} ({value.get('toolCallId')})"
+            elif t is Custom and isinstance(repaired := parse_custom(ev), ToolCallRepairedPayload):
+                names[repaired.tool_call_id] = repaired.tool_name or "?"
+                line = f"[tool call repaired] {repaired.tool_name} ({repaired.tool_call_id})"
             elif t is ToolCallResult:
                 state = "error" if ev.error else "result"  # type: ignore[attr-defined]
                 line = f"[tool {state}] {names.get(ev.tool_call_id, ev.tool_call_id)}: {_preview(ev.content)}"  # type: ignore[attr-defined]

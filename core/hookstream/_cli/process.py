@@ -51,7 +51,11 @@ def command(events_file: Path, strategy: str) -> None:
             except Exception as exc:  # any unreadable line: report it, keep what was built
                 failure = f"{events_file}:{number}: not an AG-UI event: {type(exc).__name__}: {exc}"
                 break
-            processor.process_chunk(event)
+            try:
+                processor.process_chunk(event)
+            except HookstreamError as exc:  # an event the processor cannot apply (a malformed CUSTOM value)
+                failure = f"{events_file}:{number}: {exc.message}"
+                break
     processor.finalize()
     click.echo(json.dumps([m.to_dict() for m in processor.messages], ensure_ascii=False, indent=2))
     for name in names:

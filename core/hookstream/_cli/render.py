@@ -11,6 +11,7 @@ import click
 
 from .._accumulate import StepResult
 from .._chat import ChatStream
+from .._custom import ToolCallRepairedPayload, parse_custom
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
 from .._output import final_json
 from .._processor import StreamProcessor
@@ -57,8 +58,10 @@ def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
             state["printed"] = 0  # a new text part starts from its own beginning
         elif isinstance(ev, ToolCallStart):
             line(f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})")
-        elif isinstance(ev, Custom) and ev.name == "tool-call-repaired" and isinstance(ev.value, dict):
-            line(f"[tool call repaired] {ev.value.get('toolName')} ({ev.value.get('toolCallId')})")
+        elif isinstance(ev, Custom):
+            payload = parse_custom(ev)
+            if isinstance(payload, ToolCallRepairedPayload):
+                line(f"[tool call repaired] {payload.tool_name} ({payload.tool_call_id})")
         elif isinstance(ev, ToolCallResult):
             line(f"[tool {'error' if ev.error else 'result'}] {ev.tool_call_id}: {ev.content[:200]}")
         elif isinstance(ev, RunError):
