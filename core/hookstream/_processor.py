@@ -188,7 +188,7 @@ def resolve_strategy(strategy: StrategySpec) -> ChunkStrategy:
     if isinstance(strategy, str):
         from ._registry import get_registry
 
-        factory = get_registry().get("chunk_strategies", strategy)
+        factory = get_registry().chunk_strategy(strategy)
         made = factory()
         if not isinstance(made, ChunkStrategy):
             raise UnknownPluginError(f"chunk strategy {strategy!r} did not build a ChunkStrategy: {made!r}")
