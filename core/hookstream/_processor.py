@@ -281,11 +281,12 @@ class StreamProcessor:
         with self.lock:
             if self._finalized:
                 self._new_loop()
-            if type(event) is TextMessageContent:
-                self._text_delta(event.delta)
-            else:
-                self._publish()
-                self._dispatch(event)
+            t = type(event)
+            if self._pending and t is not TextMessageContent:
+                self._publish()  # held-back text goes out before any non-text event
+            handler = _HANDLERS.get(t)
+            if handler is not None:
+                handler(self, event)
             self._changed()
 
     def finalize(self) -> ProcessorResult:
@@ -345,52 +346,36 @@ class StreamProcessor:
             self._set_state(message, part, "approval-responded")
             self._changed()
 
-    # -- dispatch ---------------------------------------------------------------------------------
-    def _dispatch(self, event: BaseEvent) -> None:
-        t = type(event)
-        if t is ToolCallArgs:
-            self._tool_args(event)  # type: ignore[arg-type]
-        elif t is ReasoningMessageContent:
-            self._message_id = self._message_id or event.message_id  # type: ignore[attr-defined]
-            self._thinking(event.message_id, event.delta, None)  # type: ignore[attr-defined]
-        elif t is TextMessageStart:
-            self._end_segment()
-            self._message_id = self._message_id or event.message_id  # type: ignore[attr-defined]
-            self._seg_meta = event.metadata
-        elif t is TextMessageEnd:
-            if event.metadata:
-                if self._seg_part is not None:
-                    self._seg_part.provider_metadata = merge_metadata(
-                        self._seg_part.provider_metadata, event.metadata
-                    )
-                    self._dirty = True
-            self._end_segment()
-        elif t is ToolCallStart:
-            self._tool_start(event)  # type: ignore[arg-type]
-        elif t is ToolCallEnd:
-            self._tool_end(event)  # type: ignore[arg-type]
-        elif t is ToolCallResult:
-            self._tool_result(event)  # type: ignore[arg-type]
-        elif t in (ReasoningStart, ReasoningMessageStart, ReasoningMessageEnd):
-            mid = event.message_id  # type: ignore[attr-defined]
-            self._message_id = self._message_id or mid
-            if event.metadata:
-                self._thinking(mid, "", event.metadata)
-        elif t is ReasoningEncryptedValue:
-            self._encrypted(event)  # type: ignore[arg-type]
-        elif t is StepStarted or t is RunStarted:
-            self._end_segment()
-            self._reasoning = {}  # a new model call: its reasoning blocks are new parts
-        elif t is StepFinished:
-            self._end_segment()
-            if event.delta:  # type: ignore[attr-defined]
-                self._thinking(f"step:{event.step_name}", event.delta, None)  # type: ignore[attr-defined]
-        elif t is RunFinished:
-            self._run_finished(event)  # type: ignore[arg-type]
-        elif t is RunError:
-            self._run_error(event)  # type: ignore[arg-type]
-        elif t is Custom:
-            self._custom(event)  # type: ignore[arg-type]
+    # -- lifecycle and text handlers (see _HANDLERS) ----------------------------------------------
+    def _new_call(self, event: RunStarted | StepStarted) -> None:
+        self._end_segment()
+        self._reasoning = {}  # a new model call: its reasoning blocks are new parts
+
+    def _step_finished(self, event: StepFinished) -> None:
+        self._end_segment()
+        if event.delta:  # the older TanStack form: reasoning text rides on STEP_FINISHED
+            self._thinking(f"step:{event.step_name}", event.delta, None)
+
+    def _text_start(self, event: TextMessageStart) -> None:
+        self._end_segment()
+        self._message_id = self._message_id or event.message_id
+        self._seg_meta = event.metadata
+
+    def _text_end(self, event: TextMessageEnd) -> None:
+        part = self._seg_part
+        if event.metadata and part is not None:
+            part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
+            self._dirty = True
+        self._end_segment()
+
+    def _reasoning_content(self, event: ReasoningMessageContent) -> None:
+        self._message_id = self._message_id or event.message_id
+        self._thinking(event.message_id, event.delta, None)
+
+    def _reasoning_block(self, event: ReasoningStart | ReasoningMessageStart | ReasoningMessageEnd) -> None:
+        self._message_id = self._message_id or event.message_id
+        if event.metadata:
+            self._thinking(event.message_id, "", event.metadata)
 
     # -- messages and parts -----------------------------------------------------------------------
     def _ensure_message(self) -> UIMessage:
@@ -416,7 +401,8 @@ class StreamProcessor:
                 self.on_messages_change(self.messages)
 
     # -- text ---------------------------------------------------------------------------------------
-    def _text_delta(self, delta: str) -> None:
+    def _text_content(self, event: TextMessageContent) -> None:
+        delta = event.delta
         if not delta:
             return
         # Grow the pending text in place: after the swap this frame holds the only reference.
@@ -704,6 +690,31 @@ class StreamProcessor:
         part.arguments = json.dumps(new_input, ensure_ascii=False) if new_input is not None else part.arguments
         self._dirty = True
         self._state_changed(message, part)
+
+
+# One typed handler per event class the processor applies; other events (ReasoningEnd, state and
+# activity events...) only publish held-back text. TEXT_MESSAGE_CONTENT and TOOL_CALL_ARGS, one per
+# chunk, cost this one dict lookup and one call.
+_HANDLERS: dict[type[BaseEvent], Callable[[StreamProcessor, Any], None]] = {
+    TextMessageContent: StreamProcessor._text_content,
+    ToolCallArgs: StreamProcessor._tool_args,
+    ReasoningMessageContent: StreamProcessor._reasoning_content,
+    TextMessageStart: StreamProcessor._text_start,
+    TextMessageEnd: StreamProcessor._text_end,
+    ToolCallStart: StreamProcessor._tool_start,
+    ToolCallEnd: StreamProcessor._tool_end,
+    ToolCallResult: StreamProcessor._tool_result,
+    ReasoningStart: StreamProcessor._reasoning_block,
+    ReasoningMessageStart: StreamProcessor._reasoning_block,
+    ReasoningMessageEnd: StreamProcessor._reasoning_block,
+    ReasoningEncryptedValue: StreamProcessor._encrypted,
+    RunStarted: StreamProcessor._new_call,
+    StepStarted: StreamProcessor._new_call,
+    StepFinished: StreamProcessor._step_finished,
+    RunFinished: StreamProcessor._run_finished,
+    RunError: StreamProcessor._run_error,
+    Custom: StreamProcessor._custom,
+}
 
 
 def _reject_constant(name: str) -> Any:
