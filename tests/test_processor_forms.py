@@ -73,7 +73,7 @@ def test_provider_metadata_kept_on_parts() -> None:
     assert parts[3].provider_metadata == {"gemini": {"thoughtSignature": "tc"}}
 
 
-def test_new_step_gets_new_thinking_part_even_with_reused_ids() -> None:
+def test_new_step_gets_new_reasoning_part_even_with_reused_ids() -> None:
     p = StreamProcessor()
     p.process([run_start(), E.StepStarted("1"), E.ReasoningMessageContent("r", "a"), *tool("c1", "f", "{}"),
                E.StepFinished("1"), E.ToolCallResult("x", "c1", "1"),

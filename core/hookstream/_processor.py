@@ -15,7 +15,7 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
 * The chunk strategy decides when text is published; held-back text is published before any
   non-text event, at segment end and at :meth:`~StreamProcessor.finalize`, so the final messages do
   not depend on the strategy.
-* Thinking: one :class:`~hookstream.ui.ThinkingUIPart` per reasoning block (``REASONING_*``
+* Reasoning: one :class:`~hookstream.ui.ReasoningUIPart` per reasoning block (``REASONING_*``
   ``message_id`` within a step), updated in place; the older ``STEP_FINISHED`` with ``delta`` feeds one
   part per step name. One part per block, not per message, keeps each block's signature with its text.
 * Tool calls: keyed by id in order of first ``TOOL_CALL_START`` (a duplicate start is a no-op, args
@@ -35,7 +35,7 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   engine's ``repair_tool_call`` fixed a call) replaces the part's ``name``, ``input`` and
   ``arguments`` (the input as JSON text) with the repaired call's.
 
-Costs are linear in the stream: text, thinking and argument strings grow with ``+=`` while the part
+Costs are linear in the stream: text, reasoning and argument strings grow with ``+=`` while the part
 holds the only reference (CPython resizes them in place), and each delta is parsed once.
 
 Callbacks (all optional; they run while the processor holds :attr:`StreamProcessor.lock`):
@@ -99,8 +99,8 @@ from ._messages import ToolCallPart, tool_output_text
 from ._partial_json import PartialJSONError, PartialJSONParser
 from ._strategies import ChunkStrategy, ImmediateStrategy
 from ._ui import (
+    ReasoningUIPart,
     TextUIPart,
-    ThinkingUIPart,
     ToolApproval,
     ToolCallState,
     ToolCallUIPart,
@@ -156,14 +156,14 @@ class ProcessorStats:
 class ProcessorResult:
     """The assistant message of the last agent loop, summarised.
 
-    ``content`` is its text (all text parts joined), ``thinking`` its reasoning or ``None``,
+    ``content`` is its text (all text parts joined), ``reasoning`` its reasoning text or ``None``,
     ``tool_calls`` its calls as model :class:`~hookstream.messages.ToolCallPart` (``arguments`` ``None``
     when cut off or invalid: never execute those). ``finish_reason`` is the last ``RUN_FINISHED``'s
     (normalised), ``"error"`` after ``RUN_ERROR``; ``error`` is ``(code, message)`` then.
     """
 
     content: str = ""
-    thinking: str | None = None
+    reasoning: str | None = None
     tool_calls: list[ToolCallPart] = attrs.Factory(list)
     finish_reason: str | None = None
     raw_finish_reason: str | None = None
@@ -257,7 +257,7 @@ class StreamProcessor:
         self._seg_part: TextUIPart | None = None
         self._seg_meta: dict[str, Any] | None = None
         self._pending = ""
-        self._reasoning: dict[str, ThinkingUIPart] = {}
+        self._reasoning_parts: dict[str, ReasoningUIPart] = {}
         self._tools: dict[str, _Tool] = {}
         self._result = ProcessorResult()
         self._finalized = False
@@ -314,8 +314,8 @@ class StreamProcessor:
             r.message = msg
             if msg is not None:
                 r.content = msg.text
-                thinking = msg.thinking
-                r.thinking = thinking if any(isinstance(p, ThinkingUIPart) for p in msg.parts) else None
+                has_reasoning = any(isinstance(p, ReasoningUIPart) for p in msg.parts)
+                r.reasoning = msg.reasoning if has_reasoning else None
                 r.tool_calls = [tool_call_to_model(p) for p in msg.tool_calls]
             return r
 
@@ -349,12 +349,12 @@ class StreamProcessor:
     # -- lifecycle and text handlers (see _HANDLERS) ----------------------------------------------
     def _new_call(self, event: RunStarted | StepStarted) -> None:
         self._end_segment()
-        self._reasoning = {}  # a new model call: its reasoning blocks are new parts
+        self._reasoning_parts = {}  # a new model call: its reasoning blocks are new parts
 
     def _step_finished(self, event: StepFinished) -> None:
         self._end_segment()
         if event.delta:  # the older TanStack form: reasoning text rides on STEP_FINISHED
-            self._thinking(f"step:{event.step_name}", event.delta, None)
+            self._reasoning_delta(f"step:{event.step_name}", event.delta, None)
 
     def _text_start(self, event: TextMessageStart) -> None:
         self._end_segment()
@@ -370,12 +370,12 @@ class StreamProcessor:
 
     def _reasoning_content(self, event: ReasoningMessageContent) -> None:
         self._message_id = self._message_id or event.message_id
-        self._thinking(event.message_id, event.delta, None)
+        self._reasoning_delta(event.message_id, event.delta, None)
 
     def _reasoning_block(self, event: ReasoningStart | ReasoningMessageStart | ReasoningMessageEnd) -> None:
         self._message_id = self._message_id or event.message_id
         if event.metadata:
-            self._thinking(event.message_id, "", event.metadata)
+            self._reasoning_delta(event.message_id, "", event.metadata)
 
     # -- messages and parts -----------------------------------------------------------------------
     def _ensure_message(self) -> UIMessage:
@@ -450,13 +450,13 @@ class StreamProcessor:
             except Exception:  # a callback failed on the timer thread: nobody else would see it
                 log.exception("chunk-strategy flush failed")
 
-    # -- thinking -----------------------------------------------------------------------------------
-    def _thinking(self, key: str, delta: str, metadata: dict[str, Any] | None) -> None:
-        part = self._reasoning.get(key)
+    # -- reasoning ----------------------------------------------------------------------------------
+    def _reasoning_delta(self, key: str, delta: str, metadata: dict[str, Any] | None) -> None:
+        part = self._reasoning_parts.get(key)
         if part is None:
             if not delta and not metadata:
                 return
-            part = self._reasoning[key] = ThinkingUIPart("", None)
+            part = self._reasoning_parts[key] = ReasoningUIPart("", None)
             self._push(part)
         if metadata:
             part.provider_metadata = merge_metadata(part.provider_metadata, metadata)
@@ -476,7 +476,7 @@ class StreamProcessor:
             self._dirty = True
         else:
             # Reasoning that is only an encrypted value (no summary text) is still a part to send back.
-            self._thinking(event.entity_id, "", meta)
+            self._reasoning_delta(event.entity_id, "", meta)
 
     # -- tool calls ---------------------------------------------------------------------------------
     def _tool_start(self, event: ToolCallStart) -> None:
@@ -554,7 +554,7 @@ class StreamProcessor:
         else:
             message, call = found
             self._apply_result(message, call, call.id, output, event.content, event.error, event.metadata)
-        self._reasoning = {}  # the next model call's reasoning is a new block
+        self._reasoning_parts = {}  # the next model call's reasoning is a new block
 
     def _apply_result(
         self,
