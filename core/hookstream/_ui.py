@@ -26,7 +26,7 @@ callback or while holding ``StreamProcessor.lock``. After ``finalize()`` they ar
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 
@@ -57,7 +57,7 @@ ToolCallState = Literal[
 """Lifecycle of a tool call: ``awaiting-input → input-streaming → input-complete →
 (approval-requested → approval-responded) → output-available | output-error``."""
 
-TOOL_CALL_STATES: tuple[str, ...] = ToolCallState.__args__  # type: ignore[attr-defined]
+TOOL_CALL_STATES: tuple[str, ...] = get_args(ToolCallState)
 
 ToolResultState = Literal["streaming", "complete", "error"]
 

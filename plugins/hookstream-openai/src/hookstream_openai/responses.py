@@ -14,7 +14,15 @@ from typing import Any, ClassVar
 from hookstream._accumulate import parse_arguments
 from hookstream._builder import StreamBuilder, new_id
 from hookstream._errors import MalformedChunkError
-from hookstream._events import BaseEvent, Custom, ReasoningEncryptedValue, RunError, ToolCallArgs, Usage
+from hookstream._events import (
+    BaseEvent,
+    Custom,
+    ReasoningEncryptedValue,
+    ReasoningStart,
+    RunError,
+    ToolCallArgs,
+    Usage,
+)
 from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream._provider import CallContext, ModelRequest, Provider
 from hookstream._transport import HTTPRequest
@@ -255,8 +263,8 @@ class _ResponsesParse:
         events = self.b.reasoning(delta)
         if opened:
             for e in events:
-                if e.type == "REASONING_START":
-                    self.reasoning_ids[item_id] = e.message_id  # type: ignore[attr-defined]
+                if isinstance(e, ReasoningStart):
+                    self.reasoning_ids[item_id] = e.message_id
         out.extend(events)
         return out
 
