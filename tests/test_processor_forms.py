@@ -7,7 +7,7 @@ import pytest
 from hookstream import _events as E
 from hookstream._errors import UnknownPluginError
 from hookstream._processor import StreamProcessor
-from hookstream._ui import UIMessage
+from hookstream._ui import ReasoningUIPart, UIMessage
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
 
 
@@ -73,7 +73,7 @@ def test_provider_metadata_kept_on_parts() -> None:
     assert parts[3].provider_metadata == {"gemini": {"thoughtSignature": "tc"}}
 
 
-def test_new_step_gets_new_thinking_part_even_with_reused_ids() -> None:
+def test_new_step_gets_new_reasoning_part_even_with_reused_ids() -> None:
     p = StreamProcessor()
     p.process([run_start(), E.StepStarted("1"), E.ReasoningMessageContent("r", "a"), *tool("c1", "f", "{}"),
                E.StepFinished("1"), E.ToolCallResult("x", "c1", "1"),
@@ -156,5 +156,8 @@ def test_ui_message_json_round_trip() -> None:
     assert [UIMessage.from_dict(d) for d in data] == p.messages
     assert data[0]["parts"][2]["output"] is None and "output" in data[0]["parts"][2]
     assert data[0]["parts"][4]["approval"] == {"id": "ap", "needsApproval": True}
+    # The reasoning part keeps TanStack AI's JSON name for it, so saved messages and TanStack clients read it.
+    assert data[0]["parts"][0] == {"type": "thinking", "content": "t"}
+    assert isinstance(UIMessage.from_dict(data[0]).parts[0], ReasoningUIPart)
     with pytest.raises(ValueError):
         UIMessage.from_dict({"id": "x", "role": "assistant", "parts": [{"type": "video"}]})

@@ -18,7 +18,7 @@ def test_text_only() -> None:
     r = p.process([run_start(), *text("m1", "Hello", " world"), run_end()])
     assert shape(p.messages) == [[("text", "Hello world")]]
     assert p.messages[0].id == "m1" and p.messages[0].role == "assistant"
-    assert (r.content, r.tool_calls, r.finish_reason, r.thinking) == ("Hello world", [], "stop", None)
+    assert (r.content, r.tool_calls, r.finish_reason, r.reasoning) == ("Hello world", [], "stop", None)
     assert rec.messages_changes == 2
     assert rec.text_updates == [("m1", "Hello"), ("m1", "Hello world")]
     assert rec.states == [] and rec.stream_ends == [p.messages[0]]
@@ -121,7 +121,7 @@ def test_input_overrides_parsed_arguments() -> None:
     assert rec.states[-1][2:] == ("input-complete", '{"x": 1}')
 
 
-def test_thinking_then_text() -> None:
+def test_reasoning_then_text() -> None:
     rec = Recorder()
     p = rec.processor()
     events = [
@@ -139,8 +139,8 @@ def test_thinking_then_text() -> None:
     assert shape(p.messages) == [[("thinking", "Let me think."), ("text", "Answer.")]]
     assert p.messages[0].parts[0].provider_metadata == {"anthropic": {"signature": "sig-1"}}
     assert p.messages[0].id == "r1"
-    assert (r.content, r.thinking) == ("Answer.", "Let me think.")
-    assert rec.messages_changes == 4  # two thinking deltas, the signature, one text delta
+    assert (r.content, r.reasoning) == ("Answer.", "Let me think.")
+    assert rec.messages_changes == 4  # two reasoning deltas, the signature, one text delta
     assert rec.text_updates == [("r1", "Answer.")]
 
 

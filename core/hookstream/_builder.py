@@ -83,7 +83,7 @@ class StreamBuilder:
 
     # -- reasoning ------------------------------------------------------------------------------
     def reasoning(self, delta: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
-        """Append thinking text; opens ``REASONING_START``/``REASONING_MESSAGE_START`` when needed."""
+        """Append reasoning text; opens ``REASONING_START``/``REASONING_MESSAGE_START`` when needed."""
         rid = self._reasoning_id
         if rid is not None:
             return [ReasoningMessageContent(rid, delta)]

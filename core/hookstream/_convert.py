@@ -24,7 +24,7 @@ from typing import Any
 from ._accumulate import parse_arguments
 from ._ids import new_id
 from ._messages import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
-from ._ui import TextUIPart, ThinkingUIPart, ToolCallUIPart, ToolResultUIPart, UIMessage, UIPart
+from ._ui import ReasoningUIPart, TextUIPart, ToolCallUIPart, ToolResultUIPart, UIMessage, UIPart
 
 __all__ = [
     "model_messages_to_ui_messages",
@@ -52,7 +52,7 @@ def tool_call_to_model(part: ToolCallUIPart) -> ToolCallPart:
 
 
 def ui_messages_to_model_messages(messages: Iterable[UIMessage]) -> list[Message]:
-    """UI messages to model messages (see the module docstring). Thinking parts become
+    """UI messages to model messages (see the module docstring). Reasoning parts become
     :class:`ReasoningPart`; a tool call whose state carries an output but has no tool-result part gets
     a result synthesised from that output, right after its segment."""
     out: list[Message] = []
@@ -81,7 +81,7 @@ def ui_messages_to_model_messages(messages: Iterable[UIMessage]) -> list[Message
                 results = []
             if isinstance(part, TextUIPart):
                 segment.append(TextPart(part.content, part.provider_metadata))
-            elif isinstance(part, ThinkingUIPart):
+            elif isinstance(part, ReasoningUIPart):
                 segment.append(ReasoningPart(part.content, part.provider_metadata))
             else:
                 segment.append(tool_call_to_model(part))
@@ -143,7 +143,7 @@ def _part_to_ui(part: Part) -> UIPart:
     if isinstance(part, TextPart):
         return TextUIPart(part.text, part.provider_metadata)
     if isinstance(part, ReasoningPart):
-        return ThinkingUIPart(part.text, part.provider_metadata)
+        return ReasoningUIPart(part.text, part.provider_metadata)
     if isinstance(part, ToolCallPart):
         raw = part.arguments_raw
         if raw is None:

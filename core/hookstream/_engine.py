@@ -48,9 +48,10 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import attrs
 
@@ -157,8 +158,8 @@ class _OpenBlocks:
         kind = _TRACKED.get(type(ev))
         if kind is None:
             return
-        name, opening = kind
-        ident = ev.tool_call_id if name == "tools" else ev.message_id  # type: ignore[attr-defined]
+        name, opening, ident_of = kind
+        ident = ident_of(ev)
         items: list[str] = getattr(self, name)
         if opening:
             items.append(ident)
@@ -176,15 +177,18 @@ class _OpenBlocks:
         return out
 
 
-_TRACKED: dict[type, tuple[str, bool]] = {
-    TextMessageStart: ("text", True),
-    TextMessageEnd: ("text", False),
-    ReasoningStart: ("reasoning", True),
-    ReasoningEnd: ("reasoning", False),
-    ReasoningMessageStart: ("reasoning_messages", True),
-    ReasoningMessageEnd: ("reasoning_messages", False),
-    ToolCallStart: ("tools", True),
-    ToolCallEnd: ("tools", False),
+_MESSAGE_ID: Callable[[Any], str] = operator.attrgetter("message_id")
+_TOOL_CALL_ID: Callable[[Any], str] = operator.attrgetter("tool_call_id")
+# event class -> (which list, opens or closes, the block id's attribute)
+_TRACKED: dict[type, tuple[str, bool, Callable[[Any], str]]] = {
+    TextMessageStart: ("text", True, _MESSAGE_ID),
+    TextMessageEnd: ("text", False, _MESSAGE_ID),
+    ReasoningStart: ("reasoning", True, _MESSAGE_ID),
+    ReasoningEnd: ("reasoning", False, _MESSAGE_ID),
+    ReasoningMessageStart: ("reasoning_messages", True, _MESSAGE_ID),
+    ReasoningMessageEnd: ("reasoning_messages", False, _MESSAGE_ID),
+    ToolCallStart: ("tools", True, _TOOL_CALL_ID),
+    ToolCallEnd: ("tools", False, _TOOL_CALL_ID),
 }
 
 
@@ -494,8 +498,10 @@ class Engine:
                 for p in self.pending_approvals
             ]
             pending = [c.id for c in self.pending_tool_calls]
-            outcome = "interrupt" if interrupts else "success"
-            yield from self._finish(outcome, interrupts or None, pending or None)
+            if interrupts:
+                yield from self._finish("interrupt", interrupts, pending or None)
+            else:  # only client tools wait: the run succeeded and lists them as pending
+                yield from self._finish("success", None, pending or None)
         elif out.kind == "direct":
             yield from self._finish("success", result=self.direct_result)
         return out.kind
@@ -620,7 +626,7 @@ class Engine:
 
     def _finish(
         self,
-        outcome: str,
+        outcome: Literal["success", "interrupt", "cancelled"],
         interrupts: list[Interrupt] | None = None,
         pending: list[str] | None = None,
         result: Any = None,
@@ -635,7 +641,7 @@ class Engine:
             usage=self.usage,
             finish_reason=last.finish_reason if last else None,
             raw_finish_reason=last.raw_finish_reason if last else None,
-            outcome=Outcome(outcome, interrupts, pending),  # type: ignore[arg-type]
+            outcome=Outcome(outcome, interrupts, pending),
             result=result,
         )
         self._ended()

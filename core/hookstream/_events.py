@@ -128,7 +128,7 @@ class Outcome:
 class BaseEvent:
     """Fields every AG-UI event may carry.
 
-    ``metadata`` holds provider metadata that must survive a round trip (thinking signatures, Gemini
+    ``metadata`` holds provider metadata that must survive a round trip (Anthropic thinking signatures, Gemini
     ``thoughtSignature``, Responses reasoning item ids), keyed by provider name:
     ``{"anthropic": {"signature": "..."}}``.
     """
@@ -293,7 +293,7 @@ class StepStarted(BaseEvent):
 
 @attrs.define(slots=True)
 class StepFinished(BaseEvent):
-    """End of a step. ``delta`` is the older TanStack form that carried thinking text."""
+    """End of a step. ``delta`` is the older TanStack form that carried reasoning text."""
 
     type: ClassVar[str] = "STEP_FINISHED"
     step_name: str

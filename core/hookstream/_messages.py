@@ -44,7 +44,7 @@ class TextPart:
 
 @attrs.define(slots=True)
 class ReasoningPart:
-    """Thinking text. ``provider_metadata`` carries what the provider needs back (signatures...)."""
+    """Reasoning text. ``provider_metadata`` carries what the provider needs back (signatures...)."""
 
     text: str
     provider_metadata: ProviderMetadata | None = None

@@ -15,7 +15,7 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
 * The chunk strategy decides when text is published; held-back text is published before any
   non-text event, at segment end and at :meth:`~StreamProcessor.finalize`, so the final messages do
   not depend on the strategy.
-* Thinking: one :class:`~hookstream.ThinkingUIPart` per reasoning block (``REASONING_*``
+* Reasoning: one :class:`~hookstream.ReasoningUIPart` per reasoning block (``REASONING_*``
   ``message_id`` within a step), updated in place; the older ``STEP_FINISHED`` with ``delta`` feeds one
   part per step name. One part per block, not per message, keeps each block's signature with its text.
 * Tool calls: keyed by id in order of first ``TOOL_CALL_START`` (a duplicate start is a no-op, args
@@ -38,7 +38,7 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   ``arguments`` (the input as JSON text) with the repaired call's. ``loop-stopped`` and any other
   ``CUSTOM`` event go to ``on_custom_event``.
 
-Costs are linear in the stream: text, thinking and argument strings grow with ``+=`` while the part
+Costs are linear in the stream: text, reasoning and argument strings grow with ``+=`` while the part
 holds the only reference (CPython resizes them in place), and each delta is parsed once.
 
 Callbacks (all optional; they run while the processor holds :attr:`StreamProcessor.lock`):
@@ -109,8 +109,8 @@ from ._messages import ToolCallPart, tool_output_text
 from ._partial_json import PartialJSONError, PartialJSONParser
 from ._strategies import ChunkStrategy, ImmediateStrategy
 from ._ui import (
+    ReasoningUIPart,
     TextUIPart,
-    ThinkingUIPart,
     ToolApproval,
     ToolCallState,
     ToolCallUIPart,
@@ -166,14 +166,14 @@ class ProcessorStats:
 class ProcessorResult:
     """The assistant message of the last agent loop, summarised.
 
-    ``content`` is its text (all text parts joined), ``thinking`` its reasoning or ``None``,
+    ``content`` is its text (all text parts joined), ``reasoning`` its reasoning text or ``None``,
     ``tool_calls`` its calls as model :class:`~hookstream.ToolCallPart` (``arguments`` ``None``
     when cut off or invalid: never execute those). ``finish_reason`` is the last ``RUN_FINISHED``'s
     (normalised), ``"error"`` after ``RUN_ERROR``; ``error`` is ``(code, message)`` then.
     """
 
     content: str = ""
-    thinking: str | None = None
+    reasoning: str | None = None
     tool_calls: list[ToolCallPart] = attrs.Factory(list)
     finish_reason: str | None = None
     raw_finish_reason: str | None = None
@@ -198,7 +198,7 @@ def resolve_strategy(strategy: StrategySpec) -> ChunkStrategy:
     if isinstance(strategy, str):
         from ._registry import get_registry
 
-        factory = get_registry().get("chunk_strategies", strategy)
+        factory = get_registry().chunk_strategy(strategy)
         made = factory()
         if not isinstance(made, ChunkStrategy):
             raise UnknownPluginError(f"chunk strategy {strategy!r} did not build a ChunkStrategy: {made!r}")
@@ -267,7 +267,7 @@ class StreamProcessor:
         self._seg_part: TextUIPart | None = None
         self._seg_meta: dict[str, Any] | None = None
         self._pending = ""
-        self._reasoning: dict[str, ThinkingUIPart] = {}
+        self._reasoning_parts: dict[str, ReasoningUIPart] = {}
         self._tools: dict[str, _Tool] = {}
         self._result = ProcessorResult()
         self._finalized = False
@@ -293,11 +293,12 @@ class StreamProcessor:
         with self.lock:
             if self._finalized:
                 self._new_loop()
-            if type(event) is TextMessageContent:
-                self._text_delta(event.delta)
-            else:
-                self._publish()
-                self._dispatch(event)
+            t = type(event)
+            if self._pending and t is not TextMessageContent:
+                self._publish()  # held-back text goes out before any non-text event
+            handler = _HANDLERS.get(t)
+            if handler is not None:
+                handler(self, event)
             self._changed()
 
     def finalize(self) -> ProcessorResult:
@@ -325,8 +326,8 @@ class StreamProcessor:
             r.message = msg
             if msg is not None:
                 r.content = msg.text
-                thinking = msg.thinking
-                r.thinking = thinking if any(isinstance(p, ThinkingUIPart) for p in msg.parts) else None
+                has_reasoning = any(isinstance(p, ReasoningUIPart) for p in msg.parts)
+                r.reasoning = msg.reasoning if has_reasoning else None
                 r.tool_calls = [tool_call_to_model(p) for p in msg.tool_calls]
             return r
 
@@ -357,52 +358,36 @@ class StreamProcessor:
             self._set_state(message, part, "approval-responded")
             self._changed()
 
-    # -- dispatch ---------------------------------------------------------------------------------
-    def _dispatch(self, event: BaseEvent) -> None:
-        t = type(event)
-        if t is ToolCallArgs:
-            self._tool_args(event)  # type: ignore[arg-type]
-        elif t is ReasoningMessageContent:
-            self._message_id = self._message_id or event.message_id  # type: ignore[attr-defined]
-            self._thinking(event.message_id, event.delta, None)  # type: ignore[attr-defined]
-        elif t is TextMessageStart:
-            self._end_segment()
-            self._message_id = self._message_id or event.message_id  # type: ignore[attr-defined]
-            self._seg_meta = event.metadata
-        elif t is TextMessageEnd:
-            if event.metadata:
-                if self._seg_part is not None:
-                    self._seg_part.provider_metadata = merge_metadata(
-                        self._seg_part.provider_metadata, event.metadata
-                    )
-                    self._dirty = True
-            self._end_segment()
-        elif t is ToolCallStart:
-            self._tool_start(event)  # type: ignore[arg-type]
-        elif t is ToolCallEnd:
-            self._tool_end(event)  # type: ignore[arg-type]
-        elif t is ToolCallResult:
-            self._tool_result(event)  # type: ignore[arg-type]
-        elif t in (ReasoningStart, ReasoningMessageStart, ReasoningMessageEnd):
-            mid = event.message_id  # type: ignore[attr-defined]
-            self._message_id = self._message_id or mid
-            if event.metadata:
-                self._thinking(mid, "", event.metadata)
-        elif t is ReasoningEncryptedValue:
-            self._encrypted(event)  # type: ignore[arg-type]
-        elif t is StepStarted or t is RunStarted:
-            self._end_segment()
-            self._reasoning = {}  # a new model call: its reasoning blocks are new parts
-        elif t is StepFinished:
-            self._end_segment()
-            if event.delta:  # type: ignore[attr-defined]
-                self._thinking(f"step:{event.step_name}", event.delta, None)  # type: ignore[attr-defined]
-        elif t is RunFinished:
-            self._run_finished(event)  # type: ignore[arg-type]
-        elif t is RunError:
-            self._run_error(event)  # type: ignore[arg-type]
-        elif t is Custom:
-            self._custom(event)  # type: ignore[arg-type]
+    # -- lifecycle and text handlers (see _HANDLERS) ----------------------------------------------
+    def _new_call(self, event: RunStarted | StepStarted) -> None:
+        self._end_segment()
+        self._reasoning_parts = {}  # a new model call: its reasoning blocks are new parts
+
+    def _step_finished(self, event: StepFinished) -> None:
+        self._end_segment()
+        if event.delta:  # the older TanStack form: reasoning text rides on STEP_FINISHED
+            self._reasoning_delta(f"step:{event.step_name}", event.delta, None)
+
+    def _text_start(self, event: TextMessageStart) -> None:
+        self._end_segment()
+        self._message_id = self._message_id or event.message_id
+        self._seg_meta = event.metadata
+
+    def _text_end(self, event: TextMessageEnd) -> None:
+        part = self._seg_part
+        if event.metadata and part is not None:
+            part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
+            self._dirty = True
+        self._end_segment()
+
+    def _reasoning_content(self, event: ReasoningMessageContent) -> None:
+        self._message_id = self._message_id or event.message_id
+        self._reasoning_delta(event.message_id, event.delta, None)
+
+    def _reasoning_block(self, event: ReasoningStart | ReasoningMessageStart | ReasoningMessageEnd) -> None:
+        self._message_id = self._message_id or event.message_id
+        if event.metadata:
+            self._reasoning_delta(event.message_id, "", event.metadata)
 
     # -- messages and parts -----------------------------------------------------------------------
     def _ensure_message(self) -> UIMessage:
@@ -428,7 +413,8 @@ class StreamProcessor:
                 self.on_messages_change(self.messages)
 
     # -- text ---------------------------------------------------------------------------------------
-    def _text_delta(self, delta: str) -> None:
+    def _text_content(self, event: TextMessageContent) -> None:
+        delta = event.delta
         if not delta:
             return
         # Grow the pending text in place: after the swap this frame holds the only reference.
@@ -476,13 +462,13 @@ class StreamProcessor:
             except Exception:  # a callback failed on the timer thread: nobody else would see it
                 log.exception("chunk-strategy flush failed")
 
-    # -- thinking -----------------------------------------------------------------------------------
-    def _thinking(self, key: str, delta: str, metadata: dict[str, Any] | None) -> None:
-        part = self._reasoning.get(key)
+    # -- reasoning ----------------------------------------------------------------------------------
+    def _reasoning_delta(self, key: str, delta: str, metadata: dict[str, Any] | None) -> None:
+        part = self._reasoning_parts.get(key)
         if part is None:
             if not delta and not metadata:
                 return
-            part = self._reasoning[key] = ThinkingUIPart("", None)
+            part = self._reasoning_parts[key] = ReasoningUIPart("", None)
             self._push(part)
         if metadata:
             part.provider_metadata = merge_metadata(part.provider_metadata, metadata)
@@ -502,7 +488,7 @@ class StreamProcessor:
             self._dirty = True
         else:
             # Reasoning that is only an encrypted value (no summary text) is still a part to send back.
-            self._thinking(event.entity_id, "", meta)
+            self._reasoning_delta(event.entity_id, "", meta)
 
     # -- tool calls ---------------------------------------------------------------------------------
     def _tool_start(self, event: ToolCallStart) -> None:
@@ -580,7 +566,7 @@ class StreamProcessor:
         else:
             message, call = found
             self._apply_result(message, call, call.id, output, event.content, event.error, event.metadata)
-        self._reasoning = {}  # the next model call's reasoning is a new block
+        self._reasoning_parts = {}  # the next model call's reasoning is a new block
 
     def _apply_result(
         self,
@@ -716,6 +702,32 @@ class StreamProcessor:
         part.arguments = json.dumps(new_input, ensure_ascii=False) if new_input is not None else part.arguments
         self._dirty = True
         self._state_changed(message, part)
+
+
+# One typed handler per event class the processor applies; other events (ReasoningEnd, state and
+# activity events...) only publish held-back text. TEXT_MESSAGE_CONTENT and TOOL_CALL_ARGS, one per
+# chunk, cost this one dict lookup and one call.
+_HANDLERS: dict[type[BaseEvent], Callable[[StreamProcessor, Any], None]] = {
+    TextMessageContent: StreamProcessor._text_content,
+    ToolCallArgs: StreamProcessor._tool_args,
+    ReasoningMessageContent: StreamProcessor._reasoning_content,
+    TextMessageStart: StreamProcessor._text_start,
+    TextMessageEnd: StreamProcessor._text_end,
+    ToolCallStart: StreamProcessor._tool_start,
+    ToolCallEnd: StreamProcessor._tool_end,
+    ToolCallResult: StreamProcessor._tool_result,
+    ReasoningStart: StreamProcessor._reasoning_block,
+    ReasoningMessageStart: StreamProcessor._reasoning_block,
+    ReasoningMessageEnd: StreamProcessor._reasoning_block,
+    ReasoningEncryptedValue: StreamProcessor._encrypted,
+    RunStarted: StreamProcessor._new_call,
+    StepStarted: StreamProcessor._new_call,
+    StepFinished: StreamProcessor._step_finished,
+    RunFinished: StreamProcessor._run_finished,
+    RunError: StreamProcessor._run_error,
+    Custom: StreamProcessor._custom,
+}
+
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")

@@ -42,7 +42,7 @@ def backoff_delay(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:
     ``min(cap, base * 2**attempt)`` scaled by a random factor in ``[0.5, 1.0)`` ("equal jitter"), so
     clients that failed together do not retry together: 0.25-0.5 s, 0.5-1 s, 1-2 s...
     """
-    ceiling = min(cap, base * (2**attempt))
+    ceiling = min(cap, base * (2.0**attempt))  # float base: int ** int is typed Any (negative powers)
     return ceiling * (0.5 + random.random() / 2)
 
 

@@ -6,7 +6,8 @@ deltas and tool-call deltas addressed by ``index`` as in OpenAI-style streams â€
 :func:`raw_chunks_to_events` turns those into AG-UI events the :class:`~hookstream.StreamProcessor`
 consumes. A raw tool call has no end marker, so its completion is detected when the
 next index starts, when a text chunk arrives, or when the stream ends (``TOOL_CALL_END`` is emitted
-then).
+then). The block grammar (opening and closing text messages and tool calls) is the adapters' own
+:class:`~hookstream.plugin.StreamBuilder`; this module only maps raw chunks onto it.
 
 Use::
 
@@ -23,19 +24,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
-from ._events import (
-    BaseEvent,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextMessageContent,
-    TextMessageEnd,
-    TextMessageStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-)
+from ._builder import StreamBuilder
+from ._events import BaseEvent
 from ._ids import new_id
+from ._provider import CallContext
 
 __all__ = ["RawChunk", "StreamParser", "parse_raw", "raw_chunks_to_events"]
 
@@ -77,56 +69,42 @@ def raw_chunks_to_events(chunks: Iterable[RawChunk], thread_id: str = "raw", run
     """AG-UI events for ``chunks``: one run, text blocks and tool calls, ``RUN_FINISHED`` at the end
     (or ``RUN_ERROR`` for an ``error`` chunk or a parser exception, open blocks left as they are)."""
     run = run_id or new_id("run")
-    yield RunStarted(thread_id, run)
-    text_id: str | None = None
+    b = StreamBuilder(CallContext(thread_id, run))
+    yield from b.start()
     open_call: str | None = None  # id of the tool call still receiving arguments
     open_index: int | None = None
     ids: dict[int, str] = {}
-    n_text = 0
     finish: str | None = None
-
-    def end_call() -> Iterator[BaseEvent]:
-        nonlocal open_call, open_index
-        if open_call is not None:
-            yield ToolCallEnd(open_call)
-        open_call = None
-        open_index = None
-
     try:
         for chunk in chunks:
             if chunk.kind == "text":
-                yield from end_call()  # a text chunk completes the tool call before it
-                if not chunk.content:
-                    continue
-                if text_id is None:
-                    n_text += 1
-                    text_id = f"{run}-text-{n_text}"
-                    yield TextMessageStart(text_id)
-                yield TextMessageContent(text_id, chunk.content)
+                if open_call is not None:  # a text chunk completes the tool call before it
+                    yield from b.tool_end(open_call)
+                    open_call = open_index = None
+                if chunk.content:
+                    yield from b.text(chunk.content)
             elif chunk.kind == "tool-call":
                 index = chunk.index if chunk.index is not None else 0
-                if text_id is not None:
-                    yield TextMessageEnd(text_id)
-                    text_id = None
+                yield from b.end_text()
                 if index != open_index:
-                    yield from end_call()  # the next index starts: the previous call is complete
+                    if open_call is not None:  # the next index starts: the previous call is complete
+                        yield from b.tool_end(open_call)
+                        open_call = open_index = None
                     if index in ids:
                         continue  # a late delta for a call already ended: dropped, as the document says
                     call_id = ids[index] = chunk.tool_call_id or f"{run}-call-{index}"
-                    yield ToolCallStart(call_id, chunk.name or "")
+                    yield from b.tool_start(call_id, chunk.name or "")
                     open_call, open_index = call_id, index
                 if chunk.arguments:
-                    yield ToolCallArgs(ids[index], chunk.arguments)
+                    yield from b.tool_args(ids[index], chunk.arguments)
             elif chunk.kind == "done":
                 finish = chunk.finish_reason or finish
             elif chunk.kind == "error":
-                yield RunError(chunk.content or "raw stream error", code="stream_error")
+                yield from b.error(chunk.content or "raw stream error", code="stream_error")
                 return
     except Exception as exc:  # the parser failed: end the run, keep what arrived
         code = getattr(exc, "code", "malformed_chunk")
-        yield RunError(f"{type(exc).__name__}: {exc}", code=code if isinstance(code, str) else "malformed_chunk")
+        yield from b.error(f"{type(exc).__name__}: {exc}", code=code if isinstance(code, str) else "malformed_chunk")
         return
-    if text_id is not None:
-        yield TextMessageEnd(text_id)
-    yield from end_call()  # the stream ends: an open tool call is complete
-    yield RunFinished(thread_id, run, finish_reason=finish or ("tool_calls" if ids else "stop"))
+    # The stream ends: open text and an open tool call are complete.
+    yield from b.finish(finish or ("tool_calls" if ids else "stop"), None, None)

@@ -304,6 +304,6 @@ def _class_schema(tp: type, path: tuple[str, ...], seen: frozenset[type]) -> dic
     for a in attrs.fields(tp):
         if a.init:
             has_default = a.default is not attrs.NOTHING
-            default = _FACTORY if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[arg-type]
+            default = _FACTORY if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[arg-type]  # attrs stubs type Factory as a function; it is a class
             fields.append((a.name, hints.get(a.name, a.type), has_default, default))
     return _fields(tp, path, seen, fields)

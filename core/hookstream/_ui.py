@@ -5,7 +5,8 @@ A :class:`UIMessage` has an id, a role and an ordered list of typed parts, follo
 ``ToolCallPart``, ``ToolResultPart``):
 
 * :class:`TextUIPart` (``"text"``): one contiguous text segment; tool parts separate segments.
-* :class:`ThinkingUIPart` (``"thinking"``): reasoning text, updated in place while it streams.
+* :class:`ReasoningUIPart` (``"thinking"``, TanStack's ``ThinkingPart``): reasoning text of one
+  reasoning block, updated in place while it streams.
 * :class:`ToolCallUIPart` (``"tool-call"``): a tool call and its lifecycle :data:`ToolCallState`;
   ``arguments`` is the raw JSON text so far, ``input`` the parsed (possibly partial) object.
 * :class:`ToolResultUIPart` (``"tool-result"``): a tool's output as text, state
@@ -25,14 +26,14 @@ callback or while holding ``StreamProcessor.lock``. After ``finalize()`` they ar
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 
 __all__ = [
     "TOOL_CALL_STATES",
+    "ReasoningUIPart",
     "TextUIPart",
-    "ThinkingUIPart",
     "ToolApproval",
     "ToolCallState",
     "ToolCallUIPart",
@@ -56,7 +57,7 @@ ToolCallState = Literal[
 """Lifecycle of a tool call: ``awaiting-input → input-streaming → input-complete →
 (approval-requested → approval-responded) → output-available | output-error``."""
 
-TOOL_CALL_STATES: tuple[str, ...] = ToolCallState.__args__  # type: ignore[attr-defined]
+TOOL_CALL_STATES: tuple[str, ...] = get_args(ToolCallState)
 
 ToolResultState = Literal["streaming", "complete", "error"]
 
@@ -73,8 +74,10 @@ class TextUIPart:
 
 
 @attrs.define(slots=True)
-class ThinkingUIPart:
-    """Reasoning ("thinking") text of one reasoning block, with the provider's signature metadata."""
+class ReasoningUIPart:
+    """Reasoning text of one reasoning block (AG-UI ``REASONING_*``), with the provider's signature
+    metadata. Its JSON ``type`` is ``"thinking"``, the name TanStack AI's ``UIMessage`` gives this part,
+    so UI messages stay readable by TanStack clients and earlier saved conversations still load."""
 
     content: str = ""
     provider_metadata: ProviderMetadata | None = None
@@ -132,7 +135,7 @@ class ToolResultUIPart:
     type: Literal["tool-result"] = "tool-result"
 
 
-UIPart = TextUIPart | ThinkingUIPart | ToolCallUIPart | ToolResultUIPart
+UIPart = TextUIPart | ReasoningUIPart | ToolCallUIPart | ToolResultUIPart
 
 
 @attrs.define(slots=True)
@@ -150,8 +153,9 @@ class UIMessage:
         return "".join(p.content for p in self.parts if isinstance(p, TextUIPart))
 
     @property
-    def thinking(self) -> str:
-        return "".join(p.content for p in self.parts if isinstance(p, ThinkingUIPart))
+    def reasoning(self) -> str:
+        """All reasoning parts joined, no separator."""
+        return "".join(p.content for p in self.parts if isinstance(p, ReasoningUIPart))
 
     @property
     def tool_calls(self) -> list[ToolCallUIPart]:
@@ -179,7 +183,7 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
 def part_to_dict(part: UIPart) -> dict[str, Any]:
     """JSON form of one part (see the module docstring)."""
     out: dict[str, Any] = {"type": part.type}
-    if isinstance(part, TextUIPart | ThinkingUIPart):
+    if isinstance(part, TextUIPart | ReasoningUIPart):
         out["content"] = part.content
     elif isinstance(part, ToolCallUIPart):
         out.update(id=part.id, name=part.name, arguments=part.arguments, state=part.state)
@@ -205,7 +209,7 @@ def part_from_dict(data: dict[str, Any]) -> UIPart:
     if kind == "text":
         return TextUIPart(data.get("content", ""), meta)
     if kind == "thinking":
-        return ThinkingUIPart(data.get("content", ""), meta)
+        return ReasoningUIPart(data.get("content", ""), meta)
     if kind == "tool-call":
         state = data.get("state", "input-complete")
         if state not in TOOL_CALL_STATES:

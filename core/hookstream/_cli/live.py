@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import Iterable
-from typing import TextIO
+from collections.abc import Callable, Iterable
+from typing import IO, Any, TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -37,11 +37,9 @@ from .._events import (
     Custom,
     RunError,
     RunFinished,
-    StepStarted,
     TextMessageContent,
     TextMessageEnd,
     ToolCallArgs,
-    ToolCallEnd,
     ToolCallResult,
     ToolCallStart,
 )
@@ -100,6 +98,7 @@ class LiveRenderer:
         self._running: dict[str, tuple[str, str]] = {}  # tool call id -> (name, arguments text)
         self._live: Live | None = None
         self._lock = threading.Lock()
+        self._failed = False  # a RUN_ERROR was rendered
 
     # -- approval -------------------------------------------------------------------------------
     def approve(self, call: ToolCallPart) -> bool:
@@ -132,90 +131,135 @@ class LiveRenderer:
     def render(self, events: Iterable[BaseEvent]) -> int:
         """Consume ``events`` and render them; return the exit code (1 when the run ended in error)."""
         if self.plain:
-            return self._render_plain(events)
-        failed = False
+            return _PlainWriter(self.console.file).write(events)
+        self._failed = False
         with Live(self._view(), console=self.console, refresh_per_second=10, transient=True,
                   get_renderable=self._view) as live:
             self._live = live
             try:
                 for ev in events:
-                    failed = self._on_event(ev) or failed
+                    handler = _LIVE_HANDLERS.get(type(ev))
+                    if handler is not None:
+                        handler(self, ev)
             finally:
                 self._commit(self._tail.take_all())
                 self._live = None
-        return 1 if failed else 0
+        return 1 if self._failed else 0
 
-    def _on_event(self, ev: BaseEvent) -> bool:
-        t = type(ev)
-        if t is TextMessageContent:
-            self._tail.add(ev.delta)  # type: ignore[attr-defined]
-            self._commit(self._tail.take_done())
-        elif t is TextMessageEnd:
-            self._commit(self._tail.take_all())
-        elif t is ToolCallStart:
-            self._running[ev.tool_call_id] = (ev.tool_call_name, "")  # type: ignore[attr-defined]
-        elif t is ToolCallArgs:
-            name, args = self._running.get(ev.tool_call_id, ("?", ""))  # type: ignore[attr-defined]
-            if len(args) < _PREVIEW:
-                self._running[ev.tool_call_id] = (name, args + ev.delta)  # type: ignore[attr-defined]
-        elif t is ToolCallResult:
-            name, _ = self._running.pop(ev.tool_call_id, ("tool", ""))  # type: ignore[attr-defined]
-            mark, style = ("✗", "red") if ev.error else ("✓", "green")  # type: ignore[attr-defined]
-            self.console.print(Text.assemble((f"{mark} {name}", style), " → ", _preview(ev.content)))  # type: ignore[attr-defined]
-        elif t is Custom:
-            payload = parse_custom(ev)
-            if isinstance(payload, ToolCallRepairedPayload):
-                if payload.tool_call_id in self._running:  # show the call that runs, not the one the model streamed
-                    self._running[payload.tool_call_id] = (
-                        payload.tool_name or "?", json.dumps(payload.input, ensure_ascii=False))
-            elif isinstance(payload, ApprovalRequestedPayload):
-                self.console.print(f"[yellow]approval requested:[/yellow] {payload.tool_name or payload.tool_call_id}")
-        elif t is RunFinished:
-            outcome = ev.outcome.type if ev.outcome else "success"  # type: ignore[attr-defined]
-            if outcome != "success":
-                self.console.print(f"[dim]run {outcome}[/dim]")
-        elif t is RunError:
-            self._commit(self._tail.take_all())
-            self.console.print(f"[red]error ({ev.code}): {ev.message}[/red]")  # type: ignore[attr-defined]
-            return True
-        return False
+    # -- live handlers, one per event class (see _LIVE_HANDLERS) ---------------------------------
+    def _text_content(self, ev: TextMessageContent) -> None:
+        self._tail.add(ev.delta)
+        self._commit(self._tail.take_done())
 
-    def _render_plain(self, events: Iterable[BaseEvent]) -> int:
-        out = self.console.file
-        failed = False
-        at_line_start = True
-        names: dict[str, str] = {}
+    def _text_end(self, ev: TextMessageEnd) -> None:
+        self._commit(self._tail.take_all())
+
+    def _tool_start(self, ev: ToolCallStart) -> None:
+        self._running[ev.tool_call_id] = (ev.tool_call_name, "")
+
+    def _tool_args(self, ev: ToolCallArgs) -> None:
+        name, args = self._running.get(ev.tool_call_id, ("?", ""))
+        if len(args) < _PREVIEW:
+            self._running[ev.tool_call_id] = (name, args + ev.delta)
+
+    def _tool_result(self, ev: ToolCallResult) -> None:
+        name, _ = self._running.pop(ev.tool_call_id, ("tool", ""))
+        mark, style = ("✗", "red") if ev.error else ("✓", "green")
+        self.console.print(Text.assemble((f"{mark} {name}", style), " → ", _preview(ev.content)))
+
+    def _custom(self, ev: Custom) -> None:
+        payload = parse_custom(ev)
+        if isinstance(payload, ToolCallRepairedPayload):
+            if payload.tool_call_id in self._running:  # show the call that runs, not the one the model streamed
+                self._running[payload.tool_call_id] = (
+                    payload.tool_name or "?", json.dumps(payload.input, ensure_ascii=False))
+        elif isinstance(payload, ApprovalRequestedPayload):
+            self.console.print(f"[yellow]approval requested:[/yellow] {payload.tool_name or payload.tool_call_id}")
+
+    def _run_finished(self, ev: RunFinished) -> None:
+        outcome = ev.outcome.type if ev.outcome else "success"
+        if outcome != "success":
+            self.console.print(f"[dim]run {outcome}[/dim]")
+
+    def _run_error(self, ev: RunError) -> None:
+        self._commit(self._tail.take_all())
+        self.console.print(f"[red]error ({ev.code}): {ev.message}[/red]")
+        self._failed = True
+
+
+_LIVE_HANDLERS: dict[type[BaseEvent], Callable[[LiveRenderer, Any], None]] = {
+    TextMessageContent: LiveRenderer._text_content,
+    TextMessageEnd: LiveRenderer._text_end,
+    ToolCallStart: LiveRenderer._tool_start,
+    ToolCallArgs: LiveRenderer._tool_args,
+    ToolCallResult: LiveRenderer._tool_result,
+    Custom: LiveRenderer._custom,
+    RunFinished: LiveRenderer._run_finished,
+    RunError: LiveRenderer._run_error,
+}
+
+
+class _PlainWriter:
+    """Plain-text rendering (stdout is not a terminal): deltas as they come, one line per tool call,
+    result and error."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.failed = False
+        self.at_line_start = True
+        self.names: dict[str, str] = {}  # tool call id -> tool name
+
+    def write(self, events: Iterable[BaseEvent]) -> int:
+        out = self.out
         for ev in events:
-            t = type(ev)
-            line: str | None = None
-            if t is TextMessageContent:
-                out.write(ev.delta)  # type: ignore[attr-defined]
-                out.flush()
-                at_line_start = ev.delta.endswith("\n")  # type: ignore[attr-defined]
-            elif t is StepStarted or t is ToolCallEnd:
-                continue
-            elif t is ToolCallStart:
-                names[ev.tool_call_id] = ev.tool_call_name  # type: ignore[attr-defined]
-                line = f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})"  # type: ignore[attr-defined]
-            elif t is Custom and isinstance(repaired := parse_custom(ev), ToolCallRepairedPayload):
-                names[repaired.tool_call_id] = repaired.tool_name or "?"
-                line = f"[tool call repaired] {repaired.tool_name} ({repaired.tool_call_id})"
-            elif t is ToolCallResult:
-                state = "error" if ev.error else "result"  # type: ignore[attr-defined]
-                line = f"[tool {state}] {names.get(ev.tool_call_id, ev.tool_call_id)}: {_preview(ev.content)}"  # type: ignore[attr-defined]
-            elif t is RunError:
-                line = f"error ({ev.code}): {ev.message}"  # type: ignore[attr-defined]
-                failed = True
-            elif t is RunFinished and ev.outcome is not None and ev.outcome.type != "success":  # type: ignore[attr-defined]
-                line = f"[run {ev.outcome.type}]"  # type: ignore[attr-defined]
+            handler = _PLAIN_HANDLERS.get(type(ev))
+            line = handler(self, ev) if handler is not None else None
             if line is not None:
-                out.write(("" if at_line_start else "\n") + line + "\n")
+                out.write(("" if self.at_line_start else "\n") + line + "\n")
                 out.flush()
-                at_line_start = True
-        if not at_line_start:
+                self.at_line_start = True
+        if not self.at_line_start:
             out.write("\n")
         out.flush()
-        return 1 if failed else 0
+        return 1 if self.failed else 0
+
+    # -- handlers, one per event class (see _PLAIN_HANDLERS): the line to print, or None ----------
+    def _text_content(self, ev: TextMessageContent) -> None:
+        self.out.write(ev.delta)
+        self.out.flush()
+        self.at_line_start = ev.delta.endswith("\n")
+
+    def _tool_start(self, ev: ToolCallStart) -> str:
+        self.names[ev.tool_call_id] = ev.tool_call_name
+        return f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})"
+
+    def _custom(self, ev: Custom) -> str | None:
+        repaired = parse_custom(ev)
+        if isinstance(repaired, ToolCallRepairedPayload):
+            self.names[repaired.tool_call_id] = repaired.tool_name or "?"
+            return f"[tool call repaired] {repaired.tool_name} ({repaired.tool_call_id})"
+        return None
+
+    def _tool_result(self, ev: ToolCallResult) -> str:
+        state = "error" if ev.error else "result"
+        return f"[tool {state}] {self.names.get(ev.tool_call_id, ev.tool_call_id)}: {_preview(ev.content)}"
+
+    def _run_error(self, ev: RunError) -> str:
+        self.failed = True
+        return f"error ({ev.code}): {ev.message}"
+
+    def _run_finished(self, ev: RunFinished) -> str | None:
+        return f"[run {ev.outcome.type}]" if ev.outcome is not None and ev.outcome.type != "success" else None
+
+
+_PLAIN_HANDLERS: dict[type[BaseEvent], Callable[[_PlainWriter, Any], str | None]] = {
+    TextMessageContent: _PlainWriter._text_content,
+    ToolCallStart: _PlainWriter._tool_start,
+    Custom: _PlainWriter._custom,
+    ToolCallResult: _PlainWriter._tool_result,
+    RunError: _PlainWriter._run_error,
+    RunFinished: _PlainWriter._run_finished,
+}
 
 
 def render_live(stream: Iterable[BaseEvent], console: Console | None = None) -> int:

@@ -24,7 +24,7 @@ def test_found_by_name_from_installed_distribution() -> None:
     info = reg.plugins["strategies"]
     assert info.distribution == "hookstream-strategies"
     assert sorted(info.registered["chunk_strategies"]) == sorted(NAMES[1:])
-    assert type(reg.get("chunk_strategies", "word-boundary")()).__name__ == "WordBoundaryStrategy"
+    assert type(reg.chunk_strategy("word-boundary")()).__name__ == "WordBoundaryStrategy"
 
 
 def stream() -> list[E.BaseEvent]:

@@ -235,8 +235,8 @@ class _ChatParse:
                     # Some compatible servers send the arguments as an object.
                     args = json.dumps(args, ensure_ascii=False)
             if slot.started:
-                if args:
-                    out.append(ToolCallArgs(slot.id, args))  # type: ignore[arg-type]
+                if args and slot.id is not None:  # a started slot always has its id
+                    out.append(ToolCallArgs(slot.id, args))
                 continue
             if args:
                 slot.pending.append(args)

@@ -22,6 +22,7 @@ from hookstream.plugin import (
     Provider,
     ReasoningEncryptedValue,
     ReasoningPart,
+    ReasoningStart,
     RunError,
     StreamBuilder,
     TextPart,
@@ -269,8 +270,8 @@ class _ResponsesParse:
         events = self.b.reasoning(delta)
         if opened:
             for e in events:
-                if e.type == "REASONING_START":
-                    self.reasoning_ids[item_id] = e.message_id  # type: ignore[attr-defined]
+                if isinstance(e, ReasoningStart):
+                    self.reasoning_ids[item_id] = e.message_id
         out.extend(events)
         return out
 
