@@ -58,9 +58,24 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
     yield src, out
 
 
-def venv(path: Path) -> Path:
+@pytest.fixture(scope="module")
+def core_venv(dists: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin`` folder of a fresh venv holding the core's wheel (and its dependencies) only. Shared by the
+    tests of this module to keep them quick; each test leaves it as it found it."""
+    _, out = dists
+    path = tmp_path_factory.mktemp("venv") / "venv"
     ok([sys.executable, "-m", "venv", path], path.parent)
+    core_wheel = next(out.glob("hookstream-*.whl"))  # plugin wheels are named hookstream_NAME-...
+    ok([path / "bin" / "python", "-m", "pip", "install", "-q", core_wheel], path.parent)
+    where = ok([path / "bin" / "python", "-c", "import hookstream; print(hookstream.__file__)"], path.parent)
+    assert where.startswith(str(path)), where  # the installed wheel, not the checkout
     return path / "bin"
+
+
+def plugin_names(bin_: Path) -> set[str]:
+    doc = json.loads(ok([bin_ / "hookstream", "plugins", "--json"], bin_))
+    assert doc["failures"] == []
+    return {p["name"] for p in doc["plugins"]}
 
 
 def dist_name(plugin_folder: str) -> str:
@@ -74,36 +89,12 @@ def test_every_distribution_builds_an_sdist_and_a_wheel(dists: tuple[Path, Path]
         assert len(list(out.glob(f"{name}-*-py3-none-any.whl"))) == 1, sorted(out.iterdir())
 
 
-def test_installed_wheels_run_the_demo_and_list_every_plugin(dists: tuple[Path, Path], tmp_path: Path) -> None:
-    _, out = dists
-    bin_ = venv(tmp_path / "venv")
-    ok([bin_ / "python", "-m", "pip", "install", "-q", *sorted(out.glob("*.whl"))], tmp_path)
-    where = ok([bin_ / "python", "-c", "import hookstream, hookstream_openai; print(hookstream.__file__); "
-                "print(hookstream_openai.__file__)"], tmp_path)
-    assert all(line.startswith(str(tmp_path / "venv")) for line in where.split()), where  # not the checkout
-
-    demo = run([bin_ / "hookstream", "demo", "--delay", "0"], tmp_path)
-    assert demo.returncode == 0, demo.stdout + demo.stderr
-    assert "**250 EUR** is about **40,575 JPY**" in demo.stdout, demo.stdout
-
-    doc = json.loads(ok([bin_ / "hookstream", "plugins", "--json"], tmp_path))
-    assert doc["failures"] == []
-    dists_by_plugin = {p["name"]: p["distribution"] for p in doc["plugins"]}
-    assert dists_by_plugin == {"builtins": "hookstream", "replay": "hookstream", "openai": "hookstream-openai",
-                               "anthropic": "hookstream-anthropic", "gemini": "hookstream-gemini",
-                               "strategies": "hookstream-strategies"}
-    assert set(PLUGINS) <= set(dists_by_plugin.values())
-
-
 def test_install_and_uninstall_a_plugin_folder_in_a_core_only_environment(
-    dists: tuple[Path, Path], tmp_path: Path
+    dists: tuple[Path, Path], core_venv: Path, tmp_path: Path
 ) -> None:
-    src, out = dists
-    bin_ = venv(tmp_path / "venv")
-    hookstream = bin_ / "hookstream"
-    core_wheel = next(out.glob("hookstream-*.whl"))  # plugin wheels are named hookstream_NAME-...
-    ok([bin_ / "python", "-m", "pip", "install", "-q", core_wheel], tmp_path)
-    assert "gemini" not in ok([hookstream, "plugins"], tmp_path)
+    src, _ = dists
+    hookstream = core_venv / "hookstream"
+    assert plugin_names(core_venv) == {"builtins", "replay"}
     missing = run([hookstream, "chat", "hi", "--model", "gemini:gemini-2.0-flash"], tmp_path)
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
     assert "install it with: hookstream install hookstream-gemini" in missing.stderr, missing.stderr
@@ -117,10 +108,47 @@ def test_install_and_uninstall_a_plugin_folder_in_a_core_only_environment(
     removed = run([hookstream, "uninstall", "hookstream-gemini"], tmp_path)
     assert removed.returncode == 0, removed.stdout + removed.stderr
     assert "Successfully uninstalled hookstream-gemini-0.1.0" in removed.stdout
-    assert "gemini" not in ok([hookstream, "plugins"], tmp_path)
+    assert plugin_names(core_venv) == {"builtins", "replay"}
 
+
+def test_without_pip_install_says_how_to_get_it(core_venv: Path, tmp_path: Path) -> None:
     # A venv made by uv has no pip: install must say how to get one rather than fail with a traceback.
-    ok([bin_ / "python", "-m", "pip", "uninstall", "-q", "-y", "pip"], tmp_path)
-    no_pip = run([hookstream, "install", "./hookstream-gemini"], src / "plugins")
-    assert no_pip.returncode == 1 and "Traceback" not in no_pip.stderr
-    assert "has no pip" in no_pip.stderr and "-m ensurepip" in no_pip.stderr, no_pip.stderr
+    ok([core_venv / "python", "-m", "pip", "uninstall", "-q", "-y", "pip"], tmp_path)
+    try:
+        no_pip = run([core_venv / "hookstream", "install", "hookstream-gemini"], tmp_path)
+        assert no_pip.returncode == 1 and "Traceback" not in no_pip.stderr
+        assert "has no pip" in no_pip.stderr, no_pip.stderr
+        advice = f"{core_venv / 'python'} -m ensurepip --upgrade"
+        assert advice in no_pip.stderr
+        assert f"uv pip install --python {core_venv / 'python'} hookstream-gemini" in no_pip.stderr
+    finally:
+        ok([core_venv / "python", "-m", "ensurepip", "--upgrade"], tmp_path)  # the advice, followed
+    proc = run([core_venv / "hookstream", "install", "--no-index", "hookstream-no-such-plugin-h11"], tmp_path)
+    assert "No matching distribution found" in proc.stderr  # pip is back and answering
+
+
+def test_installed_wheels_run_the_demo_and_list_every_plugin(
+    dists: tuple[Path, Path], core_venv: Path, tmp_path: Path
+) -> None:
+    _, out = dists
+    plugin_wheels = sorted(w for w in out.glob("*.whl") if not w.name.startswith("hookstream-"))
+    ok([core_venv / "hookstream", "install", "-q", *plugin_wheels], tmp_path)
+    try:
+        where = ok([core_venv / "python", "-c", "import hookstream_openai; print(hookstream_openai.__file__)"],
+                   tmp_path)
+        assert where.startswith(str(core_venv.parent)), where  # the installed wheel, not the checkout
+
+        demo = run([core_venv / "hookstream", "demo", "--delay", "0"], tmp_path)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        assert "**250 EUR** is about **40,575 JPY**" in demo.stdout, demo.stdout
+
+        doc = json.loads(ok([core_venv / "hookstream", "plugins", "--json"], tmp_path))
+        assert doc["failures"] == []
+        dists_by_plugin = {p["name"]: p["distribution"] for p in doc["plugins"]}
+        assert dists_by_plugin == {"builtins": "hookstream", "replay": "hookstream", "openai": "hookstream-openai",
+                                   "anthropic": "hookstream-anthropic", "gemini": "hookstream-gemini",
+                                   "strategies": "hookstream-strategies"}
+        assert set(PLUGINS) <= set(dists_by_plugin.values())
+    finally:
+        ok([core_venv / "hookstream", "uninstall", *PLUGINS], tmp_path)
+    assert plugin_names(core_venv) == {"builtins", "replay"}

@@ -8,6 +8,7 @@ another Python). pip's own output and exit code pass through unchanged.
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import subprocess
 import sys
 
@@ -16,22 +17,22 @@ import click
 _PASS_THROUGH = {"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]}
 
 
-def _no_pip_message() -> str:
-    # A venv made by uv (or `python -m venv --without-pip`) has no pip; say how to get one for this Python.
-    exe = sys.executable
+def _no_pip_message(command: str, args: tuple[str, ...]) -> str:
+    # A venv made by uv (or `python -m venv --without-pip`) has no pip; say how to get one for this Python,
+    # or how to run the same thing with uv (whose `pip uninstall` asks nothing, so it takes no -y).
+    exe = shlex.quote(sys.executable)
     return (
-        f"this environment ({sys.prefix}) has no pip, which hookstream install/uninstall run.\n"
-        f"Add pip to it:      {exe} -m ensurepip --upgrade\n"
-        f"or, in a uv venv:   uv pip install --python {exe} pip\n"
-        f"or let uv do it:    uv pip install --python {exe} SPEC"
+        f"this environment ({sys.prefix}) has no pip, which `hookstream {command}` runs.\n"
+        f"Add pip to it:     {exe} -m ensurepip --upgrade\n"
+        f"or, with uv:       uv pip {command} --python {exe} {shlex.join(args)}"
     )
 
 
-def _run_pip(args: list[str]) -> None:
+def _run_pip(command: str, args: tuple[str, ...], pip_flags: tuple[str, ...] = ()) -> None:
     if importlib.util.find_spec("pip") is None:
-        raise click.ClickException(_no_pip_message())
+        raise click.ClickException(_no_pip_message(command, args))
     # Not captured: pip's progress, warnings and resolver errors reach the terminal as pip prints them.
-    code = subprocess.call([sys.executable, "-m", "pip", *args])
+    code = subprocess.call([sys.executable, "-m", "pip", command, *pip_flags, *args])
     raise SystemExit(code)
 
 
@@ -45,7 +46,7 @@ def install_command(specs: tuple[str, ...]) -> None:
     --find-links DIR are passed to pip too. Exits with pip's exit code; check the result with
     `hookstream plugins`.
     """
-    _run_pip(["install", *specs])
+    _run_pip("install", specs)
 
 
 @click.command("uninstall", context_settings=_PASS_THROUGH)
@@ -55,4 +56,4 @@ def uninstall_command(names: tuple[str, ...]) -> None:
 
     Exits with pip's exit code.
     """
-    _run_pip(["uninstall", "-y", *names])
+    _run_pip("uninstall", names, ("-y",))
