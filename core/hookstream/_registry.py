@@ -15,6 +15,7 @@ dictionaries and may run on any thread. :meth:`Registry.add_plugin` is for set-u
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import logging
 import os
@@ -44,6 +45,21 @@ DISABLE_ENV = "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"
 KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions")
 _SINGULAR = {"providers": "provider", "chunk_strategies": "chunk strategy", "tool_executors": "tool executor",
              "stop_conditions": "stop condition"}
+# Which first-party distribution registers each name, so "no provider named 'gemini'" can say what to install.
+# Names nobody here ships get no guessed distribution name: a guess like "hookstream-NAME" would send people to
+# whatever a stranger uploaded under that name on the package index (and pip no longer has a search command).
+FIRST_PARTY: dict[str, dict[str, str]] = {
+    "providers": {
+        "openai": "hookstream-openai",
+        "openai-responses": "hookstream-openai",
+        "anthropic": "hookstream-anthropic",
+        "gemini": "hookstream-gemini",
+    },
+    "chunk_strategies": {
+        name: "hookstream-strategies"
+        for name in ("punctuation", "batch", "word-boundary", "debounce", "throttle", "composite")
+    },
+}
 
 
 @attrs.define(slots=True)
@@ -140,13 +156,44 @@ class Registry:
         return sorted(self._items[kind])
 
     def get(self, kind: str, name: str) -> Any:
-        """The item registered as ``name`` under ``kind``; raises :class:`UnknownPluginError`."""
+        """The item registered as ``name`` under ``kind``; raises :class:`UnknownPluginError`, whose message
+        lists the installed names and says what to do: the first-party distribution to install
+        (:data:`FIRST_PARTY`), why an installed one registered nothing, or a close name for a typo."""
         try:
             return self._items[kind][name]
         except KeyError:
             known = ", ".join(self.names(kind)) or "none"
-            what = _SINGULAR[kind]
-            raise UnknownPluginError(f"no {what} named {name!r} (installed: {known})") from None
+            hint = self._hint(kind, name)
+            raise UnknownPluginError(f"no {_SINGULAR[kind]} named {name!r} (installed: {known}); {hint}") from None
+
+    def _hint(self, kind: str, name: str) -> str:
+        # What to do about a missing name: install its first-party distribution, fix a typo, or find the
+        # plugin that ships it; an installed distribution that registered nothing was blocked or failed.
+        first_party = FIRST_PARTY.get(kind, {})
+        dist = first_party.get(name)
+        if dist is None:
+            close = difflib.get_close_matches(name, {*self.names(kind), *first_party}, n=1)
+            if not close:
+                return ("install the plugin distribution that registers it (hookstream install SPEC), "
+                        "then check with: hookstream plugins")
+            if close[0] in self._items[kind]:
+                return f"did you mean {close[0]!r}?"
+            return f"did you mean {close[0]!r}? ({self._hint(kind, close[0])})"
+        try:
+            installed = importlib.metadata.distribution(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return f"install it with: hookstream install {dist}"
+        eps = {ep.name for ep in installed.entry_points if ep.group == GROUP}
+        why = "did not register it (see: hookstream plugins)"
+        blocked = {n.strip() for n in os.environ.get(BLOCK_ENV, "").split(",")}
+        failed = [f.error for f in self.failures if f.name in eps]
+        if failed:
+            why = f"failed to load: {failed[0]}"
+        elif eps & blocked:
+            why = f"is blocked by {BLOCK_ENV}"
+        elif os.environ.get(DISABLE_ENV):
+            why = f"is not loaded because {DISABLE_ENV} is set"
+        return f"{dist} {installed.version} is installed but {why}"
 
     def provider(self, name: str) -> type[Provider]:
         """The provider class registered as ``name``; raises :class:`UnknownPluginError`."""

@@ -1,0 +1,154 @@
+"""Every distribution builds as an sdist and a wheel, and the wheels work installed for real (not editable)
+in a fresh virtual environment: ``hookstream demo`` answers and ``hookstream plugins --json`` lists every
+plugin. In an environment holding only the core, ``hookstream install FOLDER`` adds a plugin and
+``hookstream uninstall`` removes it; without pip, ``hookstream install`` says how to get it.
+
+Slow (about a minute): ``python -m build`` makes an isolated build environment per distribution and the
+fresh environments install the core's dependencies from the package index (pip's cache is used)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").exists())
+# Left out of the copies: environments, caches and earlier build output that would leak into an sdist.
+SKIP = shutil.ignore_patterns(".git", ".venv*", ".tox", "build", "dist", "*.egg-info", "__pycache__",
+                              "node_modules", "_build", ".mypy_cache", ".ruff_cache", ".hypothesis", "artifacts")
+
+
+def clean_env() -> dict[str, str]:
+    # Nothing from the test's own environment may make the fresh venv see the editable checkout.
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HOOKSTREAM_", "VIRTUAL_ENV"))}
+
+
+def run(args: list[str | Path], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, env=clean_env(),
+                          timeout=timeout)
+
+
+def ok(args: list[str | Path], cwd: Path) -> str:
+    proc = run(args, cwd)
+    assert proc.returncode == 0, f"{args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """``(src, out)``: a copy of the sources (plugins under ``src/plugins``) and the built sdists and wheels."""
+    pytest.importorskip("build", reason="needs the build package (requirements/test.txt)")
+    base = tmp_path_factory.mktemp("dists")
+    src, out = base / "src", base / "out"
+    # Built from copies: building in place leaves build/ and *.egg-info in the checkout.
+    shutil.copytree(ROOT, src, ignore=SKIP)
+    for folder in [src, *(src / "plugins" / p for p in PLUGINS)]:
+        # Default build: the sdist first, then the wheel from the unpacked sdist, so a file the sdist
+        # misses breaks the wheel.
+        ok([sys.executable, "-m", "build", "--outdir", out, folder], base)
+    yield src, out
+
+
+@pytest.fixture(scope="module")
+def core_venv(dists: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin`` folder of a fresh venv holding the core's wheel (and its dependencies) only. Shared by the
+    tests of this module to keep them quick; each test leaves it as it found it."""
+    _, out = dists
+    path = tmp_path_factory.mktemp("venv") / "venv"
+    ok([sys.executable, "-m", "venv", path], path.parent)
+    core_wheel = next(out.glob("hookstream-*.whl"))  # plugin wheels are named hookstream_NAME-...
+    ok([path / "bin" / "python", "-m", "pip", "install", "-q", core_wheel], path.parent)
+    where = ok([path / "bin" / "python", "-c", "import hookstream; print(hookstream.__file__)"], path.parent)
+    assert where.startswith(str(path)), where  # the installed wheel, not the checkout
+    return path / "bin"
+
+
+def plugin_names(bin_: Path) -> set[str]:
+    doc = json.loads(ok([bin_ / "hookstream", "plugins", "--json"], bin_))
+    assert doc["failures"] == []
+    return {p["name"] for p in doc["plugins"]}
+
+
+def dist_name(plugin_folder: str) -> str:
+    return plugin_folder.replace("-", "_")
+
+
+def test_every_distribution_builds_an_sdist_and_a_wheel(dists: tuple[Path, Path]) -> None:
+    _, out = dists
+    for name in ["hookstream", *map(dist_name, PLUGINS)]:
+        assert len(list(out.glob(f"{name}-*.tar.gz"))) == 1, sorted(out.iterdir())
+        assert len(list(out.glob(f"{name}-*-py3-none-any.whl"))) == 1, sorted(out.iterdir())
+
+
+def test_install_and_uninstall_a_plugin_folder_in_a_core_only_environment(
+    dists: tuple[Path, Path], core_venv: Path, tmp_path: Path
+) -> None:
+    src, _ = dists
+    hookstream = core_venv / "hookstream"
+    assert plugin_names(core_venv) == {"builtins", "replay"}
+    missing = run([hookstream, "chat", "hi", "--model", "gemini:gemini-2.0-flash"], tmp_path)
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr
+    assert "install it with: hookstream install hookstream-gemini" in missing.stderr, missing.stderr
+
+    installed = run([hookstream, "install", "./hookstream-gemini"], src / "plugins")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "Successfully installed hookstream-gemini-0.1.0" in installed.stdout  # pip's own output
+    listing = ok([hookstream, "plugins"], tmp_path)
+    assert "gemini  [hookstream-gemini 0.1.0]" in listing and "providers: gemini" in listing
+
+    removed = run([hookstream, "uninstall", "hookstream-gemini"], tmp_path)
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert "Successfully uninstalled hookstream-gemini-0.1.0" in removed.stdout
+    assert plugin_names(core_venv) == {"builtins", "replay"}
+
+
+def test_without_pip_install_says_how_to_get_it(core_venv: Path, tmp_path: Path) -> None:
+    # A venv made by uv has no pip: install must say how to get one rather than fail with a traceback.
+    ok([core_venv / "python", "-m", "pip", "uninstall", "-q", "-y", "pip"], tmp_path)
+    try:
+        no_pip = run([core_venv / "hookstream", "install", "hookstream-gemini"], tmp_path)
+        assert no_pip.returncode == 1 and "Traceback" not in no_pip.stderr
+        assert "has no pip" in no_pip.stderr, no_pip.stderr
+        advice = f"{core_venv / 'python'} -m ensurepip --upgrade"
+        assert advice in no_pip.stderr
+        assert f"uv pip install --python {core_venv / 'python'} hookstream-gemini" in no_pip.stderr
+    finally:
+        ok([core_venv / "python", "-m", "ensurepip", "--upgrade"], tmp_path)  # the advice, followed
+    proc = run([core_venv / "hookstream", "install", "--no-index", "hookstream-no-such-plugin-h11"], tmp_path)
+    assert "No matching distribution found" in proc.stderr  # pip is back and answering
+
+
+def test_installed_wheels_run_the_demo_and_list_every_plugin(
+    dists: tuple[Path, Path], core_venv: Path, tmp_path: Path
+) -> None:
+    _, out = dists
+    plugin_wheels = sorted(w for w in out.glob("*.whl") if not w.name.startswith("hookstream-"))
+    ok([core_venv / "hookstream", "install", "-q", *plugin_wheels], tmp_path)
+    try:
+        where = ok([core_venv / "python", "-c", "import hookstream_openai; print(hookstream_openai.__file__)"],
+                   tmp_path)
+        assert where.startswith(str(core_venv.parent)), where  # the installed wheel, not the checkout
+
+        demo = run([core_venv / "hookstream", "demo", "--delay", "0"], tmp_path)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        assert "**250 EUR** is about **40,575 JPY**" in demo.stdout, demo.stdout
+
+        doc = json.loads(ok([core_venv / "hookstream", "plugins", "--json"], tmp_path))
+        assert doc["failures"] == []
+        dists_by_plugin = {p["name"]: p["distribution"] for p in doc["plugins"]}
+        assert dists_by_plugin == {"builtins": "hookstream", "replay": "hookstream", "openai": "hookstream-openai",
+                                   "anthropic": "hookstream-anthropic", "gemini": "hookstream-gemini",
+                                   "strategies": "hookstream-strategies"}
+        assert set(PLUGINS) <= set(dists_by_plugin.values())
+    finally:
+        ok([core_venv / "hookstream", "uninstall", *PLUGINS], tmp_path)
+    assert plugin_names(core_venv) == {"builtins", "replay"}
