@@ -127,10 +127,12 @@ if TYPE_CHECKING:
         InMemoryStore,
     )
     from ._messages import (
+        FilePart,
         Message,
         Part,
         ReasoningPart,
         Role,
+        SourcePart,
         TextPart,
         ToolCallPart,
         ToolResultPart,
@@ -190,6 +192,8 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "SourcePart": "_messages",
+    "FilePart": "_messages",
     "ToolDefinitionError": "_errors",
     "NotEventStreamError": "_errors",
     "MissingAPIKeyError": "_errors",
@@ -340,6 +344,7 @@ __all__ = [
     "Custom",
     "CustomPayload",
     "Event",
+    "FilePart",
     "FinishReason",
     "HTTPStatusError",
     "HookstreamError",
@@ -388,6 +393,7 @@ __all__ = [
     "Secret",
     "SequentialExecutor",
     "ServerError",
+    "SourcePart",
     "StepFinished",
     "StepResult",
     "StepSettings",

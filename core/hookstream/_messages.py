@@ -13,21 +13,29 @@ conversation, so a list of them may be read from any thread.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import mimetypes
+import os
 from collections.abc import Iterable
 from typing import Any, Literal
+from urllib.parse import unquote_to_bytes
 
 import attrs
 
 __all__ = [
+    "FilePart",
     "Message",
     "Part",
     "ReasoningPart",
     "Role",
+    "SourcePart",
     "TextPart",
     "ToolCallPart",
     "ToolResultPart",
     "coerce_messages",
+    "detect_media_type",
     "tool_output_text",
 ]
 
@@ -67,10 +75,150 @@ class ToolCallPart:
     kind: Literal["tool-call"] = "tool-call"
 
 
+_MEDIA_BY_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+    (b"ID3", "audio/mpeg"),
+    (b"fLaC", "audio/flac"),
+    (b"OggS", "audio/ogg"),
+)
+
+
+def detect_media_type(data: bytes, filename: str | None = None) -> str:
+    """The media type (IANA ``type/subtype``) of ``data``: from its first bytes (PNG, JPEG, GIF, WebP,
+    PDF, WAV, MP3, FLAC, Ogg), else from ``filename``'s extension, else ``application/octet-stream``."""
+    for magic, media_type in _MEDIA_BY_MAGIC:
+        if data.startswith(magic):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if filename:
+        guessed, _ = mimetypes.guess_type(filename)
+        if guessed:
+            return guessed
+    return "application/octet-stream"
+
+
+@attrs.define(slots=True)
+class FilePart:
+    """A file in a message: an image, an audio clip or a document (PDF, plain text...).
+
+    Exactly one of ``data`` (the bytes) and ``url`` (an ``https://`` URL the provider fetches) is set.
+    ``media_type`` is the IANA media type (``image/png``, ``application/pdf``, ``audio/wav``...);
+    ``filename`` is optional (some providers send it with documents). Build one with
+    :meth:`from_path`, :meth:`from_bytes`, :meth:`from_data_url` or :meth:`from_url`; each provider
+    sends it in its own documented form, and raises :class:`ValueError` before sending when it cannot
+    take that kind of file. In user messages and tool results (a screenshot tool returns one); in
+    assistant messages when the model produced the file (generated images).
+
+    Thread safety: a value; do not mutate it once it is in a conversation.
+    """
+
+    media_type: str
+    data: bytes | None = None
+    url: str | None = None
+    filename: str | None = None
+    provider_metadata: ProviderMetadata | None = None
+    kind: Literal["file"] = "file"
+
+    def __attrs_post_init__(self) -> None:
+        if (self.data is None) == (self.url is None):
+            raise ValueError("a FilePart needs exactly one of data and url")
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], media_type: str | None = None) -> FilePart:
+        """Read a file; the media type is detected from its bytes and name unless given. Raises
+        :class:`OSError` when it cannot be read."""
+        with open(path, "rb") as f:
+            data = f.read()
+        name = os.path.basename(os.fspath(path))
+        return cls(media_type or detect_media_type(data, name), data=data, filename=name)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str | None = None, filename: str | None = None) -> FilePart:
+        """Wrap bytes; the media type is detected unless given."""
+        return cls(media_type or detect_media_type(data, filename), data=data, filename=filename)
+
+    @classmethod
+    def from_data_url(cls, url: str) -> FilePart:
+        """A ``data:[<media type>][;base64],<data>`` URL (RFC 2397). Raises :class:`ValueError`."""
+        if not url.startswith("data:") or "," not in url:
+            raise ValueError(f"not a data URL: {url[:40]!r}")
+        header, payload = url[5:].split(",", 1)
+        params = header.split(";")
+        is_base64 = params[-1] == "base64"
+        media_type = params[0] or "text/plain"
+        try:
+            data = base64.b64decode(payload, validate=True) if is_base64 else unquote_to_bytes(payload)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"data URL payload is not valid base64: {exc}") from None
+        return cls(media_type, data=data)
+
+    @classmethod
+    def from_url(cls, url: str, media_type: str | None = None) -> FilePart:
+        """An ``https://`` URL the provider fetches itself (a ``data:`` URL is decoded instead). The
+        media type is guessed from the URL's extension unless given. Raises :class:`ValueError` for
+        another scheme."""
+        if url.startswith("data:"):
+            return cls.from_data_url(url)
+        if not url.startswith(("https://", "http://")):
+            raise ValueError(f"a file URL must be https:// (or a data: URL), got {url[:40]!r}")
+        guessed, _ = mimetypes.guess_type(url.split("?", 1)[0])
+        return cls(media_type or guessed or "application/octet-stream", url=url)
+
+    @property
+    def category(self) -> Literal["image", "audio", "document"]:
+        """``image``, ``audio`` or ``document`` (everything else: PDF, text...), from the media type."""
+        major = self.media_type.split("/", 1)[0]
+        return "image" if major == "image" else "audio" if major == "audio" else "document"
+
+    def base64(self) -> str:
+        """The bytes as standard base64 (``data`` must be set)."""
+        if self.data is None:
+            raise ValueError("this FilePart is a URL; it has no bytes to encode")
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        """``data:<media type>;base64,...`` for the bytes, or the URL itself."""
+        return self.url if self.url is not None else f"data:{self.media_type};base64,{self.base64()}"
+
+    def __repr__(self) -> str:  # the bytes would flood a log line
+        where = f"url={self.url!r}" if self.url is not None else f"{len(self.data or b'')} bytes"
+        return f"FilePart({self.media_type}, {where}, filename={self.filename!r})"
+
+
+@attrs.define(slots=True)
+class SourcePart:
+    """A source the model cited or grounded its answer on.
+
+    ``source_type`` is ``url`` (a web page: ``url``, ``title``) or ``document`` (a document given in
+    the request: ``title``, ``document_index``). ``cited_text`` is the quoted span when the provider
+    gives it; ``start_index``/``end_index`` are character offsets into the message's text the source
+    supports, when given. ``provider_metadata`` keeps the provider's own citation object.
+    """
+
+    id: str
+    source_type: Literal["url", "document"] = "url"
+    url: str | None = None
+    title: str | None = None
+    cited_text: str | None = None
+    start_index: int | None = None
+    end_index: int | None = None
+    document_index: int | None = None
+    provider_metadata: ProviderMetadata | None = None
+    kind: Literal["source"] = "source"
+
+
 @attrs.define(slots=True)
 class ToolResultPart:
     """A tool's output for ``tool_call_id``. ``output`` is any JSON value; ``is_error`` marks a failure
-    (the output is then the error text the model receives)."""
+    (the output is then the error text the model receives). ``files`` are files the tool returned (a
+    screenshot), sent back in each provider's form for tool-result images and documents."""
 
     tool_call_id: str
     tool_name: str
@@ -78,18 +226,21 @@ class ToolResultPart:
     is_error: bool = False
     provider_metadata: ProviderMetadata | None = None
     kind: Literal["tool-result"] = "tool-result"
+    files: list[FilePart] = attrs.Factory(list)
 
 
-Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart
+Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart | SourcePart
 
 
 @attrs.define(slots=True)
 class Message:
     """One turn of the conversation.
 
-    Roles and their parts: ``system``/``user`` hold :class:`TextPart`; ``assistant`` holds
-    :class:`ReasoningPart`, :class:`TextPart` and :class:`ToolCallPart` in stream order; ``tool``
-    holds :class:`ToolResultPart` (one message may carry several results).
+    Roles and their parts: ``system`` holds :class:`TextPart`; ``user`` holds :class:`TextPart` and
+    :class:`FilePart` (images, audio, documents); ``assistant`` holds :class:`ReasoningPart`,
+    :class:`TextPart`, :class:`ToolCallPart`, :class:`SourcePart` and :class:`FilePart` (generated
+    files) in stream order; ``tool`` holds :class:`ToolResultPart` (one message may carry several
+    results).
     """
 
     role: Role
@@ -100,8 +251,9 @@ class Message:
         return cls("system", [TextPart(text)])
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        return cls("user", [TextPart(text)])
+    def user(cls, text: str, *files: FilePart) -> Message:
+        """A user turn: ``text`` then any ``files`` (images, audio, documents)."""
+        return cls("user", [TextPart(text), *files])
 
     @classmethod
     def assistant(cls, text: str) -> Message:
@@ -123,6 +275,14 @@ class Message:
     @property
     def tool_results(self) -> list[ToolResultPart]:
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    @property
+    def files(self) -> list[FilePart]:
+        return [p for p in self.parts if isinstance(p, FilePart)]
+
+    @property
+    def sources(self) -> list[SourcePart]:
+        return [p for p in self.parts if isinstance(p, SourcePart)]
 
 
 def tool_output_text(output: Any) -> str:

@@ -81,14 +81,17 @@ from ._hookspecs import (
     hookspec,
 )
 from ._messages import (
+    FilePart,
     Message,
     Part,
     ReasoningPart,
     Role,
+    SourcePart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     coerce_messages,
+    detect_media_type,
     tool_output_text,
 )
 from ._processor import resolve_strategy
@@ -116,6 +119,7 @@ __all__ = [
     "ConnectionClosedError",
     "Custom",
     "Event",
+    "FilePart",
     "FinishReason",
     "HTTPRequest",
     "HTTPStatusError",
@@ -154,6 +158,7 @@ __all__ = [
     "SSEEvent",
     "Secret",
     "ServerError",
+    "SourcePart",
     "StepFinished",
     "StepResult",
     "StepStarted",
@@ -182,6 +187,7 @@ __all__ = [
     "Usage",
     "coerce_messages",
     "default_error_reader",
+    "detect_media_type",
     "error_for_status",
     "from_json",
     "get_registry",
