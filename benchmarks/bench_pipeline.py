@@ -125,11 +125,24 @@ class Worker:
         self.log.close()
 
 
-def start_workers(clients: Sequence[str]) -> dict[str, Worker]:
+def _brief(exc: BaseException) -> str:
+    """One line of an error: its first line's head and its last line (a child's traceback ends there)."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return (lines[0] if len(lines) == 1 else f"{lines[0].split(':')[0]}: {lines[-1]}")[:300]
+
+
+def start_workers(clients: Sequence[str], failed: dict[str, str] | None = None) -> dict[str, Worker]:
+    """A worker per client. A peer that cannot be installed or started is left out and its error put
+    in ``failed`` (when given); the floor's or hookstream's failure raises."""
     out = {}
     for c in clients:
-        python = peers.ensure(peers.CLIENTS[c]) if c in peers.CLIENTS else sys.executable
-        out[c] = Worker(c, python)
+        try:
+            python = peers.ensure(peers.CLIENTS[c]) if c in peers.CLIENTS else sys.executable
+            out[c] = Worker(c, python)
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+            if failed is None or c not in peers.CLIENTS:
+                raise
+            failed[c] = _brief(exc)
     return out
 
 
@@ -154,16 +167,29 @@ def expected(scenario: str, client: str) -> int:
 
 
 def measure(workers: dict[str, Worker], url: str, scenario: str, rounds: int, *, shape: str = "openai",
-            tool: bool = False, threads: int = 1) -> dict[str, list[dict[str, Any]]]:
-    """``rounds`` interleaved runs per worker (order rotated each round) after one warm-up run each."""
+            tool: bool = False, threads: int = 1,
+            failed: dict[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``rounds`` interleaved runs per worker (order rotated each round) after one warm-up run each.
+
+    A peer whose run fails (an error, or a stream not consumed whole) is dropped from the remaining
+    rounds and reported in ``failed`` (when given); the floor's or hookstream's failure raises."""
     names = list(workers)
     want = {c: expected(scenario, c) for c in names}
     results: dict[str, list[dict[str, Any]]] = {c: [] for c in names}
     for r in range(-1, rounds):
         for c in names[r % len(names):] + names[: r % len(names)]:
-            out = workers[c].call(op="run", root=f"{url}/{scenario}", shape=shape, tool=tool, threads=threads)
-            if out["got"] != want[c]:
-                raise RuntimeError(f"{c} on {scenario}: got {out['got']}, expected {want[c]}")
+            if failed and c in failed:
+                continue
+            try:
+                out = workers[c].call(op="run", root=f"{url}/{scenario}", shape=shape, tool=tool, threads=threads)
+                if out["got"] != want[c]:
+                    raise RuntimeError(f"{c} on {scenario}: got {out['got']}, expected {want[c]}")
+            except RuntimeError as exc:
+                if failed is None or c not in peers.CLIENTS:
+                    raise
+                failed[c] = _brief(exc)
+                results.pop(c, None)
+                continue
             if r >= 0:
                 results[c].append(out)
     return results
@@ -179,9 +205,10 @@ def bench_text(url: str, shape: str, n: int, rounds: int, peer_clients: Sequence
     """CPU and elapsed time per chunk of a text stream, floor vs hookstream vs peers."""
     scenario = f"{shape}-text-{n}"
     title = "OpenAI Chat text chunks" if shape == "openai" else "Anthropic text_delta events"
-    workers = start_workers(["floor", "hookstream", *peer_clients])
+    failed: dict[str, str] = {}
+    workers = start_workers(["floor", "hookstream", *peer_clients], failed)
     try:
-        res = measure(workers, url, scenario, rounds, shape=shape)
+        res = measure(workers, url, scenario, rounds, shape=shape, failed=failed)
     finally:
         close_all(workers)
     floor_cpu, floor_wall = med(res["floor"], "cpu"), med(res["floor"], "wall")
@@ -197,6 +224,8 @@ def bench_text(url: str, shape: str, n: int, rounds: int, peer_clients: Sequence
             ratio, "CPU <= 2.0x floor" if is_hs else "", (ratio <= 2.0) if is_hs else None,
             cpu_s=[r["cpu"] for r in runs], wall_s=[r["wall"] for r in runs], chunks=n,
             cpu_us_per_chunk=cpu / n * 1e6, wall_us_per_chunk=wall / n * 1e6, elapsed_ratio=wall / floor_wall))
+    for c, error in failed.items():
+        rows.append(row(f"{shape}_text", c, f"{n:,} {title}: {LABELS[c]}", f"not measured: {error}", error=error))
     return rows
 
 
