@@ -1,319 +1,408 @@
-"""Loopback benchmarks of the whole pipeline, as ratios measured in one run (issue 2 and issue 6).
+"""Loopback benchmarks of the whole pipeline against a floor and peer libraries, measured in one run.
 
-The server (hookstream.testing.LoopbackServer; in a child process for the concurrency and memory
-figures) sends each SSE event as its own HTTP chunk. Every figure is a median over interleaved
-repeats (clients take turns in rotating order), so a noisy machine shifts all clients alike; compare ratios,
-never absolute numbers across runs
-(see ../shared/MEASURED.md for anchors).
+How (see docs/performance.md):
 
-* throughput: 20,000 OpenAI Chat chunks: floor (requests ``iter_lines`` + ``json.loads``),
-  ``hookstream.chat`` with a StreamProcessor consuming every event, the openai SDK's
-  ``chat.completions.stream(...).get_final_completion()``; the same on 20,000 Anthropic events with the
-  anthropic SDK's ``messages.stream(...).get_final_message()``.
-* tool-argument streaming: 20 KB / 200 KB / 1 MB of arguments in 8-byte deltas, processor keeping the
-  partial arguments current, vs the floor on the same bytes.
-* latency: one delta every 20 ms; time from the server's write to the processor's ``on_text_update``.
-* concurrency: 1, 8, 32 streams in threads; aggregate chunks/s relative to one stream.
-* memory: tracemalloc peak while streaming a 10 MB response, over the response size.
+* The SSE server (``sse_server.py``) runs in its own process on 127.0.0.1, as a real provider does,
+  and sends each SSE event as its own HTTP chunk. Its CPU time is never counted.
+* Each client (``clients.py``: the floor, hookstream, every peer) runs in its own long-lived worker
+  process, peers in their own venvs (``peers.py``). A worker measures ``time.process_time()`` (its own
+  user + system CPU) and ``time.perf_counter()`` (elapsed) around each run and reports them.
+* Rounds are interleaved: in every round each client runs once, in an order rotated per round, so
+  the machine's drift shifts every client alike. One warm-up run per worker is not counted. Figures
+  are medians over rounds; ratios are against the floor's median measured in the same run.
 
-Run: ``python benchmarks/bench_pipeline.py [--quick]``; ``benchmarks/run.py`` prints every table.
+The floor is requests ``iter_lines`` + ``json.loads`` of each data line (../shared/MEASURED.md).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
-import multiprocessing
+import os
+import resource
 import statistics
-import threading
-import time
-import tracemalloc
-from collections.abc import Callable, Iterator
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-import requests
-from hookstream import get_model
-from hookstream._chat import chat
-from hookstream._processor import StreamProcessor
-from hookstream.testing.server import LoopbackServer, Response
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-Row = tuple[str, str, str]
+import peers  # noqa: E402
+import sse_server  # noqa: E402
+
+Row = dict[str, Any]
+LABELS = {
+    "floor": "floor: requests iter_lines + json.loads",
+    "hookstream": "hookstream.chat + StreamProcessor",
+    "openai-create": "openai SDK create(stream=True), iterate chunks",
+    "openai-stream": "openai SDK .stream() + get_final_completion()",
+    "anthropic-stream": "anthropic SDK messages.stream() + get_final_message()",
+    "litellm": "LiteLLM completion(stream=True), iterate chunks",
+    "llm": "simonw/llm OpenAI Chat model (api_base), prompt(stream=True)",
+    "pydantic-ai": "pydantic-ai Agent(OpenAIChatModel).run_stream_sync, stream_text(delta=True)",
+    "openai-agents": "openai-agents Runner.run_streamed (OpenAIChatCompletionsModel)",
+}
 
 
-def openai_events(n: int, *, text: str = "tok ", tool_args: str | None = None, delta: int = 8) -> list[bytes]:
-    def chunk(d: dict[str, Any], finish: str | None = None) -> bytes:
-        doc = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 1, "model": "bench",
-               "choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
-        return b"data: " + json.dumps(doc, separators=(",", ":")).encode() + b"\n\n"
+def row(section: str, key: str, what: str, measured: str, value: float | None = None,
+        target: str = "", ok: bool | None = None, **data: Any) -> Row:
+    """One printed line and its JSON record; ``ok`` None means no target (context only)."""
+    return {"section": section, "key": key, "what": what, "measured": measured, "value": value,
+            "target": target, "result": "" if ok is None else ("PASS" if ok else "MISS"), "data": data}
 
-    out = [chunk({"role": "assistant", "content": ""})]
-    if tool_args is None:
-        out += [chunk({"content": text})] * n
-        out.append(chunk({}, "stop"))
-    else:
-        out.append(chunk({"tool_calls": [{"index": 0, "id": "call_b", "type": "function",
-                                          "function": {"name": "write_file", "arguments": ""}}]}))
-        out += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": tool_args[i : i + delta]}}]})
-                for i in range(0, len(tool_args), delta)]
-        out.append(chunk({}, "tool_calls"))
-    out.append(b'data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"bench",'
-               b'"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}\n\n')
-    out.append(b"data: [DONE]\n\n")
+
+# -- processes ----------------------------------------------------------------------------------------------
+
+class Server:
+    """``sse_server.py`` in a child process; bounded by request count and seconds."""
+
+    def __init__(self, max_requests: int, max_seconds: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "sse_server.py"), "--max-requests", str(max_requests),
+             "--max-seconds", str(max_seconds)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            raise RuntimeError(f"sse_server.py did not start (exit {self.proc.poll()})")
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()  # the server's signal to stop
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Worker:
+    """One ``clients.py CLIENT`` process; :meth:`call` sends a command and returns its JSON answer."""
+
+    def __init__(self, client: str, python: str | Path = sys.executable) -> None:
+        self.client = client
+        self.log = tempfile.TemporaryFile(mode="w+")
+        env = {**os.environ, "LLM_USER_PATH": tempfile.gettempdir() + "/hookstream-bench-llm"}
+        self.proc = subprocess.Popen([str(python), str(HERE / "clients.py"), client], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
+        while True:
+            line = self._line()
+            if line.strip() == "ready":
+                break
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.log.seek(0)
+            tail = self.log.read()[-2000:]
+            raise RuntimeError(f"client {self.client} exited ({self.proc.wait()}): {tail}")
+        return line
+
+    def call(self, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        while True:  # a library may print to stdout; the answer is the JSON object line
+            line = self._line()
+            if line.startswith("{"):
+                out: dict[str, Any] = json.loads(line)
+                if "error" in out:
+                    raise RuntimeError(f"client {self.client}: {out['error']}")
+                return out
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def _brief(exc: BaseException) -> str:
+    """One line of an error: its first line's head and its last line (a child's traceback ends there)."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return (lines[0] if len(lines) == 1 else f"{lines[0].split(':')[0]}: {lines[-1]}")[:300]
+
+
+def start_workers(clients: Sequence[str], failed: dict[str, str] | None = None) -> dict[str, Worker]:
+    """A worker per client. A peer that cannot be installed or started is left out and its error put
+    in ``failed`` (when given); the floor's or hookstream's failure raises."""
+    out = {}
+    for c in clients:
+        try:
+            python = peers.ensure(peers.CLIENTS[c]) if c in peers.CLIENTS else sys.executable
+            out[c] = Worker(c, python)
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+            if failed is None or c not in peers.CLIENTS:
+                raise
+            failed[c] = _brief(exc)
     return out
 
 
-def anthropic_events(n: int, text: str = "tok ") -> list[bytes]:
-    def ev(kind: str, **f: Any) -> bytes:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **f}, separators=(',', ':'))}\n\n".encode()
-
-    out = [ev("message_start", message={"id": "msg_b", "type": "message", "role": "assistant", "model": "bench",
-                                        "content": [], "stop_reason": None, "stop_sequence": None,
-                                        "usage": {"input_tokens": 5, "output_tokens": 1}}),
-           ev("content_block_start", index=0, content_block={"type": "text", "text": ""})]
-    out += [ev("content_block_delta", index=0, delta={"type": "text_delta", "text": text})] * n
-    out += [ev("content_block_stop", index=0),
-            ev("message_delta", delta={"stop_reason": "end_turn", "stop_sequence": None},
-               usage={"output_tokens": n}),
-            ev("message_stop")]
-    return out
+def close_all(workers: dict[str, Worker]) -> None:
+    for w in workers.values():
+        w.close()
 
 
-# -- clients ------------------------------------------------------------------------------------------
+# -- expectations: each run must prove it consumed the whole stream --------------------------------------------
 
-def floor(url: str) -> int:
-    """requests iter_lines + json.loads: the least any Python client must do."""
-    n = 0
-    with requests.post(url, json={"stream": True}, stream=True) as r:
-        for line in r.iter_lines():
-            if line.startswith(b"data: ") and line != b"data: [DONE]":
-                json.loads(line[6:])
-                n += 1
-    return n
-
-
-def hookstream_run(provider: str, base_url: str, **kw: Any) -> int:
-    proc = StreamProcessor()
-    n = 0
-    for ev in chat(get_model(f"{provider}:bench", base_url=base_url, api_key="bench"), "hi", max_steps=1, **kw):
-        proc.process_chunk(ev)
-        n += 1
-    proc.finalize()
-    return n
+def expected(scenario: str, client: str) -> int:
+    events = sse_server.scenario(scenario)
+    if client == "floor":
+        return sum(1 for e in events for line in e.split(b"\n")
+                   if line.startswith(b"data: ") and line != b"data: [DONE]")
+    _kind, shape, *nums = scenario.split("-")
+    if shape == "args":
+        return len(json.loads(sse_server.tool_arguments(int(nums[0])))["content"])
+    if shape == "bigtext":
+        return int(nums[0]) // int(nums[1]) * int(nums[1])
+    return sum(len(w) for w in sse_server.words(int(nums[0])))
 
 
-def openai_sdk(base_url: str) -> int:
-    from openai import OpenAI
+def measure(workers: dict[str, Worker], url: str, scenario: str, rounds: int, *, shape: str = "openai",
+            tool: bool = False, threads: int = 1,
+            failed: dict[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``rounds`` interleaved runs per worker (order rotated each round) after one warm-up run each.
 
-    client = OpenAI(base_url=base_url, api_key="bench", max_retries=0)
-    with client.chat.completions.stream(model="bench", messages=[{"role": "user", "content": "hi"}]) as s:
-        s.get_final_completion()
-    client.close()
-    return 0
-
-
-def anthropic_sdk(base_url: str) -> int:
-    import anthropic
-
-    client = anthropic.Anthropic(base_url=base_url, api_key="bench", max_retries=0)
-    with client.messages.stream(model="bench", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as s:
-        s.get_final_message()
-    client.close()
-    return 0
-
-
-def interleaved(clients: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Median seconds per client over ``repeats`` rounds, each round in a rotated order."""
-    times: dict[str, list[float]] = {k: [] for k in clients}
-    names = list(clients)
-    for r in range(repeats):
-        for name in names[r % len(names):] + names[: r % len(names)]:
-            t0 = time.perf_counter()
-            clients[name]()
-            times[name].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
+    A peer whose run fails (an error, or a stream not consumed whole) is dropped from the remaining
+    rounds and reported in ``failed`` (when given); the floor's or hookstream's failure raises."""
+    names = list(workers)
+    want = {c: expected(scenario, c) for c in names}
+    results: dict[str, list[dict[str, Any]]] = {c: [] for c in names}
+    for r in range(-1, rounds):
+        for c in names[r % len(names):] + names[: r % len(names)]:
+            if failed and c in failed:
+                continue
+            try:
+                out = workers[c].call(op="run", root=f"{url}/{scenario}", shape=shape, tool=tool, threads=threads)
+                if out["got"] != want[c]:
+                    raise RuntimeError(f"{c} on {scenario}: got {out['got']}, expected {want[c]}")
+            except RuntimeError as exc:
+                if failed is None or c not in peers.CLIENTS:
+                    raise
+                failed[c] = _brief(exc)
+                results.pop(c, None)
+                continue
+            if r >= 0:
+                results[c].append(out)
+    return results
 
 
-def _have(module: str) -> bool:
+def med(runs: list[dict[str, Any]], field: str) -> float:
+    return statistics.median(r[field] for r in runs)
+
+
+# -- benchmarks -----------------------------------------------------------------------------------------------
+
+def bench_text(url: str, shape: str, n: int, rounds: int, peer_clients: Sequence[str]) -> list[Row]:
+    """CPU and elapsed time per chunk of a text stream, floor vs hookstream vs peers."""
+    scenario = f"{shape}-text-{n}"
+    title = "OpenAI Chat text chunks" if shape == "openai" else "Anthropic text_delta events"
+    failed: dict[str, str] = {}
+    workers = start_workers(["floor", "hookstream", *peer_clients], failed)
     try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
-
-
-# -- benchmarks -----------------------------------------------------------------------------------------
-
-def bench_throughput(n: int, repeats: int) -> list[Row]:
-    rows: list[Row] = []
-    with LoopbackServer([Response(pieces=openai_events(n))]) as srv:
-        clients: dict[str, Callable[[], Any]] = {
-            "floor: requests iter_lines + json.loads": lambda: floor(srv.url + "/v1/chat/completions"),
-            "hookstream.chat + StreamProcessor (openai)": lambda: hookstream_run("openai", srv.url + "/v1"),
-        }
-        if _have("openai"):
-            clients["openai SDK .stream().get_final_completion()"] = lambda: openai_sdk(srv.url + "/v1")
-        med = interleaved(clients, repeats)
-    base = med["floor: requests iter_lines + json.loads"]
-    for name, t in med.items():
-        rows.append((f"{n:,} OpenAI chunks: {name}", f"{n / t:,.0f} chunks/s", f"{t / base:.2f}x floor"))
-    if "openai SDK .stream().get_final_completion()" in med:
-        hs = med["hookstream.chat + StreamProcessor (openai)"]
-        rows.append(("  openai SDK / hookstream", f"{med['openai SDK .stream().get_final_completion()'] / hs:.1f}x",
-                     "target >= 10x"))
-    with LoopbackServer([Response(pieces=anthropic_events(n))]) as srv:
-        clients = {
-            "floor": lambda: floor(srv.url + "/v1/messages"),
-            "hookstream.chat + StreamProcessor (anthropic)": lambda: hookstream_run("anthropic", srv.url),
-        }
-        if _have("anthropic"):
-            clients["anthropic SDK messages.stream().get_final_message()"] = lambda: anthropic_sdk(srv.url)
-        med = interleaved(clients, repeats)
-    base = med["floor"]
-    for name, t in med.items():
-        rows.append((f"{n:,} Anthropic events: {name}", f"{n / t:,.0f} events/s", f"{t / base:.2f}x floor"))
-    return rows
-
-
-def bench_tool_args(sizes: list[int], repeats: int) -> list[Row]:
-    rows: list[Row] = []
-    for size in sizes:
-        content = ("line of a file\n" * (size // 15 + 1))[: size - 40]
-        args = json.dumps({"path": "out.txt", "content": content})
-        with LoopbackServer([Response(pieces=openai_events(0, tool_args=args))]) as srv:
-            med = interleaved({
-                "floor": lambda: floor(srv.url + "/v1/chat/completions"),
-                "hookstream": lambda: hookstream_run("openai", srv.url + "/v1"),
-            }, repeats)
-        rows.append((f"tool arguments {size // 1000:,} KB in 8-byte deltas", f"{med['hookstream']:.3f} s",
-                     f"{med['hookstream'] / med['floor']:.2f}x floor"))
-    return rows
-
-
-def bench_latency(count: int, interval: float) -> list[Row]:
-    sent: list[float] = []
-    received: list[float] = []
-    head = [openai_events(0)[0]]
-    tail = openai_events(0)[-3:]
-
-    def writer(wfile: Any, sock: Any) -> None:
-        def chunk(data: bytes) -> None:
-            wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
-            wfile.flush()
-
-        for piece in head:
-            chunk(piece)
-        delta = openai_events(1, text="x")[1]
-        for _ in range(count):
-            time.sleep(interval)
-            sent.append(time.perf_counter())
-            chunk(delta)
-        for piece in tail:
-            chunk(piece)
-        wfile.write(b"0\r\n\r\n")
-        wfile.flush()
-
-    def on_text(message_id: str, text: str) -> None:
-        received.append(time.perf_counter())
-
-    with LoopbackServer([Response(writer=writer)]) as srv:
-        proc = StreamProcessor(on_text_update=on_text)
-        for ev in chat(get_model("openai:bench", base_url=srv.url + "/v1", api_key="bench"), "hi", max_steps=1):
-            proc.process_chunk(ev)
-        proc.finalize()
-    lat = sorted((r - s) * 1000 for s, r in zip(sent, received, strict=False))
-    if not lat:
-        return [("latency", "no callbacks", "")]
-
-    def pct(p: float) -> float:
-        return lat[min(len(lat) - 1, int(p * len(lat)))]
-
-    return [(f"latency server write -> on_text_update ({len(lat)} deltas, 1 per {interval * 1000:.0f} ms)",
-             f"p50 {pct(0.5):.2f} ms, p90 {pct(0.9):.2f} ms, p99 {pct(0.99):.2f} ms, max {lat[-1]:.2f} ms",
-             "target <= 2 ms")]
-
-
-@contextlib.contextmanager
-def child_server(pieces: list[bytes]) -> Iterator[str]:
-    """The loopback server in a forked child process, yielding its URL.
-
-    For the concurrency and memory figures the server must not share the client's GIL (32 client
-    threads would otherwise compete with 32 server threads) nor its heap (tracemalloc would count the
-    server's copy of the response)."""
-    ctx = multiprocessing.get_context("fork")
-    mine, theirs = ctx.Pipe()
-
-    def serve(conn: Any) -> None:
-        with LoopbackServer([Response(pieces=pieces)]) as srv:
-            conn.send(srv.url)
-            conn.recv()
-
-    proc = ctx.Process(target=serve, args=(theirs,), daemon=True)
-    proc.start()
-    try:
-        yield mine.recv()
+        res = measure(workers, url, scenario, rounds, shape=shape, failed=failed)
     finally:
-        mine.send(None)
-        proc.join(5)
+        close_all(workers)
+    floor_cpu, floor_wall = med(res["floor"], "cpu"), med(res["floor"], "wall")
+    rows = []
+    for c, runs in res.items():
+        cpu, wall = med(runs, "cpu"), med(runs, "wall")
+        ratio = cpu / floor_cpu
+        is_hs = c == "hookstream"
+        rows.append(row(
+            f"{shape}_text", c, f"{n:,} {title}: {LABELS[c]}",
+            f"{cpu / n * 1e6:.1f} µs CPU/chunk = {ratio:.2f}x floor (elapsed {wall / n * 1e6:.1f} µs = "
+            f"{wall / floor_wall:.2f}x)",
+            ratio, "CPU <= 2.0x floor" if is_hs else "", (ratio <= 2.0) if is_hs else None,
+            cpu_s=[r["cpu"] for r in runs], wall_s=[r["wall"] for r in runs], chunks=n,
+            cpu_us_per_chunk=cpu / n * 1e6, wall_us_per_chunk=wall / n * 1e6, elapsed_ratio=wall / floor_wall))
+    for c, error in failed.items():
+        rows.append(row(f"{shape}_text", c, f"{n:,} {title}: {LABELS[c]}", f"not measured: {error}", error=error))
+    return rows
 
 
-def bench_concurrency(n: int, levels: list[int], repeats: int) -> list[Row]:
-    rows: list[Row] = []
-    with child_server(openai_events(n)) as url:
-        def run(k: int) -> float:
-            threads = [threading.Thread(target=hookstream_run, args=("openai", url + "/v1")) for _ in range(k)]
-            t0 = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            return k * n / (time.perf_counter() - t0)
+def bench_tool_args(url: str, sizes: list[int], rounds: int) -> list[Row]:
+    """Tool-call arguments in 8-byte deltas, the processor keeping partial arguments current."""
+    rows = []
+    workers = start_workers(["floor", "hookstream"])
+    try:
+        for size in sizes:
+            res = measure(workers, url, f"openai-args-{size}-8", rounds, tool=True)
+            ratio = med(res["hookstream"], "cpu") / med(res["floor"], "cpu")
+            rows.append(row("tool_args", f"args_{size}", f"tool arguments {size // 1000:,} KB in 8-byte deltas: "
+                            "hookstream vs floor", f"{med(res['hookstream'], 'cpu'):.3f} s CPU = {ratio:.2f}x floor",
+                            ratio, "", None, floor_cpu_s=[r["cpu"] for r in res["floor"]],
+                            hookstream_cpu_s=[r["cpu"] for r in res["hookstream"]]))
+    finally:
+        close_all(workers)
+    return rows
 
-        results: dict[int, list[float]] = {k: [] for k in levels}
-        for r in range(repeats):
+
+def bench_memory(url: str, size: int) -> list[Row]:
+    """Peak memory of one hookstream run, in a fresh worker per figure (warmed by a small run)."""
+    rows = []
+    for shape, scenario, tool in (("text", f"openai-bigtext-{size}-1024", False),
+                                  ("tool arguments", f"openai-args-{size}-1024", True)):
+        body = sum(len(e) for e in sse_server.scenario(scenario))
+        small = scenario.replace(str(size), str(size // 64))
+        figures = {}
+        for mode in ("tracemalloc", "rss"):
+            w = Worker("hookstream")
+            try:
+                w.call(op="run", root=f"{url}/{small}", tool=tool)
+                out = w.call(op="run", root=f"{url}/{scenario}", tool=tool, trace=mode == "tracemalloc")
+            finally:
+                w.close()
+            if out["got"] != expected(scenario, "hookstream"):
+                raise RuntimeError(f"memory run on {scenario}: got {out['got']}")
+            figures[mode] = out["peak"] if mode == "tracemalloc" else out["rss_peak"] - out["rss_before"]
+        what = f"peak memory, {size / 2**20:.0f} MiB of {shape} in 1 KiB deltas ({body / 1e6:.1f} MB response body)"
+        for mode, label in (("tracemalloc", "tracemalloc peak"), ("rss", "RSS peak - RSS before")):
+            ratio = figures[mode] / body
+            rows.append(row("memory", f"{shape.split()[0]}_{mode}", f"{what}: {label}",
+                            f"{figures[mode] / 1e6:.1f} MB = {ratio:.2f}x the response", ratio,
+                            "<= 3x response", ratio <= 3.0, bytes=figures[mode], body_bytes=body))
+    return rows
+
+
+def bench_concurrency(url: str, n: int, levels: list[int], rounds: int) -> list[Row]:
+    """k streams at once on threads in one process; aggregate chunks/s by elapsed time vs one stream."""
+    w = Worker("hookstream")
+    scenario = f"openai-text-{n}"
+    res: dict[int, list[dict[str, Any]]] = {k: [] for k in levels}
+    try:
+        for r in range(-1, rounds):
             for k in levels[r % len(levels):] + levels[: r % len(levels)]:
-                results[k].append(run(k))
-    single = statistics.median(results[levels[0]])
+                out = w.call(op="run", root=f"{url}/{scenario}", threads=k)
+                if out["got"] != expected(scenario, "hookstream"):
+                    raise RuntimeError(f"{k} streams: a stream got {out['got']}")
+                if r >= 0:
+                    res[k].append(out)
+    finally:
+        w.close()
+    one = n / med(res[levels[0]], "wall")
+    one_cpu = n / med(res[levels[0]], "cpu")
+    rows = []
     for k in levels:
-        agg = statistics.median(results[k])
-        rows.append((f"{k} concurrent streams x {n:,} chunks (threads)", f"{agg:,.0f} chunks/s aggregate",
-                     f"{agg / single:.2f}x one stream" + (" (target >= 0.85)" if k == 32 else "")))
+        agg = k * n / med(res[k], "wall")
+        agg_cpu = k * n / med(res[k], "cpu")
+        is_target = k == max(levels)
+        what = f"{k} concurrent streams x {n:,} chunks (threads) vs one stream"
+        wall_s, cpu_s = [x["wall"] for x in res[k]], [x["cpu"] for x in res[k]]
+        rows.append(row("concurrency", f"threads_{k}_elapsed", f"{what}: chunks per elapsed second",
+                        f"{agg:,.0f} chunks/s = {agg / one:.2f}x", agg / one, ">= 0.85x" if is_target else "",
+                        (agg / one >= 0.85) if is_target else None, wall_s=wall_s, cpu_s=cpu_s))
+        rows.append(row("concurrency", f"threads_{k}_cpu", f"{what}: chunks per client CPU second",
+                        f"{agg_cpu:,.0f} chunks/CPU-s = {agg_cpu / one_cpu:.2f}x", agg_cpu / one_cpu,
+                        ">= 0.85x" if is_target else "", (agg_cpu / one_cpu >= 0.85) if is_target else None))
     return rows
 
 
-def bench_memory(size: int) -> list[Row]:
-    delta = 1024
-    events = openai_events(size // delta, text="m" * delta)
-    total = sum(len(e) for e in events)
-    with child_server(events) as url:
-        tracemalloc.start()
-        hookstream_run("openai", url + "/v1")
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    return [(f"peak memory streaming a {total / 1e6:.1f} MB response (tracemalloc)", f"{peak / 1e6:.1f} MB",
-             f"{peak / total:.2f}x response size (target <= 3x)")]
+def bench_latency(url: str, count: int, interval_ms: int, rounds: int) -> list[Row]:
+    """Server write (its monotonic clock) to arrival: floor line parsed / hookstream ``on_text_update``."""
+    workers = {c: Worker(c) for c in ("floor", "hookstream")}
+    lat: dict[str, list[float]] = {c: [] for c in workers}
+    try:
+        for r in range(rounds):
+            for c in list(workers)[r % 2:] + list(workers)[: r % 2]:
+                lat[c] += workers[c].call(op="latency", root=f"{url}/openai-paced-{count}-{interval_ms}")["latency_ms"]
+    finally:
+        close_all(workers)
+    rows = []
+    for c, xs in lat.items():
+        xs.sort()
+
+        def pct(p: float, xs: list[float] = xs) -> float:
+            return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+        ok = c == "hookstream"
+        rows.append(row("latency", c, f"latency, server write -> {'on_text_update' if ok else 'line parsed'} "
+                        f"({len(xs)} deltas, 1 per {interval_ms} ms): {LABELS[c]}",
+                        f"p50 {pct(0.5):.2f} ms, p90 {pct(0.9):.2f} ms, p99 {pct(0.99):.2f} ms, max {xs[-1]:.2f} ms",
+                        pct(0.99), "p99 <= 2 ms" if ok else "", (pct(0.99) <= 2.0) if ok else None,
+                        p50_ms=pct(0.5), p90_ms=pct(0.9), p99_ms=pct(0.99), max_ms=xs[-1]))
+    return rows
 
 
-def main(argv: list[str] | None = None) -> list[Row]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
-    args = parser.parse_args(argv)
-    q = args.quick
+def _child_cpu(cmd: list[str], env: dict[str, str]) -> float:
+    """User + system CPU seconds of one child process run to completion (``RUSAGE_CHILDREN`` delta)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_startup(rounds: int, peer_venvs: Sequence[str]) -> list[Row]:
+    """CPU seconds of fresh processes: bare interpreter, ``import hookstream``, ``hookstream replay``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: .pyc kept
+    with tempfile.TemporaryDirectory() as tmp:
+        body = Path(tmp) / "short.sse"
+        body.write_bytes(b"".join(sse_server.scenario("openai-text-20")))
+        script = Path(sys.executable).parent / "hookstream"
+        replay = [str(script)] if script.exists() else [sys.executable, "-m", "hookstream"]
+        cmds: dict[str, list[str]] = {
+            "python": [sys.executable, "-c", "pass"],
+            "import": [sys.executable, "-c", "import hookstream"],
+            "replay": [*replay, "replay", "--provider", "openai", str(body)],
+        }
+        imports = {"openai": "openai", "anthropic": "anthropic", "litellm": "litellm", "llm": "llm",
+                   "pydantic-ai": "pydantic_ai", "openai-agents": "agents"}
+        for v in peer_venvs:
+            cmds[f"peer:{v}"] = [str(peers.python_of(v)), "-c", f"import {imports[v]}"]
+        cpu: dict[str, list[float]] = {k: [] for k in cmds}
+        names = list(cmds)
+        for r in range(-1, rounds):  # the warm-up round writes .pyc files as a first install-time run would
+            for k in names[r % len(names):] + names[: r % len(names)]:
+                env_k = {**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+                t = _child_cpu(cmds[k], env_k)
+                if r >= 0:
+                    cpu[k].append(t)
+    m = {k: statistics.median(v) for k, v in cpu.items()}
+    rows = [
+        row("startup", "python", "fresh `python -c pass` (the interpreter alone), CPU", f"{m['python']:.3f} s",
+            m["python"], cpu_s=cpu["python"]),
+        row("startup", "import", "fresh `python -c 'import hookstream'`, CPU of the whole child",
+            f"{m['import']:.3f} s (import alone {m['import'] - m['python']:.3f} s)", m["import"], "<= 0.15 s",
+            m["import"] <= 0.15, cpu_s=cpu["import"]),
+        row("startup", "replay", "`hookstream replay --provider openai` of a 20-chunk body, CPU of the whole child",
+            f"{m['replay']:.3f} s", m["replay"], "<= 0.25 s", m["replay"] <= 0.25, cpu_s=cpu["replay"]),
+    ]
+    for v in peer_venvs:
+        k = f"peer:{v}"
+        rows.append(row("startup", k, f"fresh `python -c 'import {imports[v]}'` ({v} venv), CPU",
+                        f"{m[k]:.3f} s", m[k], cpu_s=cpu[k]))
+    return rows
+
+
+def run_all(quick: bool, rounds: int, with_peers: bool,
+            progress: Callable[[str], None] = lambda s: None) -> list[Row]:
+    openai_peers = ["openai-create", "openai-stream", "litellm", "llm", "pydantic-ai", "openai-agents"]
+    n = 5000 if quick else 20000
+    server = Server(max_requests=100_000, max_seconds=3 * 3600)
     rows: list[Row] = []
-    rows += bench_throughput(5000 if q else 20000, 3 if q else 5)
-    rows += bench_tool_args([20_000, 200_000] if q else [20_000, 200_000, 1_000_000], 3)
-    rows += bench_latency(50 if q else 100, 0.02)
-    rows += bench_concurrency(500 if q else 2000, [1, 8, 32], 3)
-    rows += bench_memory(10 * 1024 * 1024)
+    try:
+        progress(f"OpenAI text, {n:,} chunks" + (" (with peers)" if with_peers else ""))
+        rows += bench_text(server.url, "openai", n, rounds, openai_peers if with_peers else [])
+        progress(f"Anthropic text, {n:,} events")
+        rows += bench_text(server.url, "anthropic", n, rounds, ["anthropic-stream"] if with_peers else [])
+        progress("tool arguments in 8-byte deltas")
+        rows += bench_tool_args(server.url, [20_000, 200_000] if quick else [20_000, 200_000, 1_000_000], 3)
+        progress("memory")
+        rows += bench_memory(server.url, 8 * 2**20)
+        progress("concurrency")
+        rows += bench_concurrency(server.url, 500 if quick else 2000, [1, 8, 32], 3 if quick else 5)
+        progress("latency")
+        rows += bench_latency(server.url, 50 if quick else 100, 20, 1 if quick else 2)
+    finally:
+        server.close()
+    progress("start-up")
+    rows += bench_startup(3 if quick else 5, list(peers.VENVS) if with_peers else [])
     return rows
-
-
-def print_table(rows: list[Row]) -> None:
-    w0 = max(len(r[0]) for r in rows)
-    w1 = max(len(r[1]) for r in rows)
-    for a, b, c in rows:
-        print(f"{a:<{w0}}  {b:>{w1}}  {c}")
-
-
-if __name__ == "__main__":
-    print_table(main())

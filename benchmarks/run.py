@@ -1,37 +1,96 @@
-"""Run every benchmark and print one table of ratios measured in this run (``tox -e bench``).
+"""Run every benchmark; print one table with a PASS/MISS column and write it as JSON (``tox -e bench``).
 
-``python benchmarks/run.py [--quick]``: bench_pipeline (throughput vs the floor and the official SDKs,
-tool-argument streaming, latency, concurrency, memory), then bench_processor when present (its own
-ratios, printed as it reports them). Numbers are medians of interleaved repeats; compare ratios only.
+``python benchmarks/run.py [--quick] [--peers] [--rounds N] [--json PATH]``
+
+* default: the core figures (floor vs hookstream on OpenAI and Anthropic text, tool arguments,
+  memory, concurrency, latency, start-up, StreamProcessor linearity).
+* ``--peers``: also the peer libraries (openai, anthropic, LiteLLM, simonw/llm, pydantic-ai,
+  openai-agents), each in its own venv under ``benchmarks/.venvs/`` created on first use.
+* ``--json``: where the results go (default ``benchmarks/results.json``, not committed; the run
+  docs/performance.md quotes is ``docs/performance-run.json``).
+
+How the figures are measured: bench_pipeline.py's docstring and docs/performance.md. Compare ratios
+measured in one run, never absolute times across runs or machines.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
 import os
 import platform
-import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_pipeline  # noqa: E402
+import bench_processor  # noqa: E402
+import peers  # noqa: E402
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"python": f"{platform.python_implementation()} {platform.python_version()}",
+            "cpus": os.cpu_count(), "cpu": cpu, "system": f"{platform.system()} {platform.release()}",
+            "machine": platform.machine(), "load_average_at_start": list(os.getloadavg())}
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    w0 = min(110, max(len(r["what"]) for r in rows))
+    w1 = max(len(r["measured"]) for r in rows)
+    w2 = max(len(r["target"]) for r in rows)
+    section = None
+    for r in rows:
+        if r["section"] != section:
+            section = r["section"]
+            print()
+        what = r["what"] if len(r["what"]) <= w0 else r["what"][: w0 - 1] + "…"
+        print(f"{what:<{w0}}  {r['measured']:<{w1}}  {r['target']:<{w2}}  {r['result']}")
 
 
 def main(argv: list[str]) -> int:
-    print(f"# hookstream benchmarks: {platform.python_implementation()} {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, {platform.machine()} {platform.system()}")
-    rows = bench_pipeline.main(argv)
-    bench_pipeline.print_table(rows)
-    processor = HERE / "bench_processor.py"
-    if processor.exists():
-        print("\n# StreamProcessor linearity (benchmarks/bench_processor.py)")
-        done = subprocess.run([sys.executable, str(processor)], check=False)
-        if done.returncode:
-            print(f"bench_processor.py exited with {done.returncode}")
-            return done.returncode
-    return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer rounds")
+    parser.add_argument("--peers", action="store_true", help="also measure the peer libraries (own venvs)")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds for the text figures "
+                        "(default 5, 3 with --quick)")
+    parser.add_argument("--json", default=str(HERE / "results.json"), help="where to write the results")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (3 if args.quick else 5)
+    info = machine()
+    print(f"# hookstream benchmarks: {info['python']}, {info['cpus']} CPUs ({info['cpu']}), {info['machine']} "
+          f"{info['system']}; load average {info['load_average_at_start'][0]:.2f}")
+    print("# CPU = time.process_time() of the client process only; the SSE server is another process. "
+          "Medians of interleaved rounds; ratios vs the floor of this run.")
+    t0 = time.monotonic()
+
+    def progress(what: str) -> None:
+        print(f"# [{time.monotonic() - t0:6.1f} s] {what} ...", file=sys.stderr, flush=True)
+
+    rows = bench_pipeline.run_all(args.quick, rounds, args.peers, progress)
+    progress("StreamProcessor linearity")
+    rows += bench_processor.main()
+    print_table(rows)
+    misses = [r["what"] for r in rows if r["result"] == "MISS"]
+    print(f"\n{sum(r['result'] == 'PASS' for r in rows)} PASS, {len(misses)} MISS "
+          f"({time.monotonic() - t0:.0f} s)")
+    doc = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "machine": info,
+           "quick": args.quick, "rounds": rounds,
+           "peers": {v: peers.versions(v) for v in peers.VENVS} if args.peers else {},
+           "rows": rows}
+    Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"# written to {args.json}")
+    return 0  # a MISS is a finding, not a failure of the benchmark
 
 
 if __name__ == "__main__":
