@@ -66,3 +66,4 @@ def lineprov() -> type[LineProvider]:
 
 def sse(*docs: Any, sep: str = "\n") -> bytes:
     return "".join(f"data: {json.dumps(d)}{sep}{sep}" for d in docs).encode()
+

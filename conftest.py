@@ -1,0 +1,56 @@
+"""Repository-wide test hooks: the secrets scan over every test of the core and the plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+# -- secrets scan -------------------------------------------------------------------------------------
+# Every key the tests hand to providers (several are echoed back by the test servers, as real
+# compatible servers and proxies do). None may reach a test's captured stdout, stderr or log records,
+# nor any file the tests leave under the temporary directory (recordings included).
+SECRET_KEYS = (
+    "sk-test-SECRET-0123456789",
+    "sk-ant-test-SECRET-0123456789",
+    "sk-SECRET-hookstream-0123456789abcdef",
+    "sk-ECHOED-hookstream-0123456789abcdef",
+    "AIza-secret-key-for-tests",
+    "sk-test-DO-NOT-LEAK-1234567890",
+)
+
+
+def _leaked(text: str) -> str | None:
+    return next((k for k in SECRET_KEYS if k in text), None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    for name, content in report.sections:
+        key = _leaked(content)
+        if key is not None and report.passed and report.when == "call":
+            report.outcome = "failed"
+            report.longrepr = f"secrets scan: API key {key[:6]}... appeared in {name}"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    try:
+        base = factory.getbasetemp()
+    except (OSError, ValueError):
+        return
+    leaks = []
+    for path in base.rglob("*"):
+        try:
+            if path.is_file() and path.stat().st_size < 64 * 1024 * 1024:
+                data = path.read_bytes()
+                leaks += [f"{path}: {k[:6]}..." for k in SECRET_KEYS if k.encode() in data]
+        except OSError:
+            continue
+    if leaks:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\nsecrets scan: API keys found in files the tests wrote:\n  " + "\n  ".join(leaks[:20]))
