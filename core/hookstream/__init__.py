@@ -122,6 +122,9 @@ if TYPE_CHECKING:
         ToolCallPart,
         ToolResultPart,
     )
+    from ._observe import (
+        Observer,
+    )
     from ._output import (
         final_json,
     )
@@ -225,6 +228,7 @@ _LAZY: dict[str, str] = {
     "ProcessorResult": "_processor",
     "ProcessorStats": "_processor",
     "PROTOCOL_VERSION": "_events",
+    "Observer": "_observe",
     "Provider": "_provider",
     "ProviderError": "_errors",
     "RateLimitError": "_errors",
@@ -325,6 +329,7 @@ __all__ = [
     "Message",
     "ModelRequest",
     "NotFoundError",
+    "Observer",
     "Outcome",
     "Part",
     "PartialJSONError",
