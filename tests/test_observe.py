@@ -193,3 +193,63 @@ def test_a_tool_error_is_observed_as_an_error_result() -> None:
         _, stream = run(server.url, tools=[fails], observers=[rec])
     assert stream.result().outcome == "success"
     assert [d for n, d, _ in rec.seen if n == "tool_end"] == [("fails", True)]
+
+
+def test_breaking_out_early_still_ends_the_run_once() -> None:
+    rec = Recorder()
+    server, stream = demo_stream(delay=0, observers=[rec])
+    try:
+        for ev in stream:
+            if ev.type == "TEXT_MESSAGE_CONTENT" or ev.type == "TOOL_CALL_START":
+                break
+        result = stream.result()
+    finally:
+        server.stop()
+    assert result.outcome == "cancelled"
+    names = rec.names()
+    assert names.count("run_start") == 1 and names.count("run_end") == 1 and names[-1] == "run_end"
+    # The open model call was reported as ended one way or the other, exactly once.
+    assert names.count("model_call_end") + names.count("model_call_error") == names.count("model_call_start")
+    assert MARK.get() is None
+
+
+class ObserverPlugin:
+    """A plugin object registering three observer factories: one works, one opts out, one raises."""
+
+    def __init__(self) -> None:
+        from hookstream.plugin import hookimpl
+
+        made: list[Recorder] = []
+        self.made = made
+
+        @hookimpl
+        def hookstream_register_observers(register: Any) -> None:
+            def good() -> Recorder:
+                made.append(Recorder())
+                return made[-1]
+
+            def broken() -> Observer:
+                raise RuntimeError("factory bug")
+
+            register("good", good)
+            register("off", lambda: None)
+            register("broken", broken)
+
+        self.hookstream_register_observers = hookstream_register_observers
+
+
+def test_registered_observer_factories(caplog: pytest.LogCaptureFixture) -> None:
+    from hookstream.plugin import Registry, UnknownPluginError
+
+    reg = Registry(autoload=False)
+    plugin = ObserverPlugin()
+    info = reg.add_plugin(plugin, "obs")
+    assert info is not None and info.registered["observers"] == ["good", "off", "broken"]
+    assert reg.names("observers") == ["broken", "good", "off"]
+    assert callable(reg.observer("good"))
+    with pytest.raises(UnknownPluginError, match="no observer named 'nope'"):
+        reg.observer("nope")
+    with caplog.at_level(logging.WARNING, logger="hookstream.registry"):
+        made = reg.observers()
+    assert made == plugin.made and len(made) == 1
+    assert any("broken" in r.getMessage() for r in caplog.records)

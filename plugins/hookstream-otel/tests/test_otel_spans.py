@@ -251,3 +251,20 @@ def test_the_cli_sets_the_sdk_up_from_the_environment() -> None:
     assert sorted(names) == ["chat gpt-4o-mini", "chat gpt-4o-mini", "execute_tool convert_currency",
                              "execute_tool get_weather", "invoke_agent"]
     assert '"service.name": "otel-cli-test"' in out.stdout
+
+
+def test_a_run_stopped_early_still_ends_its_spans(otel: Otel) -> None:
+    server, stream = demo_stream(delay=0, observers=[otel.observer()])
+    try:
+        for ev in stream:
+            if ev.type == "TOOL_CALL_START":
+                break
+        assert stream.result().outcome == "cancelled"
+    finally:
+        server.stop()
+    spans = otel.spans()
+    (agent,) = by_name(spans, "invoke_agent")
+    assert (agent.attributes or {})["hookstream.run.outcome"] == "cancelled"
+    assert by_name(spans, "chat ") and all(parent_id(s) == agent.context.span_id for s in spans if s is not agent)
+    # Nothing of the run stays current in the caller's context.
+    assert not trace.get_current_span().get_span_context().is_valid
