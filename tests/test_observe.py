@@ -253,3 +253,30 @@ def test_registered_observer_factories(caplog: pytest.LogCaptureFixture) -> None
         made = reg.observers()
     assert made == plugin.made and len(made) == 1
     assert any("broken" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("executor", ["thread", ("bounded", 1), "sequential"])
+def test_the_run_context_reaches_the_tool_function(executor: Any) -> None:
+    rec = Recorder()
+    seen: list[tuple[str | None, str]] = []
+    lock = threading.Lock()
+
+    def probe(n: int) -> str:
+        """Report the context the tool function runs in.
+
+        Args:
+            n: Call number.
+        """
+        with lock:
+            seen.append((MARK.get(), threading.current_thread().name))
+        return "ok"
+
+    calls = (("c1", "probe", {"n": 1}), ("c2", "probe", {"n": 2}))
+    with LoopbackServer([Response(tool_body(*calls)), Response(text_body("done"))]) as server:
+        _, stream = run(server.url, tools=[probe], executor=executor, observers=[rec])
+    assert stream.result().outcome == "success"
+    run_id = rec.calls[0].run_id
+    assert [m for m, _ in seen] == [run_id, run_id]
+    # The tool function runs on its own guarded thread, never on the caller's.
+    assert all(name.startswith("hookstream-tool-probe") for _, name in seen)
+    assert MARK.get() is None
