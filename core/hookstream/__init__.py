@@ -137,6 +137,9 @@ if TYPE_CHECKING:
         ToolCallPart,
         ToolResultPart,
     )
+    from ._observe import (
+        Observer,
+    )
     from ._output import (
         final_json,
     )
@@ -251,6 +254,7 @@ _LAZY: dict[str, str] = {
     "ProcessorResult": "_processor",
     "ProcessorStats": "_processor",
     "PROTOCOL_VERSION": "_events",
+    "Observer": "_observe",
     "Provider": "_provider",
     "ProviderError": "_errors",
     "RateLimitError": "_errors",
@@ -361,6 +365,7 @@ __all__ = [
     "ModelRequest",
     "NotEventStreamError",
     "NotFoundError",
+    "Observer",
     "Outcome",
     "Part",
     "PartialJSONError",

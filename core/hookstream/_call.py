@@ -19,6 +19,9 @@ For the engine's watchdog (``hookstream._timeouts``) the call stamps :attr:`sent
 the request and :attr:`last_event_at` (``time.monotonic()``) when an adapter event arrives and again
 when the consumer asks for the next one, so time spent by the consumer is not counted as idle.
 
+Observers (:mod:`hookstream._observe`) of the run the call belongs to are told when the request is
+about to be sent, the first chunk arrived, a retry waits, and the call ended or failed.
+
 Thread safety: iterate a ModelCall on one thread; :meth:`ModelCall.abort` may be called from any other.
 """
 
@@ -40,6 +43,7 @@ from ._errors import (
     redact_exception,
 )
 from ._events import BaseEvent, RunError, RunFinished, RunStarted
+from ._observe import ModelCallInfo, Observers, current
 from ._provider import CallContext, ModelRequest, Provider
 from ._retry import retry_delay
 from ._transport import DEFAULT_MAX_EVENT_BYTES, Stream, open_stream
@@ -103,6 +107,9 @@ class ModelCall:
         self._cancelled = threading.Event()
         self._reason: BaseException | None = None
         self._lock = threading.Lock()
+        # The run's observers (hookstream._observe), found in the run's context when iteration starts.
+        self._obs: Observers | None = None
+        self._info: ModelCallInfo | None = None
 
     def abort(self, reason: BaseException | None = None) -> None:
         """Stop the call from any thread: the pending read (or retry wait) returns at once and the call
@@ -155,6 +162,9 @@ class ModelCall:
         if delay is None or self._cancelled.is_set():
             raise exc
         log.info("retrying %s in %.2f s after %s", where, delay, exc.code)
+        if self._obs is not None and self._info is not None:
+            self._info.attempts = self.attempts
+            self._obs.model_call_retry(self._info, attempt + 1, delay, exc)
         # The wait is interruptible: abort() sets the event.
         if self._cancelled.wait(delay):
             raise CancelledError("cancelled while waiting to retry") from None
@@ -163,6 +173,11 @@ class ModelCall:
         started = False
         mono = time.monotonic
         redact = self.provider.redact
+        obs = self._obs = current()
+        info: ModelCallInfo | None = None
+        if obs is not None:
+            info = self._info = obs.model_call_start(self.provider, self.request, self.context.thread_id,
+                                                     self.context.run_id)
         try:
             attempt = 0
             while True:
@@ -175,7 +190,10 @@ class ModelCall:
                 content = False  # an event other than RUN_STARTED reached the caller: no more retries
                 retry: ProviderError | None = None
                 try:
-                    for event in self.provider.parse_stream(stream.events(), self.context):
+                    parsed = self.provider.parse_stream(stream.events(), self.context)
+                    if obs is not None and info is not None and obs.wants_chunks:
+                        parsed = obs.tap(info, parsed)
+                    for event in parsed:
                         t = type(event)
                         if t is RunStarted:
                             if not started:  # a retried attempt's RUN_STARTED is not repeated
@@ -189,11 +207,17 @@ class ModelCall:
                                 if retry_delay(retry, attempt, max_wait=self.options.max_retry_wait) is not None:
                                     break
                                 retry = None
+                        if not content and obs is not None and info is not None and t is not RunError:
+                            obs.model_call_first_chunk(info)
                         content = True
                         self.last_event_at = mono()
-                        yield event
                         if t in _TERMINAL:
+                            if obs is not None and info is not None:
+                                # Before the yield: the consumer may stop reading at the terminal event.
+                                self._observe_end(obs, info, event)
+                            yield event
                             return
+                        yield event
                         self.last_event_at = mono()
                 finally:
                     stream.close()
@@ -210,6 +234,8 @@ class ModelCall:
             raise ConnectionClosedError("stream ended before the provider's final event")
         except GeneratorExit:
             self.abort()
+            if obs is not None and info is not None and info.ended_at is None:
+                obs.model_call_error(info, CancelledError("the consumer stopped reading the model call"), "cancelled")
             raise
         except Exception as raised:
             exc: BaseException = raised
@@ -221,9 +247,19 @@ class ModelCall:
             if not isinstance(exc, HookstreamError) and not isinstance(exc, ValueError):
                 log.exception("adapter %s failed", self.provider.name)
             self.exception = exc
+            if obs is not None and info is not None:
+                info.attempts = self.attempts
+                obs.model_call_error(info, exc, _code(exc))
             if not started:
                 yield RunStarted(self.context.thread_id, self.context.run_id)
             yield RunError(redact(_message(exc)), code=_code(exc))
+
+    def _observe_end(self, obs: Observers, info: ModelCallInfo, event: BaseEvent) -> None:
+        info.attempts = self.attempts
+        if isinstance(event, RunFinished):
+            obs.model_call_end(info, event)
+        elif isinstance(event, RunError):
+            obs.model_call_error(info, ProviderError(event.message, error_type=event.code), event.code)
 
 
 def _code(exc: BaseException) -> str:

@@ -172,6 +172,7 @@ def chat(
     timeouts: Timeouts | dict[str, Any] | None = None,
     callbacks: Callbacks | None = None,
     loop: LoopSettings | dict[str, Any] | None = None,
+    observers: Iterable[Any] | None = None,
 ) -> ChatStream:
     """Start a chat run and return its :class:`ChatStream` (nothing is sent until it is iterated).
 
@@ -199,7 +200,9 @@ def chat(
     (:class:`~hookstream.Callbacks`: ``on_chunk``, ``on_step_start``, ``on_step_finish``,
     ``on_finish``, ``on_error``, ``on_abort``), ``loop`` (:class:`~hookstream.LoopSettings`:
     ``prepare_step``, ``repair_tool_call``, ``stream_tool_call_responses``, ``max_retries``,
-    ``max_event_bytes``, ``run_id``). See ``docs/agent-loop.md``.
+    ``max_event_bytes``, ``run_id``). See ``docs/agent-loop.md``. ``observers`` are run observers
+    (:class:`hookstream.plugin.Observer`: run, model-call and tool start/end) added to the ones
+    installed plugins register (``hookstream-otel``); see ``docs/observability.md``.
 
     Raises :class:`ValueError` for a malformed ``model``, ``max_steps`` below 1 or no messages, and
     :class:`~hookstream.UnknownPluginError` for an unknown provider, executor or stop condition. Errors
@@ -243,6 +246,7 @@ def chat(
         timeouts=limits,
         resume=resume,
         resolve_model=get_model,
+        observers=[*get_registry().observers(), *(observers or ())],
     )
     if thread_id:
         config.thread_id = thread_id

@@ -92,6 +92,7 @@ from ._loop import (
 )
 from ._memory import ConversationStore
 from ._messages import Message, ToolCallPart, ToolResultPart
+from ._observe import Observers, RunInfo
 from ._provider import CallContext, ModelRequest, Provider
 from ._stop import StopCondition
 from ._timeouts import Timeouts, Watchdog
@@ -116,7 +117,7 @@ class EngineConfig:
     stores the conversation under ``thread_id``. ``stream_tool_call_responses=False`` hides the
     events of steps the loop continues after (only the final answer is streamed). ``timeouts`` are
     seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
-    limits.
+    limits. ``observers`` watch the run (``hookstream._observe``; none: no cost).
     """
 
     model: str
@@ -140,6 +141,7 @@ class EngineConfig:
     timeouts: Timeouts = attrs.Factory(Timeouts)
     resume: Resume | None = None
     resolve_model: Callable[[str], Provider] | None = None
+    observers: list[Any] = attrs.Factory(list)
 
 
 class _OpenBlocks:
@@ -324,6 +326,11 @@ class Engine:
         cfg = self.config
         watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
         run = self._guarded()
+        # Observers: the run's steps go on inside the run's own context (see hookstream._observe).
+        observed = Observers.of(cfg.observers)
+        if observed is not None:
+            observed.start_run(RunInfo(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model))
+            run = observed.wrap(run)
         try:
             # Not ``yield from``: closing this generator would close ``run`` mid-step and lose the step.
             for ev in run:  # noqa: UP028
@@ -348,6 +355,8 @@ class Engine:
                 self._persist()
             if not self._ended_fired:
                 self._ended()
+            if observed is not None:
+                observed.end_run(self.result())
 
     def _guarded(self) -> Iterator[BaseEvent]:
         yield RunStarted(self.config.thread_id, self.config.run_id)

@@ -7,11 +7,16 @@ their results in the order of ``jobs`` (call order), whatever order they finish 
 * ``sequential``: one after another on the caller's thread.
 * ``bounded``: in parallel, at most ``max_concurrency`` at once.
 
+Jobs run in a copy of the caller's :mod:`contextvars` context (``contextvars.copy_context().run``), one
+copy per job: the run's observers and an OpenTelemetry current span reach the tool threads. An executor
+of your own that starts threads should do the same.
+
 Thread safety: executors keep no state between ``run`` calls and may be shared between runs.
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
@@ -36,7 +41,8 @@ class ThreadExecutor:
             return [job() for job in jobs]
         workers = min(len(jobs), self.max_concurrency or len(jobs))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hookstream-tool") as pool:
-            futures = [pool.submit(job) for job in jobs]
+            # A Context may be entered by one thread at a time: each job gets its own copy.
+            futures = [pool.submit(contextvars.copy_context().run, job) for job in jobs]
             return [f.result() for f in futures]
 
 

@@ -1,4 +1,4 @@
-"""Hook specifications: the four kinds of hookstream plugin.
+"""Hook specifications: the five kinds of hookstream plugin.
 
 A plugin is a module (or object) with functions named after these hooks, decorated with
 ``hookstream.plugin.hookimpl``, and listed under the ``hookstream`` entry-point group of its distribution::
@@ -20,12 +20,14 @@ import pluggy
 
 if TYPE_CHECKING:
     from ._executors import ToolExecutor
+    from ._observe import Observer
     from ._provider import Provider
     from ._stop import StopCondition
     from ._strategies import ChunkStrategy
 
 __all__ = [
     "ChunkStrategyRegistrar",
+    "ObserverRegistrar",
     "ProviderRegistrar",
     "StopConditionRegistrar",
     "ToolExecutorRegistrar",
@@ -41,6 +43,8 @@ ToolExecutorRegistrar = Callable[[str, "Callable[..., ToolExecutor]"], None]
 """``register(name, factory)``, given to :func:`hookstream_register_tool_executors`."""
 StopConditionRegistrar = Callable[[str, "Callable[..., StopCondition]"], None]
 """``register(name, factory)``, given to :func:`hookstream_register_stop_conditions`."""
+ObserverRegistrar = Callable[[str, "Callable[[], Observer | None]"], None]
+"""``register(name, factory)``, given to :func:`hookstream_register_observers`."""
 
 hookspec = pluggy.HookspecMarker("hookstream")
 hookimpl = pluggy.HookimplMarker("hookstream")
@@ -97,5 +101,27 @@ def hookstream_register_stop_conditions(register: StopConditionRegistrar) -> Non
     :param register: ``register(name, factory)``. ``factory(*args)`` returns a callable
         ``(steps: list[StepResult]) -> bool``; ``True`` stops the loop after the current step. Users
         pick it with ``stop_when=[("NAME", arg...)]`` or pass the callable itself.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def hookstream_register_observers(register: ObserverRegistrar) -> None:
+    """Register run observers: tracing, metrics, timing (see :class:`hookstream.plugin.Observer`).
+
+    Called once, when the registry is first used. Every registered factory is then called with no
+    arguments at the start of each :func:`hookstream.chat` run; it returns the run's observer, or
+    ``None`` to stay out of that run (disabled, not configured). A factory that raises is logged and
+    skipped for that run; the run goes on.
+
+    :param register: ``register(name, factory)``. The observer is any object with some of the
+        methods of :class:`hookstream.plugin.Observer`: ``run_start(run)``, ``run_end(run, result)``,
+        ``model_call_start(call)``, ``model_call_first_chunk(call)``, ``model_call_chunk(call, event)``,
+        ``model_call_retry(call, retry)``, ``model_call_end(call)``, ``model_call_error(call, error)``,
+        ``tool_start(tool)``, ``tool_end(tool, result)``. Model-call methods run on the thread that
+        iterates the run, tool methods on the executor thread that runs the tool, all in the run's
+        :mod:`contextvars` context. A method that raises is logged once and the observer is not
+        called again in that run. Users see the names with ``hookstream plugins`` and block one with
+        ``HOOKSTREAM_BLOCK_PLUGINS``.
     :returns: nothing.
     """

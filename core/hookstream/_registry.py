@@ -31,6 +31,7 @@ from ._errors import UnknownPluginError
 
 if TYPE_CHECKING:
     from ._executors import ToolExecutor
+    from ._observe import Observer
     from ._provider import Provider
     from ._stop import StopCondition
     from ._strategies import ChunkStrategy
@@ -42,9 +43,9 @@ log = logging.getLogger("hookstream.registry")
 GROUP = "hookstream"
 BLOCK_ENV = "HOOKSTREAM_BLOCK_PLUGINS"
 DISABLE_ENV = "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"
-KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions")
+KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions", "observers")
 _SINGULAR = {"providers": "provider", "chunk_strategies": "chunk strategy", "tool_executors": "tool executor",
-             "stop_conditions": "stop condition"}
+             "stop_conditions": "stop condition", "observers": "observer"}
 # Which first-party distribution registers each name, so "no provider named 'gemini'" can say what to install.
 # Names nobody here ships get no guessed distribution name: a guess like "hookstream-NAME" would send people to
 # whatever a stranger uploaded under that name on the package index (and pip no longer has a search command).
@@ -214,6 +215,25 @@ class Registry:
         """The stop-condition factory registered as ``name``; raises :class:`UnknownPluginError`."""
         factory: Callable[..., StopCondition] = self.get("stop_conditions", name)
         return factory
+
+    def observer(self, name: str) -> Callable[[], Observer | None]:
+        """The observer factory registered as ``name``; raises :class:`UnknownPluginError`."""
+        factory: Callable[[], Observer | None] = self.get("observers", name)
+        return factory
+
+    def observers(self) -> list[Observer]:
+        """One observer from each registered factory, for a new run (factories returning ``None`` and
+        factories that raise, logged, left out)."""
+        out: list[Observer] = []
+        for name, factory in sorted(self._items["observers"].items()):
+            try:
+                made = factory()
+            except Exception as exc:  # a broken observer plugin must not stop the run
+                log.warning("observer factory %s failed: %s: %s", name, type(exc).__name__, exc)
+                continue
+            if made is not None:
+                out.append(made)
+        return out
 
 
 _lock = threading.Lock()

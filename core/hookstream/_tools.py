@@ -20,6 +20,7 @@ threads, so it must be thread-safe itself when several calls may run at once.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import json
@@ -38,6 +39,7 @@ import jsonschema.validators
 
 from ._errors import ToolDefinitionError
 from ._messages import Message, ToolCallPart, ToolResultPart
+from ._observe import current
 from ._provider import ToolSpec
 from ._tool_args import structure
 from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for
@@ -368,7 +370,27 @@ def run_tool_guarded(
     Returns the tool's result, or an error result when the time limit passes (``"timed out after N s"``)
     or ``run_token`` is cancelled (``"cancelled"``); the tool's own token is then set and its thread
     abandoned. The wait checks ``run_token`` every 10 ms, so cancellation is seen within that.
+
+    The tool's thread runs in a copy of the caller's :mod:`contextvars` context (an OpenTelemetry current
+    span is the parent there too). The run's observers (:mod:`hookstream._observe`) get ``tool_start``
+    and ``tool_end`` here, on the caller's (executor's) thread, whatever way the call ends.
     """
+    obs = current()
+    if obs is None:
+        return _run_guarded(t, call, messages, run_token, timeout)
+    info = obs.tool_start(call)
+    result: ToolResultPart | None = None
+    try:
+        result = _run_guarded(t, call, messages, run_token, timeout)
+        return result
+    finally:
+        obs.tool_end(info, result if result is not None else
+                     ToolResultPart(call.id, call.name, f"Error: {call.name!r} stopped", is_error=True))
+
+
+def _run_guarded(
+    t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None
+) -> ToolResultPart:
     token = CancellationToken()
     done = threading.Event()
     box: list[ToolResultPart] = []
@@ -379,7 +401,8 @@ def run_tool_guarded(
         finally:
             done.set()
 
-    thread = threading.Thread(target=target, name=f"hookstream-tool-{t.name}", daemon=True)
+    ctx = contextvars.copy_context()
+    thread = threading.Thread(target=ctx.run, args=(target,), name=f"hookstream-tool-{t.name}", daemon=True)
     thread.start()
     deadline = None if timeout is None else time.monotonic() + timeout
     while not done.wait(_POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))):

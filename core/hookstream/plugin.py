@@ -1,5 +1,5 @@
-"""The plugin SDK: everything a provider, chunk-strategy, tool-executor or stop-condition plugin needs,
-in one import.
+"""The plugin SDK: everything a provider, chunk-strategy, tool-executor, stop-condition or observer
+plugin needs, in one import.
 
 A provider plugin subclasses :class:`Provider`, builds an :class:`HTTPRequest` from a
 :class:`ModelRequest`, and maps the provider's SSE events to AG-UI events with a
@@ -74,6 +74,7 @@ from ._events import (
 from ._executors import ToolExecutor
 from ._hookspecs import (
     ChunkStrategyRegistrar,
+    ObserverRegistrar,
     ProviderRegistrar,
     StopConditionRegistrar,
     ToolExecutorRegistrar,
@@ -94,6 +95,7 @@ from ._messages import (
     detect_media_type,
     tool_output_text,
 )
+from ._observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
 from ._processor import resolve_strategy
 from ._provider import CallContext, ModelRequest, Provider, ToolSpec
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
@@ -129,8 +131,11 @@ __all__ = [
     "LineTooLongError",
     "MalformedChunkError",
     "Message",
+    "ModelCallInfo",
     "ModelRequest",
     "NotFoundError",
+    "Observer",
+    "ObserverRegistrar",
     "Outcome",
     "Part",
     "PartialJSONError",
@@ -150,10 +155,12 @@ __all__ = [
     "ReasoningStart",
     "Registry",
     "ResumeError",
+    "RetryInfo",
     "Role",
     "RunError",
     "RunFailedError",
     "RunFinished",
+    "RunInfo",
     "RunStarted",
     "SSEEvent",
     "Secret",
@@ -179,6 +186,7 @@ __all__ = [
     "ToolError",
     "ToolExecutor",
     "ToolExecutorRegistrar",
+    "ToolInfo",
     "ToolResultPart",
     "ToolSpec",
     "TransportError",

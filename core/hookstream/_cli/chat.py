@@ -20,6 +20,7 @@ from .._messages import ToolCallPart
 from .._tools import Tool, tool
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
+from .timing import Timing
 
 
 def _confirm(call: ToolCallPart) -> bool:
@@ -97,6 +98,9 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="Record each model call (request without secrets, raw response) into DIR; "
                    "replay with --model replay:DIR.")
+@click.option("--timing", "show_timing", is_flag=True,
+              help="After the run, print time to first chunk, tokens per second and per-step and per-tool "
+                   "durations on stderr.")
 def command(
     prompt: str,
     model: str,
@@ -109,6 +113,7 @@ def command(
     strategy: str | None,
     record_dir: str | None,
     ask_approval: bool,
+    show_timing: bool = False,
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
 
@@ -126,8 +131,9 @@ def command(
 
             session = Recorder(record_dir, model, base_url).session()
         provider = get_model(model, base_url=base_url, session=session)
+        timing = Timing() if show_timing else None
         stream = chat(provider, prompt, tools=tools, system=system, max_steps=max_steps, max_tokens=max_tokens,
-                      approve=approve)
+                      approve=approve, observers=[timing] if timing is not None else None)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None
     try:
@@ -137,6 +143,8 @@ def command(
         click.echo("interrupted", err=True)
         raise SystemExit(EXIT_INTERRUPTED) from None
     result = stream.result()
+    if timing is not None:
+        timing.report()
     if result.stopped_by == "max_steps":
         click.echo(f"note: stopped after {max_steps} step(s) (--max-steps) while the model still wanted "
                    "to call tools; the answer to their results was not asked for", err=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable
 from importlib import resources
 from typing import Any
 
@@ -106,10 +107,13 @@ def check_request(index: int, request: CapturedRequest) -> str | None:
     return None
 
 
-def demo_stream(server: LoopbackServer | None = None, *, delay: float = 0.03) -> tuple[LoopbackServer, ChatStream]:
+def demo_stream(
+    server: LoopbackServer | None = None, *, delay: float = 0.03, observers: Iterable[Any] | None = None
+) -> tuple[LoopbackServer, ChatStream]:
     """Start the demo's loopback server (unless given) and return it with the run's ChatStream.
 
-    ``delay`` is seconds between SSE events. The caller stops the server when done.
+    ``delay`` is seconds between SSE events; ``observers`` are passed to ``chat`` (run observers on top
+    of the installed plugins' ones). The caller stops the server when done.
     """
     if server is None:
         server = LoopbackServer(
@@ -118,5 +122,5 @@ def demo_stream(server: LoopbackServer | None = None, *, delay: float = 0.03) ->
             check=check_request,
         ).start()
     provider = get_model(MODEL, base_url=server.url + "/v1", api_key="demo-key")
-    stream = chat(provider, PROMPT, tools=[get_weather, convert_currency], max_steps=4)
+    stream = chat(provider, PROMPT, tools=[get_weather, convert_currency], max_steps=4, observers=observers)
     return server, stream
