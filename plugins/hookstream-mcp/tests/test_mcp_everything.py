@@ -5,15 +5,17 @@ a JSON-RPC error, and request headers over HTTP."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hookstream import chat, get_model
+from hookstream import CancellationToken, chat, get_model
 from hookstream.testing import LoopbackServer, Response
 from hookstream_mcp import MCPServer, MCPToolError
 from mcp_kit import (
     MODEL,
+    NEVER,
     children,
     everything_command,
     everything_http,
@@ -84,6 +86,34 @@ def test_stdio_invalid_arguments_are_a_json_rpc_error(stdio_server: MCPServer) -
     # Called directly: through the engine, its own JSON Schema check would refuse these arguments first.
     with pytest.raises(MCPToolError, match=r"MCP error -32602: .*expected number"):
         stdio_server.call("get-sum", {"a": "forty", "b": 2})
+
+
+def test_a_cancelled_call_cancels_the_request_and_the_session_goes_on(stdio_server: MCPServer) -> None:
+    token = CancellationToken()
+    errors: list[str] = []
+
+    def call() -> None:
+        try:
+            stdio_server.call("trigger-long-running-operation", {"duration": 600, "steps": 2}, cancellation=token)
+        except MCPToolError as exc:
+            errors.append(exc.message)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    token.cancel()
+    caller.join(NEVER)
+    assert errors == ["the call to 'trigger-long-running-operation' was cancelled (cancelled)"]
+    assert stdio_server.call("echo", {"message": "still here"}) == "Echo: still here"
+
+
+def test_a_tool_over_its_call_timeout_is_an_error_result_and_the_session_goes_on() -> None:
+    responses = [Response(tool_body(("c1", "trigger-long-running-operation", {"duration": 600, "steps": 2}))),
+                 Response(text_body("It took too long."))]
+    with MCPServer.stdio(everything_command("stdio"), call_timeout=0.5) as server, LoopbackServer(responses) as srv:
+        result = run(srv, server.tools())
+        assert server.call("echo", {"message": "next"}) == "Echo: next"
+    (part,) = result.tool_results
+    assert part.is_error and part.output == "Error: 'trigger-long-running-operation' timed out after 0.5 s"
 
 
 @pytest.mark.slow
