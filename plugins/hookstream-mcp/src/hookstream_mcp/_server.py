@@ -254,9 +254,9 @@ class MCPServer:
             if self._stopping:
                 raise asyncio.CancelledError
             async with AsyncExitStack() as stack:
+                # No read timeout on the client: startup_timeout bounds the start, call() each call.
                 client = await stack.enter_async_context(Client(
-                    await self._transport(stack), client_info=Implementation(name="hookstream-mcp", version="0.1.0"),
-                    read_timeout_seconds=self.call_timeout))
+                    await self._transport(stack), client_info=Implementation(name="hookstream-mcp", version="0.1.0")))
                 listing: list[Any] = []
                 cursor: str | None = None
                 for _ in range(_MAX_PAGES):
@@ -320,14 +320,19 @@ class MCPServer:
         """Call tool ``name`` with ``arguments``; thread-safe. Returns the output (see
         :func:`hookstream_mcp.tool_output`: text, or structured content). Raises :class:`MCPToolError`
         for an ``isError`` result, a JSON-RPC error, a broken connection, a closed server, or when
-        ``cancellation`` is set while waiting (the SDK then cancels the request)."""
+        ``cancellation`` is set while waiting (the SDK then cancels the request). Without a
+        ``cancellation`` token, ``call_timeout`` is the SDK's read timeout for the call (MCP error -32001
+        past it); with one, the token's owner enforces it (the engine does, from ``Tool.timeout``)."""
         loop, client = self._loop, self._client
         if loop is None or client is None:
             why = f": {self._failure}" if self._failure else ""
             state = "closed" if self._closed else "not connected" + why
             raise MCPToolError(f"MCP server {self.name} is {state}")
+        # Under the engine the token carries call_timeout (Tool.timeout) and the run's cancellation, so one
+        # clock decides; a direct call has no token and gets the SDK's read timeout instead.
+        timeout = self.call_timeout if cancellation is None else None
         try:
-            future = loop.submit(client.call_tool(name, arguments or {}, read_timeout_seconds=self.call_timeout))
+            future = loop.submit(client.call_tool(name, arguments or {}, read_timeout_seconds=timeout))
         except RuntimeError:  # the loop stopped between the check and here
             raise MCPToolError(f"MCP server {self.name} is closed") from None
         while True:
