@@ -157,3 +157,16 @@ def test_tools_before_start_is_a_typed_error_and_repr_has_no_secrets() -> None:
     assert "not started" in repr(server) and "sk-secret" not in repr(server)
     http = MCPServer.http("https://user:pw@example.com/mcp?token=sk-secret", headers={"Authorization": "Bearer sk-x"})
     assert repr(http) == "MCPServer.http('https://example.com/mcp', not started)"
+
+
+def test_an_http_error_at_start_names_no_credentials() -> None:
+    refused = Response(b'{"error": "unauthorized"}', status=401, content_type="application/json")
+    with LoopbackServer([refused] * 4) as srv:
+        url = srv.url
+        server = MCPServer.http(srv.url + "/mcp?token=sk-query-secret", headers={"Authorization": "Bearer sk-header"})
+        with pytest.raises(MCPServerError) as caught:
+            server.start()
+    text = str(caught.value)
+    assert text.startswith(f"MCP server {url}/mcp: could not start: ")
+    assert "sk-query-secret" not in text and "sk-header" not in text
+    assert srv.requests and srv.requests[0].headers["Authorization"] == "Bearer sk-header"

@@ -190,6 +190,18 @@ class MCPServer:
         state = "closed" if self._closed else "running" if self._listing is not None else "not started"
         return f"MCPServer.{kind}({self.name!r}, {state})"
 
+    def _why(self, exc: BaseException) -> str:
+        """:func:`_describe` with the URL (its user info and query may hold credentials) and the header
+        values masked, whatever the SDK or the HTTP client put into their messages."""
+        text = _describe(exc)
+        target = self._target
+        if isinstance(target, _Http):
+            text = text.replace(target.url, target.label())
+            for value in (target.headers or {}).values():
+                if len(value) >= 4:
+                    text = text.replace(value, "***")
+        return text
+
     # -- lifetime ----------------------------------------------------------------------------------
 
     def __enter__(self) -> MCPServer:
@@ -220,7 +232,7 @@ class MCPServer:
                 raise MCPServerError(f"MCP server {self.name}: no answer to the MCP handshake and tool listing "
                                      f"within {self.startup_timeout} s (startup_timeout)") from None
             if isinstance(exc, Exception):
-                raise MCPServerError(f"MCP server {self.name}: could not start: {_describe(exc)}") from None
+                raise MCPServerError(f"MCP server {self.name}: could not start: {self._why(exc)}") from None
             raise  # KeyboardInterrupt, SystemExit: the server is stopped, the caller's interrupt goes on
         self._listing = listing
         return self
@@ -275,7 +287,7 @@ class MCPServer:
             elif not self._stopping:
                 # The connection ended on its own (the process died, the HTTP server went away): later
                 # calls say why instead of waiting.
-                self._failure = _describe(exc)
+                self._failure = self._why(exc)
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -347,5 +359,5 @@ class MCPServer:
         except concurrent.futures.CancelledError:
             raise MCPToolError(f"MCP server {self.name} was closed during the call to {name!r}") from None
         except Exception as exc:
-            raise MCPToolError(_describe(exc)) from None
+            raise MCPToolError(self._why(exc)) from None
         return tool_output(result)
