@@ -122,3 +122,11 @@ def test_ctrl_c_during_the_run_stops_the_mcp_server_process() -> None:
     # Gone already when the command exits: it stopped and reaped them itself (left behind, a server would
     # only notice its closed stdin later).
     assert not [p for p in servers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_loading_the_plugins_does_not_import_the_mcp_sdk() -> None:
+    # The entry point is loaded by every `hookstream` command; the SDK (pydantic, starlette...) only with --mcp.
+    code = ("import sys, hookstream; reg = hookstream.get_registry(); "
+            "print('mcp' in reg.plugins, 'mcp' in sys.modules, 'hookstream_mcp._server' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=NEVER)
+    assert out.stdout.split() == ["True", "False", "False"], out.stderr
