@@ -31,6 +31,7 @@ from hookstream import CancellationToken, Tool, ToolContext
 from mcp import Client, Implementation, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from . import __version__
 from ._errors import MCPServerError, MCPToolError
 from ._loop_thread import LoopThread
 from ._results import tool_output
@@ -267,8 +268,8 @@ class MCPServer:
                 raise asyncio.CancelledError
             async with AsyncExitStack() as stack:
                 # No read timeout on the client: startup_timeout bounds the start, call() each call.
-                client = await stack.enter_async_context(Client(
-                    await self._transport(stack), client_info=Implementation(name="hookstream-mcp", version="0.1.0")))
+                me = Implementation(name="hookstream-mcp", version=__version__)
+                client = await stack.enter_async_context(Client(await self._transport(stack), client_info=me))
                 listing: list[Any] = []
                 cursor: str | None = None
                 for _ in range(_MAX_PAGES):
