@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import click
@@ -58,6 +58,37 @@ def load_tool(spec: str) -> Any:
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
 
+MCP_MISSING = "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp"
+
+
+def start_mcp_servers(stack: ExitStack, specs: tuple[str, ...]) -> list[Any]:
+    """The tools of the MCP servers that ``--mcp`` options name (a command line for stdio, or an
+    ``http(s)://`` URL for streamable HTTP), each server started now and registered on ``stack``, which
+    stops it when it closes, however the command ends.
+
+    The core does not depend on the hookstream-mcp plugin: it is imported here, only when ``--mcp`` is
+    given; without it this raises :class:`click.UsageError` saying to install it. A server that does not
+    start raises :class:`click.ClickException` (exit code 1) with the plugin's message."""
+    if not specs:
+        return []
+    try:
+        plugin = importlib.import_module("hookstream_mcp")
+        server_class, server_error = plugin.MCPServer, plugin.MCPServerError
+    except ImportError as exc:
+        raise click.UsageError(f"{MCP_MISSING} ({exc})") from None
+    tools: list[Any] = []
+    for spec in specs:
+        try:
+            server = server_class.from_spec(spec)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--mcp") from None
+        try:
+            stack.enter_context(server)
+        except server_error as exc:
+            raise click.ClickException(exc.message) from None
+        tools += server.tools()
+    return tools
+
 
 @contextmanager
 def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
@@ -87,6 +118,9 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
 @click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--tool", "tool_specs", multiple=True, help="A tool as MODULE:FUNC (repeatable).")
+@click.option("--mcp", "mcp_specs", multiple=True, metavar="COMMAND|URL",
+              help="Offer an MCP server's tools (repeatable; needs hookstream-mcp): a command line, started "
+                   "for the run and spoken to over stdio ('uvx mcp-server-time'), or a streamable HTTP URL.")
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True,
               help="Most model calls in the run (at least 1).")
@@ -106,6 +140,7 @@ def command(
     model: str,
     base_url: str | None,
     tool_specs: tuple[str, ...],
+    mcp_specs: tuple[str, ...],
     system: str | None,
     max_steps: int,
     max_tokens: int | None,
@@ -121,6 +156,22 @@ def command(
     if not prompt.strip():
         raise click.UsageError("PROMPT is empty: give the model something to answer")
     tools = [load_tool(s) for s in tool_specs]
+    # MCP servers run for the whole command: started before the run, stopped by the ExitStack whatever
+    # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
+    with ExitStack() as servers:
+        try:
+            tools += start_mcp_servers(servers, mcp_specs)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        _run(prompt, model, base_url, tools, system, max_steps, max_tokens, output, strategy, record_dir,
+             ask_approval, show_timing)
+
+
+def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system: str | None, max_steps: int,
+         max_tokens: int | None, output: str, strategy: str | None, record_dir: str | None,
+         ask_approval: bool, show_timing: bool) -> None:
+    """One run of ``hookstream chat``; always ends with :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
     approve = live.approve if live is not None else (_confirm if ask_approval else None)

@@ -1,0 +1,43 @@
+"""hookstream-mcp: the tools of MCP servers as hookstream tools.
+
+``MCPServer.stdio([...])`` starts a server process, ``MCPServer.http(url)`` connects to a streamable
+HTTP endpoint; ``server.tools()`` gives one :class:`hookstream.Tool` per MCP tool, to pass to
+:func:`hookstream.chat` beside plain functions. The MCP SDK's asyncio API stays inside this package, on
+a private thread with its own event loop; everything here is synchronous.
+
+Names load on first use (PEP 562), so the ``hookstream`` entry point does not import the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from ._errors import MCPServerError, MCPToolError
+    from ._results import tool_output
+    from ._server import MCPServer
+
+_LAZY = {
+    "MCPServer": "_server",
+    "MCPServerError": "_errors",
+    "MCPToolError": "_errors",
+    "tool_output": "_results",
+}
+
+__all__ = ["MCPServer", "MCPServerError", "MCPToolError", "__version__", "tool_output"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hookstream_mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,22 @@
+"""The plugin's typed errors, both :class:`hookstream.plugin.HookstreamError` subclasses."""
+
+from __future__ import annotations
+
+from hookstream.plugin import HookstreamError, ToolError
+
+
+class MCPServerError(HookstreamError):
+    """An MCP server could not be started or reached, did not answer the handshake or the tool listing
+    in time, or was used after :meth:`~hookstream_mcp.MCPServer.close`. The message names the server
+    (command or URL without credentials) and the cause."""
+
+    code = "mcp_server_error"
+
+
+class MCPToolError(ToolError):
+    """An MCP tool call failed: the result had ``isError`` set (MCP spec, "Tools" > "Error Handling":
+    the text is the tool's own), the server answered with a JSON-RPC error (``MCP error <code>: ...``),
+    the connection broke, or the call was cancelled. Raised inside the tool function, so the engine
+    turns it into an error result (``ToolResultPart.is_error``) the model sees."""
+
+    code = "mcp_tool_error"
