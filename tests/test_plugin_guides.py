@@ -2,9 +2,10 @@
 under its path, every command it shows is typed in order into one shell (``path/to/hookstream`` being a
 copy of this checkout), each command's shown output must appear in what it printed, and then the plugin
 must be listed by ``hookstream plugins`` from that environment. The conventions a guide follows for this
-are in ``tests/guide_kit.py``.
+are in ``tests/guide_kit.py``. Quick checks of the files alone (layout, packaging, the one import style)
+run first.
 
-Slow (a minute or two): the guides make a venv, install the core from the checkout (not editable: pip
+That test is slow (a minute or two, marked ``slow``): the guides make a venv, install the core from the checkout (not editable: pip
 builds a wheel) with its dependencies from the package index (pip's cache is used), and build and install
 each plugin. Both guides run in one folder, so the second reuses the venv the first made, as its text
 allows. Skipped with the reason when no venv with pip can be made here; failed instead when ``CI`` is set.
@@ -12,18 +13,19 @@ allows. Skipped with the reason when no venv with pip can be made here; failed i
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 from guide_kit import Command, commands, files
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -35,6 +37,8 @@ GUIDES = {
     "provider": ("writing-a-provider-plugin.md", "echo", "hookstream-echo", "providers", "echo"),
     "chunk-strategy": ("tutorial-chunk-strategy.md", "lines", "hookstream-lines", "chunk_strategies", "lines"),
 }
+PLUGIN_CODE_FACES = {"hookstream.plugin"}
+PLUGIN_TEST_FACES = {"hookstream", "hookstream.plugin", "hookstream.testing"}
 # Every file of each guide's layout: a path line the extraction misses (a typo in the convention) fails here
 # rather than as a puzzling ImportError in the venv.
 FILES = {
@@ -126,17 +130,50 @@ def shows_output(guide: str, step: Command, printed: str) -> None:
                         pytrace=False)
 
 
+def imported_modules(source: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("kind", list(GUIDES))
+def test_guide_files_follow_the_conventions(kind: str) -> None:
+    """Quick checks of what the slow test below runs: the layout, the packaging and the one import style."""
+    guide, plugin, folder, _, _ = GUIDES[kind]
+    shown = files((DOCS / guide).read_text("utf-8"))
+    assert set(shown) == FILES[kind]
+    meta = tomllib.loads(shown[f"{folder}/pyproject.toml"])
+    project = meta["project"]
+    assert project["name"] == folder and project["license"] == "MIT"
+    assert any(re.match(r"hookstream\b(?!-)", dep) for dep in project["dependencies"]), project["dependencies"]
+    assert set(project["entry-points"]["hookstream"]) == {plugin}
+    assert meta["tool"]["setuptools"]["packages"]["find"]["where"] == ["src"]
+    for path, source in shown.items():
+        if not path.endswith(".py") or not path.startswith(f"{folder}/"):
+            continue
+        ours = {m for m in imported_modules(source) if m == "hookstream" or m.startswith("hookstream.")}
+        # Plugin code uses the plugin SDK only; its tests may also run chats and use the testing kit.
+        allowed = PLUGIN_CODE_FACES if "/src/" in path else PLUGIN_TEST_FACES
+        assert ours <= allowed, f"{path} imports {sorted(ours - allowed)}"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(GUIDES))
 def test_guide_followed_literally_gives_a_working_listed_plugin(kind: str, workspace: tuple[Path, Path, Path]) -> None:
     guide, plugin, folder, registry_kind, registered = GUIDES[kind]
     work, checkout, shim = workspace
-    assert set(files((DOCS / guide).read_text("utf-8"))) == FILES[kind]
     outputs = follow(guide, work, checkout, shim)
 
     # The guide's own tests ran with the venv's pytest, and none was skipped.
     test_runs = [out for line, out in outputs.items() if line.startswith("pytest ")]
     assert test_runs, f"{guide} never runs the plugin's tests"
     assert all(" passed" in out and "skipped" not in out for out in test_runs), test_runs
+    promised = re.search(r"pytest reports `(\d+ passed)`", (DOCS / guide).read_text("utf-8"))
+    assert promised and any(f" {promised.group(1)} in " in out for out in test_runs), test_runs
 
     venv = work / ".venv"
     env = clean_env(shim)
