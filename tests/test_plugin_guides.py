@@ -5,10 +5,11 @@ must be listed by ``hookstream plugins`` from that environment. The conventions 
 are in ``tests/guide_kit.py``. Quick checks of the files alone (layout, packaging, the one import style)
 run first.
 
-That test is slow (a minute or two, marked ``slow``): the guides make a venv, install the core from the checkout (not editable: pip
-builds a wheel) with its dependencies from the package index (pip's cache is used), and build and install
-each plugin. Both guides run in one folder, so the second reuses the venv the first made, as its text
-allows. Skipped with the reason when no venv with pip can be made here; failed instead when ``CI`` is set.
+That test is slow (a minute or two, marked ``slow``): the guides make a venv, install the core from the
+checkout (not editable: pip builds a wheel) with its dependencies from the package index (pip's cache is
+used), and build and install each plugin. Both guides run in one folder, so the second reuses the venv the
+first made, as its text allows. Skipped with the reason when no venv with pip can be made here; failed
+instead when ``CI`` is set.
 """
 
 from __future__ import annotations
