@@ -2,7 +2,10 @@
 
 Blocks of one page run in order in one fresh interpreter (later blocks may use earlier names), in a
 temporary working directory. A block right after an ``<!-- skip-sample ... -->`` comment is not run:
-that marker is only for samples that cannot run offline (a live API key), and says why.
+that marker is only for samples that cannot run offline (a live API key), and says why. Nor is a *file
+block* of a guide (right after a line holding only its path in backticks and a colon, see
+``tests/guide_kit.py``): it is a module of the guide's package, and ``tests/test_plugin_guides.py`` runs
+it where the guide puts it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from guide_kit import FILE_LINE
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-_BLOCK = re.compile(r"(?P<skip><!--\s*skip-sample[^>]*-->\s*\n)?```python\n(?P<code>.*?)\n```", re.S)
+_BLOCK = re.compile(r"(?P<skip><!--\s*skip-sample[^>]*-->\s*\n|" + FILE_LINE + r")?```python\n(?P<code>.*?)\n```",
+                    re.S | re.M)
 
 
 def pages() -> list[Path]:

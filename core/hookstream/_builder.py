@@ -39,14 +39,23 @@ __all__ = ["StreamBuilder", "new_id"]
 
 
 class StreamBuilder:
-    """Grammar bookkeeping for one model call. Every method returns a list of events to yield.
+    """Grammar bookkeeping for one model call. Every method returns a list of events to yield (empty
+    when there is nothing to send), in the order to yield them: ``yield from builder.text(delta)``.
 
-    ``context`` is the call's :class:`~hookstream.plugin.CallContext`; ``open_tools`` maps the ids of
-    tool calls started and not yet ended to their names (in start order); ``started_tools`` holds every
-    tool call id started in this call; ``closed`` is true once :meth:`finish` or :meth:`error` ran.
+    ``context`` is the call's :class:`~hookstream.plugin.CallContext` (the one ``parse_stream`` is given).
     """
 
-    __slots__ = ("_reasoning_id", "_text_id", "closed", "context", "open_tools", "started_tools")
+    # A dict so autodoc documents each public attribute (docs/hooks.rst lists every member).
+    __slots__ = {
+        "_reasoning_id": "",
+        "_text_id": "",
+        "closed": "Whether :meth:`finish` or :meth:`error` ran (the stream is over for this builder).",
+        "context": "The call's :class:`~hookstream.plugin.CallContext`, whose ids go on ``RUN_STARTED`` and "
+                   "``RUN_FINISHED``.",
+        "open_tools": "Ids of the tool calls started and not yet ended, mapped to their names, in start order.",
+        "started_tools": "Ids of every tool call started in this call, ended or not (to tell a new call from a "
+                         "repeated one).",
+    }
 
     def __init__(self, context: CallContext) -> None:
         self.context = context
@@ -57,12 +66,15 @@ class StreamBuilder:
         self.closed = False
 
     def start(self) -> list[BaseEvent]:
-        """``RUN_STARTED`` with the call's thread and run ids: the first event of every adapter stream."""
+        """``RUN_STARTED`` with the call's thread and run ids: the first event of every adapter stream, yielded
+        before anything else (even before a provider error arrives)."""
         return [RunStarted(self.context.thread_id, self.context.run_id)]
 
     # -- text -----------------------------------------------------------------------------------
     def text(self, delta: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
-        """Append text; opens a text message (closing any open reasoning) when needed."""
+        """``TEXT_MESSAGE_CONTENT`` with ``delta`` (a piece of the answer, any length); opens a text message
+        first (``TEXT_MESSAGE_START``, carrying ``metadata``), closing open reasoning, when none is open.
+        Consecutive calls add to the same message until :meth:`end_text` or another block starts."""
         mid = self._text_id
         if mid is not None:
             return [TextMessageContent(mid, delta)]
@@ -83,7 +95,9 @@ class StreamBuilder:
 
     # -- reasoning ------------------------------------------------------------------------------
     def reasoning(self, delta: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
-        """Append reasoning text; opens ``REASONING_START``/``REASONING_MESSAGE_START`` when needed."""
+        """``REASONING_MESSAGE_CONTENT`` with ``delta`` (the model's thinking, as text); opens a reasoning block
+        first (``REASONING_START`` and ``REASONING_MESSAGE_START``, carrying ``metadata``), closing an open
+        text message, when none is open."""
         rid = self._reasoning_id
         if rid is not None:
             return [ReasoningMessageContent(rid, delta)]
@@ -114,7 +128,9 @@ class StreamBuilder:
 
     # -- tool calls -----------------------------------------------------------------------------
     def tool_start(self, tool_call_id: str, name: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
-        """Open a tool call (closing open text/reasoning). A repeated start for an open id is a no-op."""
+        """``TOOL_CALL_START`` for the call ``tool_call_id`` (the provider's id) to the tool ``name``, with
+        ``metadata`` (provider data kept on the call); closes open text and reasoning first. A repeated start
+        for an open id is a no-op."""
         if tool_call_id in self.open_tools:
             return []
         out = self.end_text()

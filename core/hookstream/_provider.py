@@ -77,6 +77,10 @@ class Provider(abc.ABC):
     Subclasses set :attr:`name`, :attr:`default_base_url` and :attr:`api_key_env`, and implement
     :meth:`build_request` and :meth:`parse_stream`. ``base_url`` is the API root the official SDKs
     take (``http://host/v1`` for OpenAI, ``http://host`` for Anthropic and Gemini).
+
+    An instance has ``model`` (the model name after the colon of ``"NAME:MODEL"``), ``base_url`` (without
+    a trailing ``/``) and ``api_key`` (a :class:`~hookstream.plugin.Secret`: ``api_key.reveal()`` only into
+    the request headers); the core builds one per ``get_model()`` call.
     """
 
     name: ClassVar[str] = ""

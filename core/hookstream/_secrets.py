@@ -24,6 +24,7 @@ class Secret:
         self._value = value
 
     def reveal(self) -> str:
+        """The key itself, for the one place that needs it: the request's auth header or URL."""
         return self._value
 
     def redact(self, text: str) -> str:
