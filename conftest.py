@@ -20,6 +20,10 @@ SECRET_KEYS = (
 )
 
 
+_SOURCE_SUFFIXES = frozenset({".py", ".pyc", ".whl", ".gz", ".toml", ".md", ".cfg", ".txt", ".ini"})
+_SKIP_DIRS = frozenset({"venv", ".venv", "site-packages", "node_modules", "__pycache__"})
+
+
 def _leaked(text: str) -> str | None:
     return next((k for k in SECRET_KEYS if k in text), None)
 
@@ -45,6 +49,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     leaks = []
     for path in base.rglob("*"):
+        # Outputs only: copies of the sources (which spell the test keys out) and virtualenvs are not.
+        if path.suffix in _SOURCE_SUFFIXES or not _SKIP_DIRS.isdisjoint(path.parts):
+            continue
         try:
             if path.is_file() and path.stat().st_size < 64 * 1024 * 1024:
                 data = path.read_bytes()
