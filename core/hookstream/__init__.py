@@ -24,6 +24,15 @@ if TYPE_CHECKING:
         chat_factory,
         make_app,
     )
+    from ._batch import (
+        BatchResult,
+        BatchRun,
+        batch,
+    )
+    from ._batch_file import (
+        BatchInput,
+        BatchInputError,
+    )
     from ._chat import (
         ChatStream,
         chat,
@@ -152,6 +161,9 @@ if TYPE_CHECKING:
         Provider,
         ToolSpec,
     )
+    from ._ratelimit import (
+        RateLimiter,
+    )
     from ._record import (
         Recorder,
     )
@@ -192,6 +204,12 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "batch": "_batch",
+    "BatchResult": "_batch",
+    "BatchRun": "_batch",
+    "BatchInput": "_batch_file",
+    "BatchInputError": "_batch_file",
+    "RateLimiter": "_ratelimit",
     "SourcePart": "_messages",
     "FilePart": "_messages",
     "ToolDefinitionError": "_errors",
@@ -331,6 +349,10 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BaseEvent",
+    "BatchInput",
+    "BatchInputError",
+    "BatchResult",
+    "BatchRun",
     "BoundedExecutor",
     "CallbackError",
     "Callbacks",
@@ -371,6 +393,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "RateLimitError",
+    "RateLimiter",
     "ReasoningEncryptedValue",
     "ReasoningEnd",
     "ReasoningMessageContent",
@@ -434,6 +457,7 @@ __all__ = [
     "UnknownToolCallError",
     "Usage",
     "__version__",
+    "batch",
     "chat",
     "chat_factory",
     "final_json",
