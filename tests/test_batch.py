@@ -182,6 +182,40 @@ def test_resume_after_sigkill_writes_every_id_once_without_asking_finished_ids_a
     assert all(d["error"] is None and d["text"] == "one two three" for d in lines)
 
 
+def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path: Path) -> None:
+    ids = [f"k{i:02d}" for i in range(40)]
+    write_inputs(tmp_path / "in.jsonl", ids)
+    out = tmp_path / "out.jsonl"
+    slow = Response(pieces=text_pieces("done"), delay=0.05)
+    with LoopbackServer(slow) as srv:
+        cmd = [sys.executable, "-m", "hookstream", "batch", str(tmp_path / "in.jsonl"), "--model", MODEL,
+               "--base-url", srv.url + "/v1", "--output", str(out), "--concurrency", "2", "--no-progress"]
+        env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120  # a hang guard, not a speed assertion
+        while (not out.exists() or out.read_bytes().count(b"\n") < 4) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate()
+        assert proc.returncode == 130, err
+        assert "interrupted" in err
+        first = {d["id"] for d in read_lines(out)}
+        assert out.read_bytes().endswith(b"\n")
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    lines = read_lines(out)
+    assert sorted(d["id"] for d in lines) == ids
+    assert first < {d["id"] for d in lines}
+
+
+def test_a_batch_that_is_not_iterated_can_be_closed(tmp_path: Path) -> None:
+    with batch([{"id": "a", "prompt": "x"}], MODEL, base_url="http://127.0.0.1:9/v1",
+               output=tmp_path / "out.jsonl") as run:
+        assert run.skipped == 0
+    with pytest.raises(RuntimeError):
+        iter(run)
+
+
 # -- rate limiter ---------------------------------------------------------------------------------
 
 

@@ -191,6 +191,21 @@ class BatchRun:
         for s in streams:
             s.cancel()
 
+    def close(self) -> None:
+        """Stop the batch and release its output file and connections; for a BatchRun that is not
+        iterated to the end (iterating to the end, or leaving the loop, closes it already)."""
+        if self._started:
+            self.stop()
+            return
+        self._started = True
+        self._close()
+
+    def __enter__(self) -> BatchRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __iter__(self) -> Generator[BatchResult, None, None]:
         if self._started:
             raise RuntimeError("a BatchRun can be iterated once")
