@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from engine_kit import text_body, text_pieces, usage
+from engine_kit import text_body, text_pieces, tool_body, usage
 from hookstream import RateLimiter, batch
 from hookstream._batch_file import BatchInputError, OutputFile
 from hookstream._cli import main
@@ -78,6 +78,31 @@ def test_each_input_gets_one_line_of_the_documented_shape(tmp_path: Path) -> Non
     assert lines["bad"]["error"]["code"] == "bad_request"
     assert "refused" in lines["bad"]["error"]["message"]
     assert out.read_bytes().endswith(b"\n")
+
+
+def test_tool_calls_of_the_last_step_are_in_the_line(tmp_path: Path) -> None:
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    body = tool_body(("call_1", "lookup", {"city": "Paris"}))
+    with LoopbackServer(Response(body)) as srv:
+        (result,) = batch([{"id": "t", "prompt": "item t"}], MODEL, base_url=srv.url + "/v1", tools=[lookup],
+                          max_steps=1, output=tmp_path / "out.jsonl")
+    assert result.tool_calls == [{"id": "call_1", "name": "lookup", "arguments": {"city": "Paris"}}]
+    assert result.finish_reason == "tool_calls" and result.error is None
+    assert read_lines(tmp_path / "out.jsonl") == [result.to_dict()]
+
+
+def test_cli_progress_bar_and_unwritable_output(tmp_path: Path) -> None:
+    write_inputs(tmp_path / "in.jsonl", ["a", "b"])
+    with LoopbackServer(Response(text_body("ok"))) as srv:
+        args = ["batch", str(tmp_path / "in.jsonl"), "--model", MODEL, "--base-url", srv.url + "/v1"]
+        res = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "out.jsonl"), "--progress"])
+        assert res.exit_code == 0, res.output
+        assert "2/2" in res.output and "batch: 2/2 done, 0 errors" in res.output
+        res = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "no" / "out.jsonl")])
+    assert res.exit_code == 2 and "cannot open" in res.output
 
 
 def test_rerun_skips_done_ids_and_truncates_a_cut_last_line(tmp_path: Path) -> None:
@@ -236,7 +261,7 @@ def max_in_window(times: list[tuple[float, int]], width: float) -> tuple[int, in
     return most_req, most_tok
 
 
-@pytest.mark.parametrize(("rpm", "tpm"), [(600, None), (None, 60_000), (300, 20_000), (90, 1_000_000)])
+@pytest.mark.parametrize(("rpm", "tpm"), [(600, None), (100, None), (None, 60_000), (300, 20_000), (90, 1_000_000)])
 def test_limiter_holds_both_caps_over_every_10_second_window(rpm: int | None, tpm: int | None) -> None:
     rng = random.Random(rpm or 0)
     clock = FakeClock()

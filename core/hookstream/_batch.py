@@ -2,7 +2,7 @@
 appended to a JSON Lines file as it finishes, resumable after a crash.
 
 :func:`batch` returns a :class:`BatchRun`, an iterator of :class:`BatchResult` in completion order.
-Every HTTP request of every worker passes one :class:`~hookstream._ratelimit.RateLimiter` (requests
+Every HTTP request of every worker passes one :class:`~hookstream.RateLimiter` (requests
 and tokens per minute, see that module) through the provider's ``requests.Session``, so retries the
 engine sends after a 429 are counted too, and a 429 pauses all workers until its ``Retry-After``
 has passed. Token estimates (request body bytes / 4, plus the mean output seen so far) are corrected
@@ -140,7 +140,7 @@ class BatchRun:
 
     ``skipped`` is how many inputs already had an output line (known once the output file is open,
     before iterating); ``failed`` is set when ``fail_fast`` stopped the batch; ``limiter`` is the
-    shared :class:`~hookstream._ratelimit.RateLimiter`. Leaving the loop early (``break``, an
+    shared :class:`~hookstream.RateLimiter`. Leaving the loop early (``break``, an
     exception, Ctrl-C) or :meth:`stop` cancels the chats in flight; their inputs get no line and run
     again on the next call with the same output file.
     """
@@ -350,7 +350,7 @@ def batch(
     :class:`BatchResult` objects as they finish (completion order, not input order).
 
     ``inputs`` are ``{"id": str, "prompt": str}`` or ``{"id": str, "messages": [...]}`` dicts (or
-    :class:`~hookstream._batch_file.BatchInput`), read lazily; ids must be unique. ``model`` is
+    :class:`~hookstream.BatchInput`), read lazily; ids must be unique. ``model`` is
     ``"PROVIDER:MODEL"`` (with ``base_url``/``api_key`` as in :func:`hookstream.get_model`) or a
     provider object; the rate limits need the former, since they work through the session the batch
     builds. ``output`` is a JSON Lines file: each result is appended as one line the moment it
@@ -364,7 +364,7 @@ def batch(
     and ``loop`` are passed to :func:`hookstream.chat` for every input.
 
     Raises :class:`ValueError` for ``concurrency`` below 1, a cap below 1, or caps with a provider
-    object; :class:`~hookstream._batch_file.BatchInputError` (while iterating) for a bad input or a
+    object; :class:`~hookstream.BatchInputError` (while iterating) for a bad input or a
     repeated id, or (at once) for an output file that is not a result file. A failing chat does not
     raise: its line carries ``error``.
     """

@@ -4,9 +4,10 @@ A sliding-window log, not a token bucket: every admitted request is kept as ``(t
 ``window`` seconds, and a new one is admitted only when the requests and tokens inside the last
 ``window`` seconds, plus its own, stay under ``rpm * window / 60`` and ``tpm * window / 60``. The
 window is 10 seconds (longer when ``rpm`` is so low that 10 seconds would hold less than one request),
-so the caps hold over *any* 10-second window and therefore over any minute, without the burst at
-the start of each minute that a per-minute window allows (providers meter with finer windows too;
-OpenAI's "Rate limits" guide warns that short bursts are rejected even under the per-minute cap).
+and its request cap is rounded down to a whole number, so the caps hold over *any* 10-second window
+and therefore over any minute, without the burst at the start of each minute that a per-minute window
+allows (providers meter with finer windows too; OpenAI's "Rate limits" guide warns that short bursts
+are rejected even under the per-minute cap).
 
 Tokens are not known before a request is answered: :meth:`RateLimiter.acquire` takes an estimate
 and returns a :class:`Permit` whose :meth:`~RateLimiter.settle` later replaces the estimate with the
@@ -26,6 +27,7 @@ variable and are woken by :meth:`settle` and :meth:`pause`. The clock is injecta
 from __future__ import annotations
 
 import collections
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -49,7 +51,8 @@ class RateLimiter:
     """Keeps requests per minute (``rpm``) and tokens per minute (``tpm``) under their caps.
 
     ``None`` means no cap. ``window`` is the sliding window in seconds (default 10; raised to
-    ``60 / rpm`` when that is longer, so a window admits at least one request). ``clock`` returns
+    ``60 / rpm`` when that is longer, so a window admits at least one request); the requests a
+    window admits are ``rpm * window / 60`` rounded down. ``clock`` returns
     seconds (default ``time.monotonic``). Raises :class:`ValueError` for a cap below 1 or a
     window not above 0.
     """
@@ -67,12 +70,15 @@ class RateLimiter:
                 raise ValueError(f"{name} must be at least 1, got {cap}")
         if window <= 0:
             raise ValueError(f"window must be above 0 seconds, got {window}")
+        self.request_cap: int | None = None
         if rpm is not None:
             window = max(window, 60.0 / rpm)
+            # Rounded down: a stretched window (10.2 s for 17 at 100 rpm) would let a minute hold
+            # six windows' worth, over the per-minute cap.
+            self.request_cap = max(1, math.floor(rpm * window / 60.0 + 1e-9))
         self.rpm = rpm
         self.tpm = tpm
         self.window = window
-        self.request_cap = None if rpm is None else rpm * window / 60.0
         self.token_cap = None if tpm is None else tpm * window / 60.0
         self._clock = clock
         self._log: collections.deque[Permit] = collections.deque()
@@ -100,7 +106,7 @@ class RateLimiter:
         wait = 0.0
         if self.request_cap is not None and len(self._log) + 1 > self.request_cap:
             # The oldest entries must leave the window until one more request fits.
-            k = len(self._log) + 1 - int(self.request_cap)
+            k = len(self._log) + 1 - self.request_cap
             wait = self._log[k - 1].time + self.window - now
         if self.token_cap is not None and self._log and self._tokens + tokens > self.token_cap:
             excess, t = self._tokens + tokens - self.token_cap, now

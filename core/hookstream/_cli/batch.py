@@ -133,6 +133,8 @@ def command(
         inputs = read_inputs(input_path)
     except BatchInputError as exc:
         raise click.UsageError(f"{input_path}: {exc.message}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"cannot read {input_path}: {exc}") from None
     tools = [load_tool(s) for s in tool_specs]
     try:
         run = batch(inputs, model, output=output_path, base_url=base_url, concurrency=concurrency, rpm=rpm,
@@ -140,6 +142,8 @@ def command(
                     fail_fast=fail_fast, fsync=fsync)
     except BatchInputError as exc:
         raise click.UsageError(f"{output_path}: {exc.message}") from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot open {output_path}: {exc.strerror or exc}") from None
     except (ValueError, LookupError) as exc:
         raise click.UsageError(str(exc)) from None
     pending = sum(1 for i in inputs if i.id not in run.done_ids)
@@ -155,6 +159,8 @@ def command(
     except KeyboardInterrupt:
         click.echo("interrupted: finished chats are in the output; run again to do the rest", err=True)
         raise SystemExit(EXIT_INTERRUPTED) from None
+    except OSError as exc:  # the output file refused a line (disk full...): the lines before it are whole
+        raise click.ClickException(f"writing {output_path} failed: {exc}; run again to resume") from None
     if run.failed:
         click.echo("stopped at the first error (--fail-fast)", err=True)
         raise SystemExit(1)
