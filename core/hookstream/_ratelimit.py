@@ -6,8 +6,8 @@ A sliding-window log, not a token bucket: every admitted request is kept as ``(t
 window is 10 seconds (longer when ``rpm`` is so low that 10 seconds would hold less than one request),
 and its request cap is rounded down to a whole number, so the caps hold over *any* 10-second window
 and therefore over any minute, without the burst at the start of each minute that a per-minute window
-allows (providers meter with finer windows too; OpenAI's "Rate limits" guide warns that short bursts
-are rejected even under the per-minute cap).
+allows (OpenAI's "Rate limits" guide says limits may be quantized, enforced over shorter periods such
+as 1,000 requests per second for 60,000 per minute).
 
 Tokens are not known before a request is answered: :meth:`RateLimiter.acquire` takes an estimate
 and returns a :class:`Permit` whose :meth:`~RateLimiter.settle` later replaces the estimate with the
