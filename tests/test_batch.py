@@ -378,3 +378,18 @@ def test_a_429_with_retry_after_pauses_every_worker(tmp_path: Path) -> None:
     # requests already on their way could arrive within that second.
     t429 = dict(stamps)[0]
     assert sum(1 for i, t in stamps if i > 0 and t < t429 + 1.0) <= 3
+
+
+def test_the_limiter_counts_every_request_with_its_real_tokens(tmp_path: Path) -> None:
+    # A clock that never moves: nothing leaves the window, so the limiter's totals are the batch's.
+    lim = RateLimiter(tpm=10**9, rpm=10**6, clock=lambda: 0.0)
+    refused = Response(b'{"error": {"message": "slow down"}}', status=429, headers={"Retry-After": "0"},
+                       content_type="application/json")
+    with LoopbackServer([refused, Response(text_body("ok", u=usage(7, 3)))]) as srv:
+        results = list(batch([{"id": f"u{i}", "prompt": f"item u{i}"} for i in range(5)], MODEL,
+                             base_url=srv.url + "/v1", concurrency=2, limiter=lim))
+    assert [r.error for r in results] == [None] * 5
+    # Six requests (one refused and retried); estimates replaced by the real 10 tokens per answer,
+    # the refused request charged none.
+    assert lim.usage() == (6, 50)
+    assert lim.pauses == 1

@@ -125,7 +125,8 @@ class _LimitedSession(requests.Session):
             self._limiter.settle(permit, 0)
             raise
         if resp.status_code == 429:
-            self._limiter.pause(parse_retry_after(resp.headers.get("retry-after")) or DEFAULT_429_PAUSE)
+            wait = parse_retry_after(resp.headers.get("retry-after"))
+            self._limiter.pause(DEFAULT_429_PAUSE if wait is None else wait)
         if resp.status_code >= 400:
             self._limiter.settle(permit, 0)  # a refused request is not charged tokens
         else:
