@@ -139,11 +139,11 @@ class _LimitedSession(requests.Session):
 class BatchRun:
     """A running batch (see :func:`batch`): iterate it for :class:`BatchResult` in completion order.
 
-    ``skipped`` is how many inputs already had an output line (known once the output file is open,
-    before iterating); ``failed`` is set when ``fail_fast`` stopped the batch; ``limiter`` is the
-    shared :class:`~hookstream.RateLimiter`. Leaving the loop early (``break``, an
-    exception, Ctrl-C) or :meth:`stop` cancels the chats in flight; their inputs get no line and run
-    again on the next call with the same output file.
+    ``done_ids`` are the ids the output file already held when the batch opened it (known before
+    iterating); ``skipped`` counts the inputs passed over for that reason so far; ``failed`` is set when
+    ``fail_fast`` stopped the batch; ``limiter`` is the shared :class:`~hookstream.RateLimiter`. Leaving
+    the loop early (``break``, an exception, Ctrl-C) or :meth:`stop` cancels the chats in flight; their
+    inputs get no line and run again on the next call with the same output file.
     """
 
     def __init__(
