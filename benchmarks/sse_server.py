@@ -19,6 +19,8 @@ Scenarios (all bodies are built once at start-up; see :func:`scenario`):
   arrive in ``delta``-byte pieces.
 * ``openai-paced-<n>-<ms>``: ``n`` deltas, one every ``ms`` milliseconds, each text being
   ``time.monotonic_ns()`` at the moment of sending plus a space (for latency).
+* ``openai-latency-<ttft>-<n>-<gap>``: a provider's pace: the first delta after ``ttft`` ms, then
+  ``n - 1`` more 4-character deltas ``gap`` ms apart, then finish, usage and ``[DONE]`` (batch runs).
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ def serve(max_requests: int, max_seconds: float) -> None:
 
         def _answer(self, name: str) -> None:
             try:
-                chunks = None if name.startswith("openai-paced-") else framed(name)
+                chunks = None if name.startswith(("openai-paced-", "openai-latency-")) else framed(name)
             except (ValueError, IndexError) as exc:
                 data = json.dumps({"error": {"message": str(exc), "type": "invalid_request_error"}}).encode()
                 self.send_response(404)
@@ -173,7 +175,9 @@ def serve(max_requests: int, max_seconds: float) -> None:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             try:
-                if chunks is None:
+                if name.startswith("openai-latency-"):
+                    self._latency(name)
+                elif chunks is None:
                     self._paced(name)
                 else:
                     write = self.wfile.write  # unbuffered: one sendall per event, as a provider flushes
@@ -191,6 +195,17 @@ def serve(max_requests: int, max_seconds: float) -> None:
                 time.sleep(ms / 1000)
                 self.wfile.write(_framed(openai_chunk({"content": f"{time.monotonic_ns()} "})))
             for e in events[-3:]:
+                self.wfile.write(_framed(e))
+
+        def _latency(self, name: str) -> None:
+            ttft, n, gap = (int(x) for x in name.split("-")[2:5])
+            events = openai_text(words(n))
+            time.sleep(ttft / 1000)
+            self.wfile.write(_framed(events[0]) + _framed(events[1]))
+            for e in events[2 : 1 + n]:
+                time.sleep(gap / 1000)
+                self.wfile.write(_framed(e))
+            for e in events[1 + n :]:
                 self.wfile.write(_framed(e))
 
         do_GET = do_POST

@@ -24,6 +24,15 @@ if TYPE_CHECKING:
         chat_factory,
         make_app,
     )
+    from ._batch import (
+        BatchResult,
+        BatchRun,
+        batch,
+    )
+    from ._batch_file import (
+        BatchInput,
+        BatchInputError,
+    )
     from ._chat import (
         ChatStream,
         chat,
@@ -155,6 +164,9 @@ if TYPE_CHECKING:
         Provider,
         ToolSpec,
     )
+    from ._ratelimit import (
+        RateLimiter,
+    )
     from ._record import (
         Recorder,
     )
@@ -195,6 +207,12 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "batch": "_batch",
+    "BatchResult": "_batch",
+    "BatchRun": "_batch",
+    "BatchInput": "_batch_file",
+    "BatchInputError": "_batch_file",
+    "RateLimiter": "_ratelimit",
     "SourcePart": "_messages",
     "FilePart": "_messages",
     "ToolDefinitionError": "_errors",
@@ -335,6 +353,10 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BaseEvent",
+    "BatchInput",
+    "BatchInputError",
+    "BatchResult",
+    "BatchRun",
     "BoundedExecutor",
     "CallbackError",
     "Callbacks",
@@ -376,6 +398,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "RateLimitError",
+    "RateLimiter",
     "ReasoningEncryptedValue",
     "ReasoningEnd",
     "ReasoningMessageContent",
@@ -439,6 +462,7 @@ __all__ = [
     "UnknownToolCallError",
     "Usage",
     "__version__",
+    "batch",
     "chat",
     "chat_factory",
     "final_json",

@@ -50,9 +50,9 @@ def _print_versions(ctx: click.Context, value: bool) -> None:
 
 def _add_commands() -> None:
     # Imported here so that `hookstream --help` lists every command from its own module.
-    from . import chat, demo, install, plugins, process, replay, serve
+    from . import batch, chat, demo, install, plugins, process, replay, serve
 
-    for module in (chat, demo, plugins, process, replay, serve):
+    for module in (batch, chat, demo, plugins, process, replay, serve):
         main.add_command(module.command)
     main.add_command(install.install_command)
     main.add_command(install.uninstall_command)

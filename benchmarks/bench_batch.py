@@ -1,0 +1,147 @@
+"""Batch throughput: ``hookstream.batch()`` runs N chats against a simulated provider with a real
+provider's pace, at several ``concurrency`` levels (threads).
+
+``python benchmarks/bench_batch.py [--chats 10000] [--levels 1,8,32,128] [--ttft 200] [--deltas 20]
+[--gap 10] [--max-chats-per-thread 0] [--rpm N] [--json PATH]``
+
+The provider is ``sse_server.py`` in its own process on 127.0.0.1 (scenario
+``openai-latency-<ttft>-<deltas>-<gap>``: the first delta after ``ttft`` ms, then one every ``gap`` ms,
+so one chat lasts about ``ttft + (deltas - 1) * gap`` ms). Each level writes its own output file
+(one ``os.write`` per line, no fsync) and the figures are: chats per second over the wall time, the
+ideal ``concurrency / chat latency`` (or ``rpm / 60`` when ``--rpm`` caps it lower) for comparison,
+client CPU seconds (``time.process_time()``, this process only; the server's CPU is not in it),
+and the most requests sent inside any 10-second window (the limiter's admission times; with
+``--rpm`` at most ``rpm / 6``). Levels whose ``chats``
+would take too long at low concurrency can be capped with ``--max-chats-per-thread`` (then fewer
+chats run at that level, and the row says how many).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+class Server:
+    """``sse_server.py`` in a child process; stops when its stdin closes."""
+
+    def __init__(self, max_requests: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "sse_server.py"), "--max-requests", str(max_requests),
+             "--max-seconds", "7200"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            raise RuntimeError(f"sse_server.py did not start (exit {self.proc.poll()})")
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_level(url: str, scenario: str, chats: int, concurrency: int, out: Path, rpm: int | None = None,
+              ) -> dict[str, Any]:
+    import threading
+
+    import hookstream
+    from hookstream import RateLimiter
+
+    sent: list[float] = []
+    sent_lock = threading.Lock()
+
+    class Recording(RateLimiter):
+        """Notes when each request was admitted (sent), to check the cap on the client's own clock."""
+
+        def acquire(self, tokens: int = 0, *, cancelled: threading.Event | None = None) -> Any:
+            permit = super().acquire(tokens, cancelled=cancelled)
+            if permit is not None:
+                with sent_lock:
+                    sent.append(permit.time)
+            return permit
+
+    inputs = [{"id": f"c{i:05d}", "prompt": f"item {i}"} for i in range(chats)]
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    done = errors = tokens = 0
+    for r in hookstream.batch(inputs, "openai:bench", base_url=f"{url}/{scenario}/v1", api_key="sk-bench",
+                              output=out, concurrency=concurrency, limiter=Recording(rpm)):
+        done += 1
+        errors += r.error is not None
+        tokens += r.total_tokens
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    lines = out.read_bytes().count(b"\n")
+    # Most requests sent inside any 10-second window (two pointers over the sorted send times).
+    sent.sort()
+    most, k = 0, 0
+    for j, t in enumerate(sent):
+        while sent[k] <= t - 10.0:
+            k += 1
+        most = max(most, j - k + 1)
+    return {"concurrency": concurrency, "chats": chats, "done": done, "lines": lines, "errors": errors,
+            "tokens": tokens, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "chats_per_s": round(done / wall, 1), "cpu_ms_per_chat": round(1000 * cpu / max(done, 1), 2),
+            "max_per_10s": most}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chats", type=int, default=10_000)
+    parser.add_argument("--levels", default="1,8,32,128", help="concurrency levels, comma-separated")
+    parser.add_argument("--ttft", type=int, default=200, help="time to first token, ms")
+    parser.add_argument("--deltas", type=int, default=20, help="text deltas per answer")
+    parser.add_argument("--gap", type=int, default=10, help="ms between deltas")
+    parser.add_argument("--max-chats-per-thread", type=int, default=0,
+                        help="cap chats at concurrency * this (0: no cap), for the slow low levels")
+    parser.add_argument("--rpm", type=int, default=None, help="a requests-per-minute cap for every level")
+    parser.add_argument("--json", default=None, help="write the rows here as JSON")
+    args = parser.parse_args(argv)
+    levels = [int(x) for x in args.levels.split(",")]
+    scenario = f"openai-latency-{args.ttft}-{args.deltas}-{args.gap}"
+    latency = (args.ttft + (args.deltas - 1) * args.gap) / 1000
+    plan = [(c, min(args.chats, c * args.max_chats_per_thread) if args.max_chats_per_thread else args.chats)
+            for c in levels]
+    server = Server(sum(n for _, n in plan) + 10)
+    rows = []
+    print(f"# hookstream batch: {platform.python_version()}, {os.cpu_count()} CPUs, load "
+          f"{os.getloadavg()[0]:.2f}; scenario {scenario} (one chat >= {latency * 1000:.0f} ms); "
+          "server in its own process")
+    print(f"{'threads':>8} {'chats':>7} {'wall s':>8} {'chats/s':>9} {'ideal/s':>9} {'of ideal':>9} "
+          f"{'CPU s':>7} {'CPU ms/chat':>12} {'errors':>7} {'max/10 s':>9}")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for concurrency, chats in plan:
+                row = run_level(server.url, scenario, chats, concurrency, Path(tmp) / f"out-{concurrency}.jsonl",
+                                args.rpm)
+                row["ideal_chats_per_s"] = round(concurrency / latency, 1)
+                if args.rpm:
+                    row["ideal_chats_per_s"] = min(row["ideal_chats_per_s"], round(args.rpm / 60, 1))
+                row["of_ideal"] = round(row["chats_per_s"] / row["ideal_chats_per_s"], 3)
+                rows.append(row)
+                print(f"{concurrency:>8} {chats:>7} {row['wall_s']:>8} {row['chats_per_s']:>9} "
+                      f"{row['ideal_chats_per_s']:>9} {row['of_ideal']:>9.0%} {row['cpu_s']:>7} "
+                      f"{row['cpu_ms_per_chat']:>12} {row['errors']:>7} {row['max_per_10s']:>9}", flush=True)
+                assert row["lines"] == chats == row["done"], row
+    finally:
+        server.close()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"scenario": scenario, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,166 @@
+"""``hookstream batch INPUT.jsonl --model P:M --output OUT.jsonl``: many chats, resumable, rate limited.
+
+Progress goes to stderr: a rich progress bar (done/total, chats per second, ETA, tokens, errors) on
+a terminal or with ``--progress``, else one plain line every few seconds and a last one at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import closing
+from typing import IO
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from .._batch import BatchResult, batch
+from .._batch_file import BatchInputError, read_inputs
+from .chat import EXIT_INTERRUPTED, load_tool
+
+_PLAIN_EVERY = 5.0  # seconds between plain progress lines
+
+
+class _Tally:
+    """What the progress display shows: done, errors, tokens, rate and ETA."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.errors, self.tokens = total, 0, 0, 0
+        self.start = time.monotonic()
+
+    def add(self, r: BatchResult) -> None:
+        self.done += 1
+        self.errors += r.error is not None
+        self.tokens += r.total_tokens
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        rate = self.done / elapsed
+        eta = f"{(self.total - self.done) / rate:.0f} s" if rate > 0 else "?"
+        return (f"batch: {self.done}/{self.total} done, {self.errors} errors, {rate:.1f} chats/s, "
+                f"{self.tokens} tokens, ETA {eta}")
+
+
+class _Display:
+    """A rich progress bar on a terminal, else plain lines on ``stream``."""
+
+    def __init__(self, tally: _Tally, rich_bar: bool, stream: IO[str]) -> None:
+        self.tally, self.stream = tally, stream
+        self._last = 0.0
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        if rich_bar:
+            self._progress = Progress(
+                TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]:.1f} chats/s"), TimeElapsedColumn(), TextColumn("ETA"),
+                TimeRemainingColumn(), TextColumn("{task.fields[tokens]} tokens"),
+                TextColumn("[red]{task.fields[errors]} errors"),
+                console=Console(file=stream), transient=False,
+            )
+
+    def __enter__(self) -> _Display:
+        if self._progress is not None:
+            self._progress.start()
+            self._task = self._progress.add_task("batch", total=self.tally.total, rate=0.0, tokens=0, errors=0)
+        return self
+
+    def update(self) -> None:
+        t = self.tally
+        if self._progress is not None and self._task is not None:
+            rate = t.done / max(time.monotonic() - t.start, 1e-9)
+            self._progress.update(self._task, completed=t.done, rate=rate, tokens=t.tokens, errors=t.errors)
+        elif time.monotonic() - self._last >= _PLAIN_EVERY:
+            self._last = time.monotonic()
+            print(t.line(), file=self.stream, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self.update()
+            self._progress.stop()
+        print(self.tally.line(), file=self.stream, flush=True)
+
+
+@click.command("batch")
+@click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
+@click.option("--output", "output_path", required=True, type=click.Path(dir_okay=False),
+              help="JSON Lines results, one per input id; an existing file is resumed (done ids skipped).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Chats running at once (threads).")
+@click.option("--rpm", type=click.IntRange(min=1), default=None, help="Most requests per minute (all threads).")
+@click.option("--tpm", type=click.IntRange(min=1), default=None, help="Most tokens per minute (all threads).")
+@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Most model calls per chat (at least 1).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Output token limit per model call.")
+@click.option("--system", default=None, help="System prompt for every chat.")
+@click.option("--tool", "tool_specs", multiple=True, help="A tool as MODULE:FUNC (repeatable).")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first chat that ends with an error (exit 1).")
+@click.option("--fsync", is_flag=True, help="Flush each output line to disk (survives power loss, slower).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: on a terminal only; plain lines otherwise).")
+def command(
+    input_path: str,
+    model: str,
+    base_url: str | None,
+    output_path: str,
+    concurrency: int,
+    rpm: int | None,
+    tpm: int | None,
+    max_steps: int,
+    max_tokens: int | None,
+    system: str | None,
+    tool_specs: tuple[str, ...],
+    fail_fast: bool,
+    fsync: bool,
+    progress: bool | None,
+) -> None:
+    """Run one chat per line of INPUT.jsonl ({"id", "prompt"} or {"id", "messages"}) and append
+    {"id", "text", "tool_calls", "finish_reason", "usage", "error"} to --output as each finishes.
+
+    Re-running with the same --output skips the ids already written. Exit codes: 0 every input has a
+    line (failed chats carry "error"), 1 --fail-fast stopped at an error, 2 usage error, 130 Ctrl-C."""
+    try:
+        inputs = read_inputs(input_path)
+    except BatchInputError as exc:
+        raise click.UsageError(f"{input_path}: {exc.message}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"cannot read {input_path}: {exc}") from None
+    tools = [load_tool(s) for s in tool_specs]
+    try:
+        run = batch(inputs, model, output=output_path, base_url=base_url, concurrency=concurrency, rpm=rpm,
+                    tpm=tpm, max_steps=max_steps, max_tokens=max_tokens, system=system, tools=tools,
+                    fail_fast=fail_fast, fsync=fsync)
+    except BatchInputError as exc:
+        raise click.UsageError(f"{output_path}: {exc.message}") from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot open {output_path}: {exc.strerror or exc}") from None
+    except (ValueError, LookupError) as exc:
+        raise click.UsageError(str(exc)) from None
+    pending = sum(1 for i in inputs if i.id not in run.done_ids)
+    if len(inputs) > pending:
+        click.echo(f"resuming: {len(inputs) - pending} of {len(inputs)} ids already in {output_path}", err=True)
+    tally = _Tally(pending)
+    show_bar = progress if progress is not None else sys.stderr.isatty()
+    try:
+        with _Display(tally, show_bar, sys.stderr) as display, closing(iter(run)) as results:
+            for result in results:
+                tally.add(result)
+                display.update()
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished chats are in the output; run again to do the rest", err=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except OSError as exc:  # the output file refused a line (disk full...): the lines before it are whole
+        raise click.ClickException(f"writing {output_path} failed: {exc}; run again to resume") from None
+    if run.failed:
+        click.echo("stopped at the first error (--fail-fast)", err=True)
+        raise SystemExit(1)
