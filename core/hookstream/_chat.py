@@ -199,7 +199,7 @@ def chat(
     (:class:`~hookstream.Callbacks`: ``on_chunk``, ``on_step_start``, ``on_step_finish``,
     ``on_finish``, ``on_error``, ``on_abort``), ``loop`` (:class:`~hookstream.LoopSettings`:
     ``prepare_step``, ``repair_tool_call``, ``stream_tool_call_responses``, ``max_retries``,
-    ``max_event_bytes``, ``run_id``). See ``docs/agent-loop.md``.
+    ``max_event_bytes``, ``run_id``, ``include_raw``). See ``docs/agent-loop.md``.
 
     Raises :class:`ValueError` for a malformed ``model``, ``max_steps`` below 1 or no messages, and
     :class:`~hookstream.UnknownPluginError` for an unknown provider, executor or stop condition. Errors
@@ -243,6 +243,7 @@ def chat(
         timeouts=limits,
         resume=resume,
         resolve_model=get_model,
+        include_raw=settings.include_raw,
     )
     if thread_id:
         config.thread_id = thread_id
