@@ -300,7 +300,8 @@ class _ChatParse:
                 a = {"url": a}
             if not isinstance(a, dict):
                 continue
-            fields = a.get("url_citation") if isinstance(a.get("url_citation"), dict) else a
+            inner = a.get("url_citation")
+            fields: dict[str, Any] = inner if isinstance(inner, dict) else a
             url = fields.get("url")
             if not isinstance(url, str) or url in self.source_urls:
                 continue
