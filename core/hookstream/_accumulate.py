@@ -278,8 +278,10 @@ class StepAccumulator:
         r = self.result
         r.text = _concat([b.part.text for b in self._text.values()])
         r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None
-        # Drop empty text parts (e.g. a text block holding only "") so the history stays clean.
-        r.message.parts = [p for p in r.message.parts if not (isinstance(p, TextPart) and not p.text)]
+        # Drop empty text parts (e.g. a text block holding only "") so the history stays clean; one that
+        # carries provider metadata (items an adapter must send back) stays.
+        r.message.parts = [p for p in r.message.parts
+                           if not (isinstance(p, TextPart) and not p.text and not p.provider_metadata)]
         return r
 
 
