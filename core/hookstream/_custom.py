@@ -3,8 +3,9 @@
 AG-UI's ``CUSTOM`` event carries an application ``name`` and a free ``value``. The engine sends five
 names and provider adapters two more (``source``, ``file``: output parts beyond text); each has a
 payload class here that builds the value (:meth:`to_value`, the camelCase wire dict that AG-UI
-clients and the browser page read) and parses it back strictly (:meth:`from_value`). Readers (:class:`~hookstream.StreamProcessor`, the CLI renderers) call :func:`parse_custom`, so the
-shape of each value is written down once:
+clients and the browser page read) and parses it back strictly (:meth:`from_value`). Readers
+(:class:`~hookstream.StreamProcessor`, the CLI renderers) call :func:`parse_custom`, so the shape of
+each value is written down once:
 
 =========================  ===========================================================================
 ``name``                   ``value``
