@@ -76,7 +76,8 @@ def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
 def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     """Consume ``stream`` printing it in ``output`` form; return the exit code (1 when the run failed).
 
-    ``final-json`` describes the run's last model call (see :func:`hookstream.final_json`).
+    ``final-json`` describes the run's last model call (see :func:`hookstream.final_json`), with the
+    sources of every step.
     """
     if output == "events":
         for ev in stream:
@@ -89,5 +90,5 @@ def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     result = stream.result()
     if output == "final-json":
         step = result.last_step or StepResult()
-        click.echo(json.dumps(final_json(step), ensure_ascii=False))
+        click.echo(json.dumps(final_json(step, result.sources), ensure_ascii=False))
     return 1 if result.outcome == "error" else 0
