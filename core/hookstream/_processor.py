@@ -36,7 +36,9 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   then makes it ``output-error``); ``tool-call-repaired`` (value ``{"toolCallId", "toolName", "input"}``,
   sent when the engine's ``repair_tool_call`` fixed a call) replaces the part's ``name``, ``input`` and
   ``arguments`` (the input as JSON text) with the repaired call's. ``loop-stopped`` and any other
-  ``CUSTOM`` event go to ``on_custom_event``.
+  ``CUSTOM`` event go to ``on_custom_event``. ``source`` and ``file`` (adapters' citations and
+  generated files) append a :class:`~hookstream.SourceUIPart` / :class:`~hookstream.FileUIPart` to the
+  assistant message without ending the text part they arrive in.
 
 Costs are linear in the stream: text, reasoning and argument strings grow with ``+=`` while the part
 holds the only reference (CPython resizes them in place), and each delta is parsed once.
@@ -72,10 +74,12 @@ from typing import Any
 import attrs
 
 from ._accumulate import merge_metadata, parse_arguments
-from ._convert import new_message_id, tool_call_to_model
+from ._convert import file_to_ui, new_message_id, source_to_ui, tool_call_to_model
 from ._custom import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
+    FilePayload,
+    SourcePayload,
     ToolCallRepairedPayload,
     ToolInputAvailablePayload,
     parse_custom,
@@ -109,7 +113,9 @@ from ._messages import ToolCallPart, tool_output_text
 from ._partial_json import PartialJSONError, PartialJSONParser
 from ._strategies import ChunkStrategy, ImmediateStrategy
 from ._ui import (
+    FileUIPart,
     ReasoningUIPart,
+    SourceUIPart,
     TextUIPart,
     ToolApproval,
     ToolCallState,
@@ -649,8 +655,17 @@ class StreamProcessor:
             self._approval_responded(payload)
         elif isinstance(payload, ToolCallRepairedPayload):
             self._tool_call_repaired(payload)
+        elif isinstance(payload, SourcePayload):
+            self._attach(source_to_ui(payload.part))
+        elif isinstance(payload, FilePayload):
+            self._attach(file_to_ui(payload.part))
         elif self.on_custom_event is not None:
             self.on_custom_event(event.name, event.value)
+
+    def _attach(self, part: SourceUIPart | FileUIPart) -> None:
+        # Not _push: a citation arriving mid-text must not split the text part it annotates.
+        self._ensure_message().parts.append(part)
+        self._dirty = True
 
     def _approval_requested(self, payload: ApprovalRequestedPayload) -> None:
         tool_call_id = payload.tool_call_id
