@@ -39,9 +39,9 @@ from hookstream import (
 )
 from hookstream._accumulate import StepAccumulator
 from hookstream._agui_server import messages_from_agui
-from hookstream.plugin import coerce_messages
 from hookstream._events import Custom, StepFinished, TextMessageContent, TextMessageStart
 from hookstream._tools import run_tool
+from hookstream.plugin import coerce_messages
 from hookstream.testing import LoopbackServer, Response
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
