@@ -211,6 +211,12 @@ def test_engine_step_details_include_raw_and_tool_result_files() -> None:
     assert finished[0].usage == Usage(5, 1)
     assert [(s.response_id, s.unknown_events) for s in result.steps] == [("chatcmpl-1", 1), ("chatcmpl-2", 0)]
     assert result.tool_results[0].files == [shot]
+    [res] = [e for e in events if e.type == "TOOL_CALL_RESULT"]
+    assert res.files == [{"mediaType": "image/png", "data": base64.b64encode(PNG).decode()}]
+    proc = StreamProcessor()
+    proc.process(from_json(to_json(e)) for e in events)
+    [ui_result] = [p for p in proc.messages[-1].parts if p.type == "tool-result"]
+    assert ui_result.files == [FileUIPart("image/png", shot.data_url())]
     assert second[-2] == {"role": "tool", "tool_call_id": "c1", "content": "the screen"}
     assert second[-1]["role"] == "user" and second[-1]["content"][1]["type"] == "image_url"
 

@@ -8,7 +8,7 @@ the official ``ag-ui-protocol`` models and ``@ag-ui/core`` schemas accept.
 Source: AG-UI protocol 1.0, ``spec/1.0/schema.json`` (events, ``TokenUsage``, ``RunFinishedOutcome``).
 Fields hookstream adds beyond the schema (``finishReason``/``rawFinishReason``/``responseId``/``model`` on
 ``RUN_FINISHED``; ``input``/``result`` on ``TOOL_CALL_END``; ``delta``, ``responseId``, ``model``,
-``usage`` and ``finishReason`` on ``STEP_FINISHED``; ``error`` on ``TOOL_CALL_RESULT``) are allowed by the
+``usage`` and ``finishReason`` on ``STEP_FINISHED``; ``error`` and ``files`` on ``TOOL_CALL_RESULT``) are allowed by the
 protocol's open ("loose") objects and are omitted when unset.
 
 Thread safety: event objects are plain values. They are not mutated after they are yielded, so they may
@@ -243,7 +243,9 @@ class ToolCallEnd(BaseEvent):
 @attrs.define(slots=True)
 class ToolCallResult(BaseEvent):
     """What a tool returned: ``content`` is text (JSON text for structured output). ``error`` is set
-    when the tool failed, and then ``content`` holds the error text sent to the model."""
+    when the tool failed, and then ``content`` holds the error text sent to the model. ``files`` (a
+    hookstream addition) lists the files the tool returned, each in the ``file`` CUSTOM value shape
+    ``{"mediaType", "data" (base64) | "url", "filename"?}``; omitted when there are none."""
 
     type: ClassVar[str] = "TOOL_CALL_RESULT"
     message_id: str
@@ -251,6 +253,7 @@ class ToolCallResult(BaseEvent):
     content: str
     role: str = "tool"
     error: str | None = None
+    files: list[dict[str, Any]] | None = None
 
 
 @attrs.define(slots=True)

@@ -562,16 +562,17 @@ class StreamProcessor:
             self._apply_result(tool.message, tool.part, tool.part.id, _output_of(content), content, None)
 
     def _tool_result(self, event: ToolCallResult) -> None:
+        files = [file_to_ui(FilePayload.from_value(f).part) for f in event.files or ()]
         found = self._find_call(lambda p: p.id == event.tool_call_id)
         output = _output_of(event.content)
         if found is None:
             self.stats.orphan_results += 1
             part = ToolResultUIPart(event.tool_call_id, event.content, "error" if event.error else "complete",
-                                    event.error, provider_metadata=event.metadata)
+                                    event.error, provider_metadata=event.metadata, files=files)
             self._push(part)
         else:
             message, call = found
-            self._apply_result(message, call, call.id, output, event.content, event.error, event.metadata)
+            self._apply_result(message, call, call.id, output, event.content, event.error, event.metadata, files)
         self._reasoning_parts = {}  # the next model call's reasoning is a new block
 
     def _apply_result(
@@ -583,13 +584,14 @@ class StreamProcessor:
         content: str,
         error: str | None,
         metadata: dict[str, Any] | None = None,
+        files: list[FileUIPart] | None = None,
     ) -> None:
         tool = self._tools.get(tool_call_id)
         if tool is not None:
             self._complete_tool(tool, None)
         call.output = output
         part = ToolResultUIPart(tool_call_id, content, "error" if error is not None else "complete", error,
-                                provider_metadata=metadata)
+                                provider_metadata=metadata, files=files or [])
         if message is self._message and not self._finalized:
             self._push(part)
         else:  # a call of an earlier message (a client tool answered after its stream ended)

@@ -166,6 +166,13 @@ function handle(ev, state) {
       if (c) {
         const res = el("pre", "result", ev.content);
         c.el.appendChild(res);
+        for (const f of ev.files || []) {  // files the tool returned (a screenshot)
+          if (!(f.mediaType || "").startsWith("image/")) continue;
+          const img = document.createElement("img");
+          img.src = f.url || `data:${f.mediaType};base64,${f.data}`;
+          img.alt = f.filename || "tool output";
+          const box = el("div", "files", ""); box.appendChild(img); c.el.appendChild(box);
+        }
         setToolState(c.el, ev.error ? "output-error" : "output-available");
       }
       state.current = null;
