@@ -35,7 +35,7 @@ from hookstream._call import ModelCall
 from hookstream.plugin import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_openai.chat import chat_file_part, chat_messages
-from hookstream_openai.responses import responses_file_part
+from hookstream_openai.responses import responses_file_part, responses_input
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 PDF = b"%PDF-1.4\n%fake but well-typed\n"
@@ -267,3 +267,21 @@ def test_text_document_is_inlined_and_unknown_document_refused() -> None:
     assert responses_file_part(note) == {"type": "input_text", "text": "hello"}
     with pytest.raises(ValueError, match="PDF or text"):
         chat_file_part(FilePart("application/zip", data=b"PK"))
+
+
+def test_provider_executed_items_go_back_in_stream_order() -> None:
+    path = EXTERNAL / "openai-responses__pydantic-ai__mcp-server-tool.sse"
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing")
+        pytest.skip(f"{path} is absent (the shared corpus is not checked out)")
+    with LoopbackServer([Response(path.read_bytes())]) as srv:
+        stream = chat(get_model("openai-responses:m", base_url=srv.url + "/v1", api_key="k"), "hi", max_steps=1)
+        for _ in stream:
+            pass
+    result = stream.result()
+    assert result.steps[0].unknown_events == 0
+    _, items = responses_input(result.messages)
+    # The recording's output items: mcp_list_tools, reasoning, mcp_call, reasoning, message.
+    assert [i["type"] for i in items[1:]] == ["mcp_list_tools", "reasoning", "mcp_call", "reasoning", "message"]
+    assert items[3]["id"].startswith("mcp_") and items[3]["status"] == "completed"

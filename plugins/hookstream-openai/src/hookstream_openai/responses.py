@@ -438,7 +438,10 @@ class _ResponsesParse:
         rid = self.reasoning_ids.get(item_id)
         if rid is not None and self.b.reasoning_open:
             return self.b.end_reasoning(metadata={KEY: meta})
-        return [ReasoningEncryptedValue("message", rid or item_id, enc or "", metadata={KEY: meta})]
+        # A reasoning item without summary text is a part of its own here: the provider-executed items
+        # that came before it go back before it.
+        metadata = {KEY: meta} if rid is not None else self.take_items(meta)
+        return [ReasoningEncryptedValue("message", rid or item_id, enc or "", metadata=metadata)]
 
 
 def _int(v: Any) -> int | None:
