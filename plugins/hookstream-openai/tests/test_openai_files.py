@@ -242,23 +242,43 @@ def test_openrouter_annotations_become_sources() -> None:
     assert chat_messages([result.steps[0].message]) == [{"role": "assistant", "content": result.text}]
 
 
-def test_cli_attach_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", ["openai", "openai-responses"])
+def test_cli_attach_end_to_end(tmp_path: Path, provider: str) -> None:
     photo = tmp_path / "photo.png"
     photo.write_bytes(PNG)
-    with LoopbackServer([Response(CHAT_OK)]) as srv:
+    report = tmp_path / "report.pdf"
+    report.write_bytes(PDF)
+    answer = CHAT_OK if provider == "openai" else RESPONSES_OK
+    with LoopbackServer([Response(answer)]) as srv:
         proc = subprocess.run(
-            [sys.executable, "-m", "hookstream", "chat", "describe", "--attach", str(photo), "--model", "openai:m",
-             "--base-url", srv.url + "/v1", "--output", "final-json"],
+            [sys.executable, "-m", "hookstream", "chat", "describe", "--attach", str(photo), "--attach", str(report),
+             "--model", f"{provider}:m", "--base-url", srv.url + "/v1", "--output", "final-json"],
             capture_output=True, text=True, env={**os.environ, "OPENAI_API_KEY": "sk-test", "NO_COLOR": "1"},
             check=False,
         )
         assert proc.returncode == 0, proc.stderr
         sent = srv.requests[0].json()
-    assert sent["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "describe"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + B64(PNG).decode()}}]}]
+    png_url = "data:image/png;base64," + B64(PNG).decode()
+    pdf_url = "data:application/pdf;base64," + B64(PDF).decode()
+    if provider == "openai":
+        assert sent["messages"] == [{"role": "user", "content": [
+            {"type": "text", "text": "describe"},
+            {"type": "image_url", "image_url": {"url": png_url}},
+            {"type": "file", "file": {"filename": "report.pdf", "file_data": pdf_url}}]}]
+    else:
+        assert sent["input"] == [{"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "describe"},
+            {"type": "input_image", "image_url": png_url, "detail": "auto"},
+            {"type": "input_file", "filename": "report.pdf", "file_data": pdf_url}]}]
     out = json.loads(proc.stdout)
     assert out["text"] == "ok" and out["sources"] == []
+
+
+def test_cli_attach_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "hookstream", "chat", "describe", "--attach",
+                           str(tmp_path / "nope.png"), "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "--attach" in proc.stderr
 
 
 def test_text_document_is_inlined_and_unknown_document_refused() -> None:
