@@ -273,6 +273,25 @@ def test_agui_binary_content_becomes_file_parts() -> None:
         ("image/png", PNG, None, None)]
 
 
+def test_agui_media_parts_are_what_the_official_model_accepts() -> None:
+    ag_ui = pytest.importorskip("ag_ui.core", reason="ag-ui-protocol validates the AG-UI shapes")
+    b64 = base64.b64encode(PNG).decode()
+    # The browser page's form (app.js addUserMessage) and a document by URL, both spec/1.0 media parts.
+    message = {"id": "u1", "role": "user", "content": [
+        {"type": "text", "text": "describe"},
+        {"type": "image", "source": {"type": "data", "value": b64, "mimeType": "image/png"}},
+        {"type": "document", "source": {"type": "url", "value": "https://example.com/r.pdf",
+                                        "mimeType": "application/pdf"}},
+    ]}
+    ag_ui.UserMessage.model_validate(message)
+    [msg] = messages_from_agui([message])
+    assert [(f.media_type, f.data, f.url) for f in msg.files] == [
+        ("image/png", PNG, None), ("application/pdf", None, "https://example.com/r.pdf")]
+    with pytest.raises(AGUIInputError, match="handle"):
+        messages_from_agui([{"id": "u2", "role": "user", "content": [
+            {"type": "image", "source": {"type": "file", "value": "file-abc", "mimeType": "image/png"}}]}])
+
+
 @pytest.mark.parametrize("part", [
     {"type": "binary", "mimeType": "image/png", "id": "upload-1"},
     {"type": "binary", "mimeType": "image/png", "data": "%%%"},

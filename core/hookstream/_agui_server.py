@@ -15,11 +15,13 @@ protocol 1.0, ``RunAgentInput`` and the HTTP agent (``@ag-ui/client`` ``HttpAgen
 JSON with ``Accept: text/event-stream``).
 
 Message conversion (:func:`messages_from_agui`): ``user``/``system``/``developer`` text becomes a
-user/system message; a user message's binary content parts (AG-UI 1.0 ``BinaryInputContent``:
-``{"type": "binary", "mimeType", "data": base64 | "url": https or data URL, "filename"?}``; also the
-newer ``{"type": "image" | "audio" | "document", "source": {"type": "data" | "url", "value",
-"mimeType"}}`` parts) become :class:`~hookstream.FilePart` (an ``id`` alone, a previously uploaded
-file, cannot be resolved here and is an :class:`~hookstream.AGUIInputError`); an ``assistant``
+user/system message; a user message's media parts become :class:`~hookstream.FilePart`: AG-UI 1.0
+``{"type": "image" | "audio" | "video" | "document", "source": {"type": "data", "value": base64,
+"mimeType"} | {"type": "url", "value", "mimeType"?}}`` (spec/1.0 ``InputContent``), and the legacy
+``{"type": "binary", "mimeType", "data" | "url", "filename"?}`` (``BinaryInputContent``, which 1.0
+moved to ``ag_ui.core.deprecated``; older clients still send it). A ``{"type": "file"}`` source or a
+binary ``id`` (a handle only its provider can read) cannot be resolved here and is an
+:class:`~hookstream.AGUIInputError`; an ``assistant``
 message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls``;
 consecutive ``tool`` messages become one ``tool`` message of
 :class:`~hookstream.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
@@ -118,12 +120,13 @@ def _user_parts(content: Any, where: str) -> list[Part]:
         elif kind in ("binary", "image", "audio", "document", "video"):
             parts.append(_binary_part(item, f"{where}.content[{i}]"))
         else:
-            raise AGUIInputError(f"{where}: a user content part must be text or binary, got {item!r:.200}")
+            raise AGUIInputError(f"{where}: a user content part must be text or media, got {item!r:.200}")
     return parts
 
 
 def _binary_part(item: dict[str, Any], where: str) -> FilePart:
-    """``BinaryInputContent`` (or a typed ``source`` part) as a FilePart; raises AGUIInputError."""
+    """A media part (``source`` form of AG-UI 1.0, or the legacy ``binary`` form) as a FilePart; raises
+    AGUIInputError."""
     source = item.get("source")
     if isinstance(source, dict):  # {"type": "image", "source": {"type": "data" | "url", "value", "mimeType"}}
         mime = source.get("mimeType") or item.get("mimeType")
@@ -133,7 +136,7 @@ def _binary_part(item: dict[str, Any], where: str) -> FilePart:
         mime, data, url = item.get("mimeType"), item.get("data"), item.get("url")
     filename = item.get("filename")
     if not isinstance(data, str) and not isinstance(url, str):
-        raise AGUIInputError(f"{where}: binary content needs data or url (an id alone cannot be resolved)")
+        raise AGUIInputError(f"{where}: a media part needs data or a url (a file id/handle cannot be resolved here)")
     try:
         if isinstance(data, str):
             f = FilePart.from_data_url(data if data.startswith("data:") else

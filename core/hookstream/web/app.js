@@ -46,11 +46,11 @@ function flushDirty() {
 
 function scrollDown() { window.scrollTo(0, document.body.scrollHeight); }
 
-// An attached image travels as an AG-UI 1.0 BinaryInputContent part: {type: "binary", mimeType, data
-// (base64, no data: prefix), filename}.
+// An attached image travels as an AG-UI 1.0 image part: {type: "image", source: {type: "data", value
+// (base64, no data: prefix), mimeType}} (spec/1.0 InputContent; the older "binary" part is deprecated).
 function addUserMessage(text, image) {
   const content = image
-    ? [{ type: "text", text }, { type: "binary", mimeType: image.mimeType, data: image.data, filename: image.filename }]
+    ? [{ type: "text", text }, { type: "image", source: { type: "data", value: image.data, mimeType: image.mimeType } }]
     : text;
   messages.push({ id: "msg-" + crypto.randomUUID(), role: "user", content });
   const div = el("div", "msg user", text);
