@@ -171,6 +171,9 @@ def test_raw_and_step_finished_wire_form() -> None:
                                        "usage": [{"inputTokens": 3, "outputTokens": 4}], "finishReason": "stop"}
     assert from_json(to_json(ev)) == ev
     assert (Usage(1, cache_write_tokens=2) + Usage(1, cache_write_tokens=3)).cache_write_tokens == 5
+    usage_wire = json.loads(to_json(RunFinished("t", "r", usage=Usage(9, 1, cached_input_tokens=2,
+                                                                       cache_write_tokens=3))))["usage"]
+    assert usage_wire == [{"inputTokens": 9, "outputTokens": 1, "cachedInputTokens": 2, "cacheWriteInputTokens": 3}]
 
 
 # -- the engine -------------------------------------------------------------------------------------

@@ -76,11 +76,11 @@ class Usage:
     """Token usage of one model call or, summed, of a run (AG-UI ``TokenUsage``).
 
     All counts are tokens; ``None`` means the provider did not report that count.
-    ``reasoning_tokens`` and ``cached_input_tokens`` (tokens read from the provider's prompt cache) are
-    parts of output and input respectively, as AG-UI counts them; ``cache_write_tokens`` are input
-    tokens written to the prompt cache (Anthropic ``cache_creation_input_tokens``), also part of input;
-    except where a provider reports otherwise: Gemini's ``candidatesTokenCount``
-    excludes thoughts, so for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``.
+    ``reasoning_tokens`` is part of output; ``cached_input_tokens`` (read from the provider's prompt
+    cache) and ``cache_write_tokens`` (written to it: Anthropic ``cache_creation_input_tokens``; AG-UI
+    ``cacheWriteInputTokens`` on the wire) are parts of input, as AG-UI ``TokenUsage`` counts them,
+    except where a provider reports otherwise: Gemini's ``candidatesTokenCount`` excludes thoughts, so
+    for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``.
     On the wire AG-UI carries usage as a list of ``TokenUsage`` entries; hookstream writes one entry
     and sums the entries it reads.
     """
@@ -405,8 +405,13 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
+# Wire names that are not the camelCase of the Python name: AG-UI ``TokenUsage.cacheWriteInputTokens``.
+_WIRE_NAMES = {"cache_write_tokens": "cacheWriteInputTokens"}
+
+
 def _register(conv: cattrs.Converter, cls: type) -> None:
-    names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+    names: dict[str, Any] = {a.name: override(rename=_WIRE_NAMES.get(a.name) or _camel(a.name))
+                             for a in attrs.fields(cls)}
     plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv, **names)
 
     def without_none(obj: Any) -> dict[str, Any]:
