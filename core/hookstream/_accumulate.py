@@ -16,8 +16,12 @@ from typing import Any
 
 import attrs
 
+from ._custom import FilePayload, SourcePayload
+from ._errors import MalformedCustomEventError
 from ._events import (
     BaseEvent,
+    Custom,
+    Raw,
     ReasoningEncryptedValue,
     ReasoningMessageContent,
     ReasoningMessageEnd,
@@ -32,7 +36,7 @@ from ._events import (
     ToolCallStart,
     Usage,
 )
-from ._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from ._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = ["StepAccumulator", "StepResult", "merge_metadata", "parse_arguments"]
 
@@ -57,6 +61,12 @@ class StepResult:
     ``finish_reason`` is normalised (``stop | length | content_filter | tool_calls | error``),
     ``raw_finish_reason`` the provider's value. ``error`` is the RUN_ERROR ``(code, message)`` when the
     call failed. ``tool_results`` is filled by the engine after it runs the tools.
+
+    ``sources`` (citations) and ``files`` (generated files) are what the adapter sent as ``CUSTOM``
+    ``source`` / ``file`` events; they are also parts of ``message``, in stream order, so the history
+    keeps them. ``response_id`` and ``model`` are the provider's response id and the model version
+    that answered, when the adapter reported them. ``unknown_events`` counts the provider events the
+    adapter did not understand (``RAW`` events; forwarded only with ``include_raw``).
     """
 
     number: int = 0
@@ -69,6 +79,11 @@ class StepResult:
     error: tuple[str | None, str] | None = None
     message: Message = attrs.Factory(lambda: Message("assistant"))
     tool_results: list[ToolResultPart] = attrs.Factory(list)
+    sources: list[SourcePart] = attrs.Factory(list)
+    files: list[FilePart] = attrs.Factory(list)
+    response_id: str | None = None
+    model: str | None = None
+    unknown_events: int = 0
 
     @property
     def complete_tool_calls(self) -> list[ToolCallPart]:
@@ -155,7 +170,30 @@ class StepAccumulator:
         r.finish_reason = event.finish_reason
         r.raw_finish_reason = event.raw_finish_reason
         r.usage = event.usage
+        r.response_id = event.response_id
+        r.model = event.model
         self.finish()
+
+    def _custom(self, event: Custom) -> None:
+        name = event.name
+        if name != "source" and name != "file":
+            return
+        r = self.result
+        try:
+            if name == "source":
+                source = SourcePayload.from_value(event.value).part
+                r.sources.append(source)
+                r.message.parts.append(source)
+            else:
+                file = FilePayload.from_value(event.value).part
+                r.files.append(file)
+                r.message.parts.append(file)
+        except MalformedCustomEventError:
+            # Another sender's CUSTOM event of the same name: not a part of this answer, but counted.
+            r.unknown_events += 1
+
+    def _raw(self, event: Raw) -> None:
+        self.result.unknown_events += 1
 
     def _run_error(self, event: RunError) -> None:
         r = self.result
@@ -240,8 +278,10 @@ class StepAccumulator:
         r = self.result
         r.text = _concat([b.part.text for b in self._text.values()])
         r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None
-        # Drop empty text parts (e.g. a text block holding only "") so the history stays clean.
-        r.message.parts = [p for p in r.message.parts if not (isinstance(p, TextPart) and not p.text)]
+        # Drop empty text parts (e.g. a text block holding only "") so the history stays clean; one that
+        # carries provider metadata (items an adapter must send back) stays.
+        r.message.parts = [p for p in r.message.parts
+                           if not (isinstance(p, TextPart) and not p.text and not p.provider_metadata)]
         return r
 
 
@@ -260,6 +300,8 @@ _HANDLERS: dict[type[BaseEvent], Callable[[StepAccumulator, Any], None]] = {
     ToolCallEnd: StepAccumulator._tool_end,
     RunFinished: StepAccumulator._run_finished,
     RunError: StepAccumulator._run_error,
+    Custom: StepAccumulator._custom,
+    Raw: StepAccumulator._raw,
 }
 
 

@@ -15,8 +15,15 @@ protocol 1.0, ``RunAgentInput`` and the HTTP agent (``@ag-ui/client`` ``HttpAgen
 JSON with ``Accept: text/event-stream``).
 
 Message conversion (:func:`messages_from_agui`): ``user``/``system``/``developer`` text becomes a
-user/system message; an ``assistant`` message becomes text plus :class:`~hookstream.ToolCallPart`
-for each of its ``toolCalls``; consecutive ``tool`` messages become one ``tool`` message of
+user/system message; a user message's media parts become :class:`~hookstream.FilePart`: AG-UI 1.0
+``{"type": "image" | "audio" | "video" | "document", "source": {"type": "data", "value": base64,
+"mimeType"} | {"type": "url", "value", "mimeType"?}}`` (spec/1.0 ``InputContent``), and the legacy
+``{"type": "binary", "mimeType", "data" | "url", "filename"?}`` (``BinaryInputContent``, which 1.0
+moved to ``ag_ui.core.deprecated``; older clients still send it). A ``{"type": "file"}`` source or a
+binary ``id`` (a handle only its provider can read) cannot be resolved here and is an
+:class:`~hookstream.AGUIInputError`; an ``assistant``
+message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls``;
+consecutive ``tool`` messages become one ``tool`` message of
 :class:`~hookstream.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
 not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model
 may call them, the run then ends and the frontend answers with a ``tool`` message in its next POST.
@@ -40,7 +47,7 @@ from ._chat import ChatStream, chat, get_model
 from ._errors import AGUIInputError
 from ._events import BaseEvent, to_sse
 from ._loop import LoopSettings
-from ._messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from ._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from ._tools import Tool, as_tools
 
 __all__ = [
@@ -101,6 +108,50 @@ def _text_content(content: Any, where: str) -> str:
     raise AGUIInputError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
 
 
+def _user_parts(content: Any, where: str) -> list[Part]:
+    """A user message's content: text parts and, from binary content parts, file parts, in order."""
+    if not isinstance(content, list) or all(isinstance(c, dict) and c.get("type") == "text" for c in content):
+        return [TextPart(_text_content(content, where))]
+    parts: list[Part] = []
+    for i, item in enumerate(content):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text" and isinstance(item.get("text"), str):
+            parts.append(TextPart(item["text"]))
+        elif kind in ("binary", "image", "audio", "document", "video"):
+            parts.append(_binary_part(item, f"{where}.content[{i}]"))
+        else:
+            raise AGUIInputError(f"{where}: a user content part must be text or media, got {item!r:.200}")
+    return parts
+
+
+def _binary_part(item: dict[str, Any], where: str) -> FilePart:
+    """A media part (``source`` form of AG-UI 1.0, or the legacy ``binary`` form) as a FilePart; raises
+    AGUIInputError."""
+    source = item.get("source")
+    if isinstance(source, dict):  # {"type": "image", "source": {"type": "data" | "url", "value", "mimeType"}}
+        mime = source.get("mimeType") or item.get("mimeType")
+        data = source.get("value") if source.get("type") == "data" else None
+        url = source.get("value") if source.get("type") == "url" else None
+    else:
+        mime, data, url = item.get("mimeType"), item.get("data"), item.get("url")
+    filename = item.get("filename")
+    if not isinstance(data, str) and not isinstance(url, str):
+        raise AGUIInputError(f"{where}: a media part needs data or a url (a file id/handle cannot be resolved here)")
+    try:
+        if isinstance(data, str):
+            f = FilePart.from_data_url(data if data.startswith("data:") else
+                                       f"data:{mime or 'application/octet-stream'};base64,{data}")
+        else:
+            f = FilePart.from_url(str(url), mime if isinstance(mime, str) else None)
+    except ValueError as exc:
+        raise AGUIInputError(f"{where}: {exc}") from None
+    if isinstance(mime, str) and mime:
+        f.media_type = mime
+    if isinstance(filename, str):
+        f.filename = filename
+    return f
+
+
 def _tool_call_part(call: Any, where: str) -> ToolCallPart:
     fn = call.get("function") if isinstance(call, dict) else None
     if not isinstance(fn, dict) or not isinstance(call.get("id"), str) or not isinstance(fn.get("name"), str):
@@ -116,8 +167,8 @@ def _tool_call_part(call: Any, where: str) -> ToolCallPart:
 
 def messages_from_agui(messages: Any) -> list[Message]:
     """AG-UI messages to model messages (see the module docstring). Raises :class:`AGUIInputError` for
-    a message that is not an object, an unknown role, non-text content, or a tool result whose
-    ``toolCallId`` answers no earlier tool call."""
+    a message that is not an object, an unknown role, content other than text (and binary parts in user
+    messages), or a tool result whose ``toolCallId`` answers no earlier tool call."""
     if not isinstance(messages, list):
         raise AGUIInputError(f"messages must be a list, got {type(messages).__name__}")
     out: list[Message] = []
@@ -132,7 +183,7 @@ def messages_from_agui(messages: Any) -> list[Message]:
         if role in ("system", "developer"):
             out.append(Message("system", [TextPart(_text_content(m.get("content"), where))]))
         elif role == "user":
-            out.append(Message("user", [TextPart(_text_content(m.get("content"), where))]))
+            out.append(Message("user", _user_parts(m.get("content"), where)))
         elif role == "assistant":
             parts: list[Part] = []
             text = _text_content(m.get("content"), where)

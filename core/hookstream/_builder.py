@@ -1,7 +1,10 @@
 """StreamBuilder: keeps the adapter grammar so a provider adapter only maps its wire events.
 
 An adapter calls ``text(delta)``, ``reasoning(delta)``, ``tool_start(id, name)``,
-``tool_args(id, delta)``, ``tool_end(id)`` and finally ``finish(...)`` or ``error(...)``; each returns
+``tool_args(id, delta)``, ``tool_end(id, input=...)``, ``source(SourcePart)`` (a citation),
+``file(FilePart)`` (a generated file), ``raw(event, source)`` (a provider event it does not
+understand: never drop one silently) and finally ``finish(..., response_id=, model=)`` or
+``error(...)``; each returns
 the AG-UI events to yield, opening and closing ``TEXT_MESSAGE_*`` / ``REASONING_*`` blocks as needed so
 that every stream obeys ``RUN_STARTED Content* (RUN_FINISHED | RUN_ERROR)`` with all blocks closed
 before ``RUN_FINISHED``. Text and reasoning blocks do not interleave: starting one closes the other.
@@ -14,8 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._custom import FilePayload, SourcePayload
 from ._events import (
     BaseEvent,
+    Raw,
     ReasoningEnd,
     ReasoningMessageContent,
     ReasoningMessageEnd,
@@ -33,6 +38,7 @@ from ._events import (
     Usage,
 )
 from ._ids import new_id
+from ._messages import FilePart, SourcePart
 from ._provider import CallContext
 
 __all__ = ["StreamBuilder", "new_id"]
@@ -158,6 +164,27 @@ class StreamBuilder:
             return []
         return [ToolCallEnd(tool_call_id, input=input, metadata=metadata)]
 
+    # -- output beyond text -------------------------------------------------------------------
+    def source(self, part: SourcePart) -> list[BaseEvent]:
+        """A source the model cited (Responses ``url_citation``, Anthropic citations, Gemini grounding,
+        router ``annotations``): a ``CUSTOM`` ``source`` event (:class:`~hookstream.SourcePayload`,
+        camelCase fields of ``part``). Open blocks stay open, so a citation may arrive mid-text; the
+        step's assistant message keeps the part and ``StepResult.sources`` lists it."""
+        return [SourcePayload(part).to_event()]
+
+    def file(self, part: FilePart) -> list[BaseEvent]:
+        """A file the model produced (a generated image): a ``CUSTOM`` ``file`` event
+        (:class:`~hookstream.FilePayload`: ``mediaType`` and base64 ``data`` or ``url``). The step's
+        assistant message keeps the part, so history holds it; ``StepResult.files`` lists it."""
+        return [FilePayload(part).to_event()]
+
+    def raw(self, event: Any, source: str | None = None) -> list[BaseEvent]:
+        """A provider event the adapter does not understand (any JSON value, usually the parsed SSE
+        data): an AG-UI ``RAW`` event; ``source`` names the provider (``"openai"``). The engine counts
+        these (``StepResult.unknown_events``) and forwards them to the consumer only with
+        ``LoopSettings(include_raw=True)``."""
+        return [Raw(event, source=source)]
+
     # -- terminals ------------------------------------------------------------------------------
     def close_all(self) -> list[BaseEvent]:
         """Close every open text, reasoning and tool-call block (what :meth:`finish` does first)."""
@@ -173,12 +200,19 @@ class StreamBuilder:
         raw_finish_reason: str | None,
         usage: Usage | None,
         metadata: dict[str, Any] | None = None,
+        *,
+        response_id: str | None = None,
+        model: str | None = None,
     ) -> list[BaseEvent]:
         """Close every open block and end with ``RUN_FINISHED``.
 
         ``finish_reason`` is normalised (``stop``, ``length``, ``content_filter``, ``tool_calls``,
         ``error``), ``raw_finish_reason`` the provider's own value, ``usage`` the call's token counts,
-        ``metadata`` provider data (``{"anthropic": {...}}``) kept on ``RUN_FINISHED``."""
+        ``metadata`` provider data (``{"anthropic": {...}}``) kept on ``RUN_FINISHED``.
+        ``response_id`` is the provider's id of this response (Chat ``chatcmpl-...``, Responses
+        ``resp_...``, Anthropic ``msg_...``, Gemini ``responseId``) and ``model`` the model version
+        that answered (the response's ``model`` / ``modelVersion``); both ride on ``RUN_FINISHED``,
+        and the engine puts them on the step's ``STEP_FINISHED`` and ``StepResult``."""
         out = self.close_all()
         self.closed = True
         out.append(
@@ -189,6 +223,8 @@ class StreamBuilder:
                 finish_reason=finish_reason,
                 raw_finish_reason=raw_finish_reason,
                 metadata=metadata,
+                response_id=response_id,
+                model=model,
             )
         )
         return out

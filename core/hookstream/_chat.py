@@ -200,8 +200,8 @@ def chat(
     (:class:`~hookstream.Callbacks`: ``on_chunk``, ``on_step_start``, ``on_step_finish``,
     ``on_finish``, ``on_error``, ``on_abort``), ``loop`` (:class:`~hookstream.LoopSettings`:
     ``prepare_step``, ``repair_tool_call``, ``stream_tool_call_responses``, ``max_retries``,
-    ``max_event_bytes``, ``run_id``). See ``docs/agent-loop.md``. ``observers`` are run observers
-    (:class:`hookstream.plugin.Observer`: run, model-call and tool start/end) added to the ones
+    ``max_event_bytes``, ``run_id``, ``include_raw``). See ``docs/agent-loop.md``. ``observers`` are run
+    observers (:class:`hookstream.plugin.Observer`: run, model-call and tool start/end) added to the ones
     installed plugins register (``hookstream-otel``); see ``docs/observability.md``.
 
     Raises :class:`ValueError` for a malformed ``model``, ``max_steps`` below 1 or no messages, and
@@ -247,6 +247,7 @@ def chat(
         resume=resume,
         resolve_model=get_model,
         observers=[*get_registry().observers(), *(observers or ())],
+        include_raw=settings.include_raw,
     )
     if thread_id:
         config.thread_id = thread_id

@@ -7,6 +7,9 @@ shape of TanStack AI's ``uiMessageToModelMessages``). :func:`model_messages_to_u
 inverse: an ``assistant`` message and the ``tool``/``assistant`` messages that follow it through tool
 results merge into one UI message, each tool call getting its output and state from its result.
 
+Sources and files map to :class:`~hookstream.SourceUIPart` / :class:`~hookstream.FileUIPart` and back
+(bytes travel as ``data:`` URLs), tool-result files to ``ToolResultUIPart.files``.
+
 Round trip ``model → UI → model`` gives equal messages, provider metadata (thinking signatures,
 Gemini ``thoughtSignature``, Responses item ids) included, with two normalisations that no provider
 can tell apart: consecutive ``tool`` messages merge into one, and a :class:`ToolCallPart` without
@@ -23,12 +26,35 @@ from typing import Any
 
 from ._accumulate import parse_arguments
 from ._ids import new_id
-from ._messages import Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
-from ._ui import ReasoningUIPart, TextUIPart, ToolCallUIPart, ToolResultUIPart, UIMessage, UIPart
+from ._messages import (
+    FilePart,
+    Message,
+    Part,
+    ReasoningPart,
+    SourcePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    tool_output_text,
+)
+from ._ui import (
+    FileUIPart,
+    ReasoningUIPart,
+    SourceUIPart,
+    TextUIPart,
+    ToolCallUIPart,
+    ToolResultUIPart,
+    UIMessage,
+    UIPart,
+)
 
 __all__ = [
+    "file_to_model",
+    "file_to_ui",
     "model_messages_to_ui_messages",
     "new_message_id",
+    "source_to_model",
+    "source_to_ui",
     "tool_call_to_model",
     "ui_messages_to_model_messages",
 ]
@@ -51,6 +77,35 @@ def tool_call_to_model(part: ToolCallUIPart) -> ToolCallPart:
     return ToolCallPart(part.id, part.name, arguments, part.arguments, part.provider_metadata)
 
 
+def file_to_model(part: FileUIPart) -> FilePart:
+    """A UI file (``url`` an https or ``data:`` URL) as a :class:`FilePart`. Raises :class:`ValueError`
+    for another URL scheme or a bad data URL."""
+    f = FilePart.from_url(part.url, part.media_type)
+    if f.data is not None:
+        f.media_type = part.media_type  # the UI part's own media type wins over the data URL's
+    f.filename = part.filename
+    f.provider_metadata = part.provider_metadata
+    return f
+
+
+def file_to_ui(part: FilePart) -> FileUIPart:
+    """A :class:`FilePart` as a UI file: bytes become a ``data:`` URL."""
+    return FileUIPart(part.media_type, part.data_url(), part.filename, part.provider_metadata)
+
+
+def source_to_model(part: SourceUIPart) -> SourcePart:
+    """A UI source as a :class:`SourcePart` (``source-document`` -> ``source_type`` ``document``)."""
+    return SourcePart(part.source_id, "document" if part.type == "source-document" else "url", part.url, part.title,
+                      part.cited_text, part.start_index, part.end_index, part.document_index, part.provider_metadata)
+
+
+def source_to_ui(part: SourcePart) -> SourceUIPart:
+    """A :class:`SourcePart` as a UI source (``source-url`` or ``source-document``)."""
+    return SourceUIPart(part.id, "source-document" if part.source_type == "document" else "source-url", part.url,
+                        part.title, None, None, part.cited_text, part.start_index, part.end_index,
+                        part.document_index, part.provider_metadata)
+
+
 def ui_messages_to_model_messages(messages: Iterable[UIMessage]) -> list[Message]:
     """UI messages to model messages (see the module docstring). Reasoning parts become
     :class:`ReasoningPart`; a tool call whose state carries an output but has no tool-result part gets
@@ -58,8 +113,9 @@ def ui_messages_to_model_messages(messages: Iterable[UIMessage]) -> list[Message
     out: list[Message] = []
     for ui in messages:
         if ui.role != "assistant":
-            texts: list[Part] = [TextPart(p.content, p.provider_metadata) for p in ui.parts
-                                 if isinstance(p, TextUIPart)]
+            texts: list[Part] = [TextPart(p.content, p.provider_metadata) if isinstance(p, TextUIPart)
+                                 else file_to_model(p) for p in ui.parts
+                                 if isinstance(p, TextUIPart) or (isinstance(p, FileUIPart) and ui.role == "user")]
             out.append(Message(ui.role, texts))
             continue
         calls = {p.id: p for p in ui.parts if isinstance(p, ToolCallUIPart)}
@@ -83,6 +139,10 @@ def ui_messages_to_model_messages(messages: Iterable[UIMessage]) -> list[Message
                 segment.append(TextPart(part.content, part.provider_metadata))
             elif isinstance(part, ReasoningUIPart):
                 segment.append(ReasoningPart(part.content, part.provider_metadata))
+            elif isinstance(part, SourceUIPart):
+                segment.append(source_to_model(part))
+            elif isinstance(part, FileUIPart):
+                segment.append(file_to_model(part))
             else:
                 segment.append(tool_call_to_model(part))
                 segment_calls.append(part)
@@ -108,7 +168,8 @@ def _result_to_model(part: ToolResultUIPart, call: ToolCallUIPart | None) -> Too
     else:
         output = part.error if part.state == "error" and part.error is not None else part.content
     name = part.tool_name if part.tool_name is not None else (call.name if call is not None else "")
-    return ToolResultPart(part.tool_call_id, name, output, part.state == "error", part.provider_metadata)
+    return ToolResultPart(part.tool_call_id, name, output, part.state == "error", part.provider_metadata,
+                          files=[file_to_model(f) for f in part.files])
 
 
 def model_messages_to_ui_messages(messages: Iterable[Message]) -> list[UIMessage]:
@@ -150,6 +211,10 @@ def _part_to_ui(part: Part) -> UIPart:
             raw = json.dumps(part.arguments, ensure_ascii=False) if part.arguments is not None else ""
         return ToolCallUIPart(part.id, part.name, raw, "input-complete", part.arguments,
                               provider_metadata=part.provider_metadata)
+    if isinstance(part, SourcePart):
+        return source_to_ui(part)
+    if isinstance(part, FilePart):
+        return file_to_ui(part)
     raise ValueError(f"a tool result cannot stand in a {type(part).__name__} position")
 
 
@@ -170,4 +235,5 @@ def _result_to_ui(result: ToolResultPart, message: UIMessage) -> ToolResultUIPar
         text if result.is_error else None,
         name,
         result.provider_metadata,
+        files=[file_to_ui(f) for f in result.files],
     )

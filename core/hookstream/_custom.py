@@ -1,10 +1,11 @@
 """Typed values of the ``CUSTOM`` events the agent loop sends, and the one parser every reader uses.
 
 AG-UI's ``CUSTOM`` event carries an application ``name`` and a free ``value``. The engine sends five
-names; each has a payload class here that builds the value (:meth:`to_value`, the camelCase wire dict
-that AG-UI clients and the browser page read) and parses it back strictly (:meth:`from_value`).
-Readers (:class:`~hookstream.StreamProcessor`, the CLI renderers) call :func:`parse_custom`, so the
-shape of each value is written down once:
+names and provider adapters two more (``source``, ``file``: output parts beyond text); each has a
+payload class here that builds the value (:meth:`to_value`, the camelCase wire dict that AG-UI
+clients and the browser page read) and parses it back strictly (:meth:`from_value`). Readers
+(:class:`~hookstream.StreamProcessor`, the CLI renderers) call :func:`parse_custom`, so the shape of
+each value is written down once:
 
 =========================  ===========================================================================
 ``name``                   ``value``
@@ -14,27 +15,37 @@ shape of each value is written down once:
 ``approval-requested``     ``{"toolCallId": str, "approvalId": str, "toolName": str, "input": object}``
 ``approval-responded``     ``{"toolCallId": str, "approvalId": str, "approved": bool}``
 ``loop-stopped``           ``{"stoppedBy": "max_steps" | "stop_condition", "steps": int, "maxSteps": int}``
+``source``                 ``{"id": str, "sourceType": "url" | "document", "url"?: str, "title"?: str,
+                           "citedText"?: str, "startIndex"?: int, "endIndex"?: int,
+                           "documentIndex"?: int, "providerMetadata"?: object}``
+``file``                   ``{"mediaType": str, "data"?: str (base64), "url"?: str, "filename"?: str,
+                           "providerMetadata"?: object}`` (exactly one of ``data`` and ``url``)
 =========================  ===========================================================================
 
-Parsing is strict about the fields above (a missing key or a wrong JSON type raises
-:class:`~hookstream.MalformedCustomEventError`) and ignores keys it does not know, so a newer sender
-can add fields without breaking an older reader.
+Optional keys (``?``) are omitted when unknown. Parsing is strict about the fields above (a missing
+key or a wrong JSON type raises :class:`~hookstream.MalformedCustomEventError`) and ignores keys it
+does not know, so a newer sender can add fields without breaking an older reader.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
 from ._errors import MalformedCustomEventError
 from ._events import BaseEvent, Custom
+from ._messages import FilePart, SourcePart
 
 __all__ = [
     "ApprovalRequestedPayload",
     "ApprovalRespondedPayload",
     "CustomPayload",
+    "FilePayload",
     "LoopStoppedPayload",
+    "SourcePayload",
     "ToolCallRepairedPayload",
     "ToolInputAvailablePayload",
     "parse_custom",
@@ -78,6 +89,15 @@ class _Fields:
         if not isinstance(v, bool):
             raise MalformedCustomEventError(self.name, f"{key!r} is {type(v).__name__}, not a boolean")
         return v
+
+    def opt_str(self, key: str) -> str | None:
+        return self.str_(key) if self.value.get(key) is not None else None
+
+    def opt_int(self, key: str) -> int | None:
+        return self.int_(key) if self.value.get(key) is not None else None
+
+    def opt_object(self, key: str) -> dict[str, Any] | None:
+        return self.object_(key) if self.value.get(key) is not None else None
 
     def object_(self, key: str, *, nullable: bool = False) -> dict[str, Any] | None:
         v = self._get(key)
@@ -219,18 +239,97 @@ class LoopStoppedPayload:
         return Custom(self.name, self.to_value())
 
 
+def _compact(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if v is not None}
+
+
+@attrs.define(slots=True, frozen=True)
+class SourcePayload:
+    """``source``: the model cited or grounded its answer on a source (a web page or a document of the
+    request). Sent by adapters through :meth:`~hookstream.plugin.StreamBuilder.source`; the step's
+    assistant message keeps ``part`` (a :class:`~hookstream.SourcePart`)."""
+
+    name: ClassVar[str] = "source"
+    part: SourcePart
+
+    def to_value(self) -> dict[str, Any]:
+        """The wire value: ``{"id", "sourceType", "url"?, "title"?, "citedText"?, "startIndex"?,
+        "endIndex"?, "documentIndex"?, "providerMetadata"?}``."""
+        p = self.part
+        return _compact({"id": p.id, "sourceType": p.source_type, "url": p.url, "title": p.title,
+                         "citedText": p.cited_text, "startIndex": p.start_index, "endIndex": p.end_index,
+                         "documentIndex": p.document_index, "providerMetadata": p.provider_metadata})
+
+    @classmethod
+    def from_value(cls, value: object) -> SourcePayload:
+        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        f = _Fields(cls.name, value)
+        source_type = f.str_("sourceType")
+        if source_type not in ("url", "document"):
+            raise MalformedCustomEventError(cls.name, f"'sourceType' is {source_type!r}, not url or document")
+        return cls(SourcePart(
+            f.str_("id"), cast("Literal['url', 'document']", source_type), url=f.opt_str("url"),
+            title=f.opt_str("title"), cited_text=f.opt_str("citedText"), start_index=f.opt_int("startIndex"),
+            end_index=f.opt_int("endIndex"), document_index=f.opt_int("documentIndex"),
+            provider_metadata=f.opt_object("providerMetadata"),
+        ))
+
+    def to_event(self) -> Custom:
+        return Custom(self.name, self.to_value())
+
+
+@attrs.define(slots=True, frozen=True)
+class FilePayload:
+    """``file``: the model produced a file (a generated image). Sent by adapters through
+    :meth:`~hookstream.plugin.StreamBuilder.file`; the step's assistant message keeps ``part`` (a
+    :class:`~hookstream.FilePart`). ``data`` on the wire is standard base64."""
+
+    name: ClassVar[str] = "file"
+    part: FilePart
+
+    def to_value(self) -> dict[str, Any]:
+        """The wire value: ``{"mediaType", "data"? (base64) | "url"?, "filename"?, "providerMetadata"?}``."""
+        p = self.part
+        data = p.base64() if p.data is not None else None
+        return _compact({"mediaType": p.media_type, "data": data, "url": p.url, "filename": p.filename,
+                         "providerMetadata": p.provider_metadata})
+
+    @classmethod
+    def from_value(cls, value: object) -> FilePayload:
+        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError` (also when the
+        base64 is invalid or neither/both of ``data`` and ``url`` are given)."""
+        f = _Fields(cls.name, value)
+        media_type = f.str_("mediaType")
+        data, url = f.opt_str("data"), f.opt_str("url")
+        if (data is None) == (url is None):
+            raise MalformedCustomEventError(cls.name, "needs exactly one of 'data' and 'url'")
+        raw: bytes | None = None
+        if data is not None:
+            try:
+                raw = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                raise MalformedCustomEventError(cls.name, "'data' is not valid base64") from None
+        return cls(FilePart(media_type, data=raw, url=url, filename=f.opt_str("filename"),
+                            provider_metadata=f.opt_object("providerMetadata")))
+
+    def to_event(self) -> Custom:
+        return Custom(self.name, self.to_value())
+
+
 CustomPayload: TypeAlias = (
     ToolCallRepairedPayload
     | ToolInputAvailablePayload
     | ApprovalRequestedPayload
     | ApprovalRespondedPayload
     | LoopStoppedPayload
+    | SourcePayload
+    | FilePayload
 )
 
 _REGISTRY: dict[str, type[CustomPayload]] = {
     cls.name: cls
     for cls in (ToolCallRepairedPayload, ToolInputAvailablePayload, ApprovalRequestedPayload,
-                ApprovalRespondedPayload, LoopStoppedPayload)
+                ApprovalRespondedPayload, LoopStoppedPayload, SourcePayload, FilePayload)
 }
 
 

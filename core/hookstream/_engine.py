@@ -63,6 +63,7 @@ from ._events import (
     BaseEvent,
     Interrupt,
     Outcome,
+    Raw,
     ReasoningEnd,
     ReasoningMessageEnd,
     ReasoningMessageStart,
@@ -117,7 +118,9 @@ class EngineConfig:
     stores the conversation under ``thread_id``. ``stream_tool_call_responses=False`` hides the
     events of steps the loop continues after (only the final answer is streamed). ``timeouts`` are
     seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
-    limits. ``observers`` watch the run (``hookstream._observe``; none: no cost).
+    limits. ``observers`` watch the run (``hookstream._observe``; none: no cost). ``include_raw`` streams
+    the adapters' ``RAW`` events (provider events they did not understand); they are counted in
+    ``StepResult.unknown_events`` either way.
     """
 
     model: str
@@ -142,6 +145,14 @@ class EngineConfig:
     resume: Resume | None = None
     resolve_model: Callable[[str], Provider] | None = None
     observers: list[Any] = attrs.Factory(list)
+    include_raw: bool = False
+
+
+def _step_finished(step_name: str, step: StepResult) -> StepFinished:
+    """``STEP_FINISHED`` carrying what the step's model call reported (response id, model version,
+    usage, normalised finish reason), for AG-UI clients that show per-step details."""
+    return StepFinished(step_name, response_id=step.response_id, model=step.model, usage=step.usage,
+                        finish_reason=step.finish_reason)
 
 
 class _OpenBlocks:
@@ -403,6 +414,7 @@ class Engine:
             call.abort(self._failure)
         on_chunk = cbs.on_chunk
         held = output.held
+        drop_raw = not cfg.include_raw
         # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
         for ev in call:
             t = type(ev)
@@ -411,6 +423,8 @@ class Engine:
             acc.add(ev)
             if t is RunFinished or t is RunError:
                 break
+            if t is Raw and drop_raw:
+                continue  # counted by the accumulator (StepResult.unknown_events)
             blocks.see(ev)
             if on_chunk is not None:
                 try:
@@ -442,7 +456,7 @@ class Engine:
             exc = self._failure or call.exception or ProviderError(message, error_type=code)
             yield from self._fail(exc, code=code)
             return "error"
-        yield from output.emit([StepFinished(step_name)])
+        yield from output.emit([_step_finished(step_name, step)])
         self.messages.append(step.message)
         if not step.tool_calls:
             self._observe(cbs.on_step_finish, step)

@@ -6,9 +6,10 @@ from the wire form (camelCase keys, absent optional fields omitted, ``type`` dis
 the official ``ag-ui-protocol`` models and ``@ag-ui/core`` schemas accept.
 
 Source: AG-UI protocol 1.0, ``spec/1.0/schema.json`` (events, ``TokenUsage``, ``RunFinishedOutcome``).
-Fields hookstream adds beyond the schema (``finishReason``/``rawFinishReason`` on ``RUN_FINISHED``;
-``input``/``result`` on ``TOOL_CALL_END``; ``delta`` on ``STEP_FINISHED``; ``error`` on
-``TOOL_CALL_RESULT``) are allowed by the protocol's open ("loose") objects and are omitted when unset.
+Fields hookstream adds beyond the schema (``finishReason``/``rawFinishReason``/``responseId``/``model`` on
+``RUN_FINISHED``; ``input``/``result`` on ``TOOL_CALL_END``; ``delta``, ``responseId``, ``model``,
+``usage`` and ``finishReason`` on ``STEP_FINISHED``; ``error`` and ``files`` on ``TOOL_CALL_RESULT``) are allowed by the
+protocol's open ("loose") objects and are omitted when unset.
 
 Thread safety: event objects are plain values. They are not mutated after they are yielded, so they may
 be handed between threads freely.
@@ -33,6 +34,7 @@ __all__ = [
     "FinishReason",
     "Interrupt",
     "Outcome",
+    "Raw",
     "ReasoningEncryptedValue",
     "ReasoningEnd",
     "ReasoningMessageContent",
@@ -74,9 +76,11 @@ class Usage:
     """Token usage of one model call or, summed, of a run (AG-UI ``TokenUsage``).
 
     All counts are tokens; ``None`` means the provider did not report that count.
-    ``reasoning_tokens`` and ``cached_input_tokens`` are parts of output and input respectively, as
-    AG-UI counts them, except where a provider reports otherwise: Gemini's ``candidatesTokenCount``
-    excludes thoughts, so for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``.
+    ``reasoning_tokens`` is part of output; ``cached_input_tokens`` (read from the provider's prompt
+    cache) and ``cache_write_tokens`` (written to it: Anthropic ``cache_creation_input_tokens``; AG-UI
+    ``cacheWriteInputTokens`` on the wire) are parts of input, as AG-UI ``TokenUsage`` counts them,
+    except where a provider reports otherwise: Gemini's ``candidatesTokenCount`` excludes thoughts, so
+    for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``.
     On the wire AG-UI carries usage as a list of ``TokenUsage`` entries; hookstream writes one entry
     and sums the entries it reads.
     """
@@ -86,6 +90,7 @@ class Usage:
     total_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: int | None, b: int | None) -> int | None:
@@ -101,6 +106,7 @@ class Usage:
             add(self.total_tokens, other.total_tokens),
             add(self.reasoning_tokens, other.reasoning_tokens),
             add(self.cached_input_tokens, other.cached_input_tokens),
+            add(self.cache_write_tokens, other.cache_write_tokens),
         )
 
 
@@ -153,7 +159,9 @@ class RunFinished(BaseEvent):
 
     ``finish_reason`` is normalised (:data:`FinishReason`); ``raw_finish_reason`` is the provider's own
     value (``end_turn``, ``STOP``, ``completed``...). ``usage`` is per call from an adapter and summed
-    over steps from the engine.
+    over steps from the engine. ``response_id`` (wire ``responseId``) and ``model`` are the provider's
+    response id and the model version that answered, set by adapters (adapter form only; the engine
+    moves them to the step's ``STEP_FINISHED``).
     """
 
     type: ClassVar[str] = "RUN_FINISHED"
@@ -164,6 +172,8 @@ class RunFinished(BaseEvent):
     raw_finish_reason: str | None = None
     outcome: Outcome | None = None
     result: Any = None
+    response_id: str | None = None
+    model: str | None = None
 
 
 @attrs.define(slots=True)
@@ -233,7 +243,9 @@ class ToolCallEnd(BaseEvent):
 @attrs.define(slots=True)
 class ToolCallResult(BaseEvent):
     """What a tool returned: ``content`` is text (JSON text for structured output). ``error`` is set
-    when the tool failed, and then ``content`` holds the error text sent to the model."""
+    when the tool failed, and then ``content`` holds the error text sent to the model. ``files`` (a
+    hookstream addition) lists the files the tool returned, each in the ``file`` CUSTOM value shape
+    ``{"mediaType", "data" (base64) | "url", "filename"?}``; omitted when there are none."""
 
     type: ClassVar[str] = "TOOL_CALL_RESULT"
     message_id: str
@@ -241,6 +253,7 @@ class ToolCallResult(BaseEvent):
     content: str
     role: str = "tool"
     error: str | None = None
+    files: list[dict[str, Any]] | None = None
 
 
 @attrs.define(slots=True)
@@ -293,11 +306,21 @@ class StepStarted(BaseEvent):
 
 @attrs.define(slots=True)
 class StepFinished(BaseEvent):
-    """End of a step. ``delta`` is the older TanStack form that carried reasoning text."""
+    """End of a step. ``delta`` is the older TanStack form that carried reasoning text.
+
+    The engine adds what the step's model call reported (AG-UI objects are open; each is omitted when
+    unknown): ``response_id`` (wire ``responseId``: the provider's response id, e.g. ``chatcmpl-...``,
+    ``resp_...``, ``msg_...``), ``model`` (the model version that answered, e.g.
+    ``gpt-4o-2024-08-06``), ``usage`` (the step's token counts) and ``finish_reason`` (normalised).
+    """
 
     type: ClassVar[str] = "STEP_FINISHED"
     step_name: str
     delta: str | None = None
+    response_id: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    finish_reason: str | None = None
 
 
 @attrs.define(slots=True)
@@ -309,6 +332,22 @@ class Custom(BaseEvent):
     type: ClassVar[str] = "CUSTOM"
     name: str
     value: Any = None
+
+
+@attrs.define(slots=True)
+class Raw(BaseEvent):
+    """A provider event the adapter did not understand, passed on as it arrived (AG-UI ``RAW``).
+
+    ``event`` is the provider's event as a JSON value (the parsed SSE ``data``); ``source`` names the
+    provider (``openai``, ``openai-responses``...). Adapters emit one for every event they do not map
+    (:meth:`~hookstream.plugin.StreamBuilder.raw`); the engine counts them
+    (:attr:`~hookstream.StepResult.unknown_events`) and forwards them only with
+    ``LoopSettings(include_raw=True)``.
+    """
+
+    type: ClassVar[str] = "RAW"
+    event: Any
+    source: str | None = None
 
 
 Event = (
@@ -331,6 +370,7 @@ Event = (
     | StepStarted
     | StepFinished
     | Custom
+    | Raw
 )
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
@@ -355,6 +395,7 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         StepStarted,
         StepFinished,
         Custom,
+        Raw,
     )
 }
 
@@ -364,8 +405,13 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
+# Wire names that are not the camelCase of the Python name: AG-UI ``TokenUsage.cacheWriteInputTokens``.
+_WIRE_NAMES = {"cache_write_tokens": "cacheWriteInputTokens"}
+
+
 def _register(conv: cattrs.Converter, cls: type) -> None:
-    names: dict[str, Any] = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(cls)}
+    names: dict[str, Any] = {a.name: override(rename=_WIRE_NAMES.get(a.name) or _camel(a.name))
+                             for a in attrs.fields(cls)}
     plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv, **names)
 
     def without_none(obj: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import attrs
 
 from ._accumulate import StepResult
 from ._events import Usage
-from ._messages import Message, ToolCallPart, ToolResultPart
+from ._messages import FilePart, Message, SourcePart, ToolCallPart, ToolResultPart
 from ._transport import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
@@ -150,7 +150,8 @@ class Resume:
             return None
         out = self.tool_outputs[call.id]
         if isinstance(out, ToolResultPart):
-            return ToolResultPart(call.id, call.name, out.output, out.is_error, out.provider_metadata)
+            return ToolResultPart(call.id, call.name, out.output, out.is_error, out.provider_metadata,
+                                  files=list(out.files))
         return ToolResultPart(call.id, call.name, out)
 
 
@@ -192,6 +193,9 @@ class LoopSettings:
     * ``max_event_bytes``: the largest SSE event accepted, in bytes (default 16 MiB); a longer one
       ends the run with ``RUN_ERROR`` ``line_too_long``.
     * ``run_id``: the AG-UI run id (default: a fresh ``run_<hex>``).
+    * ``include_raw``: forward the provider events an adapter did not understand as AG-UI ``RAW``
+      events (``{"type": "RAW", "event": <provider JSON>, "source": <provider>}``). They are always
+      counted (``StepResult.unknown_events``); without this flag they are not streamed.
     """
 
     prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
@@ -200,6 +204,7 @@ class LoopSettings:
     max_retries: int = 2
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     run_id: str | None = None
+    include_raw: bool = False
 
     @classmethod
     def coerce(cls, value: LoopSettings | dict[str, Any] | None) -> LoopSettings:
@@ -224,6 +229,9 @@ class RunResult:
     ``return_direct`` run (one output, or a list for several calls). ``stopped_by`` is ``max_steps``
     or ``stop_condition`` when the loop ended although the last step's tools ran and the model would
     have been called again (the answer to those results was never asked for), else ``None``.
+    ``sources`` and ``files`` are the citations and generated files of **all** steps, in order (a
+    source found while the model was still calling tools supports the final answer too); each
+    step's own are ``steps[i].sources`` / ``steps[i].files``.
     """
 
     steps: list[StepResult]
@@ -260,6 +268,14 @@ class RunResult:
     @property
     def raw_finish_reason(self) -> str | None:
         return self.steps[-1].raw_finish_reason if self.steps else None
+
+    @property
+    def sources(self) -> list[SourcePart]:
+        return [src for s in self.steps for src in s.sources]
+
+    @property
+    def files(self) -> list[FilePart]:
+        return [f for s in self.steps for f in s.files]
 
     @property
     def tool_results(self) -> list[ToolResultPart]:

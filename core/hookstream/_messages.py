@@ -299,7 +299,15 @@ def coerce_messages(messages_or_prompt: str | Message | Iterable[Message | dict[
     """Accept a prompt string, one :class:`Message`, or a list of messages / OpenAI-style dicts
     (``{"role": "user", "content": "..."}``) and return a new list of :class:`Message`.
 
-    Raises :class:`ValueError` for a dict with an unknown role or non-text content.
+    ``content`` may also be a list (OpenAI Chat Completions content parts): strings, ``{"type":
+    "text", "text"}``, :class:`FilePart` objects, and for ``user`` messages ``{"type": "image_url",
+    "image_url": {"url": https or data URL}}``, ``{"type": "input_audio", "input_audio": {"data":
+    base64, "format": "wav" | "mp3"}}`` and ``{"type": "file", "file": {"file_data": data URL or
+    base64, "filename"}}`` (OpenAI API reference, "Create chat completion", user message content
+    parts).
+
+    Raises :class:`ValueError` for a dict with an unknown role, a content part it cannot read, or a
+    file in a system or assistant message.
     """
     if isinstance(messages_or_prompt, str):
         return [Message.user(messages_or_prompt)]
@@ -312,7 +320,49 @@ def coerce_messages(messages_or_prompt: str | Message | Iterable[Message | dict[
             continue
         role = m.get("role")
         content = m.get("content")
-        if role not in ("system", "user", "assistant") or not isinstance(content, str):
-            raise ValueError(f"cannot read message {m!r}: need role system/user/assistant and text content")
-        out.append(Message(role, [TextPart(content)]))
+        if role not in ("system", "user", "assistant") or not isinstance(content, (str, list)):
+            raise ValueError(f"cannot read message {m!r:.200}: need role system/user/assistant and content")
+        if isinstance(content, str):
+            out.append(Message(role, [TextPart(content)]))
+            continue
+        parts: list[Part] = [_content_part(item) for item in content]
+        if role != "user" and any(isinstance(p, FilePart) for p in parts):
+            raise ValueError(f"a {role} message cannot hold files; only user messages (and tool results) can")
+        out.append(Message(role, parts))
     return out
+
+
+_AUDIO_FORMATS = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+
+
+def _content_part(item: Any) -> TextPart | FilePart:
+    """One OpenAI-style content part (or a FilePart / string) as a part. Raises ValueError."""
+    if isinstance(item, FilePart):
+        return item
+    if isinstance(item, str):
+        return TextPart(item)
+    kind = item.get("type") if isinstance(item, dict) else None
+    try:
+        if kind == "text" and isinstance(item.get("text"), str):
+            return TextPart(item["text"])
+        if kind == "image_url":
+            ref = item["image_url"]
+            return FilePart.from_url(ref["url"] if isinstance(ref, dict) else ref)
+        if kind == "input_audio":
+            audio = item["input_audio"]
+            fmt = audio.get("format", "wav")
+            media_type = _AUDIO_FORMATS.get(fmt, f"audio/{fmt}")
+            return FilePart(media_type, data=base64.b64decode(audio["data"], validate=True))
+        if kind == "file":
+            f = item["file"]
+            data, name = f.get("file_data"), f.get("filename")
+            if not isinstance(data, str):
+                raise ValueError("a file content part needs file_data (file_id needs the provider's file store)")
+            if data.startswith("data:"):
+                part = FilePart.from_data_url(data)
+                part.filename = name
+                return part
+            return FilePart.from_bytes(base64.b64decode(data, validate=True), filename=name)
+    except (KeyError, TypeError, AttributeError, binascii.Error) as exc:
+        raise ValueError(f"cannot read content part {item!r:.200}: {exc!r}") from None
+    raise ValueError(f"cannot read content part {item!r:.200}: need text, image_url, input_audio or file")

@@ -5,16 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from ._accumulate import StepResult
+from ._messages import SourcePart
 
-__all__ = ["final_json"]
+__all__ = ["final_json", "source_json"]
 
 
-def final_json(step: StepResult) -> dict[str, Any]:
+def final_json(step: StepResult, sources: list[SourcePart] | None = None) -> dict[str, Any]:
     """``{"text", "thinking", "tool_calls": [{"id", "name", "arguments"}], "finish_reason",
-    "raw_finish_reason", "usage": {"input_tokens", "output_tokens"}, "error"}`` for one model call.
+    "raw_finish_reason", "usage": {"input_tokens", "output_tokens"}, "error", "sources"}`` for one model
+    call.
 
     ``arguments`` is the parsed object, or ``None`` when the call was cut off or invalid; ``error`` is
     ``{"code", "message"}`` or ``None``; token counts are ``None`` when the provider sent none.
+    ``sources`` lists ``{"sourceType", "url", "title", "citedText", "startIndex", "endIndex",
+    "documentIndex"}`` (``None`` where not given) for ``sources`` (default: the step's own; the CLI
+    passes the whole run's, :attr:`RunResult.sources`), in the order they arrived.
     """
     usage = step.usage
     return {
@@ -28,4 +33,12 @@ def final_json(step: StepResult) -> dict[str, Any]:
             "output_tokens": usage.output_tokens if usage else None,
         },
         "error": {"code": step.error[0], "message": step.error[1]} if step.error else None,
+        "sources": [source_json(s) for s in (step.sources if sources is None else sources)],
     }
+
+
+def source_json(s: SourcePart) -> dict[str, Any]:
+    """One source as ``final-json`` writes it (camelCase, as on the ``source`` CUSTOM event, without
+    the id and provider metadata)."""
+    return {"sourceType": s.source_type, "url": s.url, "title": s.title, "citedText": s.cited_text,
+            "startIndex": s.start_index, "endIndex": s.end_index, "documentIndex": s.document_index}

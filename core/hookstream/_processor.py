@@ -36,7 +36,9 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   then makes it ``output-error``); ``tool-call-repaired`` (value ``{"toolCallId", "toolName", "input"}``,
   sent when the engine's ``repair_tool_call`` fixed a call) replaces the part's ``name``, ``input`` and
   ``arguments`` (the input as JSON text) with the repaired call's. ``loop-stopped`` and any other
-  ``CUSTOM`` event go to ``on_custom_event``.
+  ``CUSTOM`` event go to ``on_custom_event``. ``source`` and ``file`` (adapters' citations and
+  generated files) append a :class:`~hookstream.SourceUIPart` / :class:`~hookstream.FileUIPart` to the
+  assistant message without ending the text part they arrive in.
 
 Costs are linear in the stream: text, reasoning and argument strings grow with ``+=`` while the part
 holds the only reference (CPython resizes them in place), and each delta is parsed once.
@@ -72,10 +74,12 @@ from typing import Any
 import attrs
 
 from ._accumulate import merge_metadata, parse_arguments
-from ._convert import new_message_id, tool_call_to_model
+from ._convert import file_to_ui, new_message_id, source_to_ui, tool_call_to_model
 from ._custom import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
+    FilePayload,
+    SourcePayload,
     ToolCallRepairedPayload,
     ToolInputAvailablePayload,
     parse_custom,
@@ -109,7 +113,9 @@ from ._messages import ToolCallPart, tool_output_text
 from ._partial_json import PartialJSONError, PartialJSONParser
 from ._strategies import ChunkStrategy, ImmediateStrategy
 from ._ui import (
+    FileUIPart,
     ReasoningUIPart,
+    SourceUIPart,
     TextUIPart,
     ToolApproval,
     ToolCallState,
@@ -556,16 +562,17 @@ class StreamProcessor:
             self._apply_result(tool.message, tool.part, tool.part.id, _output_of(content), content, None)
 
     def _tool_result(self, event: ToolCallResult) -> None:
+        files = [file_to_ui(FilePayload.from_value(f).part) for f in event.files or ()]
         found = self._find_call(lambda p: p.id == event.tool_call_id)
         output = _output_of(event.content)
         if found is None:
             self.stats.orphan_results += 1
             part = ToolResultUIPart(event.tool_call_id, event.content, "error" if event.error else "complete",
-                                    event.error, provider_metadata=event.metadata)
+                                    event.error, provider_metadata=event.metadata, files=files)
             self._push(part)
         else:
             message, call = found
-            self._apply_result(message, call, call.id, output, event.content, event.error, event.metadata)
+            self._apply_result(message, call, call.id, output, event.content, event.error, event.metadata, files)
         self._reasoning_parts = {}  # the next model call's reasoning is a new block
 
     def _apply_result(
@@ -577,13 +584,14 @@ class StreamProcessor:
         content: str,
         error: str | None,
         metadata: dict[str, Any] | None = None,
+        files: list[FileUIPart] | None = None,
     ) -> None:
         tool = self._tools.get(tool_call_id)
         if tool is not None:
             self._complete_tool(tool, None)
         call.output = output
         part = ToolResultUIPart(tool_call_id, content, "error" if error is not None else "complete", error,
-                                provider_metadata=metadata)
+                                provider_metadata=metadata, files=files or [])
         if message is self._message and not self._finalized:
             self._push(part)
         else:  # a call of an earlier message (a client tool answered after its stream ended)
@@ -649,8 +657,17 @@ class StreamProcessor:
             self._approval_responded(payload)
         elif isinstance(payload, ToolCallRepairedPayload):
             self._tool_call_repaired(payload)
+        elif isinstance(payload, SourcePayload):
+            self._attach(source_to_ui(payload.part))
+        elif isinstance(payload, FilePayload):
+            self._attach(file_to_ui(payload.part))
         elif self.on_custom_event is not None:
             self.on_custom_event(event.name, event.value)
+
+    def _attach(self, part: SourceUIPart | FileUIPart) -> None:
+        # Not _push: a citation arriving mid-text must not split the text part it annotates.
+        self._ensure_message().parts.append(part)
+        self._dirty = True
 
     def _approval_requested(self, payload: ApprovalRequestedPayload) -> None:
         tool_call_id = payload.tool_call_id

@@ -37,6 +37,7 @@ from ._accumulate import StepResult
 from ._custom import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
+    FilePayload,
     ToolCallRepairedPayload,
     ToolInputAvailablePayload,
 )
@@ -226,7 +227,9 @@ class ToolPhase:
         events: list[BaseEvent] = []
         for r in new:
             text = tool_output_text(r.output)
-            ev = ToolCallResult(f"toolres_{r.tool_call_id}", r.tool_call_id, text, error=text if r.is_error else None)
+            files = [FilePayload(f).to_value() for f in r.files] or None
+            ev = ToolCallResult(f"toolres_{r.tool_call_id}", r.tool_call_id, text, error=text if r.is_error else None,
+                                files=files)
             events.append(ev)
             if on_chunk is not None:
                 try:

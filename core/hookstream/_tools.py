@@ -38,7 +38,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from ._errors import ToolDefinitionError
-from ._messages import Message, ToolCallPart, ToolResultPart
+from ._messages import FilePart, Message, ToolCallPart, ToolResultPart
 from ._observe import current
 from ._provider import ToolSpec
 from ._tool_args import structure
@@ -283,6 +283,11 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
     Arguments are first structured into ``t.argument_types`` (cattrs); a value that does not fit gives
     ``Error: invalid input for 'name': <problem> @ <path>``, the wording of the engine's schema check.
     The output must be JSON serialisable; it is checked here so the provider request cannot fail later.
+
+    A tool may return a :class:`~hookstream.FilePart` (a screenshot) or a list mixing JSON values and
+    FileParts: the files go to ``ToolResultPart.files`` (sent in each provider's form for tool-result
+    files) and the rest is the ``output``: ``""`` when there is nothing else, the one value when there
+    is one, else the list of values. ``max_output_chars`` counts the output, not the files.
     """
     def error(text: str) -> ToolResultPart:
         return ToolResultPart(call.id, call.name, text, is_error=True)
@@ -314,6 +319,7 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
         output = t.fn(**kwargs)
     except Exception as exc:  # the model gets the failure as a result; the run goes on
         return error(f"Error: {type(exc).__name__}: {exc}")
+    output, files = split_files(output)
     try:
         size = len(output) if isinstance(output, str) else len(json.dumps(output))
     except (TypeError, ValueError) as exc:
@@ -321,7 +327,19 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
     if size > t.max_output_chars:
         # A runaway output would be sent to the model on every later step: refuse it clearly instead.
         return error(f"Error: tool output is {size} characters, over this tool's limit of {t.max_output_chars}")
-    return ToolResultPart(call.id, call.name, output)
+    return ToolResultPart(call.id, call.name, output, files=files)
+
+
+def split_files(output: Any) -> tuple[Any, list[FilePart]]:
+    """``(output, files)`` of a tool's return value: FileParts (alone or in a list) come out as
+    ``files``; what remains is ``""`` (only files), the single remaining value, or the list."""
+    if isinstance(output, FilePart):
+        return "", [output]
+    if isinstance(output, list) and any(isinstance(x, FilePart) for x in output):
+        files = [x for x in output if isinstance(x, FilePart)]
+        rest = [x for x in output if not isinstance(x, FilePart)]
+        return ("" if not rest else rest[0] if len(rest) == 1 else rest), files
+    return output, []
 
 
 def validate_input(t: Tool, arguments: dict[str, Any] | None) -> str | None:

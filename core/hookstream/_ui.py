@@ -10,7 +10,15 @@ A :class:`UIMessage` has an id, a role and an ordered list of typed parts, follo
 * :class:`ToolCallUIPart` (``"tool-call"``): a tool call and its lifecycle :data:`ToolCallState`;
   ``arguments`` is the raw JSON text so far, ``input`` the parsed (possibly partial) object.
 * :class:`ToolResultUIPart` (``"tool-result"``): a tool's output as text, state
-  ``streaming | complete | error``.
+  ``streaming | complete | error``, and the files it returned.
+* :class:`SourceUIPart` (``"source-url"`` / ``"source-document"``) and :class:`FileUIPart`
+  (``"file"``): a cited source and a file (an attachment in a user message, a generated image in an
+  assistant message), with the field names of the Vercel AI SDK ``UIMessage`` parts of the same
+  ``type`` (``ai`` package, ``SourceUrlUIPart``, ``SourceDocumentUIPart``, ``FileUIPart``):
+  ``{"type": "source-url", "sourceId", "url", "title"?}``, ``{"type": "source-document", "sourceId",
+  "mediaType", "title", "filename"?}``, ``{"type": "file", "mediaType", "url", "filename"?}`` where
+  ``url`` is an https URL or a ``data:`` URL holding the bytes. hookstream adds ``citedText``,
+  ``startIndex``, ``endIndex`` and ``documentIndex`` to sources when the provider gave them.
 
 ``provider_metadata`` (keyed by provider name, e.g. ``{"anthropic": {"signature": "..."}}``) rides on
 every part so that :func:`hookstream.ui_messages_to_model_messages` can give it back to the provider unchanged.
@@ -32,7 +40,9 @@ import attrs
 
 __all__ = [
     "TOOL_CALL_STATES",
+    "FileUIPart",
     "ReasoningUIPart",
+    "SourceUIPart",
     "TextUIPart",
     "ToolApproval",
     "ToolCallState",
@@ -122,6 +132,37 @@ class ToolCallUIPart:
 
 
 @attrs.define(slots=True)
+class FileUIPart:
+    """A file: ``url`` is an https URL or a ``data:<media type>;base64,...`` URL with the bytes;
+    ``media_type`` the IANA media type."""
+
+    media_type: str
+    url: str
+    filename: str | None = None
+    provider_metadata: ProviderMetadata | None = None
+    type: Literal["file"] = "file"
+
+
+@attrs.define(slots=True)
+class SourceUIPart:
+    """A source the answer cites: a web page (``type`` ``source-url``: ``url``, ``title``) or a document
+    of the request (``source-document``: ``title``, ``media_type``, ``filename``). ``cited_text`` is the
+    quoted span and ``start_index``/``end_index`` the cited range of the text, when given."""
+
+    source_id: str
+    type: Literal["source-url", "source-document"] = "source-url"
+    url: str | None = None
+    title: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+    cited_text: str | None = None
+    start_index: int | None = None
+    end_index: int | None = None
+    document_index: int | None = None
+    provider_metadata: ProviderMetadata | None = None
+
+
+@attrs.define(slots=True)
 class ToolResultUIPart:
     """A tool's result as the model sees it: ``content`` is text (JSON text for structured output);
     ``error`` holds the error text when ``state`` is ``error``."""
@@ -133,9 +174,10 @@ class ToolResultUIPart:
     tool_name: str | None = None
     provider_metadata: ProviderMetadata | None = None
     type: Literal["tool-result"] = "tool-result"
+    files: list[FileUIPart] = attrs.Factory(list)
 
 
-UIPart = TextUIPart | ReasoningUIPart | ToolCallUIPart | ToolResultUIPart
+UIPart = TextUIPart | ReasoningUIPart | ToolCallUIPart | ToolResultUIPart | SourceUIPart | FileUIPart
 
 
 @attrs.define(slots=True)
@@ -194,10 +236,22 @@ def part_to_dict(part: UIPart) -> dict[str, Any]:
             out["approval"] = approval
         if part.has_output:
             out["output"] = part.output  # None is a valid tool output here
-    else:
+    elif isinstance(part, ToolResultUIPart):
         out.update(toolCallId=part.tool_call_id, content=part.content, state=part.state)
         _put(out, "error", part.error)
         _put(out, "toolName", part.tool_name)
+        if part.files:
+            out["files"] = [part_to_dict(f) for f in part.files]
+    elif isinstance(part, FileUIPart):
+        out.update(mediaType=part.media_type, url=part.url)
+        _put(out, "filename", part.filename)
+    else:
+        out["sourceId"] = part.source_id
+        for key, value in (("url", part.url), ("title", part.title), ("mediaType", part.media_type),
+                           ("filename", part.filename), ("citedText", part.cited_text),
+                           ("startIndex", part.start_index), ("endIndex", part.end_index),
+                           ("documentIndex", part.document_index)):
+            _put(out, key, value)
     _put(out, "providerMetadata", part.provider_metadata)
     return out
 
@@ -231,7 +285,17 @@ def part_from_dict(data: dict[str, Any]) -> UIPart:
         state = data.get("state", "complete")
         if state not in ("streaming", "complete", "error"):
             raise ValueError(f"unknown tool result state {state!r}")
+        files = [part_from_dict(f) for f in data.get("files") or []]
         return ToolResultUIPart(
-            data["toolCallId"], data.get("content", ""), state, data.get("error"), data.get("toolName"), meta
+            data["toolCallId"], data.get("content", ""), state, data.get("error"), data.get("toolName"), meta,
+            files=[f for f in files if isinstance(f, FileUIPart)],
+        )
+    if kind == "file":
+        return FileUIPart(data["mediaType"], data["url"], data.get("filename"), meta)
+    if kind in ("source-url", "source-document"):
+        return SourceUIPart(
+            data["sourceId"], kind, data.get("url"), data.get("title"), data.get("mediaType"),
+            data.get("filename"), data.get("citedText"), data.get("startIndex"), data.get("endIndex"),
+            data.get("documentIndex"), meta,
         )
     raise ValueError(f"unknown UI part type {kind!r}")

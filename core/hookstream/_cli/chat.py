@@ -16,7 +16,7 @@ import click
 
 from .._chat import ChatStream, chat, get_model
 from .._errors import ToolDefinitionError
-from .._messages import ToolCallPart
+from .._messages import FilePart, Message, ToolCallPart
 from .._tools import Tool, tool
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
@@ -54,6 +54,14 @@ def load_tool(spec: str) -> Any:
         except ToolDefinitionError as exc:
             raise click.BadParameter(exc.message, param_hint="--tool") from None
     return obj
+
+
+def _attachment(path: str) -> FilePart:
+    """``--attach PATH`` as a file part; an unreadable file is a usage error."""
+    try:
+        return FilePart.from_path(path)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path!r}: {exc.strerror or exc}", param_hint="--attach") from None
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
@@ -129,6 +137,9 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
 @click.option("--approve", "ask_approval", is_flag=True,
               help="Ask y/N on the terminal before a tool that needs approval runs (always on with a terminal).")
 @click.option("--strategy", default=None, help="Chunk strategy for --output text (immediate, word-boundary...).")
+@click.option("--attach", "attachments", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A file (image, audio, PDF, text) sent with the prompt; media type from its bytes/name "
+                   "(repeatable).")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="Record each model call (request without secrets, raw response) into DIR; "
                    "replay with --model replay:DIR.")
@@ -149,6 +160,7 @@ def command(
     record_dir: str | None,
     ask_approval: bool,
     show_timing: bool = False,
+    attachments: tuple[str, ...] = (),
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
 
@@ -165,12 +177,12 @@ def command(
             click.echo("interrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED) from None
         _run(prompt, model, base_url, tools, system, max_steps, max_tokens, output, strategy, record_dir,
-             ask_approval, show_timing)
+             ask_approval, show_timing, attachments)
 
 
 def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system: str | None, max_steps: int,
          max_tokens: int | None, output: str, strategy: str | None, record_dir: str | None,
-         ask_approval: bool, show_timing: bool) -> None:
+         ask_approval: bool, show_timing: bool, attachments: tuple[str, ...]) -> None:
     """One run of ``hookstream chat``; always ends with :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
@@ -183,7 +195,8 @@ def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system
             session = Recorder(record_dir, model, base_url).session()
         provider = get_model(model, base_url=base_url, session=session)
         timing = Timing() if show_timing else None
-        stream = chat(provider, prompt, tools=tools, system=system, max_steps=max_steps, max_tokens=max_tokens,
+        message = Message.user(prompt, *(_attachment(a) for a in attachments))
+        stream = chat(provider, message, tools=tools, system=system, max_steps=max_steps, max_tokens=max_tokens,
                       approve=approve, observers=[timing] if timing is not None else None)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None

@@ -11,7 +11,7 @@ import click
 
 from .._accumulate import StepResult
 from .._chat import ChatStream
-from .._custom import ToolCallRepairedPayload, parse_custom
+from .._custom import FilePayload, SourcePayload, ToolCallRepairedPayload, parse_custom
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
 from .._output import final_json
 from .._processor import StreamProcessor
@@ -32,8 +32,9 @@ def print_call(events: Iterable[BaseEvent], step: StepResult, output: str) -> No
 
 def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
     """Render a run as plain text, live: events go through a :class:`StreamProcessor`, whose chunk
-    strategy decides when text is written; tool calls and results get their own lines; errors go to
-    stderr."""
+    strategy decides when text is written; tool calls and results get their own lines; sources and
+    generated files are listed after the answer (``[source] TITLE URL``, ``[file] TYPE SIZE``); errors
+    go to stderr."""
     out = sys.stdout
     state = {"printed": 0, "line_start": True}
 
@@ -52,6 +53,7 @@ def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
         write(("" if state["line_start"] else "\n") + text + "\n")
 
     processor = StreamProcessor(strategy=strategy, on_text_update=on_text_update)
+    after: list[SourcePayload | FilePayload] = []
     for ev in events:
         processor.process_chunk(ev)
         if isinstance(ev, TextMessageStart):
@@ -62,6 +64,8 @@ def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
             payload = parse_custom(ev)
             if isinstance(payload, ToolCallRepairedPayload):
                 line(f"[tool call repaired] {payload.tool_name} ({payload.tool_call_id})")
+            elif isinstance(payload, SourcePayload | FilePayload):
+                after.append(payload)  # listed after the answer, so the streamed text stays whole
         elif isinstance(ev, ToolCallResult):
             line(f"[tool {'error' if ev.error else 'result'}] {ev.tool_call_id}: {ev.content[:200]}")
         elif isinstance(ev, RunError):
@@ -71,12 +75,20 @@ def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
     processor.finalize()
     if not state["line_start"]:
         write("\n")
+    for payload in after:
+        if isinstance(payload, SourcePayload):
+            src = payload.part
+            line(" ".join(["[source]", *(x for x in (src.title, src.url) if x)]))
+        else:
+            f = payload.part
+            line(f"[file] {f.media_type} " + (f.url or f"{len(f.data or b'')} bytes"))
 
 
 def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     """Consume ``stream`` printing it in ``output`` form; return the exit code (1 when the run failed).
 
-    ``final-json`` describes the run's last model call (see :func:`hookstream.final_json`).
+    ``final-json`` describes the run's last model call (see :func:`hookstream.final_json`), with the
+    sources of every step.
     """
     if output == "events":
         for ev in stream:
@@ -89,5 +101,5 @@ def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     result = stream.result()
     if output == "final-json":
         step = result.last_step or StepResult()
-        click.echo(json.dumps(final_json(step), ensure_ascii=False))
+        click.echo(json.dumps(final_json(step, result.sources), ensure_ascii=False))
     return 1 if result.outcome == "error" else 0

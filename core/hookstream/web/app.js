@@ -46,10 +46,34 @@ function flushDirty() {
 
 function scrollDown() { window.scrollTo(0, document.body.scrollHeight); }
 
-function addUserMessage(text) {
-  messages.push({ id: "msg-" + crypto.randomUUID(), role: "user", content: text });
-  log.appendChild(el("div", "msg user", text));
+// An attached image travels as an AG-UI 1.0 image part: {type: "image", source: {type: "data", value
+// (base64, no data: prefix), mimeType}} (spec/1.0 InputContent; the older "binary" part is deprecated).
+function addUserMessage(text, image) {
+  const content = image
+    ? [{ type: "text", text }, { type: "image", source: { type: "data", value: image.data, mimeType: image.mimeType } }]
+    : text;
+  messages.push({ id: "msg-" + crypto.randomUUID(), role: "user", content });
+  const div = el("div", "msg user", text);
+  if (image) {
+    const img = document.createElement("img");
+    img.src = `data:${image.mimeType};base64,${image.data}`;
+    img.alt = image.filename;
+    div.appendChild(img);
+  }
+  log.appendChild(div);
   scrollDown();
+}
+
+function readImage(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result);
+      resolve({ mimeType: file.type || "application/octet-stream", data: url.slice(url.indexOf(",") + 1), filename: file.name });
+    };
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
 }
 
 // --- one run --------------------------------------------------------------------------------------
@@ -142,6 +166,13 @@ function handle(ev, state) {
       if (c) {
         const res = el("pre", "result", ev.content);
         c.el.appendChild(res);
+        for (const f of ev.files || []) {  // files the tool returned (a screenshot)
+          if (!(f.mediaType || "").startsWith("image/")) continue;
+          const img = document.createElement("img");
+          img.src = f.url || `data:${f.mediaType};base64,${f.data}`;
+          img.alt = f.filename || "tool output";
+          const box = el("div", "files", ""); box.appendChild(img); c.el.appendChild(box);
+        }
         setToolState(c.el, ev.error ? "output-error" : "output-available");
       }
       state.current = null;
@@ -157,6 +188,32 @@ function handle(ev, state) {
         const v = ev.value || {};
         const c = toolCards.get(v.toolCallId);
         if (c) { c.el.dataset.approved = String(!!v.approved); setToolState(c.el, "approval-responded"); }
+      } else if (ev.name === "source") {
+        // A cited source: a link under the answer (url sources) or the document's title.
+        const v = ev.value || {};
+        let box = log.lastElementChild && log.lastElementChild.classList.contains("sources") ? log.lastElementChild : null;
+        if (!box) { box = el("div", "sources", "Sources: "); log.appendChild(box); }
+        if (v.url) {
+          const a = document.createElement("a");
+          a.href = v.url; a.target = "_blank"; a.rel = "noopener noreferrer";
+          a.textContent = v.title || v.url;
+          box.appendChild(a);
+        } else {
+          box.appendChild(el("span", "", v.title || "document"));
+        }
+      } else if (ev.name === "file") {
+        // A file the model produced: images are shown, other files offered as a link.
+        const v = ev.value || {};
+        const src = v.url || `data:${v.mediaType};base64,${v.data}`;
+        const box = el("div", "files", "");
+        if ((v.mediaType || "").startsWith("image/")) {
+          const img = document.createElement("img"); img.src = src; img.alt = v.filename || "generated image";
+          box.appendChild(img);
+        } else {
+          const a = document.createElement("a"); a.href = src; a.download = v.filename || "file";
+          a.textContent = v.filename || v.mediaType; box.appendChild(a);
+        }
+        log.appendChild(box);
       } else if (ev.name === "tool-call-repaired") {
         // repair_tool_call replaced the streamed name and arguments: show (and send back) the call that ran.
         const v = ev.value || {};
@@ -266,12 +323,24 @@ function askApproval(interrupts) {
 
 // --- composer -------------------------------------------------------------------------------------
 
-form.addEventListener("submit", (e) => {
+const attachInput = document.getElementById("attach");
+attachInput.addEventListener("change", () => {
+  attachInput.parentElement.classList.toggle("has-file", attachInput.files.length > 0);
+});
+
+form.addEventListener("submit", async (e) => {
   e.preventDefault();
   const text = promptBox.value.trim();
   if (!text || controller) return;
   promptBox.value = "";
-  addUserMessage(text);
+  const file = attachInput.files[0];
+  let image = null;
+  if (file) {
+    try { image = await readImage(file); } catch (err) { log.appendChild(el("div", "msg error", `Cannot read ${file.name}: ${err}`)); }
+    attachInput.value = "";
+    attachInput.parentElement.classList.remove("has-file");
+  }
+  addUserMessage(text, image);
   run(null);
 });
 promptBox.addEventListener("keydown", (e) => {

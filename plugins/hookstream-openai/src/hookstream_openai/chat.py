@@ -19,23 +19,34 @@ from hookstream.plugin import (
     BaseEvent,
     CallContext,
     Custom,
+    FilePart,
     HTTPRequest,
     MalformedChunkError,
     Message,
     ModelRequest,
     Provider,
     ReasoningPart,
+    SourcePart,
     StreamBuilder,
     TextPart,
     ToolCallArgs,
     ToolCallPart,
     ToolResultPart,
     Usage,
+    new_id,
+    parse_arguments,
 )
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
 
-__all__ = ["OpenAIChatProvider", "chat_body", "chat_messages", "chat_usage", "normalise_finish_reason"]
+__all__ = [
+    "OpenAIChatProvider",
+    "chat_body",
+    "chat_file_part",
+    "chat_messages",
+    "chat_usage",
+    "normalise_finish_reason",
+]
 
 log = logging.getLogger("hookstream_openai.chat")
 
@@ -95,25 +106,86 @@ def chat_usage(raw: dict[str, Any]) -> Usage:
 # -- request ----------------------------------------------------------------------------------------
 
 
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3",
+                  "audio/mp3": "mp3"}
+
+
+def chat_file_part(f: FilePart) -> dict[str, Any]:
+    """One file as a Chat Completions user content part (OpenAI API reference, "Create chat completion",
+    user message content parts; guides "Images and vision", "Audio", "File inputs"):
+
+    * image -> ``{"type": "image_url", "image_url": {"url": https URL or data URL}}``;
+    * audio -> ``{"type": "input_audio", "input_audio": {"data": base64, "format": "wav" | "mp3"}}``
+      (bytes only: the API takes no audio URL, and only these two formats);
+    * PDF -> ``{"type": "file", "file": {"filename", "file_data": "data:application/pdf;base64,..."}}``
+      (bytes only: a URL would need the Files API);
+    * ``text/*`` bytes -> a ``text`` part holding the decoded text (the API has no plain-text file part).
+
+    Raises :class:`ValueError` for anything else, before the request is sent.
+    """
+    category = f.category
+    if category == "image":
+        return {"type": "image_url", "image_url": {"url": f.data_url()}}
+    if category == "audio":
+        fmt = _AUDIO_FORMATS.get(f.media_type)
+        if fmt is None or f.data is None:
+            raise ValueError(f"Chat Completions takes audio as wav or mp3 bytes, not {f!r}")
+        return {"type": "input_audio", "input_audio": {"data": f.base64(), "format": fmt}}
+    if f.media_type == "application/pdf" and f.data is not None:
+        return {"type": "file", "file": {"filename": f.filename or "document.pdf", "file_data": f.data_url()}}
+    if f.media_type.startswith("text/") and f.data is not None:
+        try:
+            return {"type": "text", "text": f.data.decode("utf-8")}
+        except UnicodeDecodeError:
+            raise ValueError(f"{f!r} is not UTF-8 text") from None
+    raise ValueError(f"Chat Completions cannot take {f!r}: documents must be PDF or text bytes")
+
+
+def _user_content(m: Message) -> str | list[dict[str, Any]]:
+    """A user/system message's ``content``: the text as a string when there are no files (what every
+    OpenAI-compatible server takes), else a list of content parts in part order."""
+    if not any(isinstance(p, FilePart) for p in m.parts):
+        texts = []
+        for p in m.parts:
+            if not isinstance(p, TextPart):
+                raise ValueError(f"a {m.role} message holds text and file parts only, not {p.kind}")
+            texts.append(p.text)
+        return "".join(texts)
+    if m.role != "user":
+        raise ValueError(f"a {m.role} message cannot hold files")
+    content: list[dict[str, Any]] = []
+    for p in m.parts:
+        if isinstance(p, TextPart):
+            content.append({"type": "text", "text": p.text})
+        elif isinstance(p, FilePart):
+            content.append(chat_file_part(p))
+        else:
+            raise ValueError(f"a user message holds text and file parts only, not {p.kind}")
+    return content
+
+
 def chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Model messages as Chat Completions ``messages``.
 
-    ``system``/``user`` -> ``{"role", "content": text}``; ``assistant`` -> ``{"role": "assistant",
-    "content": text (``""`` when there is only tool calls), "tool_calls": [{"id", "type": "function",
-    "function": {"name", "arguments": JSON text}}]}``; each tool result -> ``{"role": "tool",
-    "tool_call_id", "content"}``.
-    Reasoning parts are not sent: Chat Completions has no input field for them.
-    Raises :class:`ValueError` for a part the role cannot carry or a tool output that is not JSON-able.
+    ``system``/``user`` -> ``{"role", "content": text}``, or for a user message with files a content
+    list (``text`` parts and :func:`chat_file_part` parts, in order); ``assistant`` ->
+    ``{"role": "assistant", "content": text (``""`` when there is only tool calls), "tool_calls": [{"id",
+    "type": "function", "function": {"name", "arguments": JSON text}}]}``; each tool result ->
+    ``{"role": "tool", "tool_call_id", "content"}``.
+
+    Tool results with files (a screenshot tool): a ``tool`` message's ``content`` is text only (API
+    reference, "Create chat completion", tool message: "content: string or array of text content
+    parts"), so the files follow the tool messages of that turn in one ``user`` message: a ``text`` part
+    naming the tool call (``"Files returned by tool call <id> (<name>):"``) then the file parts.
+    Reasoning, source and generated-file parts of assistant messages are not sent: Chat Completions
+    has no input field for them.
+    Raises :class:`ValueError` for a part the role cannot carry, a file kind the API cannot take, or a
+    tool output that is not JSON-able.
     """
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role in ("system", "user"):
-            texts = []
-            for p in m.parts:
-                if not isinstance(p, TextPart):
-                    raise ValueError(f"a {m.role} message holds text parts only, not {p.kind}")
-                texts.append(p.text)
-            out.append({"role": m.role, "content": "".join(texts)})
+            out.append({"role": m.role, "content": _user_content(m)})
         elif m.role == "assistant":
             text: list[str] = []
             calls: list[dict[str, Any]] = []
@@ -125,7 +197,7 @@ def chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
                         {"id": p.id, "type": "function",
                          "function": {"name": p.name, "arguments": arguments_text(p)}}
                     )
-                elif not isinstance(p, ReasoningPart):
+                elif not isinstance(p, (ReasoningPart, SourcePart, FilePart)):
                     raise ValueError(f"an assistant message cannot hold a {p.kind} part")
             # ``content`` is always a string, ``""`` beside tool calls: OpenAI accepts null or "", but
             # OpenAI-compatible servers do not (llama-cpp-python rejects null, and some chat templates
@@ -135,11 +207,18 @@ def chat_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
                 msg["tool_calls"] = calls
             out.append(msg)
         elif m.role == "tool":
+            follow: list[dict[str, Any]] = []
             for p in m.parts:
                 if not isinstance(p, ToolResultPart):
                     raise ValueError(f"a tool message holds tool results only, not {p.kind}")
                 out.append({"role": "tool", "tool_call_id": p.tool_call_id,
                             "content": output_text(p.output, p.tool_call_id)})
+                if p.files:
+                    follow.append({"type": "text",
+                                   "text": f"Files returned by tool call {p.tool_call_id} ({p.tool_name}):"})
+                    follow.extend(chat_file_part(f) for f in p.files)
+            if follow:
+                out.append({"role": "user", "content": follow})
         else:
             raise ValueError(f"unknown message role {m.role!r}")
     return out
@@ -182,19 +261,20 @@ def chat_body(request: ModelRequest) -> dict[str, Any]:
 class _ToolSlot:
     """One tool call being assembled from deltas (grouped by ``index``, or by ``id``)."""
 
-    __slots__ = ("id", "name", "pending", "started")
+    __slots__ = ("args", "id", "name", "pending", "started")
 
     def __init__(self) -> None:
         self.id: str | None = None
         self.name: str | None = None
         self.pending: list[str] = []  # argument text that arrived before the name
+        self.args: list[str] = []  # every argument delta, joined once at the end for TOOL_CALL_END.input
         self.started = False
 
 
 class _ChatParse:
     """Per-call state of the chunk mapping. Hot path (text deltas) stays in the generator."""
 
-    __slots__ = ("b", "context", "id_keys", "last_key", "refusal", "slots")
+    __slots__ = ("b", "context", "id_keys", "last_key", "model", "refusal", "response_id", "slots", "source_urls")
 
     def __init__(self, b: StreamBuilder, context: CallContext) -> None:
         self.b = b
@@ -203,6 +283,49 @@ class _ChatParse:
         self.id_keys: dict[str, Any] = {}
         self.last_key: Any = None
         self.refusal: list[str] = []
+        self.source_urls: set[str] = set()
+        self.response_id: str | None = None
+        self.model: str | None = None
+
+    def sources(self, annotations: Any) -> list[BaseEvent]:
+        """OpenAI-compatible ``annotations`` (OpenAI web search, OpenRouter's web plugin):
+        ``[{"type": "url_citation", "url_citation": {"url", "title", "start_index", "end_index",
+        "content"}}]`` (OpenAI's form puts the fields beside ``type``); Perplexity's ``citations`` (URL
+        strings) and ``search_results`` (``{"url", "title"}``). Each URL becomes one source, once."""
+        out: list[BaseEvent] = []
+        if not isinstance(annotations, list):
+            return out
+        for a in annotations:
+            if isinstance(a, str):
+                a = {"url": a}
+            if not isinstance(a, dict):
+                continue
+            inner = a.get("url_citation")
+            fields: dict[str, Any] = inner if isinstance(inner, dict) else a
+            url = fields.get("url")
+            if not isinstance(url, str) or url in self.source_urls:
+                continue
+            self.source_urls.add(url)
+            title = fields.get("title")
+            cited = fields.get("content")
+            start, end = fields.get("start_index"), fields.get("end_index")
+            out.extend(self.b.source(SourcePart(
+                new_id("src"), "url", url=url,
+                title=title if isinstance(title, str) and title else None,
+                cited_text=cited if isinstance(cited, str) else None,
+                start_index=start if type(start) is int else None, end_index=end if type(end) is int else None,
+                provider_metadata={"openai": {"annotation": a}},
+            )))
+        return out
+
+    def end_tools(self) -> list[BaseEvent]:
+        """``TOOL_CALL_END`` with ``input`` (the parsed arguments; ``None`` when they do not parse) for
+        every call still open."""
+        out: list[BaseEvent] = []
+        for slot in self.slots.values():
+            if slot.started and slot.id is not None and slot.id in self.b.open_tools:
+                out.extend(self.b.tool_end(slot.id, input=parse_arguments("".join(slot.args))))
+        return out
 
     def tool_deltas(self, deltas: list[Any]) -> list[BaseEvent]:
         out: list[BaseEvent] = []
@@ -234,6 +357,8 @@ class _ChatParse:
                 if args is not None and type(args) is not str:
                     # Some compatible servers send the arguments as an object.
                     args = json.dumps(args, ensure_ascii=False)
+            if args:
+                slot.args.append(args)
             if slot.started:
                 if args and slot.id is not None:  # a started slot always has its id
                     out.append(ToolCallArgs(slot.id, args))
@@ -315,6 +440,12 @@ class OpenAIChatProvider(Provider):
     * ``delta.refusal`` is not answer text: it is collected and sent as one ``CUSTOM`` event named
       ``refusal`` (value ``{"text": ...}``) before ``RUN_FINISHED``, and as ``RUN_FINISHED`` metadata
       ``{"openai": {"refusal": ...}}``; the normalised finish reason is then ``content_filter``.
+    * ``annotations`` (in ``delta`` or a repeated ``message``: OpenAI web search, OpenRouter's web
+      plugin) and Perplexity's top-level ``search_results`` / ``citations`` -> ``CUSTOM`` ``source``
+      events (one per URL; see ``_ChatParse.sources``). A chunk with neither ``choices``, ``usage`` nor
+      ``error`` -> ``RAW`` (counted; streamed with ``include_raw``).
+    * The first chunk ``id`` and the last ``model`` ride on ``RUN_FINISHED`` as ``response_id`` /
+      ``model``; every ``TOOL_CALL_END`` carries ``input``, the parsed arguments.
     * ``finish_reason`` (last non-null value of choice 0) is kept raw; normalised by
       :func:`normalise_finish_reason`. ``usage`` comes from the last chunk where it is not null
       (Groq's ``x_groq.usage`` when the top-level one is absent), see :func:`chat_usage`.
@@ -380,11 +511,26 @@ class OpenAIChatProvider(Provider):
                         refusal = delta.get("refusal")
                         if refusal:
                             st.refusal.append(refusal)
+                        annotations = delta.get("annotations")
+                        if annotations:
+                            yield from st.sources(annotations)
+                    message = choice.get("message")  # some routers repeat the whole message at the end
+                    if type(message) is dict and message.get("annotations"):
+                        yield from st.sources(message["annotations"])
                     finish = choice.get("finish_reason")
                     if finish:
                         raw_finish = finish
-            elif choices is None and not chunk.get("usage") and not chunk.get("error"):
-                log.debug("skipping a chunk of unknown type %r (SSE event %r)", chunk.get("object"), sse.event)
+            elif choices is None and not chunk.get("usage") and not chunk.get("error") and "citations" not in chunk:
+                log.debug("passing on a chunk of unknown type %r (SSE event %r)", chunk.get("object"), sse.event)
+                yield from b.raw(chunk, self.name)
+            if st.response_id is None and type(chunk.get("id")) is str:
+                st.response_id = chunk["id"]
+            model = chunk.get("model")
+            if model and type(model) is str:
+                st.model = model
+            if "citations" in chunk or "search_results" in chunk:  # Perplexity
+                yield from st.sources(chunk.get("search_results"))
+                yield from st.sources(chunk.get("citations"))
             u = chunk.get("usage")
             if u:
                 usage = u
@@ -411,9 +557,12 @@ class OpenAIChatProvider(Provider):
             text = "".join(st.refusal)
             metadata = {"openai": {"refusal": text}}
             yield Custom("refusal", {"text": text})
+        yield from st.end_tools()
         yield from b.finish(
             normalise_finish_reason(raw_finish, tool_calls=tools, refusal=bool(st.refusal)),
             raw_finish,
             chat_usage(usage) if usage else None,
             metadata=metadata,
+            response_id=st.response_id,
+            model=st.model,
         )

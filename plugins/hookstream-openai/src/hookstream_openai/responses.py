@@ -6,6 +6,8 @@ Source: OpenAI API reference, "Responses" (create; input items ``message``, ``fu
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from collections.abc import Iterable, Iterator
@@ -15,6 +17,7 @@ from hookstream.plugin import (
     BaseEvent,
     CallContext,
     Custom,
+    FilePart,
     HTTPRequest,
     MalformedChunkError,
     Message,
@@ -24,6 +27,7 @@ from hookstream.plugin import (
     ReasoningPart,
     ReasoningStart,
     RunError,
+    SourcePart,
     StreamBuilder,
     TextPart,
     ToolCallArgs,
@@ -36,7 +40,14 @@ from hookstream.plugin import (
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
 
-__all__ = ["KEY", "OpenAIResponsesProvider", "responses_body", "responses_input", "responses_usage"]
+__all__ = [
+    "KEY",
+    "OpenAIResponsesProvider",
+    "responses_body",
+    "responses_file_part",
+    "responses_input",
+    "responses_usage",
+]
 
 log = logging.getLogger("hookstream_openai.responses")
 
@@ -44,10 +55,19 @@ log = logging.getLogger("hookstream_openai.responses")
 _IGNORED = frozenset({
     "response.created", "response.in_progress", "response.queued",
     "response.content_part.added", "response.content_part.done",
-    "response.output_text.done", "response.output_text.annotation.added", "response.refusal.done",
+    "response.output_text.done", "response.refusal.done",
     "response.reasoning_summary_part.added", "response.reasoning_summary_part.done",
     "response.reasoning_summary_text.done", "response.reasoning_text.done",
 })
+
+# Progress events of provider-executed tools; the finished item (``response.output_item.done``) holds
+# everything they announce, and is kept.
+_TOOL_PROGRESS = ("response.web_search_call.", "response.file_search_call.", "response.code_interpreter_call",
+                  "response.image_generation_call.", "response.mcp_", "response.computer_call",
+                  "response.custom_tool_call_input.")
+
+# Output items this adapter maps itself; every other item is provider-executed and kept for the next turn.
+_MAPPED_ITEMS = frozenset({"function_call", "reasoning", "message", "image_generation_call"})
 
 KEY = "openai-responses"
 """Provider-metadata key of this provider (reasoning item ids / encrypted content, function item ids)."""
@@ -79,28 +99,92 @@ def _text_of(m: Message) -> str:
     return "".join(texts)
 
 
+def responses_file_part(f: FilePart) -> dict[str, Any]:
+    """One file as a Responses input content part (API reference, "Responses" create, input message
+    content ``input_image`` / ``input_file``; guides "Images and vision", "File inputs"):
+
+    * image -> ``{"type": "input_image", "image_url": https URL or data URL, "detail": "auto"}``;
+    * PDF -> ``{"type": "input_file", "filename", "file_data": "data:application/pdf;base64,..."}``, or
+      ``{"type": "input_file", "file_url": URL}`` for a URL;
+    * ``text/*`` bytes -> ``{"type": "input_text", "text": the decoded text}``.
+
+    Audio raises :class:`ValueError`: the Responses API takes text, image and file inputs; audio input
+    is a Chat Completions feature (guide "Audio and speech": "use Chat Completions" for audio in). So
+    does any other document type, before the request is sent.
+    """
+    category = f.category
+    if category == "image":
+        return {"type": "input_image", "image_url": f.data_url(), "detail": "auto"}
+    if category == "audio":
+        raise ValueError(f"the Responses API takes no audio input ({f!r}); use the openai (Chat Completions) "
+                         "provider with an audio model")
+    if f.media_type == "application/pdf":
+        if f.url is not None:
+            return {"type": "input_file", "file_url": f.url}
+        return {"type": "input_file", "filename": f.filename or "document.pdf", "file_data": f.data_url()}
+    if f.media_type.startswith("text/") and f.data is not None:
+        try:
+            return {"type": "input_text", "text": f.data.decode("utf-8")}
+        except UnicodeDecodeError:
+            raise ValueError(f"{f!r} is not UTF-8 text") from None
+    raise ValueError(f"the Responses API cannot take {f!r}: documents must be PDF or text")
+
+
+def _input_content(m: Message) -> list[dict[str, Any]]:
+    """A user/system message's content list: ``input_text`` and file parts, in part order."""
+    content: list[dict[str, Any]] = []
+    for p in m.parts:
+        if isinstance(p, TextPart):
+            content.append({"type": "input_text", "text": p.text})
+        elif isinstance(p, FilePart) and m.role == "user":
+            content.append(responses_file_part(p))
+        else:
+            raise ValueError(f"a {m.role} message cannot hold a {p.kind} part")
+    return content
+
+
+def _tool_output(p: ToolResultPart) -> str | list[dict[str, Any]]:
+    """A ``function_call_output``'s ``output``: the text, or with files the documented content list
+    (``input_text`` then ``input_image`` / ``input_file``; API reference, function call output
+    ``output``: "string or array of input_text, input_image, input_file")."""
+    text = output_text(p.output, p.tool_call_id)
+    if not p.files:
+        return text
+    return [{"type": "input_text", "text": text}, *(responses_file_part(f) for f in p.files)]
+
+
 def _assistant_items(m: Message) -> list[dict[str, Any]]:
-    """An assistant message as input items, in part order (consecutive text parts form one message)."""
+    """An assistant message as input items, in part order (consecutive text parts form one message).
+
+    Provider-executed items this provider streamed (``web_search_call``, ``code_interpreter_call``,
+    ``mcp_call``...) ride in the ``items_before`` metadata of the part that followed them and go back
+    whole, just before it. A generated image goes back as its ``image_generation_call`` item. Sources
+    are not sent (their text is in the message)."""
     items: list[dict[str, Any]] = []
     text: list[str] = []
     for p in [*m.parts, None]:
-        if isinstance(p, TextPart):
+        meta = (p.provider_metadata or {}).get(KEY) if p is not None else None
+        before = meta.get("items_before") if meta else None
+        if isinstance(p, TextPart) and not before:
             text.append(p.text)
             continue
-        if text:
+        joined = "".join(text)
+        if joined:
             items.append({"type": "message", "role": "assistant",
-                          "content": [{"type": "output_text", "text": "".join(text)}]})
-            text = []
+                          "content": [{"type": "output_text", "text": joined}]})
+        text = []
         if p is None:
             break
-        if isinstance(p, ToolCallPart):
+        if before:
+            items.extend(before)
+        if isinstance(p, TextPart):
+            text.append(p.text)
+        elif isinstance(p, ToolCallPart):
             item = {"type": "function_call", "call_id": p.id, "name": p.name, "arguments": arguments_text(p)}
-            meta = (p.provider_metadata or {}).get(KEY)
             if meta and meta.get("item_id"):
                 item["id"] = meta["item_id"]
             items.append(item)
         elif isinstance(p, ReasoningPart):
-            meta = (p.provider_metadata or {}).get(KEY)
             if not meta or not meta.get("item_id"):
                 continue  # another provider's thinking: Responses cannot take it
             # The summary is informational (the encrypted content carries the state): one part is enough.
@@ -109,7 +193,12 @@ def _assistant_items(m: Message) -> list[dict[str, Any]]:
             if meta.get("encrypted_content"):
                 reasoning["encrypted_content"] = meta["encrypted_content"]
             items.append(reasoning)
-        else:
+        elif isinstance(p, FilePart):
+            if meta and meta.get("item_id") and p.data is not None:
+                items.append({"type": "image_generation_call", "id": meta["item_id"], "status": "completed",
+                              "result": p.base64()})
+            # A file another provider generated has no Responses input form in an assistant turn.
+        elif not isinstance(p, SourcePart):
             raise ValueError(f"an assistant message cannot hold a {p.kind} part")
     return items
 
@@ -119,9 +208,12 @@ def responses_input(messages: Iterable[Message]) -> tuple[str | None, list[dict[
 
     Leading system messages become ``instructions`` (joined with a blank line); a later system
     message is a ``{"type": "message", "role": "system"}`` item. ``user`` -> message item with
-    ``input_text``; assistant text -> message item with ``output_text``; tool calls ->
+    ``input_text`` and file parts (:func:`responses_file_part`); assistant text -> message item with
+    ``output_text``; tool calls ->
     ``{"type": "function_call", "call_id", "name", "arguments"}`` (plus ``id`` when this provider
-    made it); tool results -> ``{"type": "function_call_output", "call_id", "output"}``. Reasoning
+    made it); tool results -> ``{"type": "function_call_output", "call_id", "output"}`` (``output`` a
+    content list when the tool returned files); provider-executed items go back whole (see
+    ``_assistant_items``). Reasoning
     parts go back as ``{"type": "reasoning", "id", "summary", "encrypted_content"}`` only when their
     provider metadata has the ``openai-responses`` key; others are dropped.
     Raises :class:`ValueError` for a part the role cannot carry.
@@ -135,8 +227,7 @@ def responses_input(messages: Iterable[Message]) -> tuple[str | None, list[dict[
     items: list[dict[str, Any]] = []
     for m in msgs[k:]:
         if m.role in ("system", "user"):
-            items.append({"type": "message", "role": m.role,
-                          "content": [{"type": "input_text", "text": _text_of(m)}]})
+            items.append({"type": "message", "role": m.role, "content": _input_content(m)})
         elif m.role == "assistant":
             items.extend(_assistant_items(m))
         elif m.role == "tool":
@@ -144,7 +235,7 @@ def responses_input(messages: Iterable[Message]) -> tuple[str | None, list[dict[
                 if not isinstance(p, ToolResultPart):
                     raise ValueError(f"a tool message holds tool results only, not {p.kind}")
                 items.append({"type": "function_call_output", "call_id": p.tool_call_id,
-                              "output": output_text(p.output, p.tool_call_id)})
+                              "output": _tool_output(p)})
         else:
             raise ValueError(f"unknown message role {m.role!r}")
     return ("\n\n".join(instructions) if instructions else None), items
@@ -203,7 +294,7 @@ def _finish_reason(status: str | None, response: dict[str, Any], tool_calls: boo
 class _ResponsesParse:
     """Per-call state: function calls by item id, reasoning summaries, the pending error."""
 
-    __slots__ = ("b", "calls", "error", "reasoning_ids", "refusal", "summary_index")
+    __slots__ = ("b", "calls", "cited", "error", "items", "reasoning_ids", "refusal", "summary_index")
 
     def __init__(self, b: StreamBuilder) -> None:
         self.b = b
@@ -212,6 +303,70 @@ class _ResponsesParse:
         self.summary_index: dict[str, int] = {}
         self.error: tuple[str, str] | None = None
         self.refusal: list[str] = []
+        self.items: list[dict[str, Any]] = []  # provider-executed items not yet attached to a part
+        self.cited: set[tuple[Any, ...]] = set()
+
+    def take_items(self, meta: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """``meta`` (this provider's metadata of the part about to open) plus ``items_before``: the
+        provider-executed items that came before it, so the history keeps them in order."""
+        if not self.items:
+            return {KEY: meta} if meta else None
+        items, self.items = self.items, []
+        return {KEY: {**(meta or {}), "items_before": items}}
+
+    def text(self, delta: str) -> list[BaseEvent]:
+        b = self.b
+        if b.text_open or not self.items:
+            return b.text(delta)
+        return b.text(delta, metadata=self.take_items())
+
+    def annotation(self, a: Any) -> list[BaseEvent]:
+        """A ``url_citation`` (``url``, ``title``, ``start_index``, ``end_index``), ``file_citation``
+        (``file_id``, ``filename``, ``index``) or ``container_file_citation`` annotation as a source,
+        once (the done message item repeats them)."""
+        if not isinstance(a, dict):
+            return []
+        kind = a.get("type")
+        key = (kind, a.get("url"), a.get("file_id"), a.get("start_index"), a.get("index"))
+        if key in self.cited:
+            return []
+        self.cited.add(key)
+        meta = {KEY: {"annotation": a}}
+        if kind == "url_citation" and isinstance(a.get("url"), str):
+            return self.b.source(SourcePart(new_id("src"), "url", url=a["url"], title=a.get("title") or None,
+                                            start_index=_int(a.get("start_index")),
+                                            end_index=_int(a.get("end_index")), provider_metadata=meta))
+        if kind in ("file_citation", "container_file_citation"):
+            return self.b.source(SourcePart(new_id("src"), "document", title=a.get("filename") or a.get("file_id"),
+                                            start_index=_int(a.get("start_index", a.get("index"))),
+                                            end_index=_int(a.get("end_index")), provider_metadata=meta))
+        return self.b.raw(a, KEY)
+
+    def item_done(self, item: dict[str, Any]) -> list[BaseEvent]:
+        """A finished output item that is not a function call or reasoning: message annotations not
+        yet seen become sources, a generated image a file, a provider-executed item is kept."""
+        kind = item.get("type")
+        out: list[BaseEvent] = []
+        if kind == "message":
+            for part in item.get("content") or []:
+                if isinstance(part, dict):
+                    for a in part.get("annotations") or []:
+                        out.extend(self.annotation(a))
+        elif kind == "image_generation_call":
+            result = item.get("result")
+            if isinstance(result, str) and result:
+                try:
+                    data = base64.b64decode(result, validate=True)
+                except (binascii.Error, ValueError):
+                    raise MalformedChunkError("image_generation_call result is not base64") from None
+                fmt = item.get("output_format") or "png"
+                meta: dict[str, Any] = {"item_id": item.get("id")}
+                if item.get("revised_prompt"):
+                    meta["revised_prompt"] = item["revised_prompt"]
+                out.extend(self.b.file(FilePart(f"image/{fmt}", data=data, provider_metadata={KEY: meta})))
+        elif kind not in _MAPPED_ITEMS:
+            self.items.append(item)
+        return out
 
     def item_added(self, item: dict[str, Any]) -> list[BaseEvent]:
         kind = item.get("type")
@@ -222,7 +377,7 @@ class _ResponsesParse:
             if not name:
                 raise MalformedChunkError(f"function_call item {item_id!r} without a name")
             self.calls[item_id] = _Call(call_id)
-            out = self.b.tool_start(call_id, name, metadata={KEY: {"item_id": item_id}})
+            out = self.b.tool_start(call_id, name, metadata=self.take_items({"item_id": item_id}))
             args = item.get("arguments")
             if args:
                 out.extend(self.args(item_id, args))
@@ -244,15 +399,12 @@ class _ResponsesParse:
         if call is None:
             return []
         out: list[BaseEvent] = []
-        parsed: dict[str, Any] | None = None
+        streamed = "".join(call.streamed)
         if isinstance(arguments, str):
-            streamed = "".join(call.streamed)
-            if arguments != streamed:
-                if arguments.startswith(streamed):
-                    out.append(ToolCallArgs(call.call_id, arguments[len(streamed):]))
-                else:
-                    parsed = parse_arguments(arguments)
-        out.extend(self.b.tool_end(call.call_id, input=parsed))
+            if arguments != streamed and arguments.startswith(streamed):
+                out.append(ToolCallArgs(call.call_id, arguments[len(streamed):]))
+            streamed = arguments
+        out.extend(self.b.tool_end(call.call_id, input=parse_arguments(streamed)))
         return out
 
     def summary_delta(self, ev: dict[str, Any]) -> list[BaseEvent]:
@@ -267,7 +419,7 @@ class _ResponsesParse:
             out.extend(self.b.reasoning("\n\n"))  # summary parts are separate paragraphs
         self.summary_index[item_id] = index
         opened = not self.b.reasoning_open
-        events = self.b.reasoning(delta)
+        events = self.b.reasoning(delta, metadata=self.take_items() if opened else None)
         if opened:
             for e in events:
                 if isinstance(e, ReasoningStart):
@@ -286,7 +438,14 @@ class _ResponsesParse:
         rid = self.reasoning_ids.get(item_id)
         if rid is not None and self.b.reasoning_open:
             return self.b.end_reasoning(metadata={KEY: meta})
-        return [ReasoningEncryptedValue("message", rid or item_id, enc or "", metadata={KEY: meta})]
+        # A reasoning item without summary text is a part of its own here: the provider-executed items
+        # that came before it go back before it.
+        metadata = {KEY: meta} if rid is not None else self.take_items(meta)
+        return [ReasoningEncryptedValue("message", rid or item_id, enc or "", metadata=metadata)]
+
+
+def _int(v: Any) -> int | None:
+    return v if type(v) is int else None
 
 
 def _error_fields(err: dict[str, Any]) -> tuple[str, str]:
@@ -316,7 +475,18 @@ class OpenAIResponsesProvider(Provider):
     * ``function_call`` output items -> tool calls with ``call_id`` as the tool call id (the ``fc_``
       item id rides as metadata); ``response.function_call_arguments.delta`` -> ``TOOL_CALL_ARGS``;
       ``.done`` / ``output_item.done`` carry the complete arguments, which win over the deltas.
-    * ``response.completed`` -> ``RUN_FINISHED`` (``stop``, or ``tool_calls`` when the model called
+    * ``url_citation`` / ``file_citation`` annotations (``response.output_text.annotation.added``, and
+      those of the done message item not yet seen) -> ``CUSTOM`` ``source`` events.
+    * ``image_generation_call`` items -> ``CUSTOM`` ``file`` events (the decoded image; the item id in
+      ``openai-responses`` metadata, so the image goes back as that item).
+    * Other output items (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+      ``mcp_call``, ``mcp_list_tools``...) ran at the provider: each is kept whole in the
+      ``items_before`` metadata of the next part (an empty text part when none follows) and sent back
+      before that part on the next turn. Their progress events are not mapped; any other event type ->
+      ``RAW`` (counted; streamed with ``include_raw``).
+    * Every ``TOOL_CALL_END`` carries ``input`` (the parsed arguments).
+    * ``response.completed`` -> ``RUN_FINISHED`` (with ``response.id`` and ``response.model`` as
+      ``response_id`` / ``model``) (``stop``, or ``tool_calls`` when the model called
       functions); ``response.incomplete`` -> ``length`` (``content_filter`` when
       ``incomplete_details.reason`` says so); raw finish reason = ``response.status``; usage from
       ``response.usage`` (:func:`responses_usage`).
@@ -353,7 +523,7 @@ class OpenAIResponsesProvider(Provider):
             if kind == "response.output_text.delta":
                 delta = ev.get("delta")
                 if delta:
-                    yield from b.text(delta)
+                    yield from st.text(delta)
             elif kind == "response.function_call_arguments.delta":
                 yield from st.args(ev.get("item_id") or "", ev.get("delta") or "")
             elif kind == "response.reasoning_summary_text.delta" or kind == "response.reasoning_text.delta":
@@ -371,6 +541,10 @@ class OpenAIResponsesProvider(Provider):
                         yield from st.call_done(item.get("id") or "", item.get("arguments"))
                     elif item.get("type") == "reasoning":
                         yield from st.reasoning_done(item)
+                    else:
+                        yield from st.item_done(item)
+            elif kind == "response.output_text.annotation.added":
+                yield from st.annotation(ev.get("annotation"))
             elif kind == "response.refusal.delta":
                 if ev.get("delta"):
                     st.refusal.append(ev["delta"])
@@ -379,8 +553,9 @@ class OpenAIResponsesProvider(Provider):
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
                 yield from self._end(st, ev.get("response") or {}, kind)
                 return
-            elif kind not in _IGNORED:
-                log.debug("skipping a Responses event of unknown type %r", kind)
+            elif kind not in _IGNORED and not kind.startswith(_TOOL_PROGRESS):
+                log.debug("passing on a Responses event of unknown type %r", kind)
+                yield from b.raw(ev, self.name)
         if st.error is not None:
             # ``error`` without a closing ``response.failed``: still the provider's own error.
             message, code = st.error
@@ -407,4 +582,9 @@ class OpenAIResponsesProvider(Provider):
         finish = _finish_reason(status, response, bool(b.started_tools))
         if st.refusal and finish == "stop":
             finish = "content_filter"
-        yield from b.finish(finish, status, usage, metadata=metadata)
+        if st.items:
+            # Provider-executed items after the last part: an empty text part keeps them in history.
+            yield from b.text("", metadata=st.take_items())
+        model = response.get("model")
+        yield from b.finish(finish, status, usage, metadata=metadata, response_id=response.get("id") or None,
+                            model=model if isinstance(model, str) and model else None)
