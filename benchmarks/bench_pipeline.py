@@ -82,10 +82,12 @@ class Server:
 class Worker:
     """One ``clients.py CLIENT`` process; :meth:`call` sends a command and returns its JSON answer."""
 
-    def __init__(self, client: str, python: str | Path = sys.executable) -> None:
+    def __init__(self, client: str, python: str | Path = sys.executable, env: dict[str, str] | None = None) -> None:
         self.client = client
         self.log = tempfile.TemporaryFile(mode="w+")
-        env = {**os.environ, "LLM_USER_PATH": tempfile.gettempdir() + "/hookstream-bench-llm"}
+        # ``env`` replaces this process's environment for the worker (bench_observer blocks a plugin in one).
+        env = {**(os.environ if env is None else env),
+               "LLM_USER_PATH": tempfile.gettempdir() + "/hookstream-bench-llm"}
         self.proc = subprocess.Popen([str(python), str(HERE / "clients.py"), client], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
         while True:

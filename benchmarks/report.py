@@ -20,6 +20,7 @@ TITLES = {
     "concurrency": "Concurrent streams on threads",
     "latency": "Latency",
     "startup": "Start-up (fresh processes)",
+    "observer": "OpenTelemetry plugin installed, no exporter configured",
     "processor": "StreamProcessor linearity (no server)",
 }
 

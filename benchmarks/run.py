@@ -3,7 +3,8 @@
 ``python benchmarks/run.py [--quick] [--peers] [--rounds N] [--json PATH]``
 
 * default: the core figures (floor vs hookstream on OpenAI and Anthropic text, tool arguments,
-  memory, concurrency, latency, start-up, StreamProcessor linearity).
+  memory, concurrency, latency, start-up, the otel plugin installed without an exporter,
+  StreamProcessor linearity).
 * ``--peers``: also the peer libraries (openai, anthropic, LiteLLM, simonw/llm, pydantic-ai,
   openai-agents), each in its own venv under ``benchmarks/.venvs/`` created on first use.
 * ``--json``: where the results go (default ``benchmarks/results.json``, not committed; the run
@@ -28,6 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_observer  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_processor  # noqa: E402
 import peers  # noqa: E402
@@ -78,6 +80,7 @@ def main(argv: list[str]) -> int:
         print(f"# [{time.monotonic() - t0:6.1f} s] {what} ...", file=sys.stderr, flush=True)
 
     rows = bench_pipeline.run_all(args.quick, rounds, args.peers, progress)
+    rows += bench_observer.run_all(args.quick, rounds, progress)
     progress("StreamProcessor linearity")
     rows += bench_processor.main()
     print_table(rows)
