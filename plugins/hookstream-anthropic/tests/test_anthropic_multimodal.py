@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 from anthropic_sse_helpers import block_start, block_stop, body, delta, message_end, message_start, run_call, text_block
+from hookstream import chat, get_model
 from hookstream._events import Custom, ToolCallEnd
 from hookstream._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 from hookstream._provider import ModelRequest, ToolSpec
+from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.conformance import find_corpus, require_corpus
 from hookstream_anthropic import AnthropicProvider, _shim
 from hookstream_anthropic.stream import source_for_citation
@@ -319,3 +321,42 @@ def test_anthropic_server_block_parts_keep_stream_order() -> None:
     types = [p.provider_metadata["anthropic"]["server_block"]["type"] for p in server]
     assert types.count("server_tool_use") == 11 and types.count("web_search_tool_result") == 10
     assert all(p.text == "" for p in server)
+
+
+def test_anthropic_engine_sends_server_blocks_back_with_the_tool_result() -> None:
+    """Through the agent loop: a web search (server tool) then a client tool call in one answer; the
+    second model request repeats the server blocks, in place, before the ``tool_use``."""
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "url": "https://w.example", "title": "W", "encrypted_content": "E1",
+         "page_age": None}]}
+    first = body([
+        message_start(),
+        block_start(0, search),
+        delta(0, {"type": "input_json_delta", "partial_json": '{"query": "weather"}'}),
+        block_stop(0),
+        block_start(1, found),
+        block_stop(1),
+        *text_block(2, "Checking."),
+        block_start(3, {"type": "tool_use", "id": "toolu_9", "name": "lookup", "input": {}}),
+        delta(3, {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'}),
+        block_stop(3),
+        *message_end("tool_use"),
+    ])
+
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return f"{city}: sunny"
+
+    with LoopbackServer([Response(first), Response(_OK)]) as srv:
+        provider = get_model("anthropic:claude-test", base_url=srv.url, api_key="k")
+        result = chat(provider, "Weather?", tools=[lookup]).result()
+        assert result.text.endswith("ok")
+        second = srv.requests[1].json()
+    assert second["messages"][1] == {"role": "assistant", "content": [
+        {**search, "input": {"query": "weather"}},
+        found,
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_9", "name": "lookup", "input": {"city": "Oslo"}},
+    ]}
+    assert second["messages"][2]["content"][0]["tool_use_id"] == "toolu_9"

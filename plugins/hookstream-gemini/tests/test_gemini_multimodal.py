@@ -26,7 +26,7 @@ from hookstream._messages import FilePart, Message, ReasoningPart, TextPart, Too
 from hookstream._provider import CallContext, ModelRequest
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, check_events
 from hookstream.testing.conformance import find_corpus, require_corpus
-from hookstream_gemini import GeminiProvider
+from hookstream_gemini import GeminiProvider, _shim
 from hookstream_gemini.request import build_body
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
@@ -178,8 +178,6 @@ def test_gemini_grounding_and_citation_metadata_become_sources() -> None:
 
 
 def test_gemini_unknown_part_is_raw_or_counted() -> None:
-    from hookstream_gemini import _shim
-
     before = next(_shim.UNKNOWN_EVENTS)
     stream = _sse({"candidates": [{"content": {"role": "model", "parts": [
         {"futurePart": {"x": 1}}, {"text": "ok"}]}, "finishReason": "STOP"}]})
