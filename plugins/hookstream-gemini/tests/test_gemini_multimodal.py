@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import requests
+from hookstream import chat, get_model
 from hookstream._accumulate import StepAccumulator, StepResult
 from hookstream._call import ModelCall
 from hookstream._events import BaseEvent, Custom, RunFinished
@@ -232,3 +233,35 @@ def test_gemini_recorded_builtin_tool_parts_round_trip(name: str) -> None:
     model_parts = sent["contents"][1]["parts"]
     assert [p for p in model_parts if server_keys.intersection(p)] == recorded
     assert "".join(p.get("text", "") for p in model_parts if "thought" not in p) == step.text
+
+
+def test_gemini_engine_sends_builtin_tool_parts_back_with_the_function_response() -> None:
+    """Through the agent loop: a Gemini 3 built-in search (``toolCall`` / ``toolResponse``) and a
+    function call in one answer; the second request repeats the built-in parts verbatim, in place."""
+    tool_call = {"toolCall": {"toolType": "GOOGLE_SEARCH_WEB", "args": {"queries": ["oslo weather"]}, "id": "t1"},
+                 "thoughtSignature": "sig-a"}
+    tool_response = {"toolResponse": {"toolType": "GOOGLE_SEARCH_WEB", "response": {"ok": True}, "id": "t1"},
+                     "thoughtSignature": "sig-b"}
+    first = _sse(
+        {"candidates": [{"content": {"role": "model", "parts": [tool_call]}}]},
+        {"candidates": [{"content": {"role": "model", "parts": [tool_response]}}]},
+        {"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "lookup", "args": {"city": "Oslo"}, "id": "fc-9"}}]},
+            "finishReason": "STOP"}]},
+    )
+
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return f"{city}: sunny"
+
+    with LoopbackServer([Response(first), Response(OK_BODY)]) as srv:
+        provider = get_model("gemini:gemini-test", base_url=srv.url, api_key="AIza-test")
+        result = chat(provider, "Weather?", tools=[lookup]).result()
+        assert result.text.endswith("done")
+        second = srv.requests[1].json()
+    assert second["contents"][1] == {"role": "model", "parts": [
+        tool_call,
+        tool_response,
+        {"functionCall": {"name": "lookup", "args": {"city": "Oslo"}, "id": "fc-9"}},
+    ]}
+    assert second["contents"][2]["parts"][0]["functionResponse"]["id"] == "fc-9"
