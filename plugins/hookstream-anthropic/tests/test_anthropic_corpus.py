@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from hookstream._events import Custom, RunError, RunStarted, ToolCallEnd
-from hookstream._messages import ReasoningPart, TextPart
+from hookstream._messages import ReasoningPart, SourcePart, TextPart
 from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings, require_corpus
 from hookstream.testing.grammar import check_events
 from hookstream.testing.recorded import replay_body
@@ -93,9 +93,12 @@ def test_anthropic_server_tool_use_is_not_a_tool_call() -> None:
     ]
     results = [e.value for e in customs if e.name == "anthropic.web_search_tool_result"]
     assert [r["type"] for r in results] == extra["other_block_types"]
-    assert sum(e.name == "anthropic.citation" for e in customs) == extra["citations_count"]
-    # Many text blocks, one text message: the answer is not split into pieces.
-    assert [type(p).__name__ for p in step.message.parts] == ["TextPart"]
+    sources = [e.value for e in customs if e.name == "source"]
+    assert len(sources) == extra["citations_count"]
+    # The server blocks are parts of the answer (sent back next turn), before the text; the many text
+    # blocks after them stay one text message.
+    kinds = [type(p).__name__ for p in step.message.parts if not isinstance(p, SourcePart)]
+    assert kinds == ["ReasoningPart", "ReasoningPart", "TextPart"]
 
 
 def test_anthropic_in_stream_overloaded_error() -> None:

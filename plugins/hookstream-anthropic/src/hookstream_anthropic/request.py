@@ -19,6 +19,26 @@ Mapping (see ``docs/providers/anthropic.md``):
 * A tool call whose arguments were cut off (``arguments is None``) is sent with ``input: {}`` when the
   conversation holds a result for it, and left out otherwise (the API rejects an unanswered
   ``tool_use``).
+* Files (:class:`FilePart`, "Vision" and "PDF support" guides): images (JPEG, PNG, GIF, WebP) become
+  ``image`` blocks, PDFs ``document`` blocks, each with a ``base64`` source (``media_type``, ``data``)
+  or a ``url`` source; plain text (``text/*``) becomes a ``document`` with a ``text`` source. A
+  filename is the document's ``title``. Audio, other media types and text behind a URL raise
+  :class:`ValueError` before anything is sent. A tool result with ``files`` gets a ``content`` list:
+  a ``text`` block with the output, then the ``image`` / ``document`` blocks ("Tool use" >
+  ``tool_result`` content).
+* Server-tool blocks (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use``... kept by the
+  stream parser as a :class:`ReasoningPart` whose ``provider_metadata["anthropic"]["server_block"]``
+  is the block as received) go back verbatim, in place: the API requires them in the assistant turn
+  to continue a ``pause_turn`` and to keep citations to search results valid.
+* Prompt caching ("Prompt caching" guide): ``provider_metadata={"anthropic": {"cache_control":
+  {...}}}`` on a :class:`TextPart` or :class:`FilePart` (any role) sets ``cache_control`` on its
+  block; ``options={"anthropic_cache": {"system": X, "tools": X, "messages": X}}`` (``X`` ``True``
+  for ``{"type": "ephemeral"}``, or the ``cache_control`` object itself, e.g. with ``"ttl": "1h"``)
+  puts a breakpoint on the last system block, the last tool, or the last block of the last message.
+  ``anthropic_cache`` is read here and never sent. A document part's ``provider_metadata["anthropic"]``
+  may also carry ``citations`` (``{"enabled": true}``), ``context`` and ``title``, copied onto the block.
+* Sources and files in an assistant message are not sent: the API has no assistant block for them
+  (citations live in the server-tool blocks that are sent back).
 
 Thread safety: pure functions, no shared state.
 """
@@ -28,6 +48,7 @@ from __future__ import annotations
 from typing import Any
 
 from hookstream.plugin import (
+    FilePart,
     Message,
     ModelRequest,
     ReasoningPart,
@@ -38,7 +59,16 @@ from hookstream.plugin import (
     tool_output_text,
 )
 
-__all__ = ["DEFAULT_MAX_TOKENS", "PROVIDER_KEY", "build_body", "convert_messages", "convert_tool_choice"]
+__all__ = [
+    "CACHE_OPTION",
+    "DEFAULT_MAX_TOKENS",
+    "IMAGE_MEDIA_TYPES",
+    "PROVIDER_KEY",
+    "build_body",
+    "convert_file",
+    "convert_messages",
+    "convert_tool_choice",
+]
 
 PROVIDER_KEY = "anthropic"
 """Key of this provider's entry in ``provider_metadata`` and event ``metadata``."""
@@ -49,28 +79,59 @@ whose ``budget_tokens`` is at least this, ``budget_tokens + DEFAULT_MAX_TOKENS``
 the budget must be below ``max_tokens``."""
 
 
+IMAGE_MEDIA_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""Image media types the API takes ("Vision" guide)."""
+
+CACHE_OPTION = "anthropic_cache"
+"""``ModelRequest.options`` key for cache breakpoints on ``system``, ``tools`` and ``messages``."""
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
 def build_body(request: ModelRequest) -> dict[str, Any]:
     """The JSON body of a streamed ``POST /v1/messages`` for ``request``.
 
     ``request.options`` are merged last, so any documented body field (``thinking``, ``top_k``,
     ``stop_sequences``, ``metadata``...) can be set or overridden; ``stream`` is always ``true``.
-    Raises :class:`ValueError` for a ``tool_choice`` the API cannot express or a message role it
-    does not know.
+    Raises :class:`ValueError` for a ``tool_choice`` the API cannot express, a message role it
+    does not know, a file it cannot take, or a malformed ``anthropic_cache`` option.
     """
+    options = dict(request.options)
+    cache = options.pop(CACHE_OPTION, None) or {}
+    if not isinstance(cache, dict) or set(cache) - {"system", "tools", "messages"}:
+        raise ValueError(f"{CACHE_OPTION} must be a dict with keys system, tools, messages; got {cache!r}")
     system, messages = convert_messages(request.messages)
     body: dict[str, Any] = {"model": request.model, "max_tokens": _max_tokens(request)}
     if system is not None:
-        body["system"] = system
+        if cache.get("system"):
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": system}] if isinstance(system, str) else system
+            blocks[-1]["cache_control"] = _cache_control(cache["system"])
+            body["system"] = blocks
+        else:
+            body["system"] = system
+    if messages and cache.get("messages"):
+        last = messages[-1]["content"][-1]
+        last["cache_control"] = _cache_control(cache["messages"])
     body["messages"] = messages
     if request.tools:
         body["tools"] = [convert_tool(t) for t in request.tools]
+        if cache.get("tools"):
+            body["tools"][-1]["cache_control"] = _cache_control(cache["tools"])
     if request.tool_choice is not None:
         body["tool_choice"] = convert_tool_choice(request.tool_choice)
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    body.update(request.options)
+    body.update(options)
     body["stream"] = True
     return body
+
+
+def _cache_control(value: Any) -> dict[str, Any]:
+    if value is True:
+        return dict(_EPHEMERAL)
+    if isinstance(value, dict) and value.get("type"):
+        return dict(value)
+    raise ValueError(f"{CACHE_OPTION} value must be True or a cache_control object, got {value!r}")
 
 
 def _max_tokens(request: ModelRequest) -> int:
@@ -112,11 +173,12 @@ def convert_messages(messages: list[Message]) -> tuple[str | list[dict[str, Any]
     Raises :class:`ValueError` for an unknown role.
     """
     answered = {p.tool_call_id for m in messages if m.role == "tool" for p in m.parts if isinstance(p, ToolResultPart)}
-    system: list[str] = []
+    system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":
-            system.extend(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
+            system.extend(_with_cache({"type": "text", "text": p.text}, p)
+                          for p in message.parts if isinstance(p, TextPart) and p.text)
             continue
         if message.role in ("user", "tool"):
             role, blocks = "user", _user_blocks(message)
@@ -137,11 +199,75 @@ def convert_messages(messages: list[Message]) -> tuple[str | list[dict[str, Any]
     out_system: str | list[dict[str, Any]] | None
     if not system:
         out_system = None
-    elif len(system) == 1:
-        out_system = system[0]
+    elif len(system) == 1 and len(system[0]) == 2:  # one plain text block: the string form
+        out_system = system[0]["text"]
     else:
-        out_system = [{"type": "text", "text": s} for s in system]
+        out_system = system
     return out_system, turns
+
+
+def _anthropic_meta(part: Any) -> dict[str, Any]:
+    meta = (part.provider_metadata or {}).get(PROVIDER_KEY)
+    return meta if isinstance(meta, dict) else {}
+
+
+def _with_cache(block: dict[str, Any], part: Any) -> dict[str, Any]:
+    control = _anthropic_meta(part).get("cache_control")
+    if control:
+        block["cache_control"] = _cache_control(control)
+    return block
+
+
+def convert_file(part: FilePart) -> dict[str, Any]:
+    """The ``image`` or ``document`` block for a file (see the module docstring). Raises
+    :class:`ValueError` for a file the Messages API cannot take."""
+    media_type = part.media_type.split(";", 1)[0].strip().lower()
+    block: dict[str, Any]
+    if part.category == "image":
+        if media_type not in IMAGE_MEDIA_TYPES:
+            raise ValueError(f"Anthropic takes JPEG, PNG, GIF and WebP images, not {media_type}")
+        block = {"type": "image", "source": _source(part, media_type)}
+    elif media_type == "application/pdf":
+        block = {"type": "document", "source": _source(part, media_type)}
+    elif media_type.startswith("text/"):
+        if part.data is None:
+            raise ValueError("Anthropic fetches only PDF documents by URL; send a text document as bytes")
+        try:
+            text = part.data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"text document {part.filename or ''} is not UTF-8") from None
+        block = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}}
+    else:
+        raise ValueError(
+            f"Anthropic cannot take a {media_type} file (images, PDF and plain text only; no audio)"
+        )
+    meta = _anthropic_meta(part)
+    if block["type"] == "document":
+        title = meta.get("title") or part.filename
+        if title:
+            block["title"] = title
+        for key in ("context", "citations"):
+            if meta.get(key) is not None:
+                block[key] = meta[key]
+    return _with_cache(block, part)
+
+
+def _source(part: FilePart, media_type: str) -> dict[str, Any]:
+    if part.url is not None:
+        return {"type": "url", "url": part.url}
+    return {"type": "base64", "media_type": media_type, "data": part.base64()}
+
+
+def _tool_result(part: ToolResultPart) -> dict[str, Any]:
+    text = tool_output_text(part.output)
+    content: str | list[dict[str, Any]] = text
+    if part.files:
+        content = [{"type": "text", "text": text}] if text else []
+        content.extend(convert_file(f) for f in part.files)
+    return _with_cache(
+        {"type": "tool_result", "tool_use_id": part.tool_call_id, "content": content, "is_error": bool(part.is_error)},
+        part,
+    )
 
 
 def _user_blocks(message: Message) -> list[dict[str, Any]]:
@@ -149,16 +275,11 @@ def _user_blocks(message: Message) -> list[dict[str, Any]]:
     for part in message.parts:
         if isinstance(part, TextPart):
             if part.text:  # the API rejects empty text blocks
-                blocks.append({"type": "text", "text": part.text})
+                blocks.append(_with_cache({"type": "text", "text": part.text}, part))
+        elif isinstance(part, FilePart):
+            blocks.append(convert_file(part))
         elif isinstance(part, ToolResultPart):
-            blocks.append(
-                {
-                    "type": "tool_result",
-                    "tool_use_id": part.tool_call_id,
-                    "content": tool_output_text(part.output),
-                    "is_error": bool(part.is_error),
-                }
-            )
+            blocks.append(_tool_result(part))
     return blocks
 
 
@@ -171,7 +292,7 @@ def _assistant_blocks(message: Message, answered: set[str]) -> list[dict[str, An
                 blocks.append(block)
         elif isinstance(part, TextPart):
             if part.text:
-                blocks.append({"type": "text", "text": part.text})
+                blocks.append(_with_cache({"type": "text", "text": part.text}, part))
         elif isinstance(part, ToolCallPart):
             if part.arguments is None and part.id not in answered:
                 continue
@@ -182,9 +303,10 @@ def _assistant_blocks(message: Message, answered: set[str]) -> list[dict[str, An
 
 
 def _thinking_block(part: ReasoningPart) -> dict[str, Any] | None:
-    meta = (part.provider_metadata or {}).get(PROVIDER_KEY)
-    if not isinstance(meta, dict):
-        return None
+    meta = _anthropic_meta(part)
+    server = meta.get("server_block")
+    if isinstance(server, dict):
+        return dict(server)
     if meta.get("redacted_data"):
         return {"type": "redacted_thinking", "data": meta["redacted_data"]}
     if meta.get("signature"):

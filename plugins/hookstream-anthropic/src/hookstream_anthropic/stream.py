@@ -16,15 +16,27 @@ What each block becomes:
   omitted) and a ``redacted_thinking`` block become ``REASONING_ENCRYPTED_VALUE`` with the same
   metadata (``redacted_data`` for the latter), so the part still goes back to the API.
 * ``tool_use`` -> ``TOOL_CALL_START`` / ``TOOL_CALL_ARGS`` (the ``partial_json`` fragments) /
-  ``TOOL_CALL_END`` at ``content_block_stop``. A block still open when the message ends (``max_tokens``
+  ``TOOL_CALL_END`` at ``content_block_stop``, with the parsed ``input`` (``None`` when the fragments
+  do not parse). A block still open when the message ends (``max_tokens``
   mid tool call) is closed by the final ``RUN_FINISHED`` bookkeeping; its arguments then do not parse
   and the call stays incomplete (``arguments: None``), so it is never executed.
-* Server tools (``server_tool_use``, ``web_search_tool_result`` and any other block type) are not
-  client tool calls: each becomes one ``CUSTOM`` event named ``anthropic.<block type>`` at its
-  ``content_block_stop`` (value: the block, with a server tool's streamed ``input`` parsed);
-  ``citations_delta`` becomes ``CUSTOM`` ``anthropic.citation``.
+* Server tools (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use`` and any other block
+  type) are not client tool calls. Each becomes, at its ``content_block_stop``, one ``CUSTOM`` event
+  named ``anthropic.<block type>`` (value: the block, with a server tool's streamed ``input``
+  parsed) for display, and a ``REASONING_ENCRYPTED_VALUE`` whose metadata
+  ``{"anthropic": {"server_block": block}}`` makes it a part of the assistant message, so the block
+  goes back to the API verbatim on the next request (:mod:`hookstream_anthropic.request`). An open
+  text message is closed first, so the history keeps the blocks in stream order.
+* ``citations_delta`` (``web_search_result_location``, ``char_location``, ``page_location``,
+  ``content_block_location``, ``search_result_location``) -> a source (``CUSTOM`` ``source``) at the
+  text block's ``content_block_stop``: ``url``/``title`` for web results, ``document_index`` and the
+  document title for document citations, ``cited_text``, and ``start_index``/``end_index`` = the
+  cited text block's span in the step's text (characters). The citation object is kept as
+  ``provider_metadata["anthropic"]``.
+* Any event or delta type this module does not know -> AG-UI ``RAW`` (never dropped silently).
 
-Finish reason (raw value kept): see :data:`STOP_REASONS`. Usage: see :class:`UsageTracker`.
+Finish reason (raw value kept): see :data:`STOP_REASONS`. Usage: see :class:`UsageTracker`. The
+``message.id`` and ``model`` of ``message_start`` are the response id and model on ``RUN_FINISHED``.
 
 Thread safety: one :class:`MessageStreamParser` per model call, driven by the thread that reads it.
 """
@@ -42,14 +54,17 @@ from hookstream.plugin import (
     Custom,
     MalformedChunkError,
     ReasoningEncryptedValue,
+    SourcePart,
     StreamBuilder,
     Usage,
     new_id,
+    parse_arguments,
 )
 
+from ._shim import emit_finish, emit_raw, emit_source, make_usage
 from .request import PROVIDER_KEY
 
-__all__ = ["STOP_REASONS", "MessageStreamParser", "UsageTracker", "finish_reason_for"]
+__all__ = ["STOP_REASONS", "MessageStreamParser", "UsageTracker", "finish_reason_for", "source_for_citation"]
 
 log = logging.getLogger("hookstream.anthropic")
 
@@ -84,6 +99,7 @@ class UsageTracker:
     * ``input_tokens`` = ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``
       (Anthropic counts cached input apart; hookstream's input includes it),
     * ``cached_input_tokens`` = ``cache_read_input_tokens``,
+    * ``cache_write_tokens`` = ``cache_creation_input_tokens`` (on a core whose ``Usage`` has it),
     * ``output_tokens`` = the last ``output_tokens``,
     * ``reasoning_tokens`` = ``output_tokens_details.thinking_tokens`` when present,
     * ``total_tokens`` = input + output.
@@ -122,19 +138,23 @@ class UsageTracker:
         if self.input is not None:
             total_in = self.input + (self.cache_creation or 0) + (self.cache_read or 0)
         total = total_in + self.output if total_in is not None and self.output is not None else None
-        return Usage(
+        return make_usage(
             input_tokens=total_in,
             output_tokens=self.output,
             total_tokens=total,
             reasoning_tokens=self.thinking,
             cached_input_tokens=self.cache_read,
+            cache_write_tokens=self.cache_creation,
         )
 
 
 class _Block:
     """One content block by its stream ``index``."""
 
-    __slots__ = ("args_seen", "chunks", "data", "id", "kind", "open", "signature", "start_input", "text_seen")
+    __slots__ = (
+        "args_seen", "chunks", "citations", "data", "id", "kind", "open", "signature", "start_input",
+        "text_seen", "text_start",
+    )
 
     def __init__(self, kind: str, data: dict[str, Any]) -> None:
         self.kind = kind
@@ -145,7 +165,9 @@ class _Block:
         self.text_seen = False
         self.args_seen = False
         self.start_input: Any = None
-        self.chunks: list[str] = []  # server tool input fragments
+        self.chunks: list[str] = []  # tool input fragments
+        self.citations: list[dict[str, Any]] = []  # citations_delta of a text block, sourced at its stop
+        self.text_start = 0  # offset of the block's text in the step's text
 
 
 class MessageStreamParser:
@@ -159,6 +181,7 @@ class MessageStreamParser:
         self.stop_sequence: str | None = None
         self.message_id: str | None = None
         self.model: str | None = None
+        self.text_len = 0  # characters of text emitted so far (citation spans)
         self.done = False
 
     def run(self, events: Iterable[Any]) -> Iterator[BaseEvent]:
@@ -225,9 +248,9 @@ class MessageStreamParser:
             message = str(err.get("message") or etype)
             self.done = True
             return self.builder.error(message, code=etype, usage=self.usage.usage())
-        # The API may add event types (versioning policy); they carry nothing hookstream maps.
-        log.debug("ignoring Anthropic stream event of type %r", kind)
-        return []
+        # The API may add event types (versioning policy): passed on as RAW, never dropped silently.
+        log.debug("Anthropic stream event of unknown type %r passed on as RAW", kind)
+        return emit_raw(self.builder, doc, PROVIDER_KEY)
 
     def _finish(self) -> list[BaseEvent]:
         self.done = True
@@ -235,6 +258,8 @@ class MessageStreamParser:
         for block in self.blocks.values():
             if block.open and block.kind == "thinking":
                 out.extend(self._end_thinking(block))
+            elif block.open and block.citations:
+                out.extend(self._sources(block))
         has_tools = bool(self.builder.started_tools)
         meta = {
             k: v
@@ -242,11 +267,14 @@ class MessageStreamParser:
             if v is not None
         }
         out.extend(
-            self.builder.finish(
+            emit_finish(
+                self.builder,
                 finish_reason_for(self.stop_reason, has_tools),
                 self.stop_reason,
                 self.usage.usage(),
                 metadata={PROVIDER_KEY: meta} if meta else None,
+                response_id=self.message_id,
+                model=self.model,
             )
         )
         return out
@@ -267,8 +295,12 @@ class MessageStreamParser:
         block = self.blocks[index] = _Block(kind, cb)
         b = self.builder
         if kind == "text":
+            block.text_start = self.text_len
+            citations = cb.get("citations")
+            if isinstance(citations, list):
+                block.citations.extend(c for c in citations if isinstance(c, dict))
             text = cb.get("text")
-            return b.text(text) if isinstance(text, str) and text else []
+            return self._text(text) if isinstance(text, str) and text else []
         if kind == "thinking":
             sig = cb.get("signature")
             block.signature = sig if isinstance(sig, str) and sig else None
@@ -311,15 +343,15 @@ class MessageStreamParser:
         dtype = delta.get("type")
         if dtype == "text_delta":
             text = delta.get("text")
-            return self.builder.text(text) if isinstance(text, str) and text else []
+            return self._text(text) if isinstance(text, str) and text else []
         if dtype == "input_json_delta":
             part = delta.get("partial_json")
             if not isinstance(part, str) or not part:
                 return []
+            block.chunks.append(part)
             if block.kind == "tool_use":
                 block.args_seen = True
                 return self.builder.tool_args(block.id, part)
-            block.chunks.append(part)
             return []
         if dtype == "thinking_delta":
             text = delta.get("thinking")
@@ -333,9 +365,12 @@ class MessageStreamParser:
                 block.signature = sig
             return []
         if dtype == "citations_delta":
-            return [Custom("anthropic.citation", delta.get("citation"))]
-        log.debug("ignoring Anthropic content_block_delta of type %r", dtype)
-        return []
+            citation = delta.get("citation")
+            if isinstance(citation, dict):
+                block.citations.append(citation)
+                return []
+        log.debug("Anthropic content_block_delta of unknown type %r passed on as RAW", dtype)
+        return emit_raw(self.builder, doc, PROVIDER_KEY)
 
     def _block_stop(self, doc: dict[str, Any], data: str) -> list[BaseEvent]:
         block = self._block(doc, data)
@@ -343,24 +378,49 @@ class MessageStreamParser:
             return []
         block.open = False
         kind = block.kind
-        if kind == "text" or kind == "redacted_thinking":
+        if kind == "text":
+            return self._sources(block)
+        if kind == "redacted_thinking":
             return []
         if kind == "thinking":
             return self._end_thinking(block)
         if kind == "tool_use":
             start = block.start_input
             # Deltas win; a block that streamed none keeps the input it started with ({} normally).
-            given = start if not block.args_seen and isinstance(start, dict) and start else None
+            if block.args_seen:
+                given = parse_arguments("".join(block.chunks))
+            else:
+                given = start if isinstance(start, dict) else {}
             return self.builder.tool_end(block.id, input=given)
         value = dict(block.data)
+        sent = dict(block.data)
         if block.chunks:
             raw = "".join(block.chunks)
             try:
-                value["input"] = json.loads(raw)
+                value["input"] = sent["input"] = json.loads(raw)
             except ValueError:
                 value["input"] = None
                 value["input_raw"] = raw
-        return [Custom(f"anthropic.{kind}", value)]
+                sent["input"] = {}  # the API wants an object back; what arrived is on the CUSTOM event
+        out = self.builder.end_text()
+        out.append(Custom(f"anthropic.{kind}", value))
+        block_id = str(sent.get("id") or sent.get("tool_use_id") or new_id("srv"))
+        out.append(
+            ReasoningEncryptedValue("message", new_id("srv"), block_id, metadata={PROVIDER_KEY: {"server_block": sent}})
+        )
+        return out
+
+    def _text(self, text: str) -> list[BaseEvent]:
+        self.text_len += len(text)
+        return self.builder.text(text)
+
+    def _sources(self, block: _Block) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        for citation in block.citations:
+            part = source_for_citation(citation, block.text_start, self.text_len)
+            out.extend(emit_source(self.builder, part))
+        block.citations = []
+        return out
 
     def _end_thinking(self, block: _Block) -> list[BaseEvent]:
         block.open = False
@@ -373,3 +433,35 @@ class MessageStreamParser:
         out = self.builder.end_reasoning()
         out.append(ReasoningEncryptedValue("message", new_id("rsn"), block.signature or "", metadata=meta))
         return out
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def source_for_citation(citation: dict[str, Any], start: int | None = None, end: int | None = None) -> SourcePart:
+    """A :class:`SourcePart` for one Anthropic citation ("Citations" guide; "Web search tool").
+
+    ``web_search_result_location`` and ``search_result_location`` are ``url`` sources (``url`` or
+    ``source``, ``title``); ``char_location``, ``page_location`` and ``content_block_location`` are
+    ``document`` sources (``document_index``, ``document_title`` as the title). ``start``/``end`` are
+    the cited text's character offsets in the message text; the citation object itself is kept as
+    ``provider_metadata["anthropic"]``.
+    """
+    ctype = citation.get("type")
+    is_url = ctype in ("web_search_result_location", "search_result_location")
+    return SourcePart(
+        id=new_id("src"),
+        source_type="url" if is_url else "document",
+        url=_str(citation.get("url")) or (_str(citation.get("source")) if is_url else None),
+        title=_str(citation.get("title")) or _str(citation.get("document_title")),
+        cited_text=_str(citation.get("cited_text")),
+        start_index=start,
+        end_index=end,
+        document_index=_int(citation.get("document_index")),
+        provider_metadata={PROVIDER_KEY: citation},
+    )

@@ -14,6 +14,22 @@ Parts: ``{"text"}``, ``{"text", "thought": true}``, ``{"functionCall": {"name", 
 with a ``thoughtSignature`` gets it back exactly as received, on the same kind of part; metadata of other
 providers is never sent.
 
+Files (:class:`FilePart`; "Image understanding", "Document understanding", "Audio understanding"
+guides): bytes become ``{"inlineData": {"mimeType", "data": base64}}``, a URL (``https://`` or
+``gs://``, or a Files API URI) ``{"fileData": {"mimeType", "fileUri"}}``. Gemini takes images, audio,
+video, PDF and text; a file whose media type is unknown (``application/octet-stream``) raises
+:class:`ValueError` before anything is sent. A tool result's files go inside its ``functionResponse``
+as ``parts: [{"inlineData": {"mimeType", "data", "displayName"}}]`` ("Function calling" >
+multimodal function responses; Gemini 3 wants them there, not as sibling parts); a URL file, which
+``FunctionResponsePart.fileData`` does not take on the Gemini API, follows the ``functionResponse``
+as a ``fileData`` part in the same ``user`` turn.
+
+In a ``model`` turn: a generated file (:class:`FilePart` from ``inlineData``) goes back as
+``inlineData`` with its ``thoughtSignature``; a part the stream kept verbatim
+(``provider_metadata["gemini"]["part"]``: ``executableCode``, ``codeExecutionResult``, the server-side
+``toolCall`` / ``toolResponse`` of built-in tools) goes back exactly as received; sources are not sent
+(grounding is response metadata, not content).
+
 Tool parameters go in ``parametersJsonSchema`` (plain JSON Schema, as hookstream's ``ToolSpec`` holds
 it) rather than ``parameters``, which takes Gemini's OpenAPI-subset ``Schema`` and rejects common JSON
 Schema keywords (``additionalProperties``, ``$ref``...). The two fields are mutually exclusive.
@@ -25,9 +41,11 @@ import copy
 from typing import Any
 
 from hookstream.plugin import (
+    FilePart,
     Message,
     ModelRequest,
     ReasoningPart,
+    SourcePart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -35,7 +53,7 @@ from hookstream.plugin import (
     tool_output_text,
 )
 
-__all__ = ["build_body", "deep_merge", "gemini_meta"]
+__all__ = ["build_body", "convert_file", "deep_merge", "gemini_meta"]
 
 PROVIDER = "gemini"
 
@@ -75,7 +93,7 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
         elif message.role == "assistant":
             role, parts = "model", _model_parts(message)
         elif message.role == "tool":
-            role, parts = "user", [_function_response(p, call_ids) for p in message.tool_results]
+            role, parts = "user", [x for p in message.tool_results for x in _function_response(p, call_ids)]
         else:
             raise ValueError(f"Gemini has no message role {message.role!r}")
         if not parts:
@@ -122,8 +140,10 @@ def _user_parts(message: Message, call_ids: dict[str, str]) -> list[dict[str, An
         if isinstance(part, TextPart):
             if part.text:
                 out.append({"text": part.text})
+        elif isinstance(part, FilePart):
+            out.append(convert_file(part))
         elif isinstance(part, ToolResultPart):
-            out.append(_function_response(part, call_ids))
+            out.extend(_function_response(part, call_ids))
         else:
             raise ValueError(f"a user message cannot hold a {part.kind} part")
     return out
@@ -139,6 +159,9 @@ def _model_parts(message: Message) -> list[dict[str, Any]]:
                 continue
             item: dict[str, Any] = {"text": part.text}
         elif isinstance(part, ReasoningPart):
+            if meta and isinstance(meta.get("part"), dict):
+                out.append(dict(meta["part"]))  # a built-in tool's part, verbatim (signature included)
+                continue
             # Thinking is sent back only when Gemini signed it: the signature is the state the API
             # uses; unsigned or foreign thinking text is not something Gemini accepts as context.
             if not signature:
@@ -149,6 +172,12 @@ def _model_parts(message: Message) -> list[dict[str, Any]]:
             if meta and isinstance(meta.get("functionCallId"), str):
                 call["id"] = meta["functionCallId"]
             item = {"functionCall": call}
+        elif isinstance(part, FilePart):
+            item = convert_file(part)
+            if meta and meta.get("thought") is True:
+                item["thought"] = True
+        elif isinstance(part, SourcePart):
+            continue
         else:
             raise ValueError(f"an assistant message cannot hold a {part.kind} part")
         if signature:
@@ -157,7 +186,20 @@ def _model_parts(message: Message) -> list[dict[str, Any]]:
     return out
 
 
-def _function_response(part: ToolResultPart, call_ids: dict[str, str]) -> dict[str, Any]:
+def convert_file(part: FilePart) -> dict[str, Any]:
+    """``{"inlineData": {"mimeType", "data"}}`` for bytes, ``{"fileData": {"mimeType", "fileUri"}}`` for
+    a URL. Raises :class:`ValueError` when the media type is unknown."""
+    media_type = part.media_type.split(";", 1)[0].strip().lower()
+    if not media_type or media_type == "application/octet-stream":
+        raise ValueError(
+            f"Gemini needs the media type of {part.filename or 'a file'}; give FilePart a media_type"
+        )
+    if part.url is not None:
+        return {"fileData": {"mimeType": media_type, "fileUri": part.url}}
+    return {"inlineData": {"mimeType": media_type, "data": part.base64()}}
+
+
+def _function_response(part: ToolResultPart, call_ids: dict[str, str]) -> list[dict[str, Any]]:
     if part.is_error:
         response: dict[str, Any] = {"error": tool_output_text(part.output)}
     elif isinstance(part.output, dict):
@@ -168,7 +210,18 @@ def _function_response(part: ToolResultPart, call_ids: dict[str, str]) -> dict[s
     fr: dict[str, Any] = {"name": part.tool_name, "response": response}
     if part.tool_call_id in call_ids:
         fr["id"] = call_ids[part.tool_call_id]
-    return {"functionResponse": fr}
+    inline: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    for n, file in enumerate(part.files):
+        converted = convert_file(file)
+        if "inlineData" in converted:
+            converted["inlineData"]["displayName"] = file.filename or f"{part.tool_name}-{n}"
+            inline.append(converted)
+        else:
+            after.append(converted)
+    if inline:
+        fr["parts"] = inline
+    return [{"functionResponse": fr}, *after]
 
 
 def _declaration(tool: ToolSpec) -> dict[str, Any]:

@@ -24,8 +24,23 @@ Only candidate 0 is read. Parts:
   (``TOOL_CALL_END`` when it comes on a later part of a streamed call). A signature on an otherwise
   empty text part joins the open text or reasoning block when that block has none yet; otherwise it
   becomes a ``REASONING_ENCRYPTED_VALUE`` of its own (a signature-only part).
-* Other parts (``inlineData``, ``executableCode``, ``codeExecutionResult``...) -> ``CUSTOM`` events named
-  ``gemini.part`` carrying the part, so nothing is dropped silently.
+* ``inlineData`` (a generated image) -> a file (``CUSTOM`` ``file``: media type and base64 data);
+  ``fileData`` -> a file with its URI. A ``thoughtSignature`` (and ``thought: true``) rides in the
+  file's ``provider_metadata["gemini"]`` so it goes back with the image.
+* Parts of built-in tools (``executableCode``, ``codeExecutionResult``, and the server-side
+  ``toolCall`` / ``toolResponse`` of Gemini 3) -> one ``CUSTOM`` ``gemini.part`` (display) and a
+  ``REASONING_ENCRYPTED_VALUE`` with metadata ``{"gemini": {"part": part}}``, which makes the part a
+  piece of the assistant message sent back verbatim next turn. Open text closes first (stream order).
+* Any other part -> AG-UI ``RAW``: never dropped silently.
+
+Sources (Gemini API reference ``GroundingMetadata``, ``CitationMetadata``, ``UrlContextMetadata``):
+each ``groundingSupports`` entry yields one source per grounding chunk it cites (``web`` /
+``retrievedContext`` / ``maps``: ``uri`` -> ``url``, ``title``), with the segment's ``text`` as
+``cited_text`` and its byte offsets turned into character offsets into the step's text; chunks no
+support cites yield a source without a span. ``citationMetadata.citationSources`` (Vertex:
+``citations``) yield url sources with their span; ``urlContextMetadata.urlMetadata`` entries retrieved
+successfully yield url sources. The Gemini object is kept as ``provider_metadata["gemini"]``.
+Metadata repeated on later chunks is not reported twice.
 
 Tool-call ids: Gemini 3 may send ``functionCall.id``; it is used as the tool call id and kept as
 ``functionCallId`` metadata (sent back on ``functionCall``/``functionResponse``). Without one the id is
@@ -37,6 +52,8 @@ Thread safety: one parser per model call, driven by the thread that reads the st
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from collections.abc import Iterable, Iterator
@@ -46,18 +63,24 @@ from hookstream.plugin import (
     BaseEvent,
     CallContext,
     Custom,
+    FilePart,
     MalformedChunkError,
     ReasoningEncryptedValue,
+    SourcePart,
     StreamBuilder,
     Usage,
     new_id,
 )
 
+from ._shim import emit_file, emit_finish, emit_raw, emit_source
 from .partial_args import PartialArgs
 
 log = logging.getLogger("hookstream_gemini.stream")
 
-__all__ = ["FINISH_REASONS", "GeminiStreamParser", "normalise_finish", "parse_stream", "usage_from"]
+__all__ = ["FINISH_REASONS", "SERVER_PARTS", "GeminiStreamParser", "normalise_finish", "parse_stream", "usage_from"]
+
+SERVER_PARTS = frozenset({"executableCode", "codeExecutionResult", "toolCall", "toolResponse"})
+"""Part fields of built-in (server-side) tools, kept in history and sent back verbatim."""
 
 FINISH_REASONS: dict[str, str] = {
     "STOP": "stop",
@@ -152,6 +175,8 @@ class GeminiStreamParser:
         self.prompt_feedback: dict[str, Any] | None = None
         self.response_id: str | None = None
         self.model_version: str | None = None
+        self._texts: list[str] = []  # text emitted so far: grounding offsets refer to it
+        self._sources_seen: set[tuple[Any, ...]] = set()
 
     # -- chunks ---------------------------------------------------------------------------------
     def chunk(self, doc: Any) -> list[BaseEvent]:
@@ -179,6 +204,7 @@ class GeminiStreamParser:
             raise MalformedChunkError("Gemini candidate content.parts is not a list", json.dumps(doc)[:200])
         for part in parts or ():
             out.extend(self._part(part))
+        out.extend(self._candidate_sources(candidate))
         if isinstance(candidate.get("finishReason"), str):
             self.finish_raw = candidate["finishReason"]
         if isinstance(candidate.get("finishMessage"), str):
@@ -204,7 +230,8 @@ class GeminiStreamParser:
             reason = normalise_finish(self.finish_raw, bool(self.builder.started_tools))
         out = self._close_text()
         out.extend(self._close_reasoning())
-        out.extend(self.builder.finish(reason, self.finish_raw, usage, metadata=self._finish_meta(bool(blocked))))
+        out.extend(emit_finish(self.builder, reason, self.finish_raw, usage, self._finish_meta(bool(blocked)),
+                               response_id=self.response_id, model=self.model_version))
         return out
 
     def _finish_meta(self, blocked: bool) -> dict[str, Any] | None:
@@ -245,7 +272,112 @@ class GeminiStreamParser:
             return self._text(text, signature, part.get("thought") is True)
         if signature and len(part) == 1:
             return self._text("", signature, False)
-        return [Custom("gemini.part", part)]
+        if "inlineData" in part or "fileData" in part:
+            return self._file(part, signature)
+        if SERVER_PARTS.intersection(part):
+            out = self._close_text()
+            out.extend(self._close_reasoning())
+            out.append(Custom("gemini.part", part))
+            out.append(ReasoningEncryptedValue("message", new_id("srv"), signature or "",
+                                               metadata={"gemini": {"part": part}}))
+            return out
+        log.debug("Gemini part with fields %s passed on as RAW", sorted(part))
+        return emit_raw(self.builder, part, "gemini")
+
+    def _file(self, part: dict[str, Any], signature: str | None) -> list[BaseEvent]:
+        meta: dict[str, Any] = {}
+        if signature:
+            meta["thoughtSignature"] = signature
+        if part.get("thought") is True:
+            meta["thought"] = True
+        provider_metadata = {"gemini": meta} if meta else None
+        inline, ref = part.get("inlineData"), part.get("fileData")
+        if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+            try:
+                data = base64.b64decode(inline["data"], validate=True)
+            except (binascii.Error, ValueError):
+                raise MalformedChunkError("Gemini inlineData.data is not base64", str(inline["data"])[:200]) from None
+            file = FilePart(str(inline.get("mimeType") or "application/octet-stream"), data=data,
+                            filename=inline.get("displayName"), provider_metadata=provider_metadata)
+        elif isinstance(ref, dict) and isinstance(ref.get("fileUri"), str):
+            file = FilePart(str(ref.get("mimeType") or "application/octet-stream"), url=ref["fileUri"],
+                            filename=ref.get("displayName"), provider_metadata=provider_metadata)
+        else:
+            raise MalformedChunkError(f"Gemini file part without data or fileUri: {part!r}"[:200])
+        out = self._close_text()
+        out.extend(self._close_reasoning())
+        out.extend(emit_file(self.builder, file))
+        return out
+
+    # -- sources --------------------------------------------------------------------------------
+    def _candidate_sources(self, candidate: dict[str, Any]) -> list[BaseEvent]:
+        found: list[SourcePart] = []
+        grounding = candidate.get("groundingMetadata")
+        if isinstance(grounding, dict):
+            found.extend(self._grounding_sources(grounding))
+        citations = candidate.get("citationMetadata")
+        if isinstance(citations, dict):
+            entries = citations.get("citationSources") or citations.get("citations") or []
+            for entry in entries if isinstance(entries, list) else ():
+                if isinstance(entry, dict) and isinstance(entry.get("uri"), str):
+                    start, end = self._span(entry.get("startIndex", 0), entry.get("endIndex"))
+                    found.append(SourcePart(new_id("src"), "url", url=entry["uri"], title=_opt_str(entry.get("title")),
+                                            start_index=start, end_index=end,
+                                            provider_metadata={"gemini": {"citationSource": entry}}))
+        url_context = candidate.get("urlContextMetadata")
+        if isinstance(url_context, dict) and isinstance(url_context.get("urlMetadata"), list):
+            for entry in url_context["urlMetadata"]:
+                if (isinstance(entry, dict) and isinstance(entry.get("retrievedUrl"), str)
+                        and entry.get("urlRetrievalStatus") in (None, "URL_RETRIEVAL_STATUS_SUCCESS")):
+                    found.append(SourcePart(new_id("src"), "url", url=entry["retrievedUrl"],
+                                            provider_metadata={"gemini": {"urlMetadata": entry}}))
+        out: list[BaseEvent] = []
+        for source in found:
+            key = (source.url, source.title, source.cited_text, source.start_index, source.end_index)
+            if key in self._sources_seen:
+                continue
+            self._sources_seen.add(key)
+            out.extend(emit_source(self.builder, source))
+        return out
+
+    def _grounding_sources(self, grounding: dict[str, Any]) -> list[SourcePart]:
+        chunks = grounding.get("groundingChunks")
+        chunks = chunks if isinstance(chunks, list) else []
+        supports = grounding.get("groundingSupports")
+        supports = supports if isinstance(supports, list) else []
+        out: list[SourcePart] = []
+        cited: set[int] = set()
+        for support in supports:
+            if not isinstance(support, dict):
+                continue
+            raw_segment = support.get("segment")
+            segment: dict[str, Any] = raw_segment if isinstance(raw_segment, dict) else {}
+            start, end = self._span(segment.get("startIndex", 0), segment.get("endIndex"))
+            indices = support.get("groundingChunkIndices")
+            for i in indices if isinstance(indices, list) else ():
+                if isinstance(i, int) and 0 <= i < len(chunks):
+                    source = _chunk_source(chunks[i], i, segment)
+                    if source is not None:
+                        cited.add(i)
+                        source.cited_text = _opt_str(segment.get("text"))
+                        source.start_index, source.end_index = start, end
+                        out.append(source)
+        for i, chunk in enumerate(chunks):
+            if i not in cited:
+                source = _chunk_source(chunk, i, None)
+                if source is not None:
+                    out.append(source)
+        return out
+
+    def _span(self, start: Any, end: Any) -> tuple[int | None, int | None]:
+        """Byte offsets into the step's UTF-8 text -> character offsets (``None`` when not given)."""
+        if not isinstance(end, int) or not isinstance(start, int):
+            return None, None
+        encoded = "".join(self._texts).encode("utf-8")
+        if not 0 <= start <= end <= len(encoded):
+            return None, None
+        return (len(encoded[:start].decode("utf-8", errors="ignore")),
+                len(encoded[:end].decode("utf-8", errors="ignore")))
 
     def _text(self, text: str, signature: str | None, thought: bool) -> list[BaseEvent]:
         b = self.builder
@@ -263,6 +395,7 @@ class GeminiStreamParser:
                 if b.text_open and signature and self._text_sig and signature != self._text_sig:
                     out.extend(self._close_text())
                 out.extend(b.text(text))
+                self._texts.append(text)
                 if signature:
                     self._text_sig = signature
         elif signature:
@@ -360,6 +493,27 @@ class GeminiStreamParser:
             tool_call_id = f"{tool_call_id}-{n}"
         self._ids.add(tool_call_id)
         return tool_call_id
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _chunk_source(chunk: Any, index: int, segment: dict[str, Any] | None) -> SourcePart | None:
+    """The source of one grounding chunk (``web``, ``retrievedContext`` or ``maps``), or ``None``."""
+    if not isinstance(chunk, dict):
+        return None
+    for key in ("web", "retrievedContext", "maps"):
+        ref = chunk.get(key)
+        if isinstance(ref, dict):
+            uri = _opt_str(ref.get("uri"))
+            meta: dict[str, Any] = {"groundingChunk": chunk, "groundingChunkIndex": index}
+            if segment is not None:
+                meta["segment"] = segment
+            is_web = uri is not None and uri.startswith(("http://", "https://"))
+            return SourcePart(new_id("src"), "url" if is_web or key == "web" else "document", url=uri,
+                              title=_opt_str(ref.get("title")), provider_metadata={"gemini": meta})
+    return None
 
 
 def _first_candidate(candidates: Any) -> dict[str, Any] | None:
