@@ -61,7 +61,6 @@ from hookstream.plugin import (
     parse_arguments,
 )
 
-from ._shim import emit_finish, emit_raw, emit_source, make_usage
 from .request import PROVIDER_KEY
 
 __all__ = ["STOP_REASONS", "MessageStreamParser", "UsageTracker", "finish_reason_for", "source_for_citation"]
@@ -138,7 +137,7 @@ class UsageTracker:
         if self.input is not None:
             total_in = self.input + (self.cache_creation or 0) + (self.cache_read or 0)
         total = total_in + self.output if total_in is not None and self.output is not None else None
-        return make_usage(
+        return Usage(
             input_tokens=total_in,
             output_tokens=self.output,
             total_tokens=total,
@@ -250,7 +249,7 @@ class MessageStreamParser:
             return self.builder.error(message, code=etype, usage=self.usage.usage())
         # The API may add event types (versioning policy): passed on as RAW, never dropped silently.
         log.debug("Anthropic stream event of unknown type %r passed on as RAW", kind)
-        return emit_raw(self.builder, doc, PROVIDER_KEY)
+        return self.builder.raw(doc, PROVIDER_KEY)
 
     def _finish(self) -> list[BaseEvent]:
         self.done = True
@@ -267,9 +266,7 @@ class MessageStreamParser:
             if v is not None
         }
         out.extend(
-            emit_finish(
-                self.builder,
-                finish_reason_for(self.stop_reason, has_tools),
+            self.builder.finish(finish_reason_for(self.stop_reason, has_tools),
                 self.stop_reason,
                 self.usage.usage(),
                 metadata={PROVIDER_KEY: meta} if meta else None,
@@ -370,7 +367,7 @@ class MessageStreamParser:
                 block.citations.append(citation)
                 return []
         log.debug("Anthropic content_block_delta of unknown type %r passed on as RAW", dtype)
-        return emit_raw(self.builder, doc, PROVIDER_KEY)
+        return self.builder.raw(doc, PROVIDER_KEY)
 
     def _block_stop(self, doc: dict[str, Any], data: str) -> list[BaseEvent]:
         block = self._block(doc, data)
@@ -418,7 +415,7 @@ class MessageStreamParser:
         out: list[BaseEvent] = []
         for citation in block.citations:
             part = source_for_citation(citation, block.text_start, self.text_len)
-            out.extend(emit_source(self.builder, part))
+            out.extend(self.builder.source(part))
         block.citations = []
         return out
 

@@ -72,7 +72,6 @@ from hookstream.plugin import (
     new_id,
 )
 
-from ._shim import emit_file, emit_finish, emit_raw, emit_source
 from .partial_args import PartialArgs
 
 log = logging.getLogger("hookstream_gemini.stream")
@@ -230,7 +229,7 @@ class GeminiStreamParser:
             reason = normalise_finish(self.finish_raw, bool(self.builder.started_tools))
         out = self._close_text()
         out.extend(self._close_reasoning())
-        out.extend(emit_finish(self.builder, reason, self.finish_raw, usage, self._finish_meta(bool(blocked)),
+        out.extend(self.builder.finish(reason, self.finish_raw, usage, self._finish_meta(bool(blocked)),
                                response_id=self.response_id, model=self.model_version))
         return out
 
@@ -282,7 +281,7 @@ class GeminiStreamParser:
                                                metadata={"gemini": {"part": part}}))
             return out
         log.debug("Gemini part with fields %s passed on as RAW", sorted(part))
-        return emit_raw(self.builder, part, "gemini")
+        return self.builder.raw(part, "gemini")
 
     def _file(self, part: dict[str, Any], signature: str | None) -> list[BaseEvent]:
         meta: dict[str, Any] = {}
@@ -306,7 +305,7 @@ class GeminiStreamParser:
             raise MalformedChunkError(f"Gemini file part without data or fileUri: {part!r}"[:200])
         out = self._close_text()
         out.extend(self._close_reasoning())
-        out.extend(emit_file(self.builder, file))
+        out.extend(self.builder.file(file))
         return out
 
     # -- sources --------------------------------------------------------------------------------
@@ -337,7 +336,7 @@ class GeminiStreamParser:
             if key in self._sources_seen:
                 continue
             self._sources_seen.add(key)
-            out.extend(emit_source(self.builder, source))
+            out.extend(self.builder.source(source))
         return out
 
     def _grounding_sources(self, grounding: dict[str, Any]) -> list[SourcePart]:
