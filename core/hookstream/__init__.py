@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         MissingAPIKeyError,
         NotEventStreamError,
         NotFoundError,
+        OutputValidationError,
         PartialJSONError,
         PluginError,
         ProviderError,
@@ -89,6 +90,8 @@ if TYPE_CHECKING:
         RunError,
         RunFinished,
         RunStarted,
+        StateDelta,
+        StateSnapshot,
         StepFinished,
         StepStarted,
         TextMessageContent,
@@ -149,6 +152,7 @@ if TYPE_CHECKING:
     )
     from ._provider import (
         ModelRequest,
+        OutputFormat,
         Provider,
         ToolSpec,
     )
@@ -172,6 +176,9 @@ if TYPE_CHECKING:
         ChunkStrategy,
         ImmediateStrategy,
     )
+    from ._structured import (
+        Output,
+    )
     from ._timeouts import (
         Timeouts,
     )
@@ -192,6 +199,11 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "Output": "_structured",
+    "OutputFormat": "_provider",
+    "OutputValidationError": "_errors",
+    "StateDelta": "_events",
+    "StateSnapshot": "_events",
     "SourcePart": "_messages",
     "FilePart": "_messages",
     "ToolDefinitionError": "_errors",
@@ -362,6 +374,9 @@ __all__ = [
     "NotEventStreamError",
     "NotFoundError",
     "Outcome",
+    "Output",
+    "OutputFormat",
+    "OutputValidationError",
     "Part",
     "PartialJSONError",
     "PendingApproval",
@@ -394,6 +409,8 @@ __all__ = [
     "SequentialExecutor",
     "ServerError",
     "SourcePart",
+    "StateDelta",
+    "StateSnapshot",
     "StepFinished",
     "StepResult",
     "StepSettings",

@@ -58,7 +58,14 @@ import attrs
 from ._accumulate import StepAccumulator, StepResult
 from ._call import CallOptions, ModelCall
 from ._custom import LoopStoppedPayload, StoppedBy
-from ._errors import CallbackError, HookstreamError, ProviderError, ResumeError, StreamTimeoutError
+from ._errors import (
+    CallbackError,
+    HookstreamError,
+    OutputValidationError,
+    ProviderError,
+    ResumeError,
+    StreamTimeoutError,
+)
 from ._events import (
     BaseEvent,
     Interrupt,
@@ -70,8 +77,10 @@ from ._events import (
     RunError,
     RunFinished,
     RunStarted,
+    StateDelta,
     StepFinished,
     StepStarted,
+    TextMessageContent,
     TextMessageEnd,
     TextMessageStart,
     ToolCallArgs,
@@ -92,8 +101,10 @@ from ._loop import (
 )
 from ._memory import ConversationStore
 from ._messages import Message, ToolCallPart, ToolResultPart
+from ._partial_output import OutputTracker
 from ._provider import CallContext, ModelRequest, Provider
 from ._stop import StopCondition
+from ._structured import ResolvedOutput
 from ._timeouts import Timeouts, Watchdog
 from ._tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
 from ._tools import CancellationToken, Tool, as_tools
@@ -140,6 +151,8 @@ class EngineConfig:
     timeouts: Timeouts = attrs.Factory(Timeouts)
     resume: Resume | None = None
     resolve_model: Callable[[str], Provider] | None = None
+    output: ResolvedOutput | None = None
+    output_retries: int = 0
 
 
 class _OpenBlocks:
@@ -190,6 +203,28 @@ _TRACKED: dict[type, tuple[str, bool, Callable[[Any], str]]] = {
     ToolCallStart: ("tools", True, _TOOL_CALL_ID),
     ToolCallEnd: ("tools", False, _TOOL_CALL_ID),
 }
+
+
+def _track_output(
+    ev: BaseEvent, t: type, tracker: OutputTracker | None, name: str, tools: dict[str, Tool]
+) -> tuple[OutputTracker | None, list[dict[str, Any]]]:
+    """Feed one event of a step to the structured-output tracker: text deltas (native form) or the
+    arguments of the forced output tool call (tool form, which replaces a text tracker: text before a
+    tool call is a preamble, not the output). Returns the tracker and the JSON Patch operations."""
+    if t is TextMessageContent:
+        if tracker is None:
+            tracker = OutputTracker("text")
+        if tracker.source == "text":
+            return tracker, tracker.feed(cast("TextMessageContent", ev).delta)
+    elif t is ToolCallStart:
+        start = cast("ToolCallStart", ev)
+        if start.tool_call_name == name and name not in tools:
+            return OutputTracker(start.tool_call_id), []
+    elif t is ToolCallArgs:
+        args = cast("ToolCallArgs", ev)
+        if tracker is not None and tracker.source == args.tool_call_id:
+            return tracker, tracker.feed(args.delta)
+    return tracker, []
 
 
 def _discard(items: list[str], item: str) -> None:
@@ -266,6 +301,8 @@ class Engine:
         # closed at its end; a provider object the caller built keeps its connection pool.
         self._owned: list[Provider] = [provider] if close_provider else []
         self.stopped_by: str | None = None
+        self.output: Any = None
+        self._output_retries_left = config.output_retries
         self._cancelled = threading.Event()
         self._failure: StreamTimeoutError | None = None
         self._token = CancellationToken()
@@ -315,7 +352,7 @@ class Engine:
         return RunResult(
             list(self.steps), list(self.messages), self.usage, outcome, self.error,
             list(self.pending_approvals), list(self.pending_tool_calls), self.direct_result,
-            list(self.resumed_results), self.stopped_by,
+            list(self.resumed_results), self.stopped_by, self.output,
         )
 
     # -- the loop -------------------------------------------------------------------------------
@@ -394,6 +431,8 @@ class Engine:
             call.abort(self._failure)
         on_chunk = cbs.on_chunk
         held = output.held
+        fmt = cfg.output.format if cfg.output is not None else None
+        tracker: OutputTracker | None = None
         # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
         for ev in call:
             t = type(ev)
@@ -412,6 +451,14 @@ class Engine:
                 yield ev
             else:
                 held.append(ev)
+            if fmt is not None:
+                tracker, ops = _track_output(ev, t, tracker, fmt.name, plan.tools)
+                if ops:
+                    delta = StateDelta(ops)
+                    if held is None:
+                        yield delta
+                    else:
+                        held.append(delta)
         with self._lock:
             self._call = None
         step = acc.finish()
@@ -435,6 +482,11 @@ class Engine:
             return "error"
         yield from output.emit([StepFinished(step_name)])
         self.messages.append(step.message)
+        if cfg.output is not None:
+            out_call = next((c for c in step.tool_calls if c.name == cfg.output.format.name
+                             and c.name not in plan.tools), None)
+            if out_call is not None or not step.tool_calls:
+                return (yield from self._structured(step, out_call, tracker, output))
         if not step.tool_calls:
             self._observe(cbs.on_step_finish, step)
             yield from output.release()
@@ -463,6 +515,61 @@ class Engine:
             return "continue"  # the held events of a tool-call step are dropped with ``output``
         yield from output.release()
         return (yield from self._conclude(out))
+
+    # -- structured output ----------------------------------------------------------------------
+    def _structured(
+        self, step: StepResult, out_call: ToolCallPart | None, tracker: OutputTracker | None, output: _StepOutput,
+    ) -> Generator[BaseEvent, None, str]:
+        """End a step that answered with the structured output: validate it, then finish, retry or fail."""
+        spec = self.config.output
+        assert spec is not None
+        cbs = self.config.callbacks
+        source = out_call.id if out_call is not None else "text"
+        if tracker is not None and tracker.source == source:
+            raw = tracker.text()
+        elif out_call is not None:
+            raw = out_call.arguments_raw if out_call.arguments is None and out_call.arguments_raw is not None \
+                else json.dumps(out_call.arguments, ensure_ascii=False)
+        else:
+            raw = step.text
+        attempts = self.config.output_retries - self._output_retries_left + 1
+        try:
+            value = spec.finish(raw, attempts)
+        except OutputValidationError as exc:
+            if self._output_retries_left > 0:
+                self._output_retries_left -= 1
+                feedback = ("Your answer does not match the required output schema: " + "; ".join(exc.problems)
+                            + ". Answer again with JSON that matches the schema.")
+                self._pair_output_call(step, out_call, feedback, is_error=True)
+                if out_call is None:
+                    self.messages.append(Message.user(feedback))
+                self._persist()
+                self._observe(cbs.on_step_finish, step)
+                return "continue"  # held events of the invalid answer are dropped like a tool step's
+            self._pair_output_call(step, out_call, "Error: " + exc.message, is_error=True)
+            self._observe(cbs.on_step_finish, step)
+            yield from output.release()
+            yield from self._fail(exc)
+            return "error"
+        self.output = value
+        self._pair_output_call(step, out_call, "The output was accepted.", is_error=False)
+        self._observe(cbs.on_step_finish, step)
+        yield from output.release()
+        yield from self._finish("success")
+        return "done"
+
+    def _pair_output_call(self, step: StepResult, out_call: ToolCallPart | None, text: str, is_error: bool) -> None:
+        """Keep the history paired: the forced output tool call gets ``text`` as its result, and any other
+        call of the same step a "not run" error result (the structured output ends the step)."""
+        if not step.tool_calls:
+            return
+        results = [
+            ToolResultPart(c.id, c.name, text, is_error=is_error) if c is out_call
+            else error_result(c, "not run: the step answered with the structured output")
+            for c in step.tool_calls
+        ]
+        step.tool_results = results
+        self.messages.append(Message("tool", [*results]))
 
     # -- tools ----------------------------------------------------------------------------------
     def _tool_phase(self) -> ToolPhase:
@@ -550,6 +657,7 @@ class Engine:
             max_tokens=cfg.max_tokens,
             temperature=cfg.temperature,
             options=cfg.options,
+            output=cfg.output.format if cfg.output is not None else None,
         )
         return _Step(provider, request, tools)
 

@@ -192,6 +192,10 @@ class LoopSettings:
     * ``max_event_bytes``: the largest SSE event accepted, in bytes (default 16 MiB); a longer one
       ends the run with ``RUN_ERROR`` ``line_too_long``.
     * ``run_id``: the AG-UI run id (default: a fresh ``run_<hex>``).
+    * ``output_retries``: with ``chat(..., output=SPEC)``, how many more model calls an invalid structured
+      output gets (default 0: an invalid output ends the run with ``RUN_ERROR`` ``output_invalid``). Each
+      retry sends the validation problems back to the model (a user message, or an error tool result in
+      the forced-tool form) and calls it again; retries are not counted against ``max_steps``.
     """
 
     prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
@@ -200,6 +204,7 @@ class LoopSettings:
     max_retries: int = 2
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     run_id: str | None = None
+    output_retries: int = 0
 
     @classmethod
     def coerce(cls, value: LoopSettings | dict[str, Any] | None) -> LoopSettings:
@@ -224,6 +229,9 @@ class RunResult:
     ``return_direct`` run (one output, or a list for several calls). ``stopped_by`` is ``max_steps``
     or ``stop_condition`` when the loop ended although the last step's tools ran and the model would
     have been called again (the answer to those results was never asked for), else ``None``.
+    ``output`` is the validated structured output of ``chat(..., output=SPEC)`` (an instance of the
+    class, or the JSON value for a JSON Schema dict), ``None`` without one or when it was invalid
+    (``error`` is then an :class:`~hookstream.OutputValidationError` keeping the raw text).
     """
 
     steps: list[StepResult]
@@ -236,6 +244,7 @@ class RunResult:
     result: Any = None
     resumed_results: list[ToolResultPart] = attrs.Factory(list)
     stopped_by: str | None = None
+    output: Any = None
 
     @property
     def last_step(self) -> StepResult | None:

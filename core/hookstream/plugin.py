@@ -95,7 +95,7 @@ from ._messages import (
     tool_output_text,
 )
 from ._processor import resolve_strategy
-from ._provider import CallContext, ModelRequest, Provider, ToolSpec
+from ._provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
 from ._stop import StopCondition
@@ -132,6 +132,7 @@ __all__ = [
     "ModelRequest",
     "NotFoundError",
     "Outcome",
+    "OutputFormat",
     "Part",
     "PartialJSONError",
     "PluginError",

@@ -19,6 +19,7 @@ from hookstream.plugin import (
     MalformedChunkError,
     Message,
     ModelRequest,
+    OutputFormat,
     Provider,
     ReasoningEncryptedValue,
     ReasoningPart,
@@ -36,7 +37,14 @@ from hookstream.plugin import (
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
 
-__all__ = ["KEY", "OpenAIResponsesProvider", "responses_body", "responses_input", "responses_usage"]
+__all__ = [
+    "KEY",
+    "OpenAIResponsesProvider",
+    "responses_body",
+    "responses_input",
+    "responses_text_format",
+    "responses_usage",
+]
 
 log = logging.getLogger("hookstream_openai.responses")
 
@@ -174,8 +182,18 @@ def responses_body(request: ModelRequest) -> dict[str, Any]:
         body["max_output_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.output is not None:
+        body["text"] = {"format": responses_text_format(request.output)}
     body.update(request.options)
     return body
+
+
+def responses_text_format(output: OutputFormat) -> dict[str, Any]:
+    """Structured output as Responses ``text.format`` (API reference, "Create a model response" >
+    ``text.format``; guide "Structured Outputs"): ``{"type": "json_schema", "name", "schema",
+    "strict"}``, strict only where the schema allows it (:attr:`OutputFormat.strict`). The answer
+    streams as ``response.output_text.delta`` events like any text."""
+    return {"type": "json_schema", "name": output.name, "schema": output.schema, "strict": output.strict}
 
 
 # -- stream -----------------------------------------------------------------------------------------
