@@ -9,12 +9,15 @@ from ._accumulate import StepResult
 __all__ = ["final_json"]
 
 
-def final_json(step: StepResult) -> dict[str, Any]:
+def final_json(step: StepResult, output: Any = None, error: tuple[str, str] | None = None) -> dict[str, Any]:
     """``{"text", "thinking", "tool_calls": [{"id", "name", "arguments"}], "finish_reason",
-    "raw_finish_reason", "usage": {"input_tokens", "output_tokens"}, "error"}`` for one model call.
+    "raw_finish_reason", "usage": {"input_tokens", "output_tokens"}, "error", "output"}`` for one model call.
 
     ``arguments`` is the parsed object, or ``None`` when the call was cut off or invalid; ``error`` is
-    ``{"code", "message"}`` or ``None``; token counts are ``None`` when the provider sent none.
+    ``{"code", "message"}`` or ``None`` (the call's own error, else the ``error`` given: the CLI passes
+    a run error such as ``output_invalid``); token counts are ``None`` when the provider sent none.
+    ``output`` is the run's structured output (a JSON value: ``chat --schema``), ``None`` without one or
+    when it was invalid; the key is always there, so readers need no schema to know the shape.
     """
     usage = step.usage
     return {
@@ -27,5 +30,10 @@ def final_json(step: StepResult) -> dict[str, Any]:
             "input_tokens": usage.input_tokens if usage else None,
             "output_tokens": usage.output_tokens if usage else None,
         },
-        "error": {"code": step.error[0], "message": step.error[1]} if step.error else None,
+        "error": _error(step.error or error),
+        "output": output,
     }
+
+
+def _error(error: tuple[str | None, str] | None) -> dict[str, str | None] | None:
+    return {"code": error[0], "message": error[1]} if error else None

@@ -23,7 +23,7 @@ from typing import Any
 from ._errors import PartialJSONError
 from ._partial_json import PartialJSONParser
 
-__all__ = ["STATE_KEY", "OutputTracker", "pointer_token"]
+__all__ = ["STATE_KEY", "OutputTracker", "apply_patch", "pointer_token"]
 
 STATE_KEY = "output"
 """The AG-UI state key the partial output is published under (``/output``)."""
@@ -120,3 +120,57 @@ class OutputTracker:
     def text(self) -> str:
         """All the text fed (joins the deltas: costs its length; read it once, at the end)."""
         return "".join(self._chunks)
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~") if "~" in token else token
+
+
+def apply_patch(doc: Any, ops: list[Any]) -> Any:
+    """Apply JSON Patch (RFC 6902) ``add``, ``replace`` and ``remove`` operations to ``doc`` in place;
+    returns the document (a new one when an operation targets the root ``""``).
+
+    Raises :class:`ValueError` for another operation, a malformed one or a path that does not exist
+    (operations before it stay applied: a state delta is applied as far as it goes)."""
+    for op in ops:
+        if not isinstance(op, dict) or not isinstance(op.get("path"), str):
+            raise ValueError(f"not a JSON Patch operation: {op!r:.100}")
+        kind, path = op.get("op"), op["path"]
+        if kind not in ("add", "replace", "remove"):
+            raise ValueError(f"unsupported JSON Patch operation {kind!r}")
+        if path == "":
+            if kind == "remove":
+                raise ValueError("cannot remove the root")
+            doc = op.get("value")
+            continue
+        if not path.startswith("/"):
+            raise ValueError(f"a JSON Pointer starts with '/': {path!r:.100}")
+        *parents, last = [_unescape(t) for t in path[1:].split("/")]
+        target = doc
+        try:
+            for token in parents:
+                target = target[int(token)] if isinstance(target, list) else target[token]
+            if isinstance(target, list):
+                index = len(target) if last == "-" else int(last)
+                if kind == "add":
+                    if not 0 <= index <= len(target):
+                        raise IndexError(index)
+                    target.insert(index, op.get("value"))
+                elif kind == "replace":
+                    target[index] = op.get("value")
+                else:
+                    del target[index]
+            elif isinstance(target, dict):
+                if kind == "add":
+                    target[last] = op.get("value")
+                elif kind == "replace":
+                    if last not in target:
+                        raise KeyError(last)
+                    target[last] = op.get("value")
+                else:
+                    del target[last]
+            else:
+                raise TypeError(type(target).__name__)
+        except (LookupError, TypeError, ValueError) as exc:
+            raise ValueError(f"JSON Patch {kind} {path!r:.100}: no such location ({exc!r:.60})") from None
+    return doc

@@ -55,6 +55,27 @@ def load_tool(spec: str) -> Any:
     return obj
 
 
+def load_schema(path: str) -> dict[str, Any]:
+    """The JSON Schema object in the file at ``path`` (the ``--schema`` option); raises
+    :class:`click.BadParameter` for a file that cannot be read, is not JSON or is not a valid schema."""
+    import jsonschema.exceptions
+    import jsonschema.validators
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            schema = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"cannot read a JSON Schema from {path!r}: {exc}", param_hint="--schema") from None
+    if not isinstance(schema, dict):
+        raise click.BadParameter(f"{path!r} holds {type(schema).__name__}, not a JSON Schema object",
+                                 param_hint="--schema")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        raise click.BadParameter(f"{path!r} is not a valid JSON Schema: {exc.message}", param_hint="--schema") from None
+    return schema
+
+
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
 
 
@@ -94,6 +115,9 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
 @click.option("--approve", "ask_approval", is_flag=True,
               help="Ask y/N on the terminal before a tool that needs approval runs (always on with a terminal).")
 @click.option("--strategy", default=None, help="Chunk strategy for --output text (immediate, word-boundary...).")
+@click.option("--schema", "schema_file", type=click.Path(dir_okay=False), default=None,
+              help="Ask for structured output matching this JSON Schema file; --output final-json gains the "
+                   "parsed object as \"output\".")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="Record each model call (request without secrets, raw response) into DIR; "
                    "replay with --model replay:DIR.")
@@ -109,6 +133,7 @@ def command(
     strategy: str | None,
     record_dir: str | None,
     ask_approval: bool,
+    schema_file: str | None,
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
 
@@ -116,6 +141,7 @@ def command(
     if not prompt.strip():
         raise click.UsageError("PROMPT is empty: give the model something to answer")
     tools = [load_tool(s) for s in tool_specs]
+    schema = load_schema(schema_file) if schema_file is not None else None
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
     approve = live.approve if live is not None else (_confirm if ask_approval else None)
@@ -127,7 +153,7 @@ def command(
             session = Recorder(record_dir, model, base_url).session()
         provider = get_model(model, base_url=base_url, session=session)
         stream = chat(provider, prompt, tools=tools, system=system, max_steps=max_steps, max_tokens=max_tokens,
-                      approve=approve)
+                      approve=approve, output=schema)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None
     try:
