@@ -39,7 +39,7 @@ from hookstream.testing.provider_bodies import BASE_PATH, provider_stream
 pytest.importorskip("hookstream_openai")
 pytest.importorskip("hookstream_anthropic")
 pytest.importorskip("hookstream_gemini")
-from hookstream_anthropic.request import native_output  # noqa: E402
+from hookstream_anthropic.request import native_output
 
 MODELS = {
     "openai": "openai:gpt-4o-mini",
