@@ -328,22 +328,46 @@ def test_name_is_cleaned_for_the_providers() -> None:
 # -- the partial object ----------------------------------------------------------------------------
 
 
-def test_tracker_patches_rebuild_the_partial_value_after_every_delta() -> None:
-    doc = {"a": [1, {"b": "x/y~z", "c": [None, True, 2.5]}], "a/b": "ok", "": {"e": "é\n"}, "n": -3e2}
-    text = json.dumps(doc, ensure_ascii=False)
+def is_prefix(part: Any, whole: Any) -> bool:
+    """Whether ``part`` is what a partial parse of ``whole`` may show: keys and items a subset, in order."""
+    if isinstance(part, dict):
+        return isinstance(whole, dict) and all(k in whole and is_prefix(v, whole[k]) for k, v in part.items())
+    if isinstance(part, list):
+        return isinstance(whole, list) and len(part) <= len(whole) and all(map(is_prefix, part, whole))
+    return bool(part == whole)
+
+
+def test_tracker_patches_follow_the_partial_value_after_every_delta() -> None:
+    shallow = {"a": [1, "x/y~z", None, True, 2.5], "a/b": "ok", "": {"e": "é\n"}, "n": -3e2}
+    text = json.dumps(shallow, ensure_ascii=False)
     tracker = OutputTracker("text")
     state: dict[str, Any] = {}
     for ch in text:  # one character per delta: every split point
         state = apply_patch(state, copy.deepcopy(tracker.feed(ch)))
-        assert state.get("output") == tracker.value
-    assert state["output"] == doc and tracker.text() == text
+        assert state.get("output") == tracker.value  # shallow: every value is published as it completes
+    assert state["output"] == shallow
+
+
+def test_deep_containers_are_published_whole() -> None:
+    doc = {"items": [{"id": i, "tags": ["a", {"deep": [i]}]} for i in range(50)], "done": True}
+    text = json.dumps(doc)
+    tracker = OutputTracker("text")
+    state: dict[str, Any] = {}
+    ops = 0
+    for ch in text:
+        delta = tracker.feed(ch)
+        ops += len(delta)
+        state = apply_patch(state, copy.deepcopy(delta))
+        assert is_prefix(state.get("output"), doc) and is_prefix(state.get("output"), tracker.value)
+    assert state["output"] == doc
+    assert ops == 1 + 1 + 50 + 1  # root, the list, one per record, "done"
 
 
 def test_tracker_stops_quietly_on_text_that_is_not_json() -> None:
     tracker = OutputTracker("text")
     assert tracker.feed('{"a": 1') != []
     assert tracker.feed("} trailing") == [] and tracker.failed
-    assert tracker.feed("more") == [] and tracker.text() == '{"a": 1} trailingmore'
+    assert tracker.feed("more") == []
 
 
 def test_state_delta_is_valid_ag_ui() -> None:

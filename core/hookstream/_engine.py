@@ -486,7 +486,7 @@ class Engine:
             out_call = next((c for c in step.tool_calls if c.name == cfg.output.format.name
                              and c.name not in plan.tools), None)
             if out_call is not None or not step.tool_calls:
-                return (yield from self._structured(step, out_call, tracker, output))
+                return (yield from self._structured(step, out_call, output))
         if not step.tool_calls:
             self._observe(cbs.on_step_finish, step)
             yield from output.release()
@@ -518,20 +518,18 @@ class Engine:
 
     # -- structured output ----------------------------------------------------------------------
     def _structured(
-        self, step: StepResult, out_call: ToolCallPart | None, tracker: OutputTracker | None, output: _StepOutput,
+        self, step: StepResult, out_call: ToolCallPart | None, output: _StepOutput,
     ) -> Generator[BaseEvent, None, str]:
         """End a step that answered with the structured output: validate it, then finish, retry or fail."""
         spec = self.config.output
         assert spec is not None
         cbs = self.config.callbacks
-        source = out_call.id if out_call is not None else "text"
-        if tracker is not None and tracker.source == source:
-            raw = tracker.text()
-        elif out_call is not None:
-            raw = out_call.arguments_raw if out_call.arguments is None and out_call.arguments_raw is not None \
-                else json.dumps(out_call.arguments, ensure_ascii=False)
-        else:
+        if out_call is None:
             raw = step.text
+        elif out_call.arguments_raw is not None:
+            raw = out_call.arguments_raw
+        else:
+            raw = json.dumps(out_call.arguments, ensure_ascii=False)
         attempts = self.config.output_retries - self._output_retries_left + 1
         try:
             value = spec.finish(raw, attempts)

@@ -23,7 +23,7 @@ from typing import Any
 from ._errors import PartialJSONError
 from ._partial_json import PartialJSONParser
 
-__all__ = ["STATE_KEY", "OutputTracker", "apply_patch", "pointer_token"]
+__all__ = ["PUBLISH_DEPTH", "STATE_KEY", "OutputTracker", "apply_patch", "pointer_token"]
 
 STATE_KEY = "output"
 """The AG-UI state key the partial output is published under (``/output``)."""
@@ -37,63 +37,86 @@ def pointer_token(key: str) -> str:
     return key
 
 
-class _RecordingParser(PartialJSONParser):
-    """A partial JSON parser that also records an ``add`` operation for every value it puts in place."""
+PUBLISH_DEPTH = 2
+"""Containers nested at most this deep under the root (the root is depth 0) are published when they open
+and then member by member; a container deeper than that is published whole when it closes."""
 
-    __slots__ = ("_last", "_pointers", "_root", "ops")
+
+class _RecordingParser(PartialJSONParser):
+    """A partial JSON parser that also records a JSON Patch ``add`` for each value as it becomes known:
+    scalars when they complete, containers at depth < :data:`PUBLISH_DEPTH` (the root and its direct
+    members) empty when they open (their members follow one by one), and a container at depth
+    :data:`PUBLISH_DEPTH` whole when it closes (the values inside it add nothing on their own).
+
+    Why whole at that depth: a client re-renders on each ``STATE_DELTA``, and a list of records
+    published field by field costs an operation (and a render) per scalar; one per record keeps the
+    work and the event count proportional to the records, while a small object still fills in member by
+    member. A closed container is never touched by the parser again, so it is published as it is."""
+
+    __slots__ = ("_pointers", "_root", "ops")
 
     def __init__(self, root: str) -> None:
         super().__init__()
         self.ops: list[dict[str, Any]] = []
         self._root = root
-        self._pointers: list[str] = []  # the pointer of each open container, parallel to the parser's stack
-        self._last = root
+        # The pointer of each open container up to PUBLISH_DEPTH, parallel to the parser's stack.
+        self._pointers: list[str] = []
 
-    def _put(self, value: Any) -> None:
+    def _pointer(self) -> str:
+        """The pointer of the value being put (called only for values at depth <= PUBLISH_DEPTH)."""
         stack = self._stack
         if not stack:
-            path = self._root
-        else:
-            top = stack[-1]
-            if isinstance(top, dict):
-                key = self._keys[-1]
-                path = self._pointers[-1] + "/" + pointer_token(key if key is not None else "")
+            return self._root
+        top = stack[-1]
+        if type(top) is dict:
+            key = self._keys[-1] or ""
+            if "~" in key or "/" in key:
+                key = pointer_token(key)
+            return self._pointers[-1] + "/" + key
+        return self._pointers[-1] + "/" + str(len(top))
+
+    def _put(self, value: Any) -> None:
+        # Hot: once per JSON value of the output. Plain type() tests (JSON values are exact types).
+        depth = len(self._stack)
+        if depth <= PUBLISH_DEPTH:
+            kind = type(value)
+            if kind is dict or kind is list:
+                path = self._pointer()
+                self._pointers.append(path)  # _open pushes the container right after this _put
+                if depth < PUBLISH_DEPTH:
+                    # Published empty: its members follow as their own operations, and the parser keeps
+                    # filling its own object, which must not change an event already sent.
+                    self.ops.append({"op": "add", "path": path, "value": {} if kind is dict else []})
             else:
-                path = self._pointers[-1] + "/" + str(len(top))
-        # A container is published empty: its members follow as their own operations, and the parser
-        # keeps filling its own object in place, which must not change an event already sent.
-        published = {} if isinstance(value, dict) else [] if isinstance(value, list) else value
-        self.ops.append({"op": "add", "path": path, "value": published})
-        self._last = path
+                self.ops.append({"op": "add", "path": self._pointer(), "value": value})
         super()._put(value)
 
-    def _open(self, container: dict[str, Any] | list[Any]) -> None:
-        super()._open(container)  # calls _put, which sets _last to the container's pointer
-        self._pointers.append(self._last)
-
     def _close_container(self) -> None:
+        depth = len(self._stack) - 1  # of the container closing
+        if depth <= PUBLISH_DEPTH:
+            path = self._pointers.pop()
+            if depth == PUBLISH_DEPTH:
+                self.ops.append({"op": "add", "path": path, "value": self._stack[-1]})
         super()._close_container()
-        self._pointers.pop()
 
 
 class OutputTracker:
     """Feed the output's text deltas with :meth:`feed`; read :attr:`value` (the partial object) at any
-    time and :meth:`text` at the end.
+    time.
 
-    :meth:`feed` returns the JSON Patch operations of the values that completed in that delta (often
-    none). Text that cannot be JSON stops the tracking (the final validation reports it); it never
-    raises. ``source`` says where the text comes from: ``"text"`` or a tool call id (forced-tool form).
+    :meth:`feed` returns the JSON Patch operations of what became known in that delta (often none).
+    Text that cannot be JSON stops the tracking (the final validation reports it); it never raises.
+    ``source`` says where the text comes from: ``"text"`` or a tool call id (forced-tool form). The
+    text itself is not kept here: the step's accumulator already keeps it.
     """
 
-    __slots__ = ("_chunks", "_parser", "source")
+    __slots__ = ("_parser", "source")
 
     def __init__(self, source: str, root: str = "/" + STATE_KEY) -> None:
         self.source = source
         self._parser = _RecordingParser(root)
-        self._chunks: list[str] = []
 
     def feed(self, delta: str) -> list[dict[str, Any]]:
-        self._chunks.append(delta)
         parser = self._parser
         if parser.error is not None:
             return []
@@ -108,18 +131,15 @@ class OutputTracker:
 
     @property
     def value(self) -> Any:
-        """The partial object: containers as soon as they open, members once complete (``None`` before
-        the first value)."""
+        """The partial object, current after every delta: containers as soon as they open, members once
+        complete (``None`` before the first value). Finer than the published operations below
+        :data:`PUBLISH_DEPTH`."""
         return self._parser.value
 
     @property
     def failed(self) -> bool:
         """Whether the text so far cannot be JSON."""
         return self._parser.error is not None
-
-    def text(self) -> str:
-        """All the text fed (joins the deltas: costs its length; read it once, at the end)."""
-        return "".join(self._chunks)
 
 
 def _unescape(token: str) -> str:
