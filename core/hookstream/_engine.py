@@ -32,6 +32,13 @@ the AG-UI events are serialised; read them back with :func:`~hookstream.parse_cu
   (``stoppedBy: "max_steps"``) or a stop condition (``"stop_condition"``) ended a loop whose last step's
   tools ran and wanted another model call; also kept as :attr:`RunResult.stopped_by`.
 
+With ``chat(..., output=SPEC)`` a step's output text (content deltas, or the arguments of the forced
+output tool) also feeds a :class:`~hookstream._partial_output.OutputTracker`; what became known in a delta
+follows it as one ``STATE_DELTA`` (JSON Patch ``add`` under ``/output``). A step that answers without
+other tool calls (or with the output tool) ends the run: the output is validated and structured
+(``RunResult.output``), or the run fails with ``output_invalid``, or, with ``output_retries`` left, the
+problems go back to the model and the loop calls it again.
+
 The step loop lives here; the tool phase of a step (validate, repair, approve, run, pair the history)
 is :mod:`hookstream._tool_phase`. A step's events go through one :class:`_StepOutput`, which streams them
 or, with ``stream_tool_call_responses=False``, holds them until the step turns out to be the last one.
