@@ -418,3 +418,17 @@ def test_cli_invalid_output_and_bad_schema_file(tmp_path: Path) -> None:
                            "--schema", str(tmp_path / "bad.json")], capture_output=True, text=True, env=env,
                           timeout=120)
     assert proc.returncode == 2 and "--schema" in proc.stderr
+
+
+def test_output_fields_sit_beside_the_options() -> None:
+    from hookstream import Message, ModelRequest
+    from hookstream_anthropic.request import build_body
+    from hookstream_openai.responses import responses_body
+
+    fmt = resolve_output(SCHEMA).format
+    body = build_body(ModelRequest("claude-sonnet-4-5", [Message.user("x")], output=fmt,
+                                   options={"output_config": {"effort": "low"}}))
+    assert body["output_config"] == {"effort": "low", "format": {"type": "json_schema", "schema": SCHEMA}}
+    body = responses_body(ModelRequest("gpt-5", [Message.user("x")], output=fmt,
+                                       options={"text": {"verbosity": "low"}}))
+    assert body["text"]["verbosity"] == "low" and body["text"]["format"]["name"] == "City"

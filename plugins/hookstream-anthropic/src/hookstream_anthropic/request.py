@@ -78,9 +78,9 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
         body["tool_choice"] = convert_tool_choice(request.tool_choice)
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    if request.output is not None:
-        add_output(body, request)
     body.update(request.options)
+    if request.output is not None:
+        add_output(body, request)  # after the options: beside their ``output_config`` (effort) and tools
     body["stream"] = True
     return body
 
@@ -126,7 +126,9 @@ def add_output(body: dict[str, Any], request: ModelRequest) -> None:
     output = request.output
     assert output is not None
     if output_form(request) == "native":
-        body["output_config"] = {"format": {"type": "json_schema", "schema": output.schema}}
+        config = body.get("output_config")
+        body["output_config"] = {**(config if isinstance(config, dict) else {}),
+                                 "format": {"type": "json_schema", "schema": output.schema}}
         return
     tool = {"name": output.name, "description": "Give the final answer with this tool: its input is the answer.",
             "input_schema": output.schema}

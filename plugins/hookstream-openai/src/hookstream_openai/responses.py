@@ -182,9 +182,11 @@ def responses_body(request: ModelRequest) -> dict[str, Any]:
         body["max_output_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
-    if request.output is not None:
-        body["text"] = {"format": responses_text_format(request.output)}
     body.update(request.options)
+    if request.output is not None:
+        # After the options, beside any ``text`` settings they carry (``verbosity``).
+        text = body.get("text")
+        body["text"] = {**(text if isinstance(text, dict) else {}), "format": responses_text_format(request.output)}
     return body
 
 
