@@ -370,13 +370,18 @@ def test_tracker_stops_quietly_on_text_that_is_not_json() -> None:
     assert tracker.feed("more") == []
 
 
-def test_state_delta_is_valid_ag_ui() -> None:
+def test_a_structured_run_is_valid_ag_ui() -> None:
+    """Every event of a run with output=, STATE_DELTA included, validates against ag-ui-protocol."""
     ag_ui = pytest.importorskip("ag_ui.core")
     from hookstream import to_json
+    from pydantic import TypeAdapter
 
-    ev = StateDelta([{"op": "add", "path": "/output", "value": {}}, {"op": "add", "path": "/output/a", "value": 1}])
-    parsed = ag_ui.StateDeltaEvent.model_validate_json(to_json(ev))
-    assert len(parsed.delta) == 2
+    official = TypeAdapter(ag_ui.Event)
+    with LoopbackServer([Response(answer("openai", VALUE, "City"))]) as srv:
+        events = list(chat(provider_for("openai", srv), "x", output=SCHEMA))
+    parsed = [official.validate_json(to_json(ev)) for ev in events]
+    deltas = [p for p in parsed if isinstance(p, ag_ui.StateDeltaEvent)]
+    assert deltas and all(op.op == "add" for d in deltas for op in d.delta)
 
 
 # -- CLI ------------------------------------------------------------------------------------------
@@ -432,3 +437,11 @@ def test_output_fields_sit_beside_the_options() -> None:
     body = responses_body(ModelRequest("gpt-5", [Message.user("x")], output=fmt,
                                        options={"text": {"verbosity": "low"}}))
     assert body["text"]["verbosity"] == "low" and body["text"]["format"]["name"] == "City"
+
+
+def test_partial_output_is_current_after_every_event() -> None:
+    with LoopbackServer([Response(answer("gemini", VALUE, "City", deltas=20))]) as srv:
+        stream = chat(provider_for("gemini", srv), "x", output=SCHEMA)
+        seen = [json.dumps(stream.partial_output) for _ in stream]
+    assert seen[0] == "null" and json.loads(seen[-1]) == VALUE
+    assert any('"tags": ["capital"]' in s for s in seen)  # a list as far as it has come

@@ -149,6 +149,14 @@ class ChatStream:
             yield to_json(ev)
 
     @property
+    def partial_output(self) -> Any:
+        """With ``chat(..., output=SPEC)``: the answer's JSON value as far as it has streamed, current
+        after every event (plain JSON: dicts, lists, scalars; a string still being written is not in it
+        yet), ``None`` before the answer starts. The same containers are filled in place, so read it, do
+        not keep it; the typed value is ``result().output``. Read it on the iterating thread."""
+        return self._engine.partial_output
+
+    @property
     def engine(self) -> Engine:
         return self._engine
 

@@ -310,6 +310,7 @@ class Engine:
         self.stopped_by: str | None = None
         self.output: Any = None
         self._output_retries_left = config.output_retries
+        self._tracker: OutputTracker | None = None
         self._cancelled = threading.Event()
         self._failure: StreamTimeoutError | None = None
         self._token = CancellationToken()
@@ -349,6 +350,13 @@ class Engine:
             call = self._call
         if call is not None:
             call.abort(err)
+
+    @property
+    def partial_output(self) -> Any:
+        """The structured output of the current model call as far as it has streamed (see
+        :attr:`hookstream.ChatStream.partial_output`)."""
+        tracker = self._tracker
+        return tracker.value if tracker is not None else None
 
     @property
     def cancelled(self) -> bool:
@@ -440,6 +448,7 @@ class Engine:
         held = output.held
         fmt = cfg.output.format if cfg.output is not None else None
         tracker: OutputTracker | None = None
+        self._tracker = None  # a retried answer starts from nothing
         # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
         for ev in call:
             t = type(ev)
@@ -460,6 +469,7 @@ class Engine:
                 held.append(ev)
             if fmt is not None:
                 tracker, ops = _track_output(ev, t, tracker, fmt.name, plan.tools)
+                self._tracker = tracker
                 if ops:
                     delta = StateDelta(ops)
                     if held is None:
