@@ -445,3 +445,17 @@ def test_partial_output_is_current_after_every_event() -> None:
         seen = [json.dumps(stream.partial_output) for _ in stream]
     assert seen[0] == "null" and json.loads(seen[-1]) == VALUE
     assert any('"tags": ["capital"]' in s for s in seen)  # a list as far as it has come
+
+
+def test_processor_state_events() -> None:
+    from hookstream import StateSnapshot
+
+    changes: list[Any] = []
+    proc = StreamProcessor(on_state_change=changes.append)
+    proc.process_chunk(StateSnapshot({"app": 1}))
+    proc.process_chunk(StateDelta([{"op": "add", "path": "/output", "value": {"a": []}},
+                                   {"op": "add", "path": "/output/a/-", "value": 1}]))
+    proc.process_chunk(StateDelta([{"op": "add", "path": "/missing/x", "value": 2}]))  # does not apply
+    proc.process_chunk({"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/app"}]})
+    assert proc.state == {"output": {"a": [1]}} and proc.stats.state_patch_errors == 1
+    assert proc.result.output == {"a": [1]} and len(changes) == 3

@@ -650,6 +650,21 @@ class StreamProcessor:
         if self.on_error is not None:
             self.on_error(RunFailedError(event.message, event.code))
 
+    def _state_snapshot(self, event: StateSnapshot) -> None:
+        self.state = event.snapshot
+        if self.on_state_change is not None:
+            self.on_state_change(self.state)
+
+    def _state_delta(self, event: StateDelta) -> None:
+        try:
+            self.state = apply_patch(self.state, event.delta)
+        except ValueError:
+            self.stats.state_patch_errors += 1
+            log.warning("STATE_DELTA did not apply to the state; dropped")
+            return
+        if self.on_state_change is not None:
+            self.on_state_change(self.state)
+
     def _custom(self, event: Custom) -> None:
         # Parsed before any change: a malformed value raises with the messages untouched.
         payload = parse_custom(event)
@@ -721,23 +736,6 @@ class StreamProcessor:
         self._state_changed(message, part)
 
 
-def _state_snapshot(self: StreamProcessor, event: StateSnapshot) -> None:
-    self.state = event.snapshot
-    if self.on_state_change is not None:
-        self.on_state_change(self.state)
-
-
-def _state_delta(self: StreamProcessor, event: StateDelta) -> None:
-    try:
-        self.state = apply_patch(self.state, event.delta)
-    except ValueError:
-        self.stats.state_patch_errors += 1
-        log.warning("STATE_DELTA did not apply to the state; dropped")
-        return
-    if self.on_state_change is not None:
-        self.on_state_change(self.state)
-
-
 # One typed handler per event class the processor applies; other events (ReasoningEnd, state and
 # activity events...) only publish held-back text. TEXT_MESSAGE_CONTENT and TOOL_CALL_ARGS, one per
 # chunk, cost this one dict lookup and one call.
@@ -760,8 +758,8 @@ _HANDLERS: dict[type[BaseEvent], Callable[[StreamProcessor, Any], None]] = {
     RunFinished: StreamProcessor._run_finished,
     RunError: StreamProcessor._run_error,
     Custom: StreamProcessor._custom,
-    StateSnapshot: _state_snapshot,
-    StateDelta: _state_delta,
+    StateSnapshot: StreamProcessor._state_snapshot,
+    StateDelta: StreamProcessor._state_delta,
 }
 
 
