@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         MissingAPIKeyError,
         NotEventStreamError,
         NotFoundError,
+        OutputValidationError,
         PartialJSONError,
         PluginError,
         ProviderError,
@@ -101,6 +102,8 @@ if TYPE_CHECKING:
         RunError,
         RunFinished,
         RunStarted,
+        StateDelta,
+        StateSnapshot,
         StepFinished,
         StepStarted,
         TextMessageContent,
@@ -164,6 +167,7 @@ if TYPE_CHECKING:
     )
     from ._provider import (
         ModelRequest,
+        OutputFormat,
         Provider,
         ToolSpec,
     )
@@ -189,6 +193,9 @@ if TYPE_CHECKING:
     from ._strategies import (
         ChunkStrategy,
         ImmediateStrategy,
+    )
+    from ._structured import (
+        Output,
     )
     from ._timeouts import (
         Timeouts,
@@ -221,6 +228,11 @@ _LAZY: dict[str, str] = {
     "SourcePayload": "_custom",
     "FilePayload": "_custom",
     "Raw": "_events",
+    "Output": "_structured",
+    "OutputFormat": "_provider",
+    "OutputValidationError": "_errors",
+    "StateDelta": "_events",
+    "StateSnapshot": "_events",
     "SourcePart": "_messages",
     "FilePart": "_messages",
     "ToolDefinitionError": "_errors",
@@ -401,6 +413,9 @@ __all__ = [
     "NotFoundError",
     "Observer",
     "Outcome",
+    "Output",
+    "OutputFormat",
+    "OutputValidationError",
     "Part",
     "PartialJSONError",
     "PendingApproval",
@@ -437,6 +452,8 @@ __all__ = [
     "SourcePart",
     "SourcePayload",
     "SourceUIPart",
+    "StateDelta",
+    "StateSnapshot",
     "StepFinished",
     "StepResult",
     "StepSettings",

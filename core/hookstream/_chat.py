@@ -29,6 +29,7 @@ from ._provider import Provider
 from ._registry import get_registry
 from ._secrets import Secret
 from ._stop import StopCondition
+from ._structured import Output, resolve_output
 from ._timeouts import Timeouts
 from ._tools import Tool, as_tools
 
@@ -148,6 +149,14 @@ class ChatStream:
             yield to_json(ev)
 
     @property
+    def partial_output(self) -> Any:
+        """With ``chat(..., output=SPEC)``: the answer's JSON value as far as it has streamed, current
+        after every event (plain JSON: dicts, lists, scalars; a string still being written is not in it
+        yet), ``None`` before the answer starts. The same containers are filled in place, so read it, do
+        not keep it; the typed value is ``result().output``. Read it on the iterating thread."""
+        return self._engine.partial_output
+
+    @property
     def engine(self) -> Engine:
         return self._engine
 
@@ -173,6 +182,7 @@ def chat(
     callbacks: Callbacks | None = None,
     loop: LoopSettings | dict[str, Any] | None = None,
     observers: Iterable[Any] | None = None,
+    output: Output | dict[str, Any] | type | None = None,
 ) -> ChatStream:
     """Start a chat run and return its :class:`ChatStream` (nothing is sent until it is iterated).
 
@@ -200,11 +210,22 @@ def chat(
     (:class:`~hookstream.Callbacks`: ``on_chunk``, ``on_step_start``, ``on_step_finish``,
     ``on_finish``, ``on_error``, ``on_abort``), ``loop`` (:class:`~hookstream.LoopSettings`:
     ``prepare_step``, ``repair_tool_call``, ``stream_tool_call_responses``, ``max_retries``,
-    ``max_event_bytes``, ``run_id``, ``include_raw``). See ``docs/agent-loop.md``. ``observers`` are run
-    observers (:class:`hookstream.plugin.Observer`: run, model-call and tool start/end) added to the ones
-    installed plugins register (``hookstream-otel``); see ``docs/observability.md``.
+    ``max_event_bytes``, ``run_id``, ``include_raw``, ``output_retries``). See ``docs/agent-loop.md``.
+    ``observers`` are run observers (:class:`hookstream.plugin.Observer`: run, model-call and tool
+    start/end) added to the ones installed plugins register (``hookstream-otel``); see
+    ``docs/observability.md``.
 
-    Raises :class:`ValueError` for a malformed ``model``, ``max_steps`` below 1 or no messages, and
+    ``output`` asks for structured output: a JSON Schema dict, a dataclass, a ``TypedDict``, an attrs
+    class or a pydantic model (or :class:`~hookstream.Output` wrapping one, to set its name, strictness or
+    provider form). Each provider uses its native form; while the answer streams, the partial object is
+    sent as AG-UI ``STATE_DELTA`` events (JSON Patch under ``/output``); at the end the value is
+    validated and structured into the class and kept in ``result().output``. An invalid answer ends the
+    run with ``RUN_ERROR`` ``output_invalid`` (an :class:`~hookstream.OutputValidationError` keeping the
+    raw text) unless ``loop={"output_retries": N}`` lets the model try again. See
+    ``docs/structured-output.md``.
+
+    Raises :class:`ValueError` for a malformed ``model``, ``max_steps`` below 1, no messages or an output
+    name that is also a tool's name, :class:`TypeError` for an ``output`` of an unsupported kind, and
     :class:`~hookstream.UnknownPluginError` for an unknown provider, executor or stop condition. Errors
     during the run do not raise: they end the stream with ``RUN_ERROR`` and are kept in
     ``result().error``.
@@ -225,9 +246,13 @@ def chat(
         msgs.insert(0, Message.system(system))
     limits = Timeouts.coerce(timeouts)
     settings = LoopSettings.coerce(loop)
+    tool_set = as_tools(tools)
+    resolved = resolve_output(output) if output is not None else None
+    if resolved is not None and resolved.format.name in tool_set:
+        raise ValueError(f"the output is named {resolved.format.name!r} like a tool; give Output(spec, name=...)")
     config = EngineConfig(
         model=provider.model,
-        tools=as_tools(tools),
+        tools=tool_set,
         max_steps=max_steps,
         tool_choice=tool_choice,
         max_tokens=max_tokens,
@@ -248,6 +273,8 @@ def chat(
         resolve_model=get_model,
         observers=[*get_registry().observers(), *(observers or ())],
         include_raw=settings.include_raw,
+        output=resolved,
+        output_retries=settings.output_retries,
     )
     if thread_id:
         config.thread_id = thread_id

@@ -32,6 +32,13 @@ the AG-UI events are serialised; read them back with :func:`~hookstream.parse_cu
   (``stoppedBy: "max_steps"``) or a stop condition (``"stop_condition"``) ended a loop whose last step's
   tools ran and wanted another model call; also kept as :attr:`RunResult.stopped_by`.
 
+With ``chat(..., output=SPEC)`` a step's output text (content deltas, or the arguments of the forced
+output tool) also feeds a :class:`~hookstream._partial_output.OutputTracker`; what became known in a delta
+follows it as one ``STATE_DELTA`` (JSON Patch ``add`` under ``/output``). A step that answers without
+other tool calls (or with the output tool) ends the run: the output is validated and structured
+(``RunResult.output``), or the run fails with ``output_invalid``, or, with ``output_retries`` left, the
+problems go back to the model and the loop calls it again.
+
 The step loop lives here; the tool phase of a step (validate, repair, approve, run, pair the history)
 is :mod:`hookstream._tool_phase`. A step's events go through one :class:`_StepOutput`, which streams them
 or, with ``stream_tool_call_responses=False``, holds them until the step turns out to be the last one.
@@ -58,7 +65,14 @@ import attrs
 from ._accumulate import StepAccumulator, StepResult
 from ._call import CallOptions, ModelCall
 from ._custom import LoopStoppedPayload, StoppedBy
-from ._errors import CallbackError, HookstreamError, ProviderError, ResumeError, StreamTimeoutError
+from ._errors import (
+    CallbackError,
+    HookstreamError,
+    OutputValidationError,
+    ProviderError,
+    ResumeError,
+    StreamTimeoutError,
+)
 from ._events import (
     BaseEvent,
     Interrupt,
@@ -71,8 +85,10 @@ from ._events import (
     RunError,
     RunFinished,
     RunStarted,
+    StateDelta,
     StepFinished,
     StepStarted,
+    TextMessageContent,
     TextMessageEnd,
     TextMessageStart,
     ToolCallArgs,
@@ -94,8 +110,10 @@ from ._loop import (
 from ._memory import ConversationStore
 from ._messages import Message, ToolCallPart, ToolResultPart
 from ._observe import Observers, RunInfo
+from ._partial_output import OutputTracker
 from ._provider import CallContext, ModelRequest, Provider
 from ._stop import StopCondition
+from ._structured import ResolvedOutput
 from ._timeouts import Timeouts, Watchdog
 from ._tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
 from ._tools import CancellationToken, Tool, as_tools
@@ -146,6 +164,9 @@ class EngineConfig:
     resolve_model: Callable[[str], Provider] | None = None
     observers: list[Any] = attrs.Factory(list)
     include_raw: bool = False
+    output: ResolvedOutput | None = None
+    output_retries: int = 0
+
 
 
 def _step_finished(step_name: str, step: StepResult) -> StepFinished:
@@ -203,6 +224,28 @@ _TRACKED: dict[type, tuple[str, bool, Callable[[Any], str]]] = {
     ToolCallStart: ("tools", True, _TOOL_CALL_ID),
     ToolCallEnd: ("tools", False, _TOOL_CALL_ID),
 }
+
+
+def _track_output(
+    ev: BaseEvent, t: type, tracker: OutputTracker | None, name: str, tools: dict[str, Tool]
+) -> tuple[OutputTracker | None, list[dict[str, Any]]]:
+    """Feed one event of a step to the structured-output tracker: text deltas (native form) or the
+    arguments of the forced output tool call (tool form, which replaces a text tracker: text before a
+    tool call is a preamble, not the output). Returns the tracker and the JSON Patch operations."""
+    if t is TextMessageContent:
+        if tracker is None:
+            tracker = OutputTracker("text")
+        if tracker.source == "text":
+            return tracker, tracker.feed(cast("TextMessageContent", ev).delta)
+    elif t is ToolCallStart:
+        start = cast("ToolCallStart", ev)
+        if start.tool_call_name == name and name not in tools:
+            return OutputTracker(start.tool_call_id), []
+    elif t is ToolCallArgs:
+        args = cast("ToolCallArgs", ev)
+        if tracker is not None and tracker.source == args.tool_call_id:
+            return tracker, tracker.feed(args.delta)
+    return tracker, []
 
 
 def _discard(items: list[str], item: str) -> None:
@@ -279,6 +322,9 @@ class Engine:
         # closed at its end; a provider object the caller built keeps its connection pool.
         self._owned: list[Provider] = [provider] if close_provider else []
         self.stopped_by: str | None = None
+        self.output: Any = None
+        self._output_retries_left = config.output_retries
+        self._tracker: OutputTracker | None = None
         self._cancelled = threading.Event()
         self._failure: StreamTimeoutError | None = None
         self._token = CancellationToken()
@@ -320,6 +366,13 @@ class Engine:
             call.abort(err)
 
     @property
+    def partial_output(self) -> Any:
+        """The structured output of the current model call as far as it has streamed (see
+        :attr:`hookstream.ChatStream.partial_output`)."""
+        tracker = self._tracker
+        return tracker.value if tracker is not None else None
+
+    @property
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
@@ -328,7 +381,7 @@ class Engine:
         return RunResult(
             list(self.steps), list(self.messages), self.usage, outcome, self.error,
             list(self.pending_approvals), list(self.pending_tool_calls), self.direct_result,
-            list(self.resumed_results), self.stopped_by,
+            list(self.resumed_results), self.stopped_by, self.output,
         )
 
     # -- the loop -------------------------------------------------------------------------------
@@ -415,6 +468,9 @@ class Engine:
         on_chunk = cbs.on_chunk
         held = output.held
         drop_raw = not cfg.include_raw
+        fmt = cfg.output.format if cfg.output is not None else None
+        tracker: OutputTracker | None = None
+        self._tracker = None  # a retried answer starts from nothing
         # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
         for ev in call:
             t = type(ev)
@@ -435,6 +491,15 @@ class Engine:
                 yield ev
             else:
                 held.append(ev)
+            if fmt is not None:
+                tracker, ops = _track_output(ev, t, tracker, fmt.name, plan.tools)
+                self._tracker = tracker
+                if ops:
+                    delta = StateDelta(ops)
+                    if held is None:
+                        yield delta
+                    else:
+                        held.append(delta)
         with self._lock:
             self._call = None
         step = acc.finish()
@@ -458,6 +523,11 @@ class Engine:
             return "error"
         yield from output.emit([_step_finished(step_name, step)])
         self.messages.append(step.message)
+        if cfg.output is not None:
+            out_call = next((c for c in step.tool_calls if c.name == cfg.output.format.name
+                             and c.name not in plan.tools), None)
+            if out_call is not None or not step.tool_calls:
+                return (yield from self._structured(step, out_call, output))
         if not step.tool_calls:
             self._observe(cbs.on_step_finish, step)
             yield from output.release()
@@ -486,6 +556,59 @@ class Engine:
             return "continue"  # the held events of a tool-call step are dropped with ``output``
         yield from output.release()
         return (yield from self._conclude(out))
+
+    # -- structured output ----------------------------------------------------------------------
+    def _structured(
+        self, step: StepResult, out_call: ToolCallPart | None, output: _StepOutput,
+    ) -> Generator[BaseEvent, None, str]:
+        """End a step that answered with the structured output: validate it, then finish, retry or fail."""
+        spec = self.config.output
+        assert spec is not None
+        cbs = self.config.callbacks
+        if out_call is None:
+            raw = step.text
+        elif out_call.arguments_raw is not None:
+            raw = out_call.arguments_raw
+        else:
+            raw = json.dumps(out_call.arguments, ensure_ascii=False)
+        attempts = self.config.output_retries - self._output_retries_left + 1
+        try:
+            value = spec.finish(raw, attempts)
+        except OutputValidationError as exc:
+            if self._output_retries_left > 0:
+                self._output_retries_left -= 1
+                feedback = ("Your answer does not match the required output schema: " + "; ".join(exc.problems)
+                            + ". Answer again with JSON that matches the schema.")
+                self._pair_output_call(step, out_call, feedback, is_error=True)
+                if out_call is None:
+                    self.messages.append(Message.user(feedback))
+                self._persist()
+                self._observe(cbs.on_step_finish, step)
+                return "continue"  # held events of the invalid answer are dropped like a tool step's
+            self._pair_output_call(step, out_call, "Error: " + exc.message, is_error=True)
+            self._observe(cbs.on_step_finish, step)
+            yield from output.release()
+            yield from self._fail(exc)
+            return "error"
+        self.output = value
+        self._pair_output_call(step, out_call, "The output was accepted.", is_error=False)
+        self._observe(cbs.on_step_finish, step)
+        yield from output.release()
+        yield from self._finish("success")
+        return "done"
+
+    def _pair_output_call(self, step: StepResult, out_call: ToolCallPart | None, text: str, is_error: bool) -> None:
+        """Keep the history paired: the forced output tool call gets ``text`` as its result, and any other
+        call of the same step a "not run" error result (the structured output ends the step)."""
+        if not step.tool_calls:
+            return
+        results = [
+            ToolResultPart(c.id, c.name, text, is_error=is_error) if c is out_call
+            else error_result(c, "not run: the step answered with the structured output")
+            for c in step.tool_calls
+        ]
+        step.tool_results = results
+        self.messages.append(Message("tool", [*results]))
 
     # -- tools ----------------------------------------------------------------------------------
     def _tool_phase(self) -> ToolPhase:
@@ -573,6 +696,7 @@ class Engine:
             max_tokens=cfg.max_tokens,
             temperature=cfg.temperature,
             options=cfg.options,
+            output=cfg.output.format if cfg.output is not None else None,
         )
         return _Step(provider, request, tools)
 

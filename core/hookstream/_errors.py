@@ -26,6 +26,7 @@ __all__ = [
     "MissingAPIKeyError",
     "NotEventStreamError",
     "NotFoundError",
+    "OutputValidationError",
     "PartialJSONError",
     "PluginError",
     "ProviderError",
@@ -306,6 +307,21 @@ class PartialJSONError(ValueError):
     def __init__(self, message: str, position: int) -> None:
         super().__init__(f"{message} at character {position}")
         self.position = position
+
+
+class OutputValidationError(HookstreamError):
+    """The model's structured output (``chat(..., output=SPEC)``) is not valid: not JSON, not matching
+    the JSON Schema, or not structurable into the class. ``raw_text`` is the text the model sent (kept
+    whole), ``problems`` the readable reasons (each naming the path), ``attempts`` the number of model
+    calls that answered (1 + retries used)."""
+
+    code = "output_invalid"
+
+    def __init__(self, message: str, raw_text: str, problems: list[str], attempts: int = 1) -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+        self.problems = list(problems)
+        self.attempts = attempts
 
 
 class AGUIInputError(ValueError):

@@ -44,6 +44,8 @@ __all__ = [
     "RunError",
     "RunFinished",
     "RunStarted",
+    "StateDelta",
+    "StateSnapshot",
     "StepFinished",
     "StepStarted",
     "TextMessageContent",
@@ -324,6 +326,24 @@ class StepFinished(BaseEvent):
 
 
 @attrs.define(slots=True)
+class StateSnapshot(BaseEvent):
+    """The agent state as a whole (AG-UI ``STATE_SNAPSHOT``): ``snapshot`` is any JSON value."""
+
+    type: ClassVar[str] = "STATE_SNAPSHOT"
+    snapshot: Any = None
+
+
+@attrs.define(slots=True)
+class StateDelta(BaseEvent):
+    """A change of the agent state (AG-UI ``STATE_DELTA``): ``delta`` is a list of JSON Patch
+    operations (RFC 6902, ``{"op", "path", "value"}``). The engine sends ``add`` operations under
+    ``/output`` while a structured output streams (see :mod:`hookstream._partial_output`)."""
+
+    type: ClassVar[str] = "STATE_DELTA"
+    delta: list[Any] = attrs.Factory(list)
+
+
+@attrs.define(slots=True)
 class Custom(BaseEvent):
     """Application event. The engine sends ``approval-requested``, ``approval-responded``,
     ``tool-input-available``, ``tool-call-repaired`` and ``loop-stopped``; their values are typed by the
@@ -369,6 +389,8 @@ Event = (
     | ReasoningEncryptedValue
     | StepStarted
     | StepFinished
+    | StateSnapshot
+    | StateDelta
     | Custom
     | Raw
 )
@@ -394,6 +416,8 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         ReasoningEncryptedValue,
         StepStarted,
         StepFinished,
+        StateSnapshot,
+        StateDelta,
         Custom,
         Raw,
     )

@@ -196,6 +196,10 @@ class LoopSettings:
     * ``include_raw``: forward the provider events an adapter did not understand as AG-UI ``RAW``
       events (``{"type": "RAW", "event": <provider JSON>, "source": <provider>}``). They are always
       counted (``StepResult.unknown_events``); without this flag they are not streamed.
+    * ``output_retries``: with ``chat(..., output=SPEC)``, how many more model calls an invalid structured
+      output gets (default 0: an invalid output ends the run with ``RUN_ERROR`` ``output_invalid``). Each
+      retry sends the validation problems back to the model (a user message, or an error tool result in
+      the forced-tool form) and calls it again; retries are not counted against ``max_steps``.
     """
 
     prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
@@ -205,6 +209,7 @@ class LoopSettings:
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     run_id: str | None = None
     include_raw: bool = False
+    output_retries: int = 0
 
     @classmethod
     def coerce(cls, value: LoopSettings | dict[str, Any] | None) -> LoopSettings:
@@ -232,6 +237,9 @@ class RunResult:
     ``sources`` and ``files`` are the citations and generated files of **all** steps, in order (a
     source found while the model was still calling tools supports the final answer too); each
     step's own are ``steps[i].sources`` / ``steps[i].files``.
+    ``output`` is the validated structured output of ``chat(..., output=SPEC)`` (an instance of the
+    class, or the JSON value for a JSON Schema dict), ``None`` without one or when it was invalid
+    (``error`` is then an :class:`~hookstream.OutputValidationError` keeping the raw text).
     """
 
     steps: list[StepResult]
@@ -244,6 +252,7 @@ class RunResult:
     result: Any = None
     resumed_results: list[ToolResultPart] = attrs.Factory(list)
     stopped_by: str | None = None
+    output: Any = None
 
     @property
     def last_step(self) -> StepResult | None:

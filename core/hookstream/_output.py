@@ -10,16 +10,24 @@ from ._messages import SourcePart
 __all__ = ["final_json", "source_json"]
 
 
-def final_json(step: StepResult, sources: list[SourcePart] | None = None) -> dict[str, Any]:
+def final_json(
+    step: StepResult,
+    sources: list[SourcePart] | None = None,
+    output: Any = None,
+    error: tuple[str, str] | None = None,
+) -> dict[str, Any]:
     """``{"text", "thinking", "tool_calls": [{"id", "name", "arguments"}], "finish_reason",
-    "raw_finish_reason", "usage": {"input_tokens", "output_tokens"}, "error", "sources"}`` for one model
-    call.
+    "raw_finish_reason", "usage": {"input_tokens", "output_tokens"}, "error", "sources", "output"}`` for
+    one model call.
 
     ``arguments`` is the parsed object, or ``None`` when the call was cut off or invalid; ``error`` is
-    ``{"code", "message"}`` or ``None``; token counts are ``None`` when the provider sent none.
+    ``{"code", "message"}`` or ``None`` (the call's own error, else the ``error`` given: the CLI passes
+    a run error such as ``output_invalid``); token counts are ``None`` when the provider sent none.
     ``sources`` lists ``{"sourceType", "url", "title", "citedText", "startIndex", "endIndex",
     "documentIndex"}`` (``None`` where not given) for ``sources`` (default: the step's own; the CLI
-    passes the whole run's, :attr:`RunResult.sources`), in the order they arrived.
+    passes the whole run's, :attr:`RunResult.sources`), in the order they arrived. ``output`` is the
+    run's structured output (a JSON value: ``chat --schema``), ``None`` without one or when it was
+    invalid; the key is always there, so readers need no schema to know the shape.
     """
     usage = step.usage
     return {
@@ -32,9 +40,14 @@ def final_json(step: StepResult, sources: list[SourcePart] | None = None) -> dic
             "input_tokens": usage.input_tokens if usage else None,
             "output_tokens": usage.output_tokens if usage else None,
         },
-        "error": {"code": step.error[0], "message": step.error[1]} if step.error else None,
+        "error": _error(step.error or error),
         "sources": [source_json(s) for s in (step.sources if sources is None else sources)],
+        "output": output,
     }
+
+
+def _error(error: tuple[str | None, str] | None) -> dict[str, str | None] | None:
+    return {"code": error[0], "message": error[1]} if error else None
 
 
 def source_json(s: SourcePart) -> dict[str, Any]:

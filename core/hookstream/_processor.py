@@ -39,6 +39,11 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   ``CUSTOM`` event go to ``on_custom_event``. ``source`` and ``file`` (adapters' citations and
   generated files) append a :class:`~hookstream.SourceUIPart` / :class:`~hookstream.FileUIPart` to the
   assistant message without ending the text part they arrive in.
+* Agent state: ``STATE_SNAPSHOT`` replaces :attr:`StreamProcessor.state`, ``STATE_DELTA`` applies its
+  JSON Patch operations (``add``/``replace``/``remove``; a delta that does not apply is counted in
+  :attr:`StreamProcessor.stats` and dropped). The state lives across agent loops, as AG-UI state does.
+  A structured output (``chat(..., output=SPEC)``) streams into ``state["output"]``, also kept as
+  :attr:`ProcessorResult.output`; ``on_state_change(state)`` fires after each applied state event.
 
 Costs are linear in the stream: text, reasoning and argument strings grow with ``+=`` while the part
 holds the only reference (CPython resizes them in place), and each delta is parsed once.
@@ -55,6 +60,7 @@ Callbacks (all optional; they run while the processor holds :attr:`StreamProcess
 * ``on_tool_call(request)``: :class:`ToolInputRequest` for a client tool.
 * ``on_approval_request(request)``: :class:`ApprovalRequest`.
 * ``on_custom_event(name, value)``: any other ``CUSTOM`` event (``loop-stopped`` included).
+* ``on_state_change(state)``: after each ``STATE_SNAPSHOT``/``STATE_DELTA``, with the live state.
 
 Threads: events are fed from one thread. A timer-driven strategy (debounce, throttle's trailing
 edge) publishes from its timer thread, so ``on_text_update`` and ``on_messages_change`` may arrive on
@@ -97,6 +103,8 @@ from ._events import (
     RunError,
     RunFinished,
     RunStarted,
+    StateDelta,
+    StateSnapshot,
     StepFinished,
     StepStarted,
     TextMessageContent,
@@ -111,6 +119,7 @@ from ._events import (
 )
 from ._messages import ToolCallPart, tool_output_text
 from ._partial_json import PartialJSONError, PartialJSONParser
+from ._partial_output import STATE_KEY, apply_patch
 from ._strategies import ChunkStrategy, ImmediateStrategy
 from ._ui import (
     FileUIPart,
@@ -166,6 +175,7 @@ class ProcessorStats:
     duplicate_starts: int = 0  # TOOL_CALL_START for an id already known
     argument_parse_errors: int = 0  # tool calls whose argument text stopped being JSON
     orphan_results: int = 0  # results for a tool call no message holds
+    state_patch_errors: int = 0  # STATE_DELTA events whose JSON Patch did not apply to the state
 
 
 @attrs.define(slots=True)
@@ -176,6 +186,8 @@ class ProcessorResult:
     ``tool_calls`` its calls as model :class:`~hookstream.ToolCallPart` (``arguments`` ``None``
     when cut off or invalid: never execute those). ``finish_reason`` is the last ``RUN_FINISHED``'s
     (normalised), ``"error"`` after ``RUN_ERROR``; ``error`` is ``(code, message)`` then.
+    ``output`` is the structured output streamed into the agent state (``state["output"]``; partial
+    while it streams), ``None`` without one.
     """
 
     content: str = ""
@@ -187,6 +199,7 @@ class ProcessorResult:
     outcome: Outcome | None = None
     error: tuple[str, str] | None = None
     message: UIMessage | None = None
+    output: Any = None
 
 
 StrategySpec = ChunkStrategy | str | None
@@ -247,6 +260,7 @@ class StreamProcessor:
         on_approval_request: Callable[[ApprovalRequest], None] | None = None,
         messages: Iterable[UIMessage] | None = None,
         on_custom_event: Callable[[str, Any], None] | None = None,
+        on_state_change: Callable[[Any], None] | None = None,
     ) -> None:
         self.strategy = resolve_strategy(strategy)
         self.on_messages_change = on_messages_change
@@ -257,6 +271,8 @@ class StreamProcessor:
         self.on_tool_call = on_tool_call
         self.on_approval_request = on_approval_request
         self.on_custom_event = on_custom_event
+        self.on_state_change = on_state_change
+        self.state: Any = {}
         self.lock = threading.RLock()
         self.messages: list[UIMessage] = list(messages or [])
         self.stats = ProcessorStats()
@@ -335,6 +351,7 @@ class StreamProcessor:
                 has_reasoning = any(isinstance(p, ReasoningUIPart) for p in msg.parts)
                 r.reasoning = msg.reasoning if has_reasoning else None
                 r.tool_calls = [tool_call_to_model(p) for p in msg.tool_calls]
+            r.output = self.state.get(STATE_KEY) if isinstance(self.state, dict) else None
             return r
 
     def add_tool_result(self, tool_call_id: str, output: Any, error: str | None = None) -> None:
@@ -641,6 +658,21 @@ class StreamProcessor:
         if self.on_error is not None:
             self.on_error(RunFailedError(event.message, event.code))
 
+    def _state_snapshot(self, event: StateSnapshot) -> None:
+        self.state = event.snapshot
+        if self.on_state_change is not None:
+            self.on_state_change(self.state)
+
+    def _state_delta(self, event: StateDelta) -> None:
+        try:
+            self.state = apply_patch(self.state, event.delta)
+        except ValueError:
+            self.stats.state_patch_errors += 1
+            log.warning("STATE_DELTA did not apply to the state; dropped")
+            return
+        if self.on_state_change is not None:
+            self.on_state_change(self.state)
+
     def _custom(self, event: Custom) -> None:
         # Parsed before any change: a malformed value raises with the messages untouched.
         payload = parse_custom(event)
@@ -743,6 +775,8 @@ _HANDLERS: dict[type[BaseEvent], Callable[[StreamProcessor, Any], None]] = {
     RunFinished: StreamProcessor._run_finished,
     RunError: StreamProcessor._run_error,
     Custom: StreamProcessor._custom,
+    StateSnapshot: StreamProcessor._state_snapshot,
+    StateDelta: StreamProcessor._state_delta,
 }
 
 

@@ -32,8 +32,7 @@ from ._messages import Message
 from ._secrets import Secret
 from ._transport import HTTPRequest, default_error_reader
 
-__all__ = ["CallContext", "HTTPRequest", "ModelRequest", "Provider", "Secret", "ToolSpec"]
-
+__all__ = ["CallContext", "HTTPRequest", "ModelRequest", "OutputFormat", "Provider", "Secret", "ToolSpec"]
 
 
 @attrs.define(slots=True)
@@ -45,13 +44,35 @@ class ToolSpec:
     parameters: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
 
 
+@attrs.define(slots=True, frozen=True)
+class OutputFormat:
+    """Structured output asked of one model call, provider-neutral: the answer is one JSON value that
+    matches ``schema`` (a JSON Schema object).
+
+    ``name`` names the schema (``[A-Za-z0-9_-]``, at most 64 characters: OpenAI's ``json_schema.name``
+    and a tool name for the providers that force a tool); ``strict`` is true only when the schema meets
+    OpenAI's strict-mode rules (every property required, ``additionalProperties: false`` on every
+    object), so a provider may ask for constrained decoding. ``mode`` is ``"auto"`` (the provider picks
+    its native form where the model has one), ``"native"`` or ``"tool"`` (a forced tool whose input is
+    the output); providers with a single form ignore it.
+    """
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool = False
+    mode: str = "auto"
+
+
 @attrs.define(slots=True)
 class ModelRequest:
     """One model call, provider-neutral.
 
     ``tool_choice`` is ``"auto"``, ``"none"``, ``"required"`` or ``{"name": TOOL}``. ``max_tokens`` is
     the output token limit. ``options`` are provider-specific body fields merged last (e.g. Anthropic
-    ``thinking``, Gemini ``thinkingConfig``).
+    ``thinking``, Gemini ``thinkingConfig``). ``output`` asks for structured output
+    (:class:`OutputFormat`): each provider maps it to its native form (OpenAI ``response_format``,
+    Responses ``text.format``, Anthropic ``output_config`` or a forced tool, Gemini
+    ``responseJsonSchema``).
     """
 
     model: str
@@ -61,6 +82,7 @@ class ModelRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     options: dict[str, Any] = attrs.Factory(dict)
+    output: OutputFormat | None = None
 
 
 @attrs.define(slots=True)

@@ -98,7 +98,7 @@ from ._messages import (
 )
 from ._observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
 from ._processor import resolve_strategy
-from ._provider import CallContext, ModelRequest, Provider, ToolSpec
+from ._provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
 from ._stop import StopCondition
@@ -138,6 +138,7 @@ __all__ = [
     "Observer",
     "ObserverRegistrar",
     "Outcome",
+    "OutputFormat",
     "Part",
     "PartialJSONError",
     "PluginError",

@@ -64,6 +64,27 @@ def _attachment(path: str) -> FilePart:
         raise click.BadParameter(f"cannot read {path!r}: {exc.strerror or exc}", param_hint="--attach") from None
 
 
+def load_schema(path: str) -> dict[str, Any]:
+    """The JSON Schema object in the file at ``path`` (the ``--schema`` option); raises
+    :class:`click.BadParameter` for a file that cannot be read, is not JSON or is not a valid schema."""
+    import jsonschema.exceptions
+    import jsonschema.validators
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            schema = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"cannot read a JSON Schema from {path!r}: {exc}", param_hint="--schema") from None
+    if not isinstance(schema, dict):
+        raise click.BadParameter(f"{path!r} holds {type(schema).__name__}, not a JSON Schema object",
+                                 param_hint="--schema")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        raise click.BadParameter(f"{path!r} is not a valid JSON Schema: {exc.message}", param_hint="--schema") from None
+    return schema
+
+
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
 
 MCP_MISSING = "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp"
@@ -140,6 +161,9 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
 @click.option("--attach", "attachments", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A file (image, audio, PDF, text) sent with the prompt; media type from its bytes/name "
                    "(repeatable).")
+@click.option("--schema", "schema_file", type=click.Path(dir_okay=False), default=None,
+              help="Ask for structured output matching this JSON Schema file; --output final-json gains the "
+                   "parsed object as \"output\".")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="Record each model call (request without secrets, raw response) into DIR; "
                    "replay with --model replay:DIR.")
@@ -161,6 +185,7 @@ def command(
     ask_approval: bool,
     show_timing: bool = False,
     attachments: tuple[str, ...] = (),
+    schema_file: str | None = None,
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
 
@@ -170,6 +195,7 @@ def command(
     tools = [load_tool(s) for s in tool_specs]
     # MCP servers run for the whole command: started before the run, stopped by the ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
+    schema = load_schema(schema_file) if schema_file is not None else None
     with ExitStack() as servers:
         try:
             tools += start_mcp_servers(servers, mcp_specs)
@@ -177,12 +203,13 @@ def command(
             click.echo("interrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED) from None
         _run(prompt, model, base_url, tools, system, max_steps, max_tokens, output, strategy, record_dir,
-             ask_approval, show_timing, attachments)
+             ask_approval, show_timing, attachments, schema)
 
 
 def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system: str | None, max_steps: int,
          max_tokens: int | None, output: str, strategy: str | None, record_dir: str | None,
-         ask_approval: bool, show_timing: bool, attachments: tuple[str, ...]) -> None:
+         ask_approval: bool, show_timing: bool, attachments: tuple[str, ...],
+         schema: dict[str, Any] | None) -> None:
     """One run of ``hookstream chat``; always ends with :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
@@ -197,7 +224,7 @@ def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system
         timing = Timing() if show_timing else None
         message = Message.user(prompt, *(_attachment(a) for a in attachments))
         stream = chat(provider, message, tools=tools, system=system, max_steps=max_steps, max_tokens=max_tokens,
-                      approve=approve, observers=[timing] if timing is not None else None)
+                      approve=approve, observers=[timing] if timing is not None else None, output=schema)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None
     try:

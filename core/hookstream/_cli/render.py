@@ -12,6 +12,7 @@ import click
 from .._accumulate import StepResult
 from .._chat import ChatStream
 from .._custom import FilePayload, SourcePayload, ToolCallRepairedPayload, parse_custom
+from .._errors import HookstreamError
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
 from .._output import final_json
 from .._processor import StreamProcessor
@@ -101,5 +102,7 @@ def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     result = stream.result()
     if output == "final-json":
         step = result.last_step or StepResult()
-        click.echo(json.dumps(final_json(step, result.sources), ensure_ascii=False))
+        err = result.error
+        run_error = (err.code, err.message) if isinstance(err, HookstreamError) else None
+        click.echo(json.dumps(final_json(step, result.sources, result.output, run_error), ensure_ascii=False))
     return 1 if result.outcome == "error" else 0

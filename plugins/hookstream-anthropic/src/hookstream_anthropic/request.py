@@ -45,6 +45,7 @@ Thread safety: pure functions, no shared state.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hookstream.plugin import (
@@ -64,10 +65,13 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "IMAGE_MEDIA_TYPES",
     "PROVIDER_KEY",
+    "add_output",
     "build_body",
     "convert_file",
     "convert_messages",
     "convert_tool_choice",
+    "native_output",
+    "output_form",
 ]
 
 PROVIDER_KEY = "anthropic"
@@ -122,6 +126,8 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
     if request.temperature is not None:
         body["temperature"] = request.temperature
     body.update(options)
+    if request.output is not None:
+        add_output(body, request)  # after the options: beside their ``output_config`` (effort) and tools
     body["stream"] = True
     return body
 
@@ -132,6 +138,63 @@ def _cache_control(value: Any) -> dict[str, Any]:
     if isinstance(value, dict) and value.get("type"):
         return dict(value)
     raise ValueError(f"{CACHE_OPTION} value must be True or a cache_control object, got {value!r}")
+
+
+# Models with native structured outputs (Claude docs, "Structured outputs": Claude Opus 4.1 and the 4.5
+# generation on; ``claude-opus-4-1-20250805``, ``claude-sonnet-4-5``, ``claude-haiku-4-5-...``).
+_MODEL_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
+
+
+def native_output(model: str) -> bool:
+    """Whether ``model`` has Anthropic's native structured output: Claude Opus 4.1, and every Opus,
+    Sonnet or Haiku from version 4.5 on, by model name. Older models and names this rule does not
+    know (a proxy's aliases) get the forced-tool form, which every tool-capable Claude model has."""
+    m = _MODEL_VERSION.search(model)
+    if m is None:
+        return False
+    major, minor = int(m.group(1)), int(m.group(2) or 0)
+    return (major, minor) >= (4, 5) or ("opus" in m.group(0) and (major, minor) == (4, 1))
+
+
+def output_form(request: ModelRequest) -> str:
+    """``"native"`` or ``"tool"``: ``request.output.mode`` when it names one, else (``auto``) native when
+    :func:`native_output` knows the model and the schema is strict-compatible (every object closed with
+    ``additionalProperties: false``, which Anthropic's constrained decoding requires), a forced tool
+    otherwise."""
+    output = request.output
+    assert output is not None
+    if output.mode in ("native", "tool"):
+        return output.mode
+    return "native" if output.strict and native_output(request.model) else "tool"
+
+
+def add_output(body: dict[str, Any], request: ModelRequest) -> None:
+    """Put ``request.output`` into ``body`` in the form :func:`output_form` picks.
+
+    Native (Claude docs, "Structured outputs", generally available form, no beta header):
+    ``output_config: {"format": {"type": "json_schema", "schema"}}``; the answer streams as text.
+    Forced tool (docs, "Tool use" > "Forcing tool use"; "JSON mode"): a tool named after the schema
+    whose ``input_schema`` is the schema, and ``tool_choice`` ``{"type": "tool", "name"}`` (``{"type":
+    "any"}`` beside other tools, so the model may call them first; ``{"type": "auto"}`` with extended
+    thinking, which refuses forced tool use); the tool's input is the answer.
+    """
+    output = request.output
+    assert output is not None
+    if output_form(request) == "native":
+        config = body.get("output_config")
+        body["output_config"] = {**(config if isinstance(config, dict) else {}),
+                                 "format": {"type": "json_schema", "schema": output.schema}}
+        return
+    tool = {"name": output.name, "description": "Give the final answer with this tool: its input is the answer.",
+            "input_schema": output.schema}
+    body["tools"] = [*body.get("tools", []), tool]
+    thinking = request.options.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        body["tool_choice"] = {"type": "auto"}
+    elif len(body["tools"]) > 1:
+        body["tool_choice"] = {"type": "any"}
+    else:
+        body["tool_choice"] = {"type": "tool", "name": output.name}
 
 
 def _max_tokens(request: ModelRequest) -> int:

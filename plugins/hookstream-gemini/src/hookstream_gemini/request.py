@@ -44,6 +44,7 @@ from hookstream.plugin import (
     FilePart,
     Message,
     ModelRequest,
+    OutputFormat,
     ReasoningPart,
     SourcePart,
     TextPart,
@@ -53,7 +54,7 @@ from hookstream.plugin import (
     tool_output_text,
 )
 
-__all__ = ["build_body", "convert_file", "deep_merge", "gemini_meta"]
+__all__ = ["build_body", "convert_file", "deep_merge", "gemini_meta", "output_generation_config"]
 
 PROVIDER = "gemini"
 
@@ -116,11 +117,20 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
         generation["maxOutputTokens"] = request.max_tokens
     if request.temperature is not None:
         generation["temperature"] = request.temperature
+    if request.output is not None:
+        generation.update(output_generation_config(request.output))
     if generation:
         body["generationConfig"] = generation
     if request.options:
         body = deep_merge(body, request.options)
     return body
+
+
+def output_generation_config(output: OutputFormat) -> dict[str, Any]:
+    """Structured output as ``generationConfig`` fields (Gemini API, "Structured output": JSON Schema
+    support): ``responseMimeType: "application/json"`` and ``responseJsonSchema`` (the JSON Schema as is;
+    not the older OpenAPI-subset ``responseSchema``). The JSON streams as text parts."""
+    return {"responseMimeType": "application/json", "responseJsonSchema": output.schema}
 
 
 def _gemini_call_ids(messages: list[Message]) -> dict[str, str]:

@@ -24,6 +24,7 @@ from hookstream.plugin import (
     MalformedChunkError,
     Message,
     ModelRequest,
+    OutputFormat,
     Provider,
     ReasoningPart,
     SourcePart,
@@ -44,6 +45,7 @@ __all__ = [
     "chat_body",
     "chat_file_part",
     "chat_messages",
+    "chat_response_format",
     "chat_usage",
     "normalise_finish_reason",
 ]
@@ -251,8 +253,19 @@ def chat_body(request: ModelRequest) -> dict[str, Any]:
         body["max_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.output is not None:
+        body["response_format"] = chat_response_format(request.output)
     body.update(request.options)
     return body
+
+
+def chat_response_format(output: OutputFormat) -> dict[str, Any]:
+    """Structured output as Chat Completions ``response_format`` (API reference, "Create chat
+    completion" > ``response_format``; guide "Structured Outputs"): ``{"type": "json_schema",
+    "json_schema": {"name", "schema", "strict"}}``. ``strict`` is true only when the schema meets the
+    strict-mode rules (:attr:`OutputFormat.strict`); the answer streams as ordinary content deltas."""
+    return {"type": "json_schema", "json_schema": {"name": output.name, "schema": output.schema,
+                                                   "strict": output.strict}}
 
 
 # -- stream -----------------------------------------------------------------------------------------

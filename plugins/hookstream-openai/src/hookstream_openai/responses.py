@@ -22,6 +22,7 @@ from hookstream.plugin import (
     MalformedChunkError,
     Message,
     ModelRequest,
+    OutputFormat,
     Provider,
     ReasoningEncryptedValue,
     ReasoningPart,
@@ -46,6 +47,7 @@ __all__ = [
     "responses_body",
     "responses_file_part",
     "responses_input",
+    "responses_text_format",
     "responses_usage",
 ]
 
@@ -266,7 +268,19 @@ def responses_body(request: ModelRequest) -> dict[str, Any]:
     if request.temperature is not None:
         body["temperature"] = request.temperature
     body.update(request.options)
+    if request.output is not None:
+        # After the options, beside any ``text`` settings they carry (``verbosity``).
+        text = body.get("text")
+        body["text"] = {**(text if isinstance(text, dict) else {}), "format": responses_text_format(request.output)}
     return body
+
+
+def responses_text_format(output: OutputFormat) -> dict[str, Any]:
+    """Structured output as Responses ``text.format`` (API reference, "Create a model response" >
+    ``text.format``; guide "Structured Outputs"): ``{"type": "json_schema", "name", "schema",
+    "strict"}``, strict only where the schema allows it (:attr:`OutputFormat.strict`). The answer
+    streams as ``response.output_text.delta`` events like any text."""
+    return {"type": "json_schema", "name": output.name, "schema": output.schema, "strict": output.strict}
 
 
 # -- stream -----------------------------------------------------------------------------------------
