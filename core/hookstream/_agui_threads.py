@@ -1,0 +1,188 @@
+"""AG-UI threads kept in a conversation store: merging a request's messages into the stored history by
+message id, and saving what each run adds, so any worker process can serve any turn.
+
+Merging (:func:`merge`): a stored message and an incoming one are the same message when they share the
+AG-UI message ``id``, a tool call id (an assistant message), or a tool call id answered (a tool result;
+results already stored are dropped from an incoming ``tool`` message). The model receives the stored
+history followed by the incoming messages not already in it, so a client that POSTs the whole history
+and one that POSTs only its new message (same ``threadId``) give the same request.
+
+Ids of what a run produces come from its AG-UI events, the way ``@ag-ui/client`` builds its messages:
+an assistant message takes its step's first ``TEXT_MESSAGE_START.messageId`` (else the first
+``TOOL_CALL_START.parentMessageId``, else that call's id), a tool message the ``TOOL_CALL_RESULT``
+``messageId`` of its first result. A client echoing those messages back is therefore recognised.
+
+What is saved, and when: the request's new messages when the run starts; the run's own messages
+(assistant turns, tool results) when it ends, however it ends: finished, interrupted (the assistant
+message with the pending tool calls is saved, so a ``resume`` POST on another worker finds it),
+cancelled or failed (the history the engine kept). A worker that dies mid-run loses that run's
+steps, not the thread.
+
+Thread safety: a :class:`ThreadKeeper` holds only its store (which must be thread-safe); each request
+gets its own :class:`StoredRun`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from ._events import BaseEvent, StepStarted, TextMessageStart, ToolCallResult, ToolCallStart
+from ._memory import ConversationStore
+from ._messages import Message
+
+__all__ = ["StoredRun", "ThreadKeeper", "assign_ids", "merge", "message_keys"]
+
+log = logging.getLogger("hookstream.agui")
+
+
+def message_keys(message: Message) -> set[str]:
+    """What identifies ``message`` in a thread: its id, its tool call ids, the call ids it answers."""
+    keys = {f"call:{c.id}" for c in message.tool_calls}
+    keys.update(f"result:{r.tool_call_id}" for r in message.tool_results)
+    if message.id is not None:
+        keys.add(f"id:{message.id}")
+    return keys
+
+
+def merge(history: Sequence[Message], incoming: Sequence[Message]) -> list[Message]:
+    """The messages of ``incoming`` that ``history`` does not hold, in order (see the module docstring).
+    An incoming message without an id gets a fresh one (it cannot be recognised later)."""
+    seen: set[str] = set()
+    for m in history:
+        seen |= message_keys(m)
+    new: list[Message] = []
+    for m in incoming:
+        if m.role == "tool":
+            parts = [p for p in m.parts if f"result:{getattr(p, 'tool_call_id', '')}" not in seen]
+            if not parts:
+                continue
+            m = attrs.evolve(m, parts=parts, id=m.id)
+        elif message_keys(m) & seen:
+            continue
+        if m.id is None:
+            m = attrs.evolve(m, id=f"msg-{uuid.uuid4().hex}")
+        seen |= message_keys(m)
+        new.append(m)
+    return new
+
+
+def agui_ids(raw: Sequence[Any], messages: list[Message]) -> None:
+    """Give each of ``messages`` (:func:`~hookstream.messages_from_agui` of ``raw``) the ``id`` of the
+    AG-UI message it came from: roles are matched in order (UI-only roles skipped; consecutive ``tool``
+    messages, which became one message, give it the first one's id)."""
+    family = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+    j = 0
+    for m in messages:
+        while j < len(raw) and (not isinstance(raw[j], dict) or family.get(raw[j].get("role")) != m.role):
+            j += 1
+        if j >= len(raw):
+            return
+        ident = raw[j].get("id")
+        if isinstance(ident, str) and ident and m.id is None:
+            m.id = ident
+        j += 1
+        if m.role == "tool":
+            while j < len(raw) and isinstance(raw[j], dict) and raw[j].get("role") == "tool":
+                j += 1
+
+
+def assign_ids(produced: Sequence[Message], events: Sequence[BaseEvent]) -> None:
+    """Give the messages a run produced the ids its events announced (see the module docstring); a
+    message the events do not explain gets a fresh id."""
+    steps: list[str] = []  # the assistant message id of each step that streamed text or tool calls
+    current: str | None = None
+    in_replay = False
+    result_ids: dict[str, str] = {}
+    for ev in events:
+        if isinstance(ev, StepStarted):
+            if current is not None:
+                steps.append(current)
+            current, in_replay = None, ev.step_name == "resume"
+        elif in_replay:
+            continue
+        elif isinstance(ev, TextMessageStart) and current is None:
+            current = ev.message_id
+        elif isinstance(ev, ToolCallStart) and current is None:
+            current = ev.parent_message_id or ev.tool_call_id
+        elif isinstance(ev, ToolCallResult):
+            result_ids.setdefault(ev.tool_call_id, ev.message_id)
+    if current is not None:
+        steps.append(current)
+    step_ids = iter(steps)
+    for m in produced:
+        if m.id is not None:
+            continue
+        if m.role == "assistant":
+            m.id = next(step_ids, None)
+        elif m.role == "tool" and m.tool_results:
+            m.id = result_ids.get(m.tool_results[0].tool_call_id)
+        if m.id is None:
+            m.id = f"msg-{uuid.uuid4().hex}"
+
+
+def stored_tool_calls(history: Sequence[Message]) -> list[dict[str, Any]]:
+    """The stored tool calls as AG-UI ``toolCalls`` entries, so a ``tool`` message that answers one can
+    be read without its assistant message in the request."""
+    return [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_raw or "{}"}}
+            for m in history for c in m.tool_calls]
+
+
+class StoredRun:
+    """A run's event stream that saves the run's messages in the store when it ends."""
+
+    def __init__(self, store: ConversationStore, thread_id: str, sent: Sequence[Message], stream: Any) -> None:
+        self._store = store
+        self._thread_id = thread_id
+        self._sent = {id(m) for m in sent}
+        self._stream = stream
+        self._events: list[BaseEvent] = []
+
+    def __iter__(self) -> Iterator[BaseEvent]:
+        source = iter(self._stream)
+        try:
+            for ev in source:
+                self._events.append(ev)
+                yield ev
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()  # a disconnected client: the engine ends the run (cancelled) before we read it
+            self._save()
+
+    def cancel(self) -> None:
+        self._stream.cancel()
+
+    def _save(self) -> None:
+        result = getattr(self._stream, "result", None)
+        if result is None:
+            log.warning("run stream %s has no result(); thread %s keeps only its inputs",
+                        type(self._stream).__name__, self._thread_id)
+            return
+        # The engine keeps the message objects it was given; anything else is the run's own.
+        produced = [m for m in result().messages if id(m) not in self._sent]
+        assign_ids(produced, self._events)
+        try:
+            self._store.save(self._thread_id, produced)
+        except Exception:
+            log.exception("saving thread %s failed", self._thread_id)
+
+
+@attrs.define(slots=True)
+class ThreadKeeper:
+    """Keeps AG-UI threads in ``store`` (see the module docstring)."""
+
+    store: ConversationStore
+
+    def history(self, thread_id: str) -> list[Message]:
+        return self.store.load(thread_id)
+
+    def wrap(self, thread_id: str, sent: Sequence[Message], stream: Any) -> StoredRun:
+        """Save the new messages of the request (those of ``sent``, the conversation the run was given,
+        the store does not hold yet) and return ``stream`` saving what the run adds when it ends."""
+        self.store.save(thread_id, sent)
+        return StoredRun(self.store, thread_id, sent, stream)
