@@ -35,7 +35,8 @@ from ._events import BaseEvent, StepStarted, TextMessageStart, ToolCallResult, T
 from ._memory import ConversationStore
 from ._messages import Message
 
-__all__ = ["StoredRun", "ThreadKeeper", "assign_ids", "merge", "message_keys"]
+__all__ = ["StoredRun", "ThreadKeeper", "agui_ids", "assign_ids", "coalesce", "merge", "message_keys",
+           "stored_tool_calls"]
 
 log = logging.getLogger("hookstream.agui")
 
@@ -49,9 +50,10 @@ def message_keys(message: Message) -> set[str]:
     return keys
 
 
-def merge(history: Sequence[Message], incoming: Sequence[Message]) -> list[Message]:
+def merge(history: Sequence[Message], incoming: Sequence[Message], fresh_ids: bool = True) -> list[Message]:
     """The messages of ``incoming`` that ``history`` does not hold, in order (see the module docstring).
-    An incoming message without an id gets a fresh one (it cannot be recognised later)."""
+    With ``fresh_ids``, an incoming message without an id gets a fresh one (it cannot be recognised
+    later)."""
     seen: set[str] = set()
     for m in history:
         seen |= message_keys(m)
@@ -64,7 +66,7 @@ def merge(history: Sequence[Message], incoming: Sequence[Message]) -> list[Messa
             m = attrs.evolve(m, parts=parts, id=m.id)
         elif message_keys(m) & seen:
             continue
-        if m.id is None:
+        if m.id is None and fresh_ids:
             m = attrs.evolve(m, id=f"msg-{uuid.uuid4().hex}")
         seen |= message_keys(m)
         new.append(m)
@@ -125,6 +127,18 @@ def assign_ids(produced: Sequence[Message], events: Sequence[BaseEvent]) -> None
             m.id = f"msg-{uuid.uuid4().hex}"
 
 
+def coalesce(history: Sequence[Message]) -> list[Message]:
+    """``history`` with consecutive ``tool`` messages joined into one (id of the first), the form the
+    engine and the provider adapters expect; the store keeps them as saved."""
+    out: list[Message] = []
+    for m in history:
+        if m.role == "tool" and out and out[-1].role == "tool":
+            out[-1] = attrs.evolve(out[-1], parts=[*out[-1].parts, *m.parts], id=out[-1].id)
+        else:
+            out.append(m)
+    return out
+
+
 def stored_tool_calls(history: Sequence[Message]) -> list[dict[str, Any]]:
     """The stored tool calls as AG-UI ``toolCalls`` entries, so a ``tool`` message that answers one can
     be read without its assistant message in the request."""
@@ -138,7 +152,7 @@ class StoredRun:
     def __init__(self, store: ConversationStore, thread_id: str, sent: Sequence[Message], stream: Any) -> None:
         self._store = store
         self._thread_id = thread_id
-        self._sent = {id(m) for m in sent}
+        self._sent = list(sent)
         self._stream = stream
         self._events: list[BaseEvent] = []
 
@@ -164,7 +178,10 @@ class StoredRun:
                         type(self._stream).__name__, self._thread_id)
             return
         # The engine keeps the message objects it was given; anything else is the run's own.
-        produced = [m for m in result().messages if id(m) not in self._sent]
+        sent = {id(m) for m in self._sent}
+        # A resumed run rebuilds the tool message after the assistant with the results it already had:
+        # only results the thread does not hold yet are new.
+        produced = merge(self._sent, [m for m in result().messages if id(m) not in sent], fresh_ids=False)
         assign_ids(produced, self._events)
         try:
             self._store.save(self._thread_id, produced)
@@ -179,7 +196,8 @@ class ThreadKeeper:
     store: ConversationStore
 
     def history(self, thread_id: str) -> list[Message]:
-        return self.store.load(thread_id)
+        """The stored conversation of ``thread_id`` in the form the model receives (:func:`coalesce`)."""
+        return coalesce(self.store.load(thread_id))
 
     def wrap(self, thread_id: str, sent: Sequence[Message], stream: Any) -> StoredRun:
         """Save the new messages of the request (those of ``sent``, the conversation the run was given,

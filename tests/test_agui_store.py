@@ -1,0 +1,134 @@
+"""A scaled-out AG-UI server: `hookstream serve --workers 4 --store URL` on SQLite and on a real
+PostgreSQL, serving a simulated OpenAI provider (tests/store_kit.py).
+
+- Clients that POST the whole history and clients that POST only their new message make the model
+  receive the same requests, turn after turn, approvals included.
+- The store holds every message once, in order, whichever worker served each turn.
+- An approval interrupt on one worker process is resumed on another (two servers sharing one store, so
+  the processes are certainly different).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
+if sys.platform == "win32":
+    pytest.skip("gunicorn runs on Unix only", allow_module_level=True)
+
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, open_store
+from hookstream._message_codec import dumps_message, loads_message
+from store_kit import Client, SimProvider, postgres, serve_workers
+
+# One conversation: a tool call, plain text, an approval interrupt then its resume, another tool call.
+SCRIPT = ["look weather", "hello", "pay 7", "look news"]
+# What the store must hold for SCRIPT, in order (the interrupted turn's assistant message is stored
+# with its pending call, then the results: the one that ran at once, then the approved one).
+EXPECTED_ROLES = ["user", "assistant", "tool", "assistant",
+                  "user", "assistant",
+                  "user", "assistant", "tool", "tool", "assistant",
+                  "user", "assistant", "tool", "assistant"]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "sqlite":
+        with tempfile.TemporaryDirectory() as where:
+            yield f"sqlite:///{where}/threads.db"
+    else:
+        with postgres() as url:
+            yield url
+
+
+def converse(client: Client) -> None:
+    for text in SCRIPT:
+        client.say(text)
+        if client.interrupts:
+            client.approve()
+            assert not client.interrupts
+
+
+def assert_stored_once_in_order(store_url: str, client: Client) -> None:
+    stored = open_store(store_url).load(client.thread_id)
+    assert [m.role for m in stored] == EXPECTED_ROLES
+    ids = [m.id for m in stored]
+    assert len(set(ids)) == len(ids), ids
+    results = [r.tool_call_id for m in stored for r in m.tool_results]
+    assert len(set(results)) == len(results), results
+    calls = [c.id for m in stored for c in m.tool_calls]
+    assert sorted(results) == sorted(calls)  # every call answered once, none left pending
+    said = [m.text.split("| ", 1)[1] for m in stored if m.role == "user"]
+    assert said == SCRIPT
+
+
+def test_full_history_and_new_message_clients_give_the_model_the_same_requests(store_url: str) -> None:
+    with SimProvider() as sim, serve_workers(store_url, sim.url, workers=4) as base:
+        clients = [Client(base, f"{'full' if full else 'new'}{k}", full) for k in range(3) for full in (True, False)]
+        # Concurrent conversations, so turns land on different workers.
+        threads = [threading.Thread(target=converse, args=(c,)) for c in clients]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for c in clients:
+            assert c.results("sent 7"), f"{c.tag}: the approved transfer did not run"
+        reference = sim.requests_of("full0")
+        assert len(reference) == 7  # 2 + 1 + (1 interrupted + 1 resumed) + 2 model calls
+        for c in clients:
+            assert sim.requests_of(c.tag) == reference, c.tag
+            assert_stored_once_in_order(store_url, c)
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["full-history", "new-message"])
+def test_an_interrupt_on_one_worker_resumes_on_another(store_url: str, full: bool) -> None:
+    with SimProvider() as sim, serve_workers(store_url, sim.url, workers=2) as first, \
+            serve_workers(store_url, sim.url, workers=2) as second:
+        client = Client(first, f"move{int(full)}", full)
+        client.say("look weather")
+        client.say("hello")
+        client.say("pay 7")
+        assert client.interrupts and client.interrupts[0]["reason"] == "tool_approval"
+        (interrupted_pid,) = client.results("pid")
+        client.base = second
+        client.approve()
+        (sent,) = client.results("sent 7")
+        assert sent.rsplit(" ", 1)[1] != interrupted_pid.rsplit(" ", 1)[1], "resumed in the same process"
+        client.say("look news")
+        assert_stored_once_in_order(store_url, client)
+
+
+def test_stored_messages_round_trip_with_file_bytes_as_base64() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    messages = [
+        Message("user", [TextPart("see"), FilePart.from_bytes(png, filename="a.png")], id="u1"),
+        Message("assistant", [ReasoningPart("think", {"anthropic": {"signature": "sig"}}),
+                              ToolCallPart("c1", "lookup", {"q": "x"}, '{"q":"x"}')], id="a1"),
+        Message("tool", [ToolResultPart("c1", "lookup", {"n": 1}, files=[FilePart.from_bytes(png)])], id="t1"),
+    ]
+    assert '"data":"iVBORw0KGgo' in dumps_message(messages[0])  # base64 of the PNG signature
+    for m in messages:
+        text = dumps_message(m)
+        back = loads_message(text)
+        assert back == m and back.id == m.id
+
+
+def test_sqlite_store_saves_each_id_once(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/t.db")
+    first, second = Message.user("one"), Message.user("two")
+    first.id, second.id = "m1", "m2"
+    store.save("t", [first])
+    store.save("t", [first, second])
+    store.save("t", [second])
+    assert [m.id for m in store.load("t")] == ["m1", "m2"]
+    assert store.load("other") == []
+
+
+def test_unknown_store_scheme_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown store 'mysql'"):
+        open_store("mysql://x")
