@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 import requests
 import sseclient
-from hookstream import tool
+from hookstream import open_store, tool
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -327,6 +327,28 @@ class Client:
     def results(self, name_prefix: str) -> list[str]:
         return [ev["content"] for ev in self.events
                 if ev["type"] == "TOOL_CALL_RESULT" and ev["content"].startswith(name_prefix)]
+
+
+def converse(client: Client, script: list[str]) -> None:
+    """Say each line of ``script``; approve every interrupt at once."""
+    for text in script:
+        client.say(text)
+        if client.interrupts:
+            client.approve()
+            assert not client.interrupts
+
+
+def assert_stored_once_in_order(store_url: str, client: Client, script: list[str], roles: list[str]) -> None:
+    """The store holds ``client``'s conversation with these ``roles``, each message once, every tool call
+    answered once, the user turns in ``script`` order."""
+    stored = open_store(store_url).load(client.thread_id)
+    assert [m.role for m in stored] == roles, client.tag
+    ids = [m.id for m in stored]
+    assert len(set(ids)) == len(ids), ids
+    results = [r.tool_call_id for m in stored for r in m.tool_results]
+    assert len(set(results)) == len(results), results
+    assert sorted(results) == sorted(c.id for m in stored for c in m.tool_calls)
+    assert [m.text.split("| ", 1)[1] for m in stored if m.role == "user"] == script
 
 
 def percentile(values: list[float], q: float) -> float:

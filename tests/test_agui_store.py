@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ if sys.platform == "win32":
 
 from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, open_store
 from hookstream._message_codec import dumps_message, loads_message
-from store_kit import Client, SimProvider, postgres, serve_workers
+from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
 
 # One conversation: a tool call, plain text, an approval interrupt then its resume, another tool call.
 SCRIPT = ["look weather", "hello", "pay 7", "look news"]
@@ -46,43 +46,20 @@ def store_url(request: pytest.FixtureRequest) -> Iterator[str]:
             yield url
 
 
-def converse(client: Client) -> None:
-    for text in SCRIPT:
-        client.say(text)
-        if client.interrupts:
-            client.approve()
-            assert not client.interrupts
-
-
-def assert_stored_once_in_order(store_url: str, client: Client) -> None:
-    stored = open_store(store_url).load(client.thread_id)
-    assert [m.role for m in stored] == EXPECTED_ROLES
-    ids = [m.id for m in stored]
-    assert len(set(ids)) == len(ids), ids
-    results = [r.tool_call_id for m in stored for r in m.tool_results]
-    assert len(set(results)) == len(results), results
-    calls = [c.id for m in stored for c in m.tool_calls]
-    assert sorted(results) == sorted(calls)  # every call answered once, none left pending
-    said = [m.text.split("| ", 1)[1] for m in stored if m.role == "user"]
-    assert said == SCRIPT
-
-
 def test_full_history_and_new_message_clients_give_the_model_the_same_requests(store_url: str) -> None:
     with SimProvider() as sim, serve_workers(store_url, sim.url, workers=4) as base:
         clients = [Client(base, f"{'full' if full else 'new'}{k}", full) for k in range(3) for full in (True, False)]
         # Concurrent conversations, so turns land on different workers.
-        threads = [threading.Thread(target=converse, args=(c,)) for c in clients]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with ThreadPoolExecutor(len(clients)) as pool:
+            for done in [pool.submit(converse, c, SCRIPT) for c in clients]:
+                done.result()
         for c in clients:
             assert c.results("sent 7"), f"{c.tag}: the approved transfer did not run"
         reference = sim.requests_of("full0")
         assert len(reference) == 7  # 2 + 1 + (1 interrupted + 1 resumed) + 2 model calls
         for c in clients:
             assert sim.requests_of(c.tag) == reference, c.tag
-            assert_stored_once_in_order(store_url, c)
+            assert_stored_once_in_order(store_url, c, SCRIPT, EXPECTED_ROLES)
 
 
 @pytest.mark.parametrize("full", [True, False], ids=["full-history", "new-message"])
@@ -100,7 +77,7 @@ def test_an_interrupt_on_one_worker_resumes_on_another(store_url: str, full: boo
         (sent,) = client.results("sent 7")
         assert sent.rsplit(" ", 1)[1] != interrupted_pid.rsplit(" ", 1)[1], "resumed in the same process"
         client.say("look news")
-        assert_stored_once_in_order(store_url, client)
+        assert_stored_once_in_order(store_url, client, SCRIPT, EXPECTED_ROLES)
 
 
 def test_stored_messages_round_trip_with_file_bytes_as_base64() -> None:

@@ -189,12 +189,13 @@ def parse_run_input(doc: Any) -> RunInput:
     return RunInput(thread_id, run_id, messages, client_tools, doc.get("state"), resume, doc.get("forwardedProps"))
 
 
-def _parse_stored(keeper: ThreadKeeper, doc: Any) -> RunInput:
+def _parse_stored(keeper: ThreadKeeper, doc: Any) -> tuple[RunInput, list[Message]]:
     """``parse_run_input`` against the thread's stored history: the model receives the history plus the
-    request's new messages (merged by message id), and a ``tool`` message may answer a stored call."""
+    request's new messages (merged by message id; returned too), and a ``tool`` message may answer a
+    stored call."""
     thread_id = doc.get("threadId") if isinstance(doc, dict) else None
     if not isinstance(thread_id, str) or not thread_id:
-        return parse_run_input(doc)  # raises, naming the field
+        return parse_run_input(doc), []  # raises, naming the field
     history = keeper.history(thread_id)
     calls = stored_tool_calls(history)
     raw = doc.get("messages") or []
@@ -205,8 +206,9 @@ def _parse_stored(keeper: ThreadKeeper, doc: Any) -> RunInput:
         run.messages = run.messages[1:]
     else:
         run = parse_run_input(doc)
-    run.messages = [*history, *merge(history, run.messages)]
-    return run
+    new = merge(history, run.messages)
+    run.messages = [*history, *new]
+    return run, new
 
 
 # -- the WSGI application -----------------------------------------------------------------------------
@@ -339,10 +341,12 @@ def make_app(
             raw = environ["wsgi.input"].read(length) if length else b""
             try:
                 doc = json.loads(raw or b"null")
-                run = parse_run_input(doc) if keeper is None else _parse_stored(keeper, doc)
-                stream = factory(run)
-                if keeper is not None:
-                    stream = keeper.wrap(run.thread_id, run.messages, stream)
+                if keeper is None:
+                    run = parse_run_input(doc)
+                    stream = factory(run)
+                else:
+                    run, new = _parse_stored(keeper, doc)
+                    stream = keeper.wrap(run.thread_id, run.messages, new, factory(run))
             except ValueError as exc:  # invalid JSON, AGUIInputError, bad model: the client's mistake
                 return _json_error(start_response, "400 Bad Request", str(exc))
             except LookupError as exc:  # an unknown provider or executor

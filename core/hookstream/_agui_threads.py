@@ -199,8 +199,9 @@ class ThreadKeeper:
         """The stored conversation of ``thread_id`` in the form the model receives (:func:`coalesce`)."""
         return coalesce(self.store.load(thread_id))
 
-    def wrap(self, thread_id: str, sent: Sequence[Message], stream: Any) -> StoredRun:
-        """Save the new messages of the request (those of ``sent``, the conversation the run was given,
-        the store does not hold yet) and return ``stream`` saving what the run adds when it ends."""
-        self.store.save(thread_id, sent)
+    def wrap(self, thread_id: str, sent: Sequence[Message], new: Sequence[Message], stream: Any) -> StoredRun:
+        """Save ``new`` (the request's messages the store does not hold yet) and return ``stream`` (of a
+        run given the conversation ``sent``) saving what the run adds when it ends."""
+        if new:
+            self.store.save(thread_id, new)
         return StoredRun(self.store, thread_id, sent, stream)
