@@ -8,6 +8,7 @@ the server send the same conversation get the same answers (tool call ids are a 
 conversation):
 - last message a user text ``TAG| look X``: one ``lookup`` call;
 - ``TAG| pay N``: ``whoami`` (runs at once) and ``transfer`` (needs approval: the run is interrupted);
+- ``TAG| ask Q``: ``confirm``, a client tool (the frontend's; the run ends waiting for its answer);
 - last message tool results: a text answer quoting them; any other user text: an echo.
 ``TAG|`` (the conversation's tag) is left out of the hash, so conversations that differ only by tag get
 the same call ids; tests strip it before comparing requests.
@@ -117,6 +118,9 @@ def answer(messages: list[dict[str, Any]]) -> list[bytes]:
         said = strip_tag(_text(last.get("content")))
         if said.startswith("look "):
             calls = [("lookup", {"q": said[5:]})]
+            text = ""
+        elif said.startswith("ask "):
+            calls = [("confirm", {"question": said[4:]})]
             text = ""
         elif said.startswith("pay "):
             calls = [("whoami", {}), ("transfer", {"amount": int(said[4:])})]
@@ -253,7 +257,9 @@ class Client:
     (as @ag-ui/client does), ``full=False`` only its new messages. ``first_event`` holds seconds from
     each POST to its first SSE event."""
 
-    def __init__(self, base: str, tag: str, full: bool, session: requests.Session | None = None) -> None:
+    def __init__(self, base: str, tag: str, full: bool, session: requests.Session | None = None,
+                 tools: list[dict[str, Any]] | None = None) -> None:
+        self.tools = tools or []
         self.base, self.tag, self.full = base, tag, full
         self.thread_id = f"thread-{tag}-{uuid.uuid4().hex[:8]}"
         self.messages: list[dict[str, Any]] = []
@@ -267,6 +273,12 @@ class Client:
         self.messages.append(msg)
         return self._post([msg])
 
+    def answer(self, tool_call_id: str, content: str) -> list[dict[str, Any]]:
+        """Answer a client tool call with a ``tool`` message."""
+        msg = {"id": f"tool-{uuid.uuid4().hex}", "role": "tool", "toolCallId": tool_call_id, "content": content}
+        self.messages.append(msg)
+        return self._post([msg])
+
     def approve(self) -> list[dict[str, Any]]:
         resume = [{"interruptId": i["id"], "status": "resolved", "payload": {"approved": True}}
                   for i in self.interrupts]
@@ -274,7 +286,7 @@ class Client:
 
     def _post(self, new: list[dict[str, Any]], resume: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         body: dict[str, Any] = {"threadId": self.thread_id, "runId": f"run-{uuid.uuid4().hex}",
-                                "messages": list(self.messages) if self.full else new, "tools": [],
+                                "messages": list(self.messages) if self.full else new, "tools": self.tools,
                                 "state": None, "context": [], "forwardedProps": None}
         if resume is not None:
             body["resume"] = resume

@@ -23,6 +23,7 @@ if sys.platform == "win32":
     pytest.skip("gunicorn runs on Unix only", allow_module_level=True)
 
 from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, open_store
+from hookstream._agui_threads import merge
 from hookstream._message_codec import dumps_message, loads_message
 from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
 
@@ -78,6 +79,42 @@ def test_an_interrupt_on_one_worker_resumes_on_another(store_url: str, full: boo
         assert sent.rsplit(" ", 1)[1] != interrupted_pid.rsplit(" ", 1)[1], "resumed in the same process"
         client.say("look news")
         assert_stored_once_in_order(store_url, client, SCRIPT, EXPECTED_ROLES)
+
+
+CONFIRM = {"name": "confirm", "description": "Ask the user to confirm.",
+           "parameters": {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}}
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["full-history", "new-message"])
+def test_a_client_tool_answer_in_a_later_post_finds_its_stored_call(tmp_path: Path, full: bool) -> None:
+    # One process (waitress, --workers 1) with a store: the tool message of the next POST answers a call
+    # the client need not send again.
+    store_url = f"sqlite:///{tmp_path}/threads.db"
+    with SimProvider() as sim, serve_workers(store_url, sim.url, workers=1) as base:
+        client = Client(base, f"ask{int(full)}", full, tools=[CONFIRM])
+        events = client.say("ask ready?")
+        (call,) = [e for e in events if e["type"] == "TOOL_CALL_START"]
+        assert call["toolCallName"] == "confirm"
+        done = client.answer(call["toolCallId"], "yes")
+        assert [e["delta"] for e in done if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["noted", ": yes"]
+    stored = open_store(store_url).load(client.thread_id)
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[2].tool_results[0].output == "yes"
+
+
+def test_merge_recognises_messages_by_id_by_tool_call_and_by_answered_call() -> None:
+    call = ToolCallPart("c1", "lookup", {"q": "x"})
+    history = [Message("user", [TextPart("hi")], id="u1"), Message("assistant", [call], id="a1"),
+               Message("tool", [ToolResultPart("c1", "lookup", "found")], id="t1")]
+    echoed = [Message("user", [TextPart("hi")], id="u1"),
+              Message("assistant", [call], id="client-side-id"),  # same call: same message
+              Message("tool", [ToolResultPart("c1", "lookup", "found"), ToolResultPart("c2", "x", "new")]),
+              Message("user", [TextPart("next")])]
+    new = merge(history, echoed)
+    assert [(m.role, [getattr(p, "tool_call_id", None) for p in m.parts]) for m in new] == [
+        ("tool", ["c2"]), ("user", [None])]
+    assert all(m.id for m in new)  # given fresh ids, so they are recognised next time
+    assert merge([*history, *new], new) == []
 
 
 def test_stored_messages_round_trip_with_file_bytes_as_base64() -> None:
