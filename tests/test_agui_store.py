@@ -22,8 +22,10 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 if sys.platform == "win32":
     pytest.skip("gunicorn runs on Unix only", allow_module_level=True)
 
+from click.testing import CliRunner
 from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, open_store
 from hookstream._agui_threads import merge
+from hookstream._cli.serve import command
 from hookstream._message_codec import dumps_message, loads_message
 from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
 
@@ -146,3 +148,5 @@ def test_sqlite_store_saves_each_id_once(tmp_path: Path) -> None:
 def test_unknown_store_scheme_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown store 'mysql'"):
         open_store("mysql://x")
+    done = CliRunner().invoke(command, ["--model", "openai:m", "--workers", "2", "--store", "mysql://x"])
+    assert done.exit_code == 2 and "--store: unknown store 'mysql'" in done.output

@@ -4,7 +4,8 @@ gunicorn worker processes with ``--workers N`` (``hookstream._cli.workers``).
 ``--workers 1`` (the default) stays on waitress: one process, no fork, and it runs on Windows too;
 gunicorn is Unix-only. ``--store URL`` keeps threads in a database (:func:`hookstream.open_store`);
 with several workers a store is what lets any worker serve any turn, so ``--workers N`` without one
-uses ``sqlite:///hookstream-threads.db``.
+uses ``sqlite:///hookstream-threads.db`` (not with ``--demo``, whose recording repeats its tool call ids
+every turn).
 
 waitress is a well-kept, pure-Python, multi-threaded WSGI server; with its default ``send_bytes=1`` each
 SSE frame the application yields is written to the socket at once (chunked transfer encoding), so events
@@ -53,14 +54,16 @@ def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | No
               help="Worker processes (gunicorn, Unix); 1 serves in this process (waitress).")
 @click.option("--store", "store_url", default=None,
               help="Keep threads in sqlite:///PATH or postgresql://... (default with --workers N: "
-                   "sqlite:///hookstream-threads.db).")
+                   "sqlite:///hookstream-threads.db, except with --demo).")
 @click.option("--demo", is_flag=True, help="Serve the bundled offline demo (no API key, no network).")
 @click.option("--delay", type=float, default=0.03, show_default=True, help="--demo: seconds between SSE events.")
 def command(model: str | None, tool_specs: tuple[str, ...], base_url: str | None, system: str | None,
             max_steps: int, host: str, port: int, threads: int, workers: int, store_url: str | None, demo: bool,
             delay: float) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput) and a chat page at /."""
-    if workers > 1 and store_url is None:
+    if workers > 1 and store_url is None and not demo:
+        # The demo is a recording: every question replays the same tool call ids, which a store would
+        # take for messages it already holds. Without a store it stays stateless (full-history clients).
         store_url = "sqlite:///hookstream-threads.db"
     store = None
     if store_url is not None:
