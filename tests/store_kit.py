@@ -301,6 +301,9 @@ class Client:
                 ev = json.loads(sse.data)
                 events.append(ev)
                 self._see(ev)
+                if ev["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+                    # As a UI does: the run is over, the next turn may go out before the body's end.
+                    break
         self.events.extend(events)
         assert events and events[-1]["type"] == "RUN_FINISHED", events[-3:]
         outcome = events[-1].get("outcome") or {}

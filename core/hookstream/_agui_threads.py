@@ -13,7 +13,9 @@ an assistant message takes its step's first ``TEXT_MESSAGE_START.messageId`` (el
 ``messageId`` of its first result. A client echoing those messages back is therefore recognised.
 
 What is saved, and when: the request's new messages when the run starts; the run's own messages
-(assistant turns, tool results) when it ends, however it ends: finished, interrupted (the assistant
+(assistant turns, tool results) when it ends, before its ``RUN_FINISHED`` or ``RUN_ERROR`` event is
+sent (a client may POST its next turn as soon as it reads that event), however it ends: finished,
+interrupted (the assistant
 message with the pending tool calls is saved, so a ``resume`` POST on another worker finds it),
 cancelled or failed (the history the engine kept). A worker that dies mid-run loses that run's
 steps, not the thread.
@@ -31,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from ._events import BaseEvent, StepStarted, TextMessageStart, ToolCallResult, ToolCallStart
+from ._events import BaseEvent, RunError, RunFinished, StepStarted, TextMessageStart, ToolCallResult, ToolCallStart
 from ._memory import ConversationStore
 from ._messages import Message
 
@@ -155,12 +157,17 @@ class StoredRun:
         self._sent = list(sent)
         self._stream = stream
         self._events: list[BaseEvent] = []
+        self._saved = False
 
     def __iter__(self) -> Iterator[BaseEvent]:
         source = iter(self._stream)
         try:
             for ev in source:
                 self._events.append(ev)
+                if isinstance(ev, (RunFinished, RunError)):
+                    # Saved before the client sees the run end: its next POST, on whichever worker,
+                    # must find this run's messages.
+                    self._save()
                 yield ev
         finally:
             close = getattr(source, "close", None)
@@ -172,6 +179,9 @@ class StoredRun:
         self._stream.cancel()
 
     def _save(self) -> None:
+        if self._saved:
+            return
+        self._saved = True
         result = getattr(self._stream, "result", None)
         if result is None:
             log.warning("run stream %s has no result(); thread %s keeps only its inputs",
@@ -179,11 +189,11 @@ class StoredRun:
             return
         # The engine keeps the message objects it was given; anything else is the run's own.
         sent = {id(m) for m in self._sent}
-        # A resumed run rebuilds the tool message after the assistant with the results it already had:
-        # only results the thread does not hold yet are new.
-        produced = merge(self._sent, [m for m in result().messages if id(m) not in sent], fresh_ids=False)
-        assign_ids(produced, self._events)
         try:
+            # A resumed run rebuilds the tool message after the assistant with the results it already
+            # had: only results the thread does not hold yet are new.
+            produced = merge(self._sent, [m for m in result().messages if id(m) not in sent], fresh_ids=False)
+            assign_ids(produced, self._events)
             self._store.save(self._thread_id, produced)
         except Exception:
             log.exception("saving thread %s failed", self._thread_id)
