@@ -10,6 +10,9 @@ PostgreSQL, serving a simulated OpenAI provider (tests/store_kit.py).
 
 from __future__ import annotations
 
+import io
+import json
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -23,7 +26,7 @@ if sys.platform == "win32":
     pytest.skip("gunicorn runs on Unix only", allow_module_level=True)
 
 from click.testing import CliRunner
-from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, open_store
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, make_app, open_store
 from hookstream._agui_threads import merge
 from hookstream._cli.serve import command
 from hookstream._message_codec import dumps_message, loads_message
@@ -117,6 +120,24 @@ def test_merge_recognises_messages_by_id_by_tool_call_and_by_answered_call() -> 
         ("tool", ["c2"]), ("user", [None])]
     assert all(m.id for m in new)  # given fresh ids, so they are recognised next time
     assert merge([*history, *new], new) == []
+
+
+class _DownStore:
+    def load(self, thread_id: str) -> list[Message]:
+        raise sqlite3.OperationalError("database is locked")
+
+    def save(self, thread_id: str, messages: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+
+def test_a_failing_store_answers_503_not_a_traceback() -> None:
+    app = make_app("openai:m", api_key="k", base_url="http://127.0.0.1:9/v1", store=_DownStore())
+    body = json.dumps({"threadId": "t", "runId": "r", "messages": [{"id": "u", "role": "user", "content": "hi"}]})
+    status: list[str] = []
+    out = b"".join(app({"REQUEST_METHOD": "POST", "PATH_INFO": "/", "CONTENT_LENGTH": str(len(body)),
+                        "wsgi.input": io.BytesIO(body.encode())}, lambda s, h: status.append(s)))
+    assert status == ["503 Service Unavailable"]
+    assert json.loads(out)["error"]["message"] == "conversation store unavailable: OperationalError"
 
 
 def test_stored_messages_round_trip_with_file_bytes_as_base64() -> None:

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._agui_threads import ThreadKeeper, agui_ids, merge, stored_tool_calls
+from ._agui_threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from ._chat import ChatStream, chat, get_model
 from ._errors import AGUIInputError
 from ._events import BaseEvent, to_sse
@@ -318,7 +318,8 @@ def make_app(
     ``store`` keeps each thread's conversation (:func:`hookstream.open_store`: SQLite, PostgreSQL):
     a request's messages are merged into the stored history by message id and what the run adds is
     saved when it ends, so any worker process serves any turn and resumes any interrupt
-    (``hookstream._agui_threads``; docs/agui-server.md, "Scaling out").
+    (``hookstream._agui_threads``; docs/agui-server.md, "Scaling out"). A store that fails answers
+    ``503`` with ``{"error": {"message": "conversation store unavailable: ..."}}``.
     Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given.
     """
     if stream_factory is None:
@@ -351,6 +352,9 @@ def make_app(
                 return _json_error(start_response, "400 Bad Request", str(exc))
             except LookupError as exc:  # an unknown provider or executor
                 return _json_error(start_response, "400 Bad Request", str(exc))
+            except StoreUnavailableError as exc:
+                log.error("%s", exc, exc_info=exc.__cause__)
+                return _json_error(start_response, "503 Service Unavailable", str(exc))
             start_response("200 OK", list(SSE_HEADERS))
             return _RunBody(stream)
         if method in ("GET", "HEAD") and serve_page:

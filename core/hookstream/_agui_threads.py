@@ -37,10 +37,15 @@ from ._events import BaseEvent, RunError, RunFinished, StepStarted, TextMessageS
 from ._memory import ConversationStore
 from ._messages import Message
 
-__all__ = ["StoredRun", "ThreadKeeper", "agui_ids", "assign_ids", "coalesce", "merge", "message_keys",
-           "stored_tool_calls"]
+__all__ = ["StoreUnavailableError", "StoredRun", "ThreadKeeper", "agui_ids", "assign_ids", "coalesce", "merge",
+           "message_keys", "stored_tool_calls"]
 
 log = logging.getLogger("hookstream.agui")
+
+
+class StoreUnavailableError(RuntimeError):
+    """The conversation store failed (the database is down, locked past its busy timeout...); the
+    server answers ``503`` with this text. ``__cause__`` holds the database's own error."""
 
 
 def message_keys(message: Message) -> set[str]:
@@ -206,12 +211,20 @@ class ThreadKeeper:
     store: ConversationStore
 
     def history(self, thread_id: str) -> list[Message]:
-        """The stored conversation of ``thread_id`` in the form the model receives (:func:`coalesce`)."""
-        return coalesce(self.store.load(thread_id))
+        """The stored conversation of ``thread_id`` in the form the model receives (:func:`coalesce`).
+        Raises :class:`StoreUnavailableError`."""
+        try:
+            return coalesce(self.store.load(thread_id))
+        except Exception as exc:
+            raise StoreUnavailableError(f"conversation store unavailable: {type(exc).__name__}") from exc
 
     def wrap(self, thread_id: str, sent: Sequence[Message], new: Sequence[Message], stream: Any) -> StoredRun:
         """Save ``new`` (the request's messages the store does not hold yet) and return ``stream`` (of a
-        run given the conversation ``sent``) saving what the run adds when it ends."""
+        run given the conversation ``sent``) saving what the run adds when it ends. Raises
+        :class:`StoreUnavailableError`."""
         if new:
-            self.store.save(thread_id, new)
+            try:
+                self.store.save(thread_id, new)
+            except Exception as exc:
+                raise StoreUnavailableError(f"conversation store unavailable: {type(exc).__name__}") from exc
         return StoredRun(self.store, thread_id, sent, stream)
