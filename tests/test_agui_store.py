@@ -171,3 +171,5 @@ def test_unknown_store_scheme_is_refused() -> None:
         open_store("mysql://x")
     done = CliRunner().invoke(command, ["--model", "openai:m", "--workers", "2", "--store", "mysql://x"])
     assert done.exit_code == 2 and "--store: unknown store 'mysql'" in done.output
+    done = CliRunner().invoke(command, ["--model", "openai:m", "--workers", "2", "--store", "memory:"])
+    assert done.exit_code == 2 and "lives in one process" in done.output

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from .._agui_server import make_app
-from .._memory import ConversationStore
+from .._memory import ConversationStore, InMemoryStore
 from .._sqlstore import open_store
 from .chat import load_tool
 
@@ -73,6 +73,8 @@ def command(model: str | None, tool_specs: tuple[str, ...], base_url: str | None
             raise click.UsageError(f"--store: {exc}") from None
         except Exception as exc:  # the database's own error (sqlite3.Error, psycopg.Error)
             raise click.UsageError(f"--store: cannot open the store: {type(exc).__name__}: {exc}") from None
+    if workers > 1 and isinstance(store, InMemoryStore):
+        raise click.UsageError("--store memory: lives in one process; with --workers use sqlite:/// or postgresql://")
     app = build_app(model, tool_specs, base_url, system, max_steps, demo, delay, store)
     if workers > 1:
         from .workers import run_workers
