@@ -27,7 +27,8 @@ if sys.platform == "win32":
 
 from click.testing import CliRunner
 from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, make_app, open_store
-from hookstream._agui_threads import merge
+from hookstream import _events as E
+from hookstream._agui_threads import assign_ids, merge
 from hookstream._cli.serve import command
 from hookstream._message_codec import dumps_message, loads_message
 from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
@@ -138,6 +139,23 @@ def test_a_failing_store_answers_503_not_a_traceback() -> None:
                         "wsgi.input": io.BytesIO(body.encode())}, lambda s, h: status.append(s)))
     assert status == ["503 Service Unavailable"]
     assert json.loads(out)["error"]["message"] == "conversation store unavailable: OperationalError"
+
+
+def test_a_runs_messages_take_the_ids_its_events_announced() -> None:
+    events = [E.RunStarted("t", "r"),
+              E.StepStarted("step-1"), E.ReasoningStart("r1"), E.ReasoningEnd("r1"), E.StepFinished("step-1"),
+              E.StepStarted("step-2"), E.TextMessageStart("m2"), E.TextMessageEnd("m2"),
+              E.ToolCallStart("c1", "lookup", parent_message_id="m2"), E.ToolCallEnd("c1"), E.StepFinished("step-2"),
+              E.ToolCallResult("tr1", "c1", "found"),
+              E.StepStarted("step-3"), E.TextMessageStart("m3"), E.TextMessageEnd("m3"), E.StepFinished("step-3")]
+    produced = [Message("assistant", [ReasoningPart("hmm")]),
+                Message("assistant", [TextPart("Looking. "), ToolCallPart("c1", "lookup", {})]),
+                Message("tool", [ToolResultPart("c1", "lookup", "found")]),
+                Message("assistant", [TextPart("Found.")]),
+                Message("assistant", [TextPart("unexplained")])]
+    assign_ids(produced, events)
+    assert [m.id for m in produced[:4]] == ["r1", "m2", "tr1", "m3"]
+    assert produced[4].id and produced[4].id.startswith("msg-")
 
 
 def test_stored_messages_round_trip_with_file_bytes_as_base64() -> None:

@@ -33,7 +33,16 @@ from typing import Any
 
 import attrs
 
-from ._events import BaseEvent, RunError, RunFinished, StepStarted, TextMessageStart, ToolCallResult, ToolCallStart
+from ._events import (
+    BaseEvent,
+    ReasoningStart,
+    RunError,
+    RunFinished,
+    StepStarted,
+    TextMessageStart,
+    ToolCallResult,
+    ToolCallStart,
+)
 from ._memory import ConversationStore
 from ._messages import Message
 
@@ -100,38 +109,52 @@ def agui_ids(raw: Sequence[Any], messages: list[Message]) -> None:
                 j += 1
 
 
+@attrs.define(slots=True)
+class _StepIds:
+    ident: str | None = None  # the assistant message id the step's events announced
+    calls: set[str] = attrs.Factory(set)
+
+
 def assign_ids(produced: Sequence[Message], events: Sequence[BaseEvent]) -> None:
     """Give the messages a run produced the ids its events announced (see the module docstring); a
     message the events do not explain gets a fresh id."""
-    steps: list[str] = []  # the assistant message id of each step that streamed text or tool calls
-    current: str | None = None
+    steps: list[_StepIds] = []
     in_replay = False
     result_ids: dict[str, str] = {}
     for ev in events:
         if isinstance(ev, StepStarted):
-            if current is not None:
-                steps.append(current)
-            current, in_replay = None, ev.step_name == "resume"
-        elif in_replay:
+            in_replay = ev.step_name == "resume"
+            steps.append(_StepIds())
+        elif in_replay or not steps:
             continue
-        elif isinstance(ev, TextMessageStart) and current is None:
-            current = ev.message_id
-        elif isinstance(ev, ToolCallStart) and current is None:
-            current = ev.parent_message_id or ev.tool_call_id
+        elif isinstance(ev, TextMessageStart):
+            steps[-1].ident = steps[-1].ident or ev.message_id
+        elif isinstance(ev, ToolCallStart):
+            steps[-1].ident = steps[-1].ident or ev.parent_message_id or ev.tool_call_id
+            steps[-1].calls.add(ev.tool_call_id)
+        elif isinstance(ev, ReasoningStart):
+            steps[-1].ident = steps[-1].ident or ev.message_id
         elif isinstance(ev, ToolCallResult):
             result_ids.setdefault(ev.tool_call_id, ev.message_id)
-    if current is not None:
-        steps.append(current)
-    step_ids = iter(steps)
+    pending = [s for s in steps if s.ident is not None]
     for m in produced:
         if m.id is not None:
             continue
         if m.role == "assistant":
-            m.id = next(step_ids, None)
+            calls = {c.id for c in m.tool_calls}
+            # The step that streamed this message: the one with its tool calls, else the next one
+            # that streamed anything (a step that streamed nothing left no message).
+            at = next((i for i, s in enumerate(pending) if calls and calls <= s.calls), 0 if pending else None)
+            if at is not None:
+                m.id = pending[at].ident
+                del pending[: at + 1]
         elif m.role == "tool" and m.tool_results:
             m.id = result_ids.get(m.tool_results[0].tool_call_id)
         if m.id is None:
             m.id = f"msg-{uuid.uuid4().hex}"
+
+
+_ID_EVENTS = (StepStarted, TextMessageStart, ToolCallStart, ReasoningStart, ToolCallResult, RunFinished, RunError)
 
 
 def coalesce(history: Sequence[Message]) -> list[Message]:
@@ -168,7 +191,8 @@ class StoredRun:
         source = iter(self._stream)
         try:
             for ev in source:
-                self._events.append(ev)
+                if isinstance(ev, _ID_EVENTS):  # only what assign_ids reads: content deltas are not kept
+                    self._events.append(ev)
                 if isinstance(ev, (RunFinished, RunError)):
                     # Saved before the client sees the run end: its next POST, on whichever worker,
                     # must find this run's messages.
