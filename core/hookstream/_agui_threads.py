@@ -8,9 +8,10 @@ history followed by the incoming messages not already in it, so a client that PO
 and one that POSTs only its new message (same ``threadId``) give the same request.
 
 Ids of what a run produces come from its AG-UI events, the way ``@ag-ui/client`` builds its messages:
-an assistant message takes its step's first ``TEXT_MESSAGE_START.messageId`` (else the first
-``TOOL_CALL_START.parentMessageId``, else that call's id), a tool message the ``TOOL_CALL_RESULT``
-``messageId`` of its first result. A client echoing those messages back is therefore recognised.
+an assistant message takes the first id its step announced (``TEXT_MESSAGE_START.messageId``,
+``TOOL_CALL_START.parentMessageId`` or else that call's id, ``REASONING_START.messageId``), a tool
+message the ``TOOL_CALL_RESULT`` ``messageId`` of its first result. A client echoing those messages
+back is therefore recognised.
 
 What is saved, and when: the request's new messages when the run starts; the run's own messages
 (assistant turns, tool results) when it ends, before its ``RUN_FINISHED`` or ``RUN_ERROR`` event is
