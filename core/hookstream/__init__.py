@@ -183,6 +183,11 @@ if TYPE_CHECKING:
     from ._secrets import (
         Secret,
     )
+    from ._sqlstore import (
+        PostgresStore,
+        SQLiteStore,
+        open_store,
+    )
     from ._stop import (
         StopCondition,
         finish_reason_is,
@@ -272,6 +277,9 @@ _LAZY: dict[str, str] = {
     "HTTPStatusError": "_errors",
     "ImmediateStrategy": "_strategies",
     "InMemoryStore": "_memory",
+    "open_store": "_sqlstore",
+    "PostgresStore": "_sqlstore",
+    "SQLiteStore": "_sqlstore",
     "Interrupt": "_events",
     "LineTooLongError": "_errors",
     "LoopSettings": "_loop",
@@ -420,6 +428,7 @@ __all__ = [
     "PartialJSONError",
     "PendingApproval",
     "PluginError",
+    "PostgresStore",
     "ProcessorResult",
     "ProcessorStats",
     "Provider",
@@ -446,6 +455,7 @@ __all__ = [
     "RunInput",
     "RunResult",
     "RunStarted",
+    "SQLiteStore",
     "Secret",
     "SequentialExecutor",
     "ServerError",
@@ -506,6 +516,7 @@ __all__ = [
     "hookimpl",
     "make_app",
     "model_messages_to_ui_messages",
+    "open_store",
     "parse_custom",
     "step_count_is",
     "to_json",

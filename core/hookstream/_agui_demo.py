@@ -23,7 +23,7 @@ from . import _demo as demo
 from ._agui_server import RunInput, RunStream, StreamFactory
 from ._chat import ChatStream, chat, get_model
 from ._events import BaseEvent
-from ._loop import LoopSettings
+from ._loop import LoopSettings, RunResult
 from ._loopback import CapturedRequest, LoopbackServer, Response
 from ._messages import Message
 from ._tools import Tool, tool
@@ -51,6 +51,9 @@ class _DemoRun:
 
     def cancel(self) -> None:
         self.stream.cancel()
+
+    def result(self) -> RunResult:
+        return self.stream.result()
 
 
 def _check_resumed(index: int, request: CapturedRequest) -> str | None:

@@ -43,10 +43,12 @@ from typing import Any, Protocol
 
 import attrs
 
+from ._agui_threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from ._chat import ChatStream, chat, get_model
 from ._errors import AGUIInputError
 from ._events import BaseEvent, to_sse
 from ._loop import LoopSettings
+from ._memory import ConversationStore
 from ._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from ._tools import Tool, as_tools
 
@@ -232,8 +234,32 @@ def parse_run_input(doc: Any) -> RunInput:
     resume = doc.get("resume")
     if resume is not None and not isinstance(resume, list):
         resume = [resume]
-    return RunInput(thread_id, run_id, messages_from_agui(doc.get("messages") or []), client_tools,
-                    doc.get("state"), resume, doc.get("forwardedProps"))
+    raw = doc.get("messages") or []
+    messages = messages_from_agui(raw)
+    agui_ids(raw, messages)
+    return RunInput(thread_id, run_id, messages, client_tools, doc.get("state"), resume, doc.get("forwardedProps"))
+
+
+def _parse_stored(keeper: ThreadKeeper, doc: Any) -> tuple[RunInput, list[Message]]:
+    """``parse_run_input`` against the thread's stored history: the model receives the history plus the
+    request's new messages (merged by message id; returned too), and a ``tool`` message may answer a
+    stored call."""
+    thread_id = doc.get("threadId") if isinstance(doc, dict) else None
+    if not isinstance(thread_id, str) or not thread_id:
+        return parse_run_input(doc), []  # raises, naming the field
+    history = keeper.history(thread_id)
+    calls = stored_tool_calls(history)
+    raw = doc.get("messages") or []
+    if calls and isinstance(raw, list):
+        # The stored calls go first as one assistant message, so the reader knows what a tool message
+        # answers; that message is dropped again below.
+        run = parse_run_input({**doc, "messages": [{"role": "assistant", "toolCalls": calls}, *raw]})
+        run.messages = run.messages[1:]
+    else:
+        run = parse_run_input(doc)
+    new = merge(history, run.messages)
+    run.messages = [*history, *new]
+    return run, new
 
 
 # -- the WSGI application -----------------------------------------------------------------------------
@@ -330,6 +356,7 @@ def make_app(
     base_url: str | None = None,
     stream_factory: StreamFactory | None = None,
     serve_page: bool = True,
+    store: ConversationStore | None = None,
     **chat_options: Any,
 ) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with ``tools``.
@@ -339,6 +366,11 @@ def make_app(
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
     ``stream_factory`` replaces the default (:func:`chat_factory` of ``model``), e.g. to serve the
     offline demo. ``chat_options`` go to :func:`hookstream.chat`.
+    ``store`` keeps each thread's conversation (:func:`hookstream.open_store`: SQLite, PostgreSQL):
+    a request's messages are merged into the stored history by message id and what the run adds is
+    saved when it ends, so any worker process serves any turn and resumes any interrupt
+    (``hookstream._agui_threads``; docs/agui-server.md, "Scaling out"). A store that fails answers
+    ``503`` with ``{"error": {"message": "conversation store unavailable: ..."}}``.
     Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given.
     """
     if stream_factory is None:
@@ -346,6 +378,7 @@ def make_app(
             raise ValueError("make_app needs a model or a stream_factory")
         stream_factory = chat_factory(model, tools=tools, base_url=base_url, **chat_options)
     factory = stream_factory
+    keeper = ThreadKeeper(store) if store is not None else None
 
     def app(environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
@@ -359,12 +392,20 @@ def make_app(
                 return _json_error(start_response, "413 Payload Too Large", f"body over {_MAX_BODY} bytes")
             raw = environ["wsgi.input"].read(length) if length else b""
             try:
-                run = parse_run_input(json.loads(raw or b"null"))
-                stream = factory(run)
+                doc = json.loads(raw or b"null")
+                if keeper is None:
+                    run = parse_run_input(doc)
+                    stream = factory(run)
+                else:
+                    run, new = _parse_stored(keeper, doc)
+                    stream = keeper.wrap(run.thread_id, run.messages, new, factory(run))
             except ValueError as exc:  # invalid JSON, AGUIInputError, bad model: the client's mistake
                 return _json_error(start_response, "400 Bad Request", str(exc))
             except LookupError as exc:  # an unknown provider or executor
                 return _json_error(start_response, "400 Bad Request", str(exc))
+            except StoreUnavailableError as exc:
+                log.error("%s", exc, exc_info=exc.__cause__)
+                return _json_error(start_response, "503 Service Unavailable", str(exc))
             start_response("200 OK", list(SSE_HEADERS))
             return _RunBody(stream)
         if method in ("GET", "HEAD") and serve_page:

@@ -30,7 +30,8 @@ class ConversationStore(Protocol):
         ...
 
     def save(self, thread_id: str, messages: Sequence[Message]) -> None:
-        """Append ``messages`` to ``thread_id``'s history."""
+        """Append ``messages`` to ``thread_id``'s history; a message whose ``id`` the thread already
+        holds is skipped (saving is idempotent by message id; messages without an id always append)."""
         ...
 
 
@@ -39,6 +40,7 @@ class InMemoryStore:
 
     def __init__(self) -> None:
         self._threads: dict[str, list[Message]] = {}
+        self._ids: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def load(self, thread_id: str) -> list[Message]:
@@ -47,4 +49,10 @@ class InMemoryStore:
 
     def save(self, thread_id: str, messages: Sequence[Message]) -> None:
         with self._lock:
-            self._threads.setdefault(thread_id, []).extend(messages)
+            history = self._threads.setdefault(thread_id, [])
+            seen = self._ids.setdefault(thread_id, set())
+            for m in messages:
+                if m.id is None or m.id not in seen:
+                    history.append(m)
+                if m.id is not None:
+                    seen.add(m.id)

@@ -241,10 +241,15 @@ class Message:
     :class:`TextPart`, :class:`ToolCallPart`, :class:`SourcePart` and :class:`FilePart` (generated
     files) in stream order; ``tool`` holds :class:`ToolResultPart` (one message may carry several
     results).
+
+    ``id`` is the message's stable identity when it has one (the AG-UI message id): a conversation
+    store merges by it (``docs/agui-server.md``, "Scaling out"). Providers never see it, and it takes
+    no part in equality (two messages with the same role and parts are equal).
     """
 
     role: Role
     parts: list[Part] = attrs.Factory(list)
+    id: str | None = attrs.field(default=None, eq=False, kw_only=True)
 
     @classmethod
     def system(cls, text: str) -> Message:

@@ -1,0 +1,186 @@
+"""Conversation stores in a real database: SQLite (one machine) and PostgreSQL (several), by URL.
+
+:func:`open_store` takes ``sqlite:///PATH`` (SQLAlchemy's spelling: ``sqlite:///rel/path.db``,
+``sqlite:////abs/path.db``), ``postgresql://...`` / ``postgres://...`` (a libpq connection URI, used
+through psycopg 3: ``pip install 'hookstream[postgres]'``) or ``memory:`` (an
+:class:`~hookstream.InMemoryStore`, one process only).
+
+Both database stores keep one table, ``hookstream_messages``::
+
+    seq        integer, increasing: the order messages were first saved in
+    thread_id  text
+    message_key text      the message's id (a fresh uuid for a message without one)
+    body       text       the message as JSON (hookstream._message_codec: cattrs, file bytes base64)
+    UNIQUE (thread_id, message_key)
+
+and :meth:`save` inserts with ``ON CONFLICT DO NOTHING``: saving a message whose id the thread already
+holds does nothing, so a store holds each message once however many workers saved it, and
+:meth:`load` returns a thread's messages in ``seq`` order.
+
+SQLite runs in WAL mode (readers never wait for the writer) with a busy timeout (a writer waits for
+another process's write instead of failing), writes in ``BEGIN IMMEDIATE`` transactions: safe for
+several worker processes of one machine (SQLite docs, "Write-Ahead Logging" and "File Locking").
+
+Thread safety: each thread uses its own connection (created on first use, and again after a fork, so a
+gunicorn worker never shares its parent's connection).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from ._memory import ConversationStore, InMemoryStore
+from ._message_codec import dumps_message, loads_message
+from ._messages import Message
+
+__all__ = ["PostgresStore", "SQLiteStore", "open_store"]
+
+_TABLE = "hookstream_messages"
+_BUSY_TIMEOUT_S = 30.0
+
+
+def _rows(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, str, str]]:
+    return [(thread_id, m.id or f"anon-{uuid.uuid4().hex}", dumps_message(m)) for m in messages]
+
+
+def _messages(rows: Sequence[tuple[str, str]]) -> list[Message]:
+    out = []
+    for key, body in rows:
+        m = loads_message(body)
+        if m.id is None:
+            m.id = key  # saved without an id: its key identifies it from now on
+        out.append(m)
+    return out
+
+
+class _PerThread:
+    """One connection per (process, thread)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self) -> Any:
+        pid = os.getpid()
+        conn = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "pid", None) != pid:
+            conn = self._connect()
+            self._local.conn, self._local.pid = conn, pid
+        return conn
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        # The connection opened to check the URL is closed: a worker process forked later must not
+        # inherit an open database connection (neither SQLite nor libpq allows using one across fork).
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class SQLiteStore(_PerThread):
+    """A :class:`~hookstream.ConversationStore` in the SQLite file ``path`` (created when absent)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.get()  # fail now (bad path, not a database) rather than on the first request
+        self._release()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                     "thread_id TEXT NOT NULL, message_key TEXT NOT NULL, body TEXT NOT NULL, "
+                     "UNIQUE (thread_id, message_key))")
+        return conn
+
+    def load(self, thread_id: str) -> list[Message]:
+        cur = self.get().execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq",
+                                 (thread_id,))
+        return _messages(cur.fetchall())
+
+    def save(self, thread_id: str, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        conn = self.get()
+        rows = _rows(thread_id, messages)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body) VALUES (?, ?, ?) "
+                             "ON CONFLICT (thread_id, message_key) DO NOTHING", rows)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+
+class PostgresStore(_PerThread):
+    """A :class:`~hookstream.ConversationStore` in PostgreSQL at ``url`` (a libpq URI), through psycopg 3.
+    Raises :class:`ImportError` naming the extra when psycopg is not installed."""
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise ImportError("a postgresql:// store needs psycopg 3: pip install 'hookstream[postgres]'") from None
+        super().__init__()
+        self._url = url
+        conn = self.get()
+        with conn.transaction():
+            # Two workers creating the table at once would both pass IF NOT EXISTS; the advisory lock
+            # serialises them.
+            conn.execute("SELECT pg_advisory_xact_lock(4242015)")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (seq BIGSERIAL PRIMARY KEY, "
+                         "thread_id TEXT NOT NULL, message_key TEXT NOT NULL, body TEXT NOT NULL, "
+                         "UNIQUE (thread_id, message_key))")
+        self._release()
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(self._url, autocommit=True)
+
+    def load(self, thread_id: str) -> list[Message]:
+        cur = self.get().execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = %s ORDER BY seq",
+                                 (thread_id,))
+        return _messages(cur.fetchall())
+
+    def save(self, thread_id: str, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        conn = self.get()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body) VALUES (%s, %s, %s) "
+                            "ON CONFLICT (thread_id, message_key) DO NOTHING", _rows(thread_id, messages))
+
+    def __repr__(self) -> str:  # the URL may hold a password
+        return "PostgresStore(<url>)"
+
+
+def open_store(url: str) -> ConversationStore:
+    """The store ``url`` names (see the module docstring). Raises :class:`ValueError` for another
+    scheme, :class:`ImportError` when psycopg is missing for ``postgresql://``, :class:`sqlite3.Error`
+    when the SQLite file cannot be opened."""
+    if url == "memory:":
+        return InMemoryStore()
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):]
+        if not path:
+            raise ValueError("sqlite:///PATH needs a path")
+        return SQLiteStore(path)
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(url)
+    scheme = url.split(":", 1)[0]
+    raise ValueError(f"unknown store {scheme!r}: use sqlite:///PATH, postgresql://... or memory:")
