@@ -105,8 +105,10 @@ if TYPE_CHECKING:
     )
     from ._executors import (
         BoundedExecutor,
+        ProcessExecutor,
         SequentialExecutor,
         ThreadExecutor,
+        ToolCallRequest,
         ToolExecutor,
     )
     from ._hookspecs import (
@@ -279,6 +281,8 @@ _LAZY: dict[str, str] = {
     "RunStarted": "_events",
     "Secret": "_secrets",
     "SequentialExecutor": "_executors",
+    "ProcessExecutor": "_executors",
+    "ToolCallRequest": "_executors",
     "ServerError": "_errors",
     "step_count_is": "_stop",
     "StepFinished": "_events",
@@ -371,6 +375,7 @@ __all__ = [
     "PartialJSONError",
     "PendingApproval",
     "PluginError",
+    "ProcessExecutor",
     "ProcessorResult",
     "ProcessorStats",
     "Provider",
@@ -420,6 +425,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallPart",
     "ToolCallRepairedPayload",
+    "ToolCallRequest",
     "ToolCallResult",
     "ToolCallStart",
     "ToolCallUIPart",
