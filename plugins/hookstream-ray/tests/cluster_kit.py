@@ -1,4 +1,5 @@
-"""A two-node Ray cluster on loopback for the executor tests: a head and a second node process, one CPU
+"""A two-node Ray cluster on loopback for the executor tests (a fixture module, not a conftest.py: the
+repository's tests import their own ``conftest`` by name): a head and a second node process, one CPU
 each, started with ``ray start`` in a temporary directory of their own and stopped by killing exactly
 the processes they started (``ray stop`` would stop every Ray cluster of this user on the machine).
 
@@ -81,8 +82,8 @@ def _kill(pids: set[int]) -> None:
         time.sleep(1.0)
 
 
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[str]:
+@pytest.fixture(scope="session", name="ray_cluster")
+def ray_cluster_fixture() -> Iterator[str]:
     """Start the cluster; yield its address (``127.0.0.1:PORT``), with ``RAY_ADDRESS`` set to it."""
     _require_ray()
     import ray
