@@ -30,14 +30,7 @@ def meet(label: str, folder: str, count: int) -> dict[str, object]:
     Path(folder, f"{label}.{os.getpid()}").write_text(label)
     while len(list(Path(folder).iterdir())) < count:
         time.sleep(0.01)
-    node = None
-    try:
-        import ray
-
-        node = ray.get_runtime_context().get_node_id()
-    except Exception:
-        pass
-    return {"label": label, "pid": os.getpid(), "node": node}
+    return {"label": label, "pid": os.getpid()}
 
 
 def hang(pid_file: str) -> str:

@@ -78,7 +78,7 @@ def test_calls_run_on_the_cluster_on_both_nodes_in_call_order(executor: RayExecu
     # Each node has one CPU: two calls that must run at once (they wait for each other) run on two nodes.
     folder = tmp_path / "meet"
     folder.mkdir()
-    reqs = [request(ray_tools.meet, f"c{i}", {"label": f"L{i}", "folder": str(folder), "count": 2})
+    reqs = [request(ray_tools.meet, f"c{i}", {"label": f"L{i}", "folder": str(folder), "count": 2}, timeout=NEVER)
             for i in range(2)]
     th, results = in_thread(executor, reqs, CancellationToken())
     th.join(NEVER)
@@ -99,13 +99,13 @@ def test_results_in_call_order_for_many_calls(executor: RayExecutor) -> None:
 
 def test_timeout_is_an_error_result_and_cancels_the_task(executor: RayExecutor, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    th, results = in_thread(executor, [request(ray_tools.hang, "c1", {"pid_file": str(pid_file)}, timeout=3)],
+    [result] = executor.run([request(ray_tools.hang, "c1", {"pid_file": str(pid_file)}, timeout=3)],
                             CancellationToken())
-    pid = read_pid(pid_file)
-    th.join(NEVER)
-    [result] = results
     assert result.is_error and result.output == "Error: 'hang' timed out after 3 s"
-    assert wait_dead(pid), "ray.cancel did not stop the task's worker"
+    # Queueing and worker start count against the limit: on a loaded machine the task may be cancelled
+    # before the tool began. When it began, ray.cancel must have stopped its worker.
+    if pid_file.exists() and pid_file.read_text():
+        assert wait_dead(int(pid_file.read_text())), "ray.cancel did not stop the task's worker"
 
 
 def test_cancellation_reaches_the_task(executor: RayExecutor, tmp_path: Path) -> None:
