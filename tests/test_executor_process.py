@@ -156,3 +156,30 @@ def test_engine_with_executor_process() -> None:
     assert [r.tool_call_id for r in res.tool_results] == ["c1", "c2"]
     assert [r.output["label"] for r in res.tool_results] == ["Paris", "Rome"]
     assert all(r.output["pid"] != os.getpid() for r in res.tool_results)
+
+
+class ToolObserver:
+    """Records the tool observations and the process they were made in."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: list[tuple[str, str, int]] = []
+
+    def tool_start(self, info: object) -> None:
+        with self.lock:
+            self.seen.append(("start", info.call_id, os.getpid()))  # type: ignore[attr-defined]
+
+    def tool_end(self, info: object, result: object) -> None:
+        with self.lock:
+            self.seen.append(("end", info.call_id, os.getpid()))  # type: ignore[attr-defined]
+
+
+def test_observers_see_process_calls_in_the_driver() -> None:
+    rec = ToolObserver()
+    responses = [Response(tool_body(("c1", "where", {"label": "Paris"}), ("c2", "where", {"label": "Rome"}))),
+                 Response(text_body("Done."))]
+    with LoopbackServer(responses) as srv:
+        _events, stream = run(srv.url, tools=[tool(executor_tools.where)], executor="process", observers=[rec])
+    assert stream.result().outcome == "success"
+    assert sorted(s[:2] for s in rec.seen) == [("end", "c1"), ("end", "c2"), ("start", "c1"), ("start", "c2")]
+    assert {s[2] for s in rec.seen} == {os.getpid()}

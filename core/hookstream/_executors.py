@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextvars
 import importlib
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -145,20 +146,26 @@ def tool_ref(t: Tool) -> str | None:
     module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
     if fn is None or not module or not qualname or "<" in qualname:
         return None
-    ref = f"{module}:{qualname}"
-    try:
-        found = _import(ref)
-    except Exception:
+    # Only modules already loaded: computing a ref on the engine's thread must not import anything.
+    loaded = sys.modules.get(module)
+    if loaded is None:
         return None
-    return ref if found is fn or (isinstance(found, Tool) and found.fn is fn) else None
+    try:
+        found = _walk(loaded, qualname)
+    except AttributeError:
+        return None
+    return f"{module}:{qualname}" if found is fn or (isinstance(found, Tool) and found.fn is fn) else None
+
+
+def _walk(obj: Any, qualname: str) -> Any:
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _import(ref: str) -> Any:
     module, _, qualname = ref.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+    return _walk(importlib.import_module(module), qualname)
 
 
 def resolve_tool(req: ToolCallRequest) -> Tool:
