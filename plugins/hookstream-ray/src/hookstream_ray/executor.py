@@ -102,8 +102,10 @@ class RayExecutor:
             if self._task is None:
                 ray = _ray()
                 if not ray.is_initialized():
-                    ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                             **self.init_options)
+                    # The tools' prints stay in the workers' logs unless asked for: the driver's stdout may be
+                    # the stream's consumer.
+                    options = {"log_to_driver": False, "ignore_reinit_error": True, **self.init_options}
+                    ray.init(address=self.address, **options)
                 self._task = ray.remote(run_request)
             return self._task
 
