@@ -148,7 +148,7 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
         assert dists_by_plugin == {"builtins": "hookstream", "replay": "hookstream", "openai": "hookstream-openai",
                                    "anthropic": "hookstream-anthropic", "gemini": "hookstream-gemini",
                                    "strategies": "hookstream-strategies", "otel": "hookstream-otel",
-                                   "mcp": "hookstream-mcp"}
+                                   "mcp": "hookstream-mcp", "ray": "hookstream-ray"}
         assert set(PLUGINS) <= set(dists_by_plugin.values())
     finally:
         ok([core_venv / "hookstream", "uninstall", *PLUGINS], tmp_path)

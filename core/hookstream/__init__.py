@@ -120,8 +120,10 @@ if TYPE_CHECKING:
     )
     from ._executors import (
         BoundedExecutor,
+        ProcessExecutor,
         SequentialExecutor,
         ThreadExecutor,
+        ToolCallRequest,
         ToolExecutor,
     )
     from ._hookspecs import (
@@ -327,6 +329,8 @@ _LAZY: dict[str, str] = {
     "RunStarted": "_events",
     "Secret": "_secrets",
     "SequentialExecutor": "_executors",
+    "ProcessExecutor": "_executors",
+    "ToolCallRequest": "_executors",
     "ServerError": "_errors",
     "step_count_is": "_stop",
     "StepFinished": "_events",
@@ -429,6 +433,7 @@ __all__ = [
     "PendingApproval",
     "PluginError",
     "PostgresStore",
+    "ProcessExecutor",
     "ProcessorResult",
     "ProcessorStats",
     "Provider",
@@ -485,6 +490,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallPart",
     "ToolCallRepairedPayload",
+    "ToolCallRequest",
     "ToolCallResult",
     "ToolCallStart",
     "ToolCallUIPart",

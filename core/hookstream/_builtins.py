@@ -17,11 +17,12 @@ def hookstream_register_chunk_strategies(register: Callable[[str, Callable[..., 
 
 @hookimpl
 def hookstream_register_tool_executors(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    from ._executors import BoundedExecutor, SequentialExecutor, ThreadExecutor
+    from ._executors import BoundedExecutor, ProcessExecutor, SequentialExecutor, ThreadExecutor
 
     register("thread", ThreadExecutor)
     register("sequential", SequentialExecutor)
     register("bounded", BoundedExecutor)
+    register("process", ProcessExecutor)
 
 
 @hookimpl

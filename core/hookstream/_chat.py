@@ -196,7 +196,8 @@ def chat(
     ``max_steps`` bounds model calls (at least 1). ``max_tokens`` is the output token limit per call;
     ``options`` are provider-specific request-body fields merged last.
 
-    ``executor`` is a tool-executor name (``thread``, ``sequential``, ``bounded``), ``("bounded", 2)``
+    ``executor`` is a tool-executor name (``thread``, ``sequential``, ``bounded``, ``process``; ``ray``
+    with hookstream-ray; docs/executors.md), ``("bounded", 2)``
     or a :class:`~hookstream.ToolExecutor`; ``stop_when`` holds stop conditions as callables or
     ``("name", *args)`` (``step_count_is``, ``has_tool_call``, ``finish_reason_is``,
     ``total_tokens_exceed``). ``approve(call) -> bool`` decides tools that need approval (without it the

@@ -84,10 +84,18 @@ def hookstream_register_tool_executors(register: ToolExecutorRegistrar) -> None:
 
     Called once, when the registry is first used.
 
-    :param register: ``register(name, factory)``. ``factory(**options)`` returns an object with
-        ``run(calls: list[Callable[[], ToolOutcome]]) -> list[ToolOutcome]`` that runs every
-        zero-argument job and returns their outcomes in call order (see
-        :class:`hookstream.plugin.ToolExecutor`). Users pick it with ``executor="NAME"``.
+    :param register: ``register(name, factory)``. ``factory(*args)`` returns an object with
+        ``run(requests: Sequence[ToolCallRequest], cancel: CancellationToken) -> list[ToolResultPart]``
+        (see :class:`hookstream.plugin.ToolExecutor`). Each :class:`hookstream.plugin.ToolCallRequest` is
+        plain data that pickles: the tool's ``ref`` (``"module:qualname"``, importable by a worker; the
+        :class:`~hookstream.plugin.Tool` itself rides along only in-process), the call (id, name,
+        arguments), ``timeout`` seconds from ``started_at`` (Unix time), the history and the tool's
+        ``resources``. The executor returns one result per request, in request order; a tool failure,
+        a passed time limit or a set ``cancel`` token is an error result (``Error: ...``), and the running
+        call is stopped wherever it runs. :func:`hookstream.plugin.run_calls` waits for each call on its
+        own thread with the run's context and reports it to the observers;
+        :func:`hookstream.plugin.run_request` runs a request inside a worker. Users pick the executor with
+        ``executor="NAME"`` or ``executor=("NAME", *args)``.
     :returns: nothing.
     """
 

@@ -10,8 +10,8 @@ For the tool calls of a step (or the calls a :class:`~hookstream.Resume` answers
 3. a client tool (no function) waits for the client (``CUSTOM tool-input-available``);
 4. a tool that needs approval asks (``CUSTOM approval-requested``), and either waits (no ``approve``
    callback: an interrupt) or is decided at once (``CUSTOM approval-responded``; denied: error result);
-5. the runnable calls run together through the executor (with the tool's or the run's ``tool`` time limit
-   in seconds and the run's cancellation token).
+5. the runnable calls run together through the executor, as :class:`~hookstream.ToolCallRequest` data (with
+   the tool's or the run's ``tool`` time limit in seconds) and the run's cancellation token.
 
 Then the results, in call order, become ``TOOL_CALL_RESULT`` events and one tool message that follows the
 assistant message, merged with results the history already holds for it, so the history stays paired
@@ -43,10 +43,10 @@ from ._custom import (
 )
 from ._errors import CallbackError, StreamTimeoutError
 from ._events import BaseEvent, ToolCallResult
-from ._executors import ToolExecutor
+from ._executors import ToolCallRequest, ToolExecutor
 from ._loop import PendingApproval, RepairRequest, Resume, approval_id
 from ._messages import Message, ToolCallPart, ToolResultPart, tool_output_text
-from ._tools import CancellationToken, Tool, needs_approval, run_tool_guarded, validate_input
+from ._tools import CancellationToken, Tool, needs_approval, validate_input
 
 __all__ = ["ToolPhase", "ToolPhaseSettings", "ToolsOutcome", "error_result"]
 
@@ -193,15 +193,13 @@ class ToolPhase:
 
     def _execute(self, runnable: list[tuple[ToolCallPart, Tool]], results: dict[str, ToolResultPart]) -> None:
         """Run the calls through the executor; a tool's failure or time limit becomes its error result."""
-        history = list(self._messages)
+        history = tuple(self._messages)
         default_timeout = self._settings.tool_timeout
-        token = self._token
-
-        def job(c: ToolCallPart, tl: Tool) -> Callable[[], ToolResultPart]:
-            limit = tl.timeout if tl.timeout is not None else default_timeout
-            return lambda: run_tool_guarded(tl, c, history, token, limit)
-
-        ran = self._settings.executor.run([job(c, tl) for c, tl in runnable])
+        requests = [ToolCallRequest.of(tl, c, history, tl.timeout if tl.timeout is not None else default_timeout)
+                    for c, tl in runnable]
+        ran = self._settings.executor.run(requests, self._token)
+        if len(ran) != len(requests):
+            raise RuntimeError(f"the tool executor returned {len(ran)} results for {len(requests)} calls")
         for (c, _), r in zip(runnable, ran, strict=True):
             results[c.id] = r
 

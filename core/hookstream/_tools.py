@@ -103,7 +103,9 @@ class Tool:
     becomes an error result, never a megabytes-long message to the model. ``argument_types`` maps
     parameter names to the annotations their JSON arguments are structured into (cattrs) before ``fn``
     is called: an ``Enum`` parameter gets the member, a dataclass parameter the instance; :func:`tool`
-    fills it from the signature, an empty mapping passes the arguments as parsed.
+    fills it from the signature, an empty mapping passes the arguments as parsed. ``resources`` is what one
+    call needs from an executor that schedules work (``{"num_cpus": 2, "num_gpus": 1, "memory": bytes}``
+    for ``executor="ray"``); in-process executors ignore it.
     """
 
     name: str
@@ -116,6 +118,7 @@ class Tool:
     context_param: str | None = None
     max_output_chars: int = 1_000_000
     argument_types: dict[str, Any] = attrs.Factory(dict)
+    resources: dict[str, float] = attrs.Factory(dict)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
@@ -230,6 +233,7 @@ def tool(
     needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
     return_direct: bool = False,
     timeout: float | None = None,
+    resources: dict[str, float] | None = None,
 ) -> Any:
     """Make a :class:`Tool` from ``fn``; usable as ``@tool`` or ``@tool(name=..., timeout=...)``.
 
@@ -251,6 +255,7 @@ def tool(
             timeout,
             ctx,
             argument_types=argument_types,
+            resources=dict(resources or {}),
         )
 
     return make(fn) if fn is not None else make

@@ -72,7 +72,7 @@ from ._events import (
     from_json,
     to_json,
 )
-from ._executors import ToolExecutor
+from ._executors import ToolCallRequest, ToolExecutor, error_part, resolve_tool, run_calls, run_request, tool_ref
 from ._hookspecs import (
     ChunkStrategyRegistrar,
     ObserverRegistrar,
@@ -103,6 +103,7 @@ from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_
 from ._secrets import SECRET_HEADERS, Secret
 from ._stop import StopCondition
 from ._strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
+from ._tools import CancellationToken, Tool, ToolContext
 from ._transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
 
 __all__ = [
@@ -115,6 +116,7 @@ __all__ = [
     "BaseEvent",
     "CallContext",
     "CallbackError",
+    "CancellationToken",
     "CancelledError",
     "ChunkStrategy",
     "ChunkStrategyRegistrar",
@@ -181,11 +183,14 @@ __all__ = [
     "TextMessageStart",
     "TextPart",
     "TimedChunkStrategy",
+    "Tool",
     "ToolCallArgs",
     "ToolCallEnd",
     "ToolCallPart",
+    "ToolCallRequest",
     "ToolCallResult",
     "ToolCallStart",
+    "ToolContext",
     "ToolError",
     "ToolExecutor",
     "ToolExecutorRegistrar",
@@ -200,6 +205,7 @@ __all__ = [
     "default_error_reader",
     "detect_media_type",
     "error_for_status",
+    "error_part",
     "from_json",
     "get_registry",
     "hookimpl",
@@ -209,6 +215,10 @@ __all__ = [
     "parse_arguments",
     "reset_registry",
     "resolve_strategy",
+    "resolve_tool",
+    "run_calls",
+    "run_request",
     "to_json",
     "tool_output_text",
+    "tool_ref",
 ]
