@@ -48,7 +48,10 @@ from hookstream.testing.conformance import require_corpus, shared_missing  # noq
 
 # hookstream fields beyond the AG-UI 1.0 schema (see hookstream.events); enforceEvents() strips them with
 # a warning, which is allowed. Any other warning is a failure.
-EXTENSION_FIELDS = ("/finishReason", "/rawFinishReason", "/input'", "/result'", "/delta'", "/error'")
+EXTENSION_FIELDS = ("/finishReason", "/rawFinishReason", "/input'", "/result'", "/delta'", "/error'",
+                    # a step's response details (issue 12): response id, model version and usage per step
+                    "'/responseId' on", "'/model' on STEP_FINISHED", "'/model' on RUN_FINISHED",
+                    "'/usage' on STEP_FINISHED")
 
 
 def node(*args: str, timeout: float = 60) -> dict[str, Any]:
