@@ -1,7 +1,9 @@
 """HTTP transport: one streaming POST with requests, SSE framing with sseclient-py.
 
-Bytes reach the SSE parser as soon as the socket delivers them (``read1``, never a read that waits to
-fill a buffer), so each delta is surfaced the moment it arrives. Line endings ``\\n``, ``\\r\\n`` and
+Bytes reach the SSE parser one HTTP chunk at a time when the body is chunked (as OpenAI, Anthropic and
+Gemini send it: one chunk per event, so one read per event; at most 64 KiB per read), otherwise as
+soon as the socket delivers them (``read1``, never a read that waits to fill a buffer), so each delta
+is surfaced the moment its chunk arrives. Line endings ``\\n``, ``\\r\\n`` and
 ``\\r`` and a last event without a final blank line are handled by sseclient-py.
 
 Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
@@ -267,13 +269,16 @@ class Stream:
         raw = self.response.raw
         try:
             data, self._head = self._head, b""
-            while True:
-                if not data:
-                    data = raw.read1(_READ_SIZE)
-                    if not data:
-                        return
+            if data:
                 yield data
-                data = b""
+            elif getattr(raw, "chunked", False) and raw.supports_chunked_reads():
+                # Whole HTTP chunks, as urllib3 parses them (buffered reads of the socket): in the issue 17
+                # profile ``read1`` made twice the recv and poll calls. Not after ``head``: that read went
+                # through http.client's chunk parser, whose position in the body urllib3's does not know.
+                yield from raw.read_chunked(_READ_SIZE)
+                return
+            while data := raw.read1(_READ_SIZE):
+                yield data
         except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
             if self._aborted.is_set():
                 return
