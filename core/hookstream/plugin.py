@@ -80,6 +80,7 @@ from ._hookspecs import (
     hookimpl,
     hookspec,
 )
+from ._json_data import json_loads
 from ._messages import (
     FilePart,
     Message,
@@ -193,6 +194,7 @@ __all__ = [
     "get_registry",
     "hookimpl",
     "hookspec",
+    "json_loads",
     "merge_metadata",
     "new_id",
     "parse_arguments",

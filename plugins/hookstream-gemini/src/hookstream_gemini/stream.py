@@ -50,6 +50,7 @@ from hookstream.plugin import (
     ReasoningEncryptedValue,
     StreamBuilder,
     Usage,
+    json_loads,
     new_id,
 )
 
@@ -383,7 +384,7 @@ def parse_stream(events: Iterable[Any], context: CallContext) -> Iterator[BaseEv
         if not data or not data.strip():
             continue
         try:
-            doc = json.loads(data)
+            doc = json_loads(data)
         except ValueError:
             raise MalformedChunkError("Gemini chunk is not valid JSON", data) from None
         # Without ``alt=sse`` Gemini answers a JSON array of responses; accept it in one event too.

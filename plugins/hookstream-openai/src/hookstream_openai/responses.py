@@ -6,7 +6,6 @@ Source: OpenAI API reference, "Responses" (create; input items ``message``, ``fu
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
@@ -30,6 +29,7 @@ from hookstream.plugin import (
     ToolCallPart,
     ToolResultPart,
     Usage,
+    json_loads,
     new_id,
     parse_arguments,
 )
@@ -337,7 +337,7 @@ class OpenAIResponsesProvider(Provider):
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
         b = StreamBuilder(context)
         st = _ResponsesParse(b)
-        loads = json.loads
+        loads = json_loads
         yield from b.start()
         for sse in events:
             data = sse.data
