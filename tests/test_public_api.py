@@ -36,7 +36,8 @@ PLUGIN_FACES = frozenset({"hookstream", "hookstream.plugin", "hookstream.testing
 PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "hooks.rst",
                          "installing-plugins.md"})
 # Pages about the implementation for hookstream's own engineers: they name private classes on purpose.
-INTERNALS_DOCS = frozenset({"architecture.md"})
+# Pages about hookstream's insides or its benchmarks (performance.md names the peers' classes).
+INTERNALS_DOCS = frozenset({"architecture.md", "performance.md"})
 
 # CamelCase names the docs put in inline code that are not hookstream's: AG-UI protocol types, a
 # provider's own schema type, the HTTP auth scheme, a class of the separate hookstream-strategies
