@@ -1,7 +1,8 @@
 """Aggregate one model call's events into a :class:`StepResult`: the response the engine decides on.
 
 Tool calls are decided on this aggregated response, never on a single chunk. Argument deltas are
-collected as a list and joined once, at ``TOOL_CALL_END`` (linear in the argument length); arguments
+appended to one string grown in place (linear in the argument length, the text held once, with no
+list of deltas and no joined copy beside it) and parsed once, at ``TOOL_CALL_END``; arguments
 that do not parse to a JSON object leave ``arguments`` as ``None`` with the raw text kept, and such a
 call is never executed. A tool call still open when the call ends is incomplete the same way.
 
@@ -110,13 +111,21 @@ class _TextBlock:
 
 
 class _ToolBlock:
-    """A tool call: its part and its argument deltas, joined once at ``TOOL_CALL_END``."""
+    """A tool call: its part and the argument text so far, parsed once at ``TOOL_CALL_END``."""
 
-    __slots__ = ("chunks", "part")
+    __slots__ = ("part", "raw")
 
     def __init__(self, part: ToolCallPart) -> None:
         self.part = part
-        self.chunks: list[str] = []
+        self.raw = ""
+
+    def add(self, delta: str) -> None:
+        # With the attribute cleared this frame holds the only reference, so CPython resizes the string
+        # in place instead of copying it.
+        raw = self.raw
+        self.raw = ""
+        raw += delta
+        self.raw = raw
 
 
 class StepAccumulator:
@@ -145,7 +154,7 @@ class StepAccumulator:
     def _tool_args(self, event: ToolCallArgs) -> None:
         block = self._tools.get(event.tool_call_id)
         if block is not None:
-            block.chunks.append(event.delta)
+            block.add(event.delta)
 
     def _reasoning_content(self, event: ReasoningMessageContent) -> None:
         block = self._reasoning.get(event.message_id)
@@ -257,8 +266,7 @@ class StepAccumulator:
             return
         part = block.part
         part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
-        raw = "".join(block.chunks)
-        part.arguments_raw = raw
+        raw = part.arguments_raw = block.raw
         if isinstance(event.input, dict):
             part.arguments = event.input
         else:
@@ -274,7 +282,7 @@ class StepAccumulator:
                 block.settle()
         for tool in self._tools.values():
             if tool.part.arguments_raw is None:
-                tool.part.arguments_raw = "".join(tool.chunks)
+                tool.part.arguments_raw = tool.raw
         r = self.result
         r.text = _concat([b.part.text for b in self._text.values()])
         r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None

@@ -17,14 +17,16 @@ be handed between threads freely.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Generator, Iterable
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
-import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -56,7 +58,7 @@ __all__ = [
     "ToolCallResult",
     "ToolCallStart",
     "Usage",
-    "converter",
+    "converter",  # noqa: F822 (module __getattr__ builds it on first use)
     "from_dict",
     "from_json",
     "sse_frame",
@@ -434,6 +436,8 @@ _WIRE_NAMES = {"cache_write_tokens": "cacheWriteInputTokens"}
 
 
 def _register(conv: cattrs.Converter, cls: type) -> None:
+    from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
     names: dict[str, Any] = {a.name: override(rename=_WIRE_NAMES.get(a.name) or _camel(a.name))
                              for a in attrs.fields(cls)}
     plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv, **names)
@@ -446,7 +450,12 @@ def _register(conv: cattrs.Converter, cls: type) -> None:
     conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv, **names))
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def _converter() -> cattrs.Converter:
+    # Built on first use, not at import: cattrs and the generated hooks cost every start-up ~20 ms, and
+    # most processes (a CLI call, a plain chat) never convert an event to or from JSON.
+    import cattrs
+
     conv = cattrs.Converter()
     # ``metadata`` and free-form payloads (``value``, ``input``, ``result``) are JSON values already.
     conv.register_unstructure_hook(Any, lambda v: v)
@@ -473,8 +482,13 @@ def _make_converter() -> cattrs.Converter:
     return conv
 
 
-converter: cattrs.Converter = _make_converter()
-"""cattrs converter between these classes and AG-UI JSON dicts (camelCase, unset optionals omitted)."""
+def __getattr__(name: str) -> Any:
+    # ``converter``: the cattrs converter between these classes and AG-UI JSON dicts (camelCase, unset
+    # optionals omitted), built on first use (PEP 562).
+    if name == "converter":
+        return _converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _UNSTRUCTURE: dict[type, Callable[[Any], dict[str, Any]]] = {}
 
@@ -487,7 +501,7 @@ def to_dict(event: BaseEvent) -> dict[str, Any]:
     cls = type(event)
     fn = _UNSTRUCTURE.get(cls)
     if fn is None:
-        fn = _UNSTRUCTURE[cls] = converter.get_unstructure_hook(cls)
+        fn = _UNSTRUCTURE[cls] = _converter().get_unstructure_hook(cls)
     body = fn(event)
     return {"type": cls.type, **body}
 
@@ -508,7 +522,7 @@ def from_dict(data: dict[str, Any]) -> BaseEvent:
     if cls is None:
         raise ValueError(f"unknown AG-UI event type {kind!r}")
     body = {k: v for k, v in data.items() if k != "type"}
-    return converter.structure(body, cls)
+    return _converter().structure(body, cls)
 
 
 def from_json(text: str | bytes) -> BaseEvent:

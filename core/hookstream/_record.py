@@ -71,6 +71,11 @@ class _TeeRaw:
         self._sink.write(data)
         return data
 
+    def read_chunked(self, amt: int | None = None, decode_content: bool | None = None) -> Any:
+        for chunk in self._raw.read_chunked(amt, decode_content=decode_content):
+            self._sink.write(chunk)
+            yield chunk
+
     def stream(self, amt: int = 65536, decode_content: bool | None = None) -> Any:
         for chunk in self._raw.stream(amt, decode_content=decode_content):
             self._sink.write(chunk)

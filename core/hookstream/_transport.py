@@ -1,7 +1,9 @@
 """HTTP transport: one streaming POST with requests, SSE framing with sseclient-py.
 
-Bytes reach the SSE parser as soon as the socket delivers them (``read1``, never a read that waits to
-fill a buffer), so each delta is surfaced the moment it arrives. Line endings ``\\n``, ``\\r\\n`` and
+Bytes reach the SSE parser one HTTP chunk at a time when the body is chunked (as OpenAI, Anthropic and
+Gemini send it: one chunk per event, so one read per event; at most 64 KiB per read), otherwise as
+soon as the socket delivers them (``read1``, never a read that waits to fill a buffer), so each delta
+is surfaced the moment its chunk arrives. Line endings ``\\n``, ``\\r\\n`` and
 ``\\r`` and a last event without a final blank line are handled by sseclient-py.
 
 Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
@@ -67,6 +69,7 @@ _MAX_ERROR_BODY = 65536
 # The blank lines that end an event for sseclient-py: LF LF, CR LF CR LF, CR CR.
 _ENDS = ((b"\n\n", 2), (b"\r\n\r\n", 4), (b"\r\r", 2))
 _END_RE = re.compile(b"\n\n|\r\n\r\n|\r\r")
+_CR = ord("\r")
 
 
 @attrs.define(slots=True, repr=False)
@@ -120,7 +123,8 @@ def bounded_reads(reads: Iterable[bytes], max_event_bytes: int) -> Iterator[byte
     end between CR and LF.
 
     Cost is linear in stream length: each read is searched a constant number of times (a read without
-    CR: once for CR, once backwards for LF LF), never the bytes of earlier reads; only once an event
+    CR: once for CR, then a check of its last two bytes, or once backwards for LF LF when it does not
+    end an event), never the bytes of earlier reads; only once an event
     may exceed the limit (the open event plus the read is longer than ``max_event_bytes``) are the
     event ends inside the read walked one by one.
     """
@@ -129,7 +133,16 @@ def bounded_reads(reads: Iterable[bytes], max_event_bytes: int) -> Iterator[byte
     for data in reads:
         if not data:
             continue
-        has_cr = b"\r" in data  # most streams are LF only: skip the CR searches
+        # Most streams are LF only: skip the CR searches. An int operand makes the test one memchr; a
+        # bytes operand first fails a conversion to int, an exception costing ten times the search.
+        has_cr = _CR in data
+        if not has_cr and data.endswith(b"\n\n") and pending + len(data) <= max_event_bytes:
+            # The usual read: one HTTP chunk of whole LF-only events. It ends with an event end, so no
+            # event is left open and nothing needs cutting: only the tail is kept.
+            pending = 0
+            tail = data[-3:] if len(data) >= 3 else (tail + data)[-3:]
+            yield data
+            continue
         # An event end split across reads holds the last byte of the previous read.
         split_end = tail[-1:] in (b"\n", b"\r")
         fail = -1  # where in ``data`` an oversized event starts
@@ -267,13 +280,16 @@ class Stream:
         raw = self.response.raw
         try:
             data, self._head = self._head, b""
-            while True:
-                if not data:
-                    data = raw.read1(_READ_SIZE)
-                    if not data:
-                        return
+            if data:
                 yield data
-                data = b""
+            elif getattr(raw, "chunked", False) and raw.supports_chunked_reads():
+                # Whole HTTP chunks, as urllib3 parses them (buffered reads of the socket): in the issue 17
+                # profile ``read1`` made twice the recv and poll calls. Not after ``head``: that read went
+                # through http.client's chunk parser, whose position in the body urllib3's does not know.
+                yield from raw.read_chunked(_READ_SIZE)
+                return
+            while data := raw.read1(_READ_SIZE):
+                yield data
         except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
             if self._aborted.is_set():
                 return

@@ -82,6 +82,7 @@ from ._hookspecs import (
     hookimpl,
     hookspec,
 )
+from ._json_data import json_loads
 from ._messages import (
     FilePart,
     Message,
@@ -210,6 +211,7 @@ __all__ = [
     "get_registry",
     "hookimpl",
     "hookspec",
+    "json_loads",
     "merge_metadata",
     "new_id",
     "parse_arguments",

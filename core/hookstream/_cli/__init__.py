@@ -1,7 +1,10 @@
-"""The ``hookstream`` command line (click). Each command lives in its own module of this package."""
+"""The ``hookstream`` command line (click). Each command lives in its own module of this package,
+imported only when that command runs or a help page lists it (click's lazily loaded subcommands), so
+a command does not pay for what another one imports (``replay`` never imports rich or the engine)."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 
@@ -10,9 +13,34 @@ import click
 from .. import __version__
 from .._errors import HookstreamError
 
+# Command name -> (module of this package, attribute holding the click command).
+_COMMANDS = {
+    "batch": ("batch", "command"),
+    "chat": ("chat", "command"),
+    "demo": ("demo", "command"),
+    "install": ("install", "install_command"),
+    "plugins": ("plugins", "command"),
+    "process": ("process", "command"),
+    "replay": ("replay", "command"),
+    "serve": ("serve", "command"),
+    "uninstall": ("install", "uninstall_command"),
+}
+
 
 class _Group(click.Group):
-    """Turns hookstream's typed errors into a one-line message and exit code 2, never a traceback."""
+    """Loads each command from its module on first use; turns hookstream's typed errors into a
+    one-line message and exit code 2, never a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in _COMMANDS:
+            module, attribute = _COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+            self.add_command(command, cmd_name)
+        return command
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -47,15 +75,3 @@ def _print_versions(ctx: click.Context, value: bool) -> None:
             click.echo(f"  {info.distribution} {info.version}")
     ctx.exit()
 
-
-def _add_commands() -> None:
-    # Imported here so that `hookstream --help` lists every command from its own module.
-    from . import batch, chat, demo, install, plugins, process, replay, serve
-
-    for module in (batch, chat, demo, plugins, process, replay, serve):
-        main.add_command(module.command)
-    main.add_command(install.install_command)
-    main.add_command(install.uninstall_command)
-
-
-_add_commands()

@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .._accumulate import StepResult
-from .._chat import ChatStream
 from .._custom import FilePayload, SourcePayload, ToolCallRepairedPayload, parse_custom
 from .._errors import HookstreamError
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
 from .._output import final_json
 from .._processor import StreamProcessor
+
+if TYPE_CHECKING:  # the engine is imported by the commands that run one (chat), not by replay
+    from .._chat import ChatStream
 
 OUTPUT_CHOICES = ("text", "events", "final-json")
 

@@ -4,8 +4,9 @@ Source: Anthropic API reference, "Streaming Messages": ``message_start``, ``cont
 ``content_block_delta`` (``text_delta``, ``input_json_delta``, ``thinking_delta``,
 ``signature_delta``, ``citations_delta``) / ``content_block_stop``, ``message_delta``,
 ``message_stop``, ``ping`` and the in-stream ``error`` event. Dispatch is on the JSON ``type`` field
-(the SSE event name is only a fallback), and every payload goes through ``json.loads``, so whitespace
-padding inside the object and ``{"type": "ping"}`` with a space are ordinary input.
+(the SSE event name is only a fallback), and every payload goes through ``json_loads`` (the results
+of ``json.loads``), so whitespace padding inside the object and ``{"type": "ping"}`` with a space
+are ordinary input.
 
 What each block becomes:
 
@@ -57,6 +58,7 @@ from hookstream.plugin import (
     SourcePart,
     StreamBuilder,
     Usage,
+    json_loads,
     new_id,
     parse_arguments,
 )
@@ -197,7 +199,7 @@ class MessageStreamParser:
             if not data.strip():
                 continue
             try:
-                doc = json.loads(data)
+                doc = json_loads(data)
             except ValueError:
                 raise MalformedChunkError(
                     f"Anthropic SSE event {sse.event!r} is not valid JSON", data

@@ -69,6 +69,7 @@ from hookstream.plugin import (
     SourcePart,
     StreamBuilder,
     Usage,
+    json_loads,
     new_id,
 )
 
@@ -536,7 +537,7 @@ def parse_stream(events: Iterable[Any], context: CallContext) -> Iterator[BaseEv
         if not data or not data.strip():
             continue
         try:
-            doc = json.loads(data)
+            doc = json_loads(data)
         except ValueError:
             raise MalformedChunkError("Gemini chunk is not valid JSON", data) from None
         # Without ``alt=sse`` Gemini answers a JSON array of responses; accept it in one event too.

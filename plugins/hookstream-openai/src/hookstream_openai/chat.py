@@ -34,6 +34,7 @@ from hookstream.plugin import (
     ToolCallPart,
     ToolResultPart,
     Usage,
+    json_loads,
     new_id,
     parse_arguments,
 )
@@ -484,7 +485,7 @@ class OpenAIChatProvider(Provider):
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
         b = StreamBuilder(context)
         st = _ChatParse(b, context)
-        loads = json.loads
+        loads = json_loads
         raw_finish: str | None = None
         usage: dict[str, Any] | None = None
         yield from b.start()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
@@ -35,6 +34,7 @@ from hookstream.plugin import (
     ToolCallPart,
     ToolResultPart,
     Usage,
+    json_loads,
     new_id,
     parse_arguments,
 )
@@ -521,7 +521,7 @@ class OpenAIResponsesProvider(Provider):
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
         b = StreamBuilder(context)
         st = _ResponsesParse(b)
-        loads = json.loads
+        loads = json_loads
         yield from b.start()
         for sse in events:
             data = sse.data
