@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import requests
-from conftest import LineProvider, sse
 from hookstream import LoopSettings, get_model
 from hookstream._call import CallOptions, ModelCall
 from hookstream._chat import chat
@@ -25,6 +24,8 @@ from hookstream._provider import CallContext, ModelRequest
 from hookstream._registry import get_registry
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.provider_bodies import BASE_PATH, PROVIDERS, error_body, final_stream
+
+from conftest import LineProvider, sse
 
 KEY = "sk-ECHOED-hookstream-0123456789abcdef"
 

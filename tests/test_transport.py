@@ -8,7 +8,6 @@ import threading
 
 import pytest
 import requests
-from conftest import LineProvider, sse
 from hookstream._accumulate import StepAccumulator
 from hookstream._call import CallOptions, ModelCall
 from hookstream._errors import ConnectionClosedError, LineTooLongError, RateLimitError
@@ -17,6 +16,8 @@ from hookstream._messages import Message
 from hookstream._provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.server import split_body
+
+from conftest import LineProvider, sse
 
 KEY = "sk-test-SECRET-0123456789"
 
