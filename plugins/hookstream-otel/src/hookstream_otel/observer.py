@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from contextvars import Token
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -143,14 +144,14 @@ class OtelObserver(Observer):
         self.capture = capture_content() if capture is None else capture
         self._run_span: trace.Span | None = None
         self._run_context: otel_context.Context | None = None
-        self._run_token: object | None = None
+        self._run_token: Token[otel_context.Context] | None = None
         self._call_span: trace.Span | None = None
         self._captured: _Captured | None = None
-        self._tools: dict[str, tuple[trace.Span, object]] = {}
+        self._tools: dict[str, tuple[trace.Span, Token[otel_context.Context]]] = {}
         self._lock = threading.Lock()
         if self.capture:
             # Only now does the model call tap its events (hookstream._observe: model_call_chunk).
-            self.model_call_chunk = self._chunk  # type: ignore[method-assign]
+            self.model_call_chunk = self._chunk  # type: ignore[method-assign]  # opt-in tap, set per instance
 
     # -- run ------------------------------------------------------------------------------------
     def run_start(self, run: RunInfo) -> None:
@@ -188,7 +189,7 @@ class OtelObserver(Observer):
             span.set_status(Status(StatusCode.ERROR, str(getattr(error, "message", "") or code)))
         span.end()
         if self._run_token is not None:
-            otel_context.detach(self._run_token)  # type: ignore[arg-type]
+            otel_context.detach(self._run_token)
             self._run_token = None
 
     # -- model calls ----------------------------------------------------------------------------
@@ -223,13 +224,12 @@ class OtelObserver(Observer):
         got = self._captured
         if got is None:
             return
-        t = type(event)
-        if t is TextMessageContent:
-            got.text.append(event.delta)  # type: ignore[attr-defined]
-        elif t is ToolCallStart:
-            got.calls[event.tool_call_id] = [event.tool_call_name]  # type: ignore[attr-defined]
-        elif t is ToolCallArgs:
-            got.calls.setdefault(event.tool_call_id, [""]).append(event.delta)  # type: ignore[attr-defined]
+        if isinstance(event, TextMessageContent):
+            got.text.append(event.delta)
+        elif isinstance(event, ToolCallStart):
+            got.calls[event.tool_call_id] = [event.tool_call_name]
+        elif isinstance(event, ToolCallArgs):
+            got.calls.setdefault(event.tool_call_id, [""]).append(event.delta)
 
     def model_call_retry(self, call: ModelCallInfo, retry: RetryInfo) -> None:
         if self._call_span is not None:
@@ -317,7 +317,7 @@ class OtelObserver(Observer):
             span.set_attribute("error.type", "tool_error")
             span.set_status(Status(StatusCode.ERROR, tool_output_text(result.output)[:500]))
         span.end()
-        otel_context.detach(token)  # type: ignore[arg-type]
+        otel_context.detach(token)
 
 
 def _set_usage(span: trace.Span, usage: Any) -> None:

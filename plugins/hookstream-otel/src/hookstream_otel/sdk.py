@@ -117,5 +117,5 @@ def _configure_metrics(resource: object, kind: str) -> None:
     if exporter is None:
         return
     metrics.set_meter_provider(
-        MeterProvider(resource=resource, metric_readers=[PeriodicExportingMetricReader(exporter)])  # type: ignore[arg-type]
+        MeterProvider(resource=resource, metric_readers=[PeriodicExportingMetricReader(exporter)])  # type: ignore[arg-type]  # SDK stubs: exporter union
     )
