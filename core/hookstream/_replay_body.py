@@ -9,6 +9,7 @@ live call would be.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 import requests
 
@@ -20,10 +21,7 @@ from ._messages import Message
 from ._provider import CallContext, ModelRequest
 from ._registry import get_registry
 
-__all__ = ["BASE_PATH", "replay_body"]
-
-BASE_PATH = {"openai": "/v1", "openai-responses": "/v1"}
-"""API root path per provider under the server URL (``http://host/v1`` for OpenAI, bare host else)."""
+__all__ = ["replay_body"]
 
 
 def replay_body(
@@ -53,7 +51,10 @@ def replay_body(
     response = Response(body, fragment=fragment, split=split, per_read=per_read,
                         pieces=_cut(body, cuts) if cuts is not None else None)
     with LoopbackServer([response], seed=seed) as srv, requests.Session() as session:
-        provider = provider_cls(model, base_url=srv.url + BASE_PATH.get(provider_name, ""), api_key="recorded")
+        # The API root sits under the server URL where it sits under the provider's own host (``/v1``
+        # for OpenAI, the bare host for Anthropic and Gemini), as the recorder keeps it.
+        base_path = urlsplit(provider_cls.default_base_url).path.rstrip("/")
+        provider = provider_cls(model, base_url=srv.url + base_path, api_key="recorded")
         request = ModelRequest(model=model, messages=[Message.user("replay")])
         acc = StepAccumulator()
         events: list[BaseEvent] = []
