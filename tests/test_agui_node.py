@@ -11,7 +11,6 @@ Needs Node and ``tests/e2e/node_modules`` (``scripts/install-browser-deps``); sk
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -44,7 +43,7 @@ from hookstream._agui_demo import demo_factory  # noqa: E402
 from hookstream._agui_server import RunInput, RunStream, make_app  # noqa: E402
 from hookstream._events import BaseEvent, to_dict  # noqa: E402
 from hookstream.testing import replay_body  # noqa: E402
-from hookstream.testing.conformance import require_corpus, shared_missing  # noqa: E402
+from hookstream.testing.conformance import corpus_providers, require_corpus  # noqa: E402
 
 # hookstream fields beyond the AG-UI 1.0 schema (see hookstream.events); enforceEvents() strips them with
 # a warning, which is allowed. Any other warning is a failure.
@@ -210,23 +209,10 @@ def test_latency_from_event_produced_to_node_arrival(tmp_path: Path, request: py
     # as it is produced is proved by order in test_agui_flush.py; numbers to track go in benchmarks/.
 
 
-def _corpus_providers(corpus: Path) -> dict[str, str]:
-    """File prefix -> provider, read in place from ../shared/tools/check-corpus (its PROVIDER table)."""
-    tool = corpus.parent / "tools" / "check-corpus"
-    if not tool.is_file():
-        shared_missing(f"{tool} not found: it maps corpus file prefixes to providers")
-    for node_ in ast.parse(tool.read_text("utf-8")).body:
-        if isinstance(node_, ast.Assign) and any(getattr(t, "id", None) == "PROVIDER" for t in node_.targets):
-            value: dict[str, str] = ast.literal_eval(node_.value)
-            return value
-    return {}
-
 
 def test_every_corpus_stream_passes_enforce_and_verify(tmp_path: Path) -> None:
     corpus = require_corpus(ROOT)
-    providers = _corpus_providers(corpus)
-    if not providers:
-        shared_missing("../shared/tools/check-corpus has no PROVIDER table to map file prefixes to providers")
+    providers = corpus_providers(corpus)
     from hookstream._registry import get_registry
 
     installed = set(get_registry().names("providers"))

@@ -29,7 +29,7 @@ from hookstream._call import CallOptions
 from hookstream._output import final_json
 from hookstream._registry import get_registry
 from hookstream.testing import replay_body
-from hookstream.testing.conformance import find_corpus
+from hookstream.testing.conformance import corpus_providers, find_corpus, shared_missing
 from hookstream.testing.server import split_body
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -40,13 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = max(2, min(int(os.environ.get("HOOKSTREAM_FUZZ_EXAMPLES", "60")) // 20, 200))
 BYTES_CAP = 4096
 
-PROVIDER = {
-    "openai-chat": "openai", "azure-openai-chat": "openai", "deepseek": "openai", "groq": "openai",
-    "mistral": "openai", "openai-compatible": "openai", "qwen-dashscope": "openai", "xai": "openai",
-    "openai-responses": "openai-responses", "anthropic": "anthropic", "anthropic-compatible": "anthropic",
-    "gemini": "gemini", "gemini-vertex": "gemini",
-}
-"""Corpus file prefix (before ``__``) -> provider plugin, as in the corpus's SOURCES.md."""
 
 
 def _folders() -> list[Path]:
@@ -65,18 +58,18 @@ SPLITS: dict[str, dict[str, Any]] = {
 }
 
 
-def _absent(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} (CI is set: the corpus must be there)")
-    pytest.skip(what)
+@functools.cache
+def _providers(corpus: Path) -> dict[str, str]:
+    return corpus_providers(corpus)
 
 
 def _provider(path: Path) -> str:
     prefix = path.name.split("__", 1)[0]
-    assert prefix in PROVIDER, f"corpus file {path.name}: no provider known for prefix {prefix!r}"
-    provider = PROVIDER[prefix]
+    providers = _providers(path.parent.parent / "provider-streams")
+    assert prefix in providers, f"corpus file {path.name}: no provider known for prefix {prefix!r}"
+    provider = providers[prefix]
     if provider not in get_registry().names("providers"):
-        _absent(f"provider plugin {provider!r} is not installed")
+        shared_missing(f"provider plugin {provider!r} is not installed")
     return provider
 
 
@@ -107,9 +100,9 @@ def _file_id(path: Path) -> str:
 def test_corpus_folders_are_present() -> None:
     folders = _folders()
     if not folders:
-        _absent("shared corpus ../shared/provider-streams not found")
+        shared_missing("shared corpus ../shared/provider-streams not found")
     if len(folders) < 2:
-        _absent("shared corpus ../shared/provider-streams-external not found")
+        shared_missing("shared corpus ../shared/provider-streams-external not found")
     assert all(any(folder.glob("*.sse")) for folder in folders)
 
 

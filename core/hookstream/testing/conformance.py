@@ -13,6 +13,7 @@ call it from their own tests, one test per recording (see :func:`recordings`).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -24,8 +25,8 @@ from .._output import final_json
 from .grammar import check_events
 from .recorded import replay_body
 
-__all__ = ["CORPUS_ENV", "Recording", "check_recording", "compare", "find_corpus", "recordings", "require_corpus",
-           "shared_missing"]
+__all__ = ["CORPUS_ENV", "Recording", "check_recording", "compare", "corpus_providers", "find_corpus", "recordings",
+           "require_corpus", "shared_missing"]
 
 CORPUS_ENV = "HOOKSTREAM_CORPUS"
 _CORPUS_ENVS = {"provider-streams": CORPUS_ENV, "provider-streams-external": "HOOKSTREAM_CORPUS_EXTERNAL"}
@@ -139,3 +140,17 @@ def check_recording(
         problems.append(f"grammar: {exc}")
     problems.extend(compare(recording.expected, final_json(step)))
     return problems
+
+
+def corpus_providers(corpus: Path) -> dict[str, str]:
+    """Corpus file prefix (the name before ``__``) -> provider name, read in place from the corpus's own
+    ``../tools/check-corpus`` (its ``PROVIDER`` table), so every test maps files the way the corpus does.
+    Fails under ``CI`` (skips otherwise, see :func:`shared_missing`) when the tool or its table is absent."""
+    tool = corpus.parent / "tools" / "check-corpus"
+    if not tool.is_file():
+        shared_missing(f"{tool} not found: it maps corpus file prefixes to providers")
+    for node in ast.parse(tool.read_text("utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PROVIDER" for t in node.targets):
+            value: dict[str, str] = ast.literal_eval(node.value)
+            return value
+    shared_missing(f"{tool} has no PROVIDER table to map corpus file prefixes to providers")
