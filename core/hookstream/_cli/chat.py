@@ -192,25 +192,27 @@ def command(
     Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 130 cancelled with Ctrl-C."""
     if not prompt.strip():
         raise click.UsageError("PROMPT is empty: give the model something to answer")
+    # Everything that can be a usage error is read before any MCP server starts.
     tools = [load_tool(s) for s in tool_specs]
+    message = Message.user(prompt, *(_attachment(a) for a in attachments))
+    options: dict[str, Any] = {"system": system, "max_steps": max_steps, "max_tokens": max_tokens,
+                               "output": load_schema(schema_file) if schema_file is not None else None}
     # MCP servers run for the whole command: started before the run, stopped by the ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
-    schema = load_schema(schema_file) if schema_file is not None else None
     with ExitStack() as servers:
         try:
             tools += start_mcp_servers(servers, mcp_specs)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED) from None
-        _run(prompt, model, base_url, tools, system, max_steps, max_tokens, output, strategy, record_dir,
-             ask_approval, show_timing, attachments, schema)
+        _run(message, model, base_url, tools, options, output=output, strategy=strategy, record_dir=record_dir,
+             ask_approval=ask_approval, show_timing=show_timing)
 
 
-def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system: str | None, max_steps: int,
-         max_tokens: int | None, output: str, strategy: str | None, record_dir: str | None,
-         ask_approval: bool, show_timing: bool, attachments: tuple[str, ...],
-         schema: dict[str, Any] | None) -> None:
-    """One run of ``hookstream chat``; always ends with :class:`SystemExit` carrying the exit code."""
+def _run(message: Message, model: str, base_url: str | None, tools: list[Any], options: dict[str, Any], *,
+         output: str, strategy: str | None, record_dir: str | None, ask_approval: bool, show_timing: bool) -> None:
+    """One run of ``hookstream chat`` (``options``: chat()'s keyword arguments from the command line);
+    always ends with :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
     approve = live.approve if live is not None else (_confirm if ask_approval else None)
@@ -222,9 +224,8 @@ def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system
             session = Recorder(record_dir, model, base_url).session()
         provider = get_model(model, base_url=base_url, session=session)
         timing = Timing() if show_timing else None
-        message = Message.user(prompt, *(_attachment(a) for a in attachments))
-        stream = chat(provider, message, tools=tools, system=system, max_steps=max_steps, max_tokens=max_tokens,
-                      approve=approve, observers=[timing] if timing is not None else None, output=schema)
+        stream = chat(provider, message, tools=tools, approve=approve,
+                      observers=[timing] if timing is not None else None, **options)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None
     try:
@@ -237,7 +238,7 @@ def _run(prompt: str, model: str, base_url: str | None, tools: list[Any], system
     if timing is not None:
         timing.report()
     if result.stopped_by == "max_steps":
-        click.echo(f"note: stopped after {max_steps} step(s) (--max-steps) while the model still wanted "
+        click.echo(f"note: stopped after {options['max_steps']} step(s) (--max-steps) while the model still wanted "
                    "to call tools; the answer to their results was not asked for", err=True)
     if interrupted() and result.outcome == "cancelled":
         click.echo("cancelled", err=True)
