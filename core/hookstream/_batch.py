@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import requests
@@ -29,13 +29,13 @@ from ._chat import ChatStream, chat, get_model
 from ._errors import HookstreamError
 from ._loop import Callbacks, LoopSettings, RunResult
 from ._provider import Provider
-from ._ratelimit import Permit, RateLimiter
+from ._ratelimit import Limiter, RateLimiter
 from ._secrets import Secret
 from ._timeouts import Timeouts
 from ._tools import Tool
 from ._transport import parse_retry_after
 
-__all__ = ["BatchResult", "BatchRun", "batch"]
+__all__ = ["BatchResult", "BatchRun", "ChatRunner", "Runner", "batch", "chat_options", "open_output"]
 
 DEFAULT_429_PAUSE = 1.0
 """Seconds all workers pause after a 429 without ``Retry-After``."""
@@ -106,7 +106,7 @@ class _LimitedSession(requests.Session):
     the limiter for its ``Retry-After`` (or :data:`DEFAULT_429_PAUSE`). Permits of answered requests
     wait in the calling thread's ``local.permits`` for the step's real usage."""
 
-    def __init__(self, limiter: RateLimiter, estimator: _Estimator, local: threading.local,
+    def __init__(self, limiter: Limiter, estimator: _Estimator, local: threading.local,
                  stopped: threading.Event, pool_size: int) -> None:
         super().__init__()
         self._limiter, self._estimator, self._local, self._stopped = limiter, estimator, local, stopped
@@ -130,10 +130,124 @@ class _LimitedSession(requests.Session):
         if resp.status_code >= 400:
             self._limiter.settle(permit, 0)  # a refused request is not charged tokens
         else:
-            permits: list[Permit] | None = getattr(self._local, "permits", None)
+            permits: list[Any] | None = getattr(self._local, "permits", None)
             if permits is not None:
                 permits.append(permit)
         return resp
+
+
+class ChatRunner:
+    """Runs single chats of a batch in this process, under a shared limiter: what each thread of a
+    :class:`BatchRun` calls, and what each worker process of a distributed batch (``hookstream-ray``)
+    holds.
+
+    ``model``, ``base_url`` and ``api_key`` are as in :func:`hookstream.get_model` (or ``model`` is a
+    provider object, which then is not closed here and cannot be rate limited); every HTTP request
+    passes ``limiter`` (a :class:`~hookstream.RateLimiter`, or any object with its ``acquire``,
+    ``settle`` and ``pause`` methods, such as a proxy to a limiter in another process);
+    ``pool_size`` is the most connections kept open to the provider (the threads that call
+    :meth:`run` at once); ``chat_kwargs`` go to :func:`hookstream.chat` for every input.
+
+    Thread safety: :meth:`run` is called from many threads at once; :meth:`stop` from any thread.
+    """
+
+    def __init__(
+        self,
+        model: str | Provider,
+        limiter: Limiter,
+        *,
+        base_url: str | None = None,
+        api_key: str | Secret | None = None,
+        pool_size: int = 10,
+        first_output_estimate: int = 256,
+        chat_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.limiter = limiter
+        self._local = threading.local()
+        self._stopped = threading.Event()
+        self._estimator = _Estimator(first_output_estimate)
+        self._session: requests.Session | None = None
+        self._chat_kwargs = dict(chat_kwargs or {})
+        self._lock = threading.Lock()
+        self._inflight: dict[int, ChatStream] = {}
+        if isinstance(model, str):
+            self._session = _LimitedSession(limiter, self._estimator, self._local, self._stopped, pool_size)
+            try:
+                self._provider = get_model(model, base_url=base_url, api_key=api_key, session=self._session)
+            except BaseException:
+                self._session.close()
+                raise
+            self._own_provider = True
+        else:
+            if limiter.rpm is not None or limiter.tpm is not None:
+                raise ValueError("rate limits need model as 'PROVIDER:MODEL' (the batch builds the provider's session)")
+            self._provider, self._own_provider = model, False
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def stop(self) -> None:
+        """Start no more chats and cancel those in flight (their :meth:`run` returns ``None``)."""
+        self._stopped.set()
+        with self._lock:
+            streams = list(self._inflight.values())
+        for s in streams:
+            s.cancel()
+
+    def close(self) -> None:
+        """Release the provider and its connections."""
+        if self._own_provider:
+            self._provider.close()
+        if self._session is not None:
+            self._session.close()
+
+    def _settle(self, step: StepResult) -> None:
+        permits: list[Any] = getattr(self._local, "permits", [])
+        if not permits or step.usage is None:
+            return
+        u = step.usage
+        total = u.total_tokens or (u.input_tokens or 0) + (u.output_tokens or 0)
+        self.limiter.settle(permits.pop(), total)
+        if u.output_tokens is not None:
+            self._estimator.observe(u.output_tokens)
+
+    def run(self, item: BatchInput) -> BatchResult | None:
+        """Run one input's chat to its end: its result (a failed chat is a result with ``error``), or
+        ``None`` when :meth:`stop` came before or during it (the input is not done)."""
+        self._local.permits = []
+        key = threading.get_ident()
+        try:
+            stream = chat(self._provider, item.chat_input, callbacks=Callbacks(on_step_finish=self._settle),
+                          **self._chat_kwargs)
+        except (ValueError, HookstreamError) as exc:
+            code = exc.code if isinstance(exc, HookstreamError) else "invalid_input"
+            return BatchResult(item.id, error={"code": code, "message": str(exc)})
+        with self._lock:
+            if self._stopped.is_set():
+                return None
+            self._inflight[key] = stream
+        try:
+            result = stream.result()
+        except Exception as exc:  # a bug must not lose the other chats' lines
+            return BatchResult(item.id, error={"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"})
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+        if result.outcome == "cancelled" or (self._stopped.is_set() and result.outcome == "error"):
+            return None  # cut short by stop(): not done, runs again next time
+        return BatchResult.from_run(item.id, result)
+
+
+class Runner(Protocol):
+    """What :class:`BatchRun` needs of the thing that runs its chats: :class:`ChatRunner` in this
+    process, or a runner that sends each chat to another process (``hookstream-ray``)."""
+
+    def run(self, item: BatchInput) -> BatchResult | None: ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class BatchRun:
@@ -141,41 +255,41 @@ class BatchRun:
 
     ``done_ids`` are the ids the output file already held when the batch opened it (known before
     iterating); ``skipped`` counts the inputs passed over for that reason so far; ``failed`` is set when
-    ``fail_fast`` stopped the batch; ``limiter`` is the shared :class:`~hookstream.RateLimiter`. Leaving
-    the loop early (``break``, an exception, Ctrl-C) or :meth:`stop` cancels the chats in flight; their
-    inputs get no line and run again on the next call with the same output file.
+    ``fail_fast`` stopped the batch; ``limiter`` is the shared limiter (a :class:`~hookstream.RateLimiter`
+    for a batch in this process). Leaving the loop early (``break``, an exception, Ctrl-C) or
+    :meth:`stop` cancels the chats in flight; their inputs get no line and run again on the next call
+    with the same output file.
+
+    ``runner`` runs single chats (:class:`ChatRunner` or another process's proxy); ``concurrency``
+    threads of this process each hand it one input at a time. The output file is written only here, so
+    its lines are whole whichever process ran the chat. The batch owns ``runner`` and closes it.
     """
 
     def __init__(
         self,
         inputs: Iterable[BatchInput | dict[str, Any]],
-        provider: Provider,
+        runner: Runner,
         *,
-        own_provider: bool,
-        session: requests.Session | None,
-        limiter: RateLimiter,
-        local: threading.local,
-        stopped: threading.Event,
-        estimator: _Estimator,
+        limiter: Any,
         output: OutputFile | None,
         concurrency: int,
         fail_fast: bool,
-        chat_kwargs: dict[str, Any],
     ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self._inputs = iter(inputs)
-        self._provider, self._own_provider, self._session = provider, own_provider, session
-        self.limiter, self._local, self._stopped, self._estimator = limiter, local, stopped, estimator
+        self.runner = runner
+        self.limiter = limiter
         self._output = output
         self.concurrency = concurrency
         self.fail_fast = fail_fast
-        self._chat_kwargs = chat_kwargs
+        self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._seen: set[str] = set()
         self._done = set(output.done) if output is not None else set()
         self.skipped = 0
         self.failed = False
         self._fatal: BaseException | None = None
-        self._inflight: dict[int, ChatStream] = {}
         self._queue: queue.Queue[BatchResult | None] = queue.Queue()
         self._started = False
 
@@ -187,10 +301,7 @@ class BatchRun:
     def stop(self) -> None:
         """Start no more chats and cancel those in flight (they get no output line)."""
         self._stopped.set()
-        with self._lock:
-            streams = list(self._inflight.values())
-        for s in streams:
-            s.cancel()
+        self.runner.stop()
 
     def close(self) -> None:
         """Stop the batch and release its output file and connections; for a BatchRun that is not
@@ -235,12 +346,11 @@ class BatchRun:
             raise self._fatal
 
     def _close(self) -> None:
-        if self._output is not None:
-            self._output.close()
-        if self._own_provider:
-            self._provider.close()
-        if self._session is not None:
-            self._session.close()
+        try:
+            if self._output is not None:
+                self._output.close()
+        finally:
+            self.runner.close()
 
     def _next_input(self) -> BatchInput | None:
         with self._lock:
@@ -270,9 +380,9 @@ class BatchRun:
     def _work(self) -> None:
         try:
             while (item := self._next_input()) is not None:
-                result = self._run_one(item)
-                if result is None:
-                    break
+                result = self.runner.run(item)
+                if result is None or (self._stopped.is_set() and result.error is not None):
+                    break  # stopped: a chat cut short is not done and runs again next time
                 try:
                     if self._output is not None:
                         self._output.write(result.to_dict())
@@ -289,40 +399,32 @@ class BatchRun:
         finally:
             self._queue.put(None)
 
-    def _settle(self, step: StepResult) -> None:
-        permits: list[Permit] = getattr(self._local, "permits", [])
-        if not permits or step.usage is None:
-            return
-        u = step.usage
-        total = u.total_tokens or (u.input_tokens or 0) + (u.output_tokens or 0)
-        self.limiter.settle(permits.pop(), total)
-        if u.output_tokens is not None:
-            self._estimator.observe(u.output_tokens)
 
-    def _run_one(self, item: BatchInput) -> BatchResult | None:
-        """The chat's result, or ``None`` when the batch stopped before or during it."""
-        self._local.permits = []
-        key = threading.get_ident()
-        try:
-            stream = chat(self._provider, item.chat_input, callbacks=Callbacks(on_step_finish=self._settle),
-                          **self._chat_kwargs)
-        except (ValueError, HookstreamError) as exc:
-            code = exc.code if isinstance(exc, HookstreamError) else "invalid_input"
-            return BatchResult(item.id, error={"code": code, "message": str(exc)})
-        with self._lock:
-            if self._stopped.is_set():
-                return None
-            self._inflight[key] = stream
-        try:
-            result = stream.result()
-        except Exception as exc:  # a bug must not lose the other chats' lines
-            return BatchResult(item.id, error={"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"})
-        finally:
-            with self._lock:
-                self._inflight.pop(key, None)
-        if result.outcome == "cancelled" or (self._stopped.is_set() and result.outcome == "error"):
-            return None  # cut short by stop(): not done, runs again next time
-        return BatchResult.from_run(item.id, result)
+def open_output(output: str | os.PathLike[str] | None, fsync: bool = False) -> OutputFile | None:
+    """The batch output file at ``output`` (``None``: no file), opened for appending as
+    :class:`BatchRun` expects; raises :class:`~hookstream.BatchInputError` for a file that is not a
+    batch output, :class:`OSError` for one that cannot be opened."""
+    return OutputFile(output, fsync=fsync) if output is not None else None
+
+
+def chat_options(
+    *,
+    max_steps: int = 10,
+    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    options: dict[str, Any] | None = None,
+    timeouts: Timeouts | dict[str, Any] | None = None,
+    loop: LoopSettings | dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The :func:`hookstream.chat` keyword arguments every chat of a batch gets; raises
+    :class:`ValueError` for ``max_steps`` below 1."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    return {"tools": list(tools) if tools is not None else None, "system": system, "max_steps": max_steps,
+            "max_tokens": max_tokens, "temperature": temperature, "options": options, "timeouts": timeouts,
+            "loop": loop}
 
 
 def batch(
@@ -371,39 +473,17 @@ def batch(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    kwargs = chat_options(max_steps=max_steps, tools=tools, system=system, max_tokens=max_tokens,
+                          temperature=temperature, options=options, timeouts=timeouts, loop=loop)
     if limiter is None:
         limiter = RateLimiter(rpm, tpm)
     elif rpm is not None or tpm is not None:
         raise ValueError("give either limiter= or rpm=/tpm=, not both")
-    local = threading.local()
-    stopped = threading.Event()
-    estimator = _Estimator(max_tokens or 256)
-    session: requests.Session | None = None
-    if isinstance(model, str):
-        session = _LimitedSession(limiter, estimator, local, stopped, concurrency)
-        try:
-            provider = get_model(model, base_url=base_url, api_key=api_key, session=session)
-        except BaseException:
-            session.close()
-            raise
-        own = True
-    else:
-        if limiter.rpm is not None or limiter.tpm is not None:
-            raise ValueError("rate limits need model as 'PROVIDER:MODEL' (the batch builds the provider's session)")
-        provider, own = model, False
+    runner = ChatRunner(model, limiter, base_url=base_url, api_key=api_key, pool_size=concurrency,
+                        first_output_estimate=max_tokens or 256, chat_kwargs=kwargs)
     try:
-        out = OutputFile(output, fsync=fsync) if output is not None else None
+        out = open_output(output, fsync)
     except BaseException:
-        if own:
-            provider.close()
-        if session is not None:
-            session.close()
+        runner.close()
         raise
-    kwargs: dict[str, Any] = {"tools": list(tools) if tools is not None else None, "system": system,
-                              "max_steps": max_steps, "max_tokens": max_tokens, "temperature": temperature,
-                              "options": options, "timeouts": timeouts, "loop": loop}
-    return BatchRun(inputs, provider, own_provider=own, session=session, limiter=limiter, local=local,
-                    stopped=stopped, estimator=estimator, output=out, concurrency=concurrency,
-                    fail_fast=fail_fast, chat_kwargs=kwargs)
+    return BatchRun(inputs, runner, limiter=limiter, output=out, concurrency=concurrency, fail_fast=fail_fast)

@@ -31,12 +31,28 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import attrs
 
-__all__ = ["Permit", "RateLimiter"]
+__all__ = ["Limiter", "Permit", "RateLimiter"]
 
 DEFAULT_WINDOW = 10.0
+
+
+class Limiter(Protocol):
+    """What a batch needs of a rate limiter: :class:`RateLimiter`, or a proxy to one in another process
+    (``hookstream-ray`` keeps one in a Ray actor, so the caps hold across worker processes). Permits
+    are opaque to the caller: whatever ``acquire`` returned is handed back to ``settle``."""
+
+    rpm: float | None
+    tpm: float | None
+
+    def acquire(self, tokens: int = 0, *, cancelled: threading.Event | None = None) -> Any: ...
+
+    def settle(self, permit: Any, tokens: int) -> None: ...
+
+    def pause(self, seconds: float) -> None: ...
 
 
 @attrs.define(slots=True, eq=False)

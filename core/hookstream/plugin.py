@@ -12,7 +12,11 @@ Thread safety: each name documents its own; providers are shared between threads
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._accumulate import StepResult, merge_metadata, parse_arguments
+from ._batch_file import BatchInput
 from ._builder import StreamBuilder, new_id
 from ._errors import (
     AGUIInputError,
@@ -100,12 +104,30 @@ from ._messages import (
 from ._observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
 from ._processor import resolve_strategy
 from ._provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
+from ._ratelimit import Limiter, Permit, RateLimiter
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
 from ._stop import StopCondition
 from ._strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
 from ._tools import CancellationToken, Tool, ToolContext
 from ._transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
+
+if TYPE_CHECKING:
+    from ._batch import BatchResult, BatchRun, ChatRunner, Runner, chat_options, open_output
+
+# The batch driver pulls in the whole agent loop; provider plugins import this module at start-up and
+# do not need it, so these names load on first use (PEP 562).
+_LAZY = {name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "chat_options",
+                                      "open_output")}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
@@ -115,10 +137,14 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BaseEvent",
+    "BatchInput",
+    "BatchResult",
+    "BatchRun",
     "CallContext",
     "CallbackError",
     "CancellationToken",
     "CancelledError",
+    "ChatRunner",
     "ChunkStrategy",
     "ChunkStrategyRegistrar",
     "ConnectError",
@@ -132,6 +158,7 @@ __all__ = [
     "HookstreamError",
     "ImmediateStrategy",
     "Interrupt",
+    "Limiter",
     "LineTooLongError",
     "MalformedChunkError",
     "Message",
@@ -144,6 +171,7 @@ __all__ = [
     "OutputFormat",
     "Part",
     "PartialJSONError",
+    "Permit",
     "PluginError",
     "PluginFailure",
     "PluginInfo",
@@ -151,6 +179,7 @@ __all__ = [
     "ProviderError",
     "ProviderRegistrar",
     "RateLimitError",
+    "RateLimiter",
     "Raw",
     "ReasoningEncryptedValue",
     "ReasoningEnd",
@@ -168,6 +197,7 @@ __all__ = [
     "RunFinished",
     "RunInfo",
     "RunStarted",
+    "Runner",
     "SSEEvent",
     "Secret",
     "ServerError",
@@ -202,6 +232,7 @@ __all__ = [
     "UnknownPluginError",
     "UnknownToolCallError",
     "Usage",
+    "chat_options",
     "coerce_messages",
     "default_error_reader",
     "detect_media_type",
@@ -214,6 +245,7 @@ __all__ = [
     "json_loads",
     "merge_metadata",
     "new_id",
+    "open_output",
     "parse_arguments",
     "reset_registry",
     "resolve_strategy",
