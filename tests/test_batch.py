@@ -325,6 +325,18 @@ def test_limiter_pause_holds_every_request_until_it_ends() -> None:
     assert isinstance(lim.try_acquire(), Permit)
 
 
+def test_limiter_margin_keeps_a_request_counted_past_its_window() -> None:
+    clock = FakeClock()
+    lim = RateLimiter(rpm=6, window=10.0, margin=0.25, clock=clock)  # one request per 10 s window
+    assert isinstance(lim.try_acquire(), Permit)
+    clock.now += 10.0
+    assert lim.try_acquire() == pytest.approx(0.25)
+    clock.now += 0.25
+    assert isinstance(lim.try_acquire(), Permit)
+    with pytest.raises(ValueError, match="margin"):
+        RateLimiter(rpm=6, margin=-1)
+
+
 def test_limiter_is_shared_safely_by_threads() -> None:
     # Real clock, short window: 5 requests per 0.2 s, asked by 6 threads at once.
     lim = RateLimiter(rpm=1500, window=0.2)
@@ -393,3 +405,11 @@ def test_the_limiter_counts_every_request_with_its_real_tokens(tmp_path: Path) -
     # the refused request charged none.
     assert lim.usage() == (6, 50)
     assert lim.pauses == 1
+
+
+def test_cli_workers_without_ray_is_a_usage_error(tmp_path: Path) -> None:
+    write_inputs(tmp_path / "in.jsonl", ["a"])
+    res = CliRunner().invoke(main, ["batch", str(tmp_path / "in.jsonl"), "--model", MODEL, "--output",
+                                    str(tmp_path / "out.jsonl"), "--workers", "2"])
+    assert res.exit_code == 2 and "--workers is for --ray" in res.output
+    assert not (tmp_path / "out.jsonl").exists()

@@ -68,9 +68,12 @@ class RateLimiter:
 
     ``None`` means no cap. ``window`` is the sliding window in seconds (default 10; raised to
     ``60 / rpm`` when that is longer, so a window admits at least one request); the requests a
-    window admits are ``rpm * window / 60`` rounded down. ``clock`` returns
-    seconds (default ``time.monotonic``). Raises :class:`ValueError` for a cap below 1 or a
-    window not above 0.
+    window admits are ``rpm * window / 60`` rounded down. ``margin`` (seconds, default 0) keeps each
+    admitted request counted that much longer than the window: the provider counts a request when it
+    arrives, and when the time from admission to arrival varies (another process, a network hop) a
+    request admitted just as the window frees up can arrive inside the same provider-side window as
+    one that was slow to arrive. ``clock`` returns seconds (default ``time.monotonic``). Raises
+    :class:`ValueError` for a cap below 1, a window not above 0 or a negative margin.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class RateLimiter:
         tpm: float | None = None,
         *,
         window: float = DEFAULT_WINDOW,
+        margin: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         for name, cap in (("rpm", rpm), ("tpm", tpm)):
@@ -86,6 +90,8 @@ class RateLimiter:
                 raise ValueError(f"{name} must be at least 1, got {cap}")
         if window <= 0:
             raise ValueError(f"window must be above 0 seconds, got {window}")
+        if margin < 0:
+            raise ValueError(f"margin must be at least 0 seconds, got {margin}")
         self.request_cap: int | None = None
         if rpm is not None:
             window = max(window, 60.0 / rpm)
@@ -95,6 +101,8 @@ class RateLimiter:
         self.rpm = rpm
         self.tpm = tpm
         self.window = window
+        self.margin = margin
+        self._span = window + margin  # how long an entry stays in the log
         self.token_cap = None if tpm is None else tpm * window / 60.0
         self._clock = clock
         self._log: collections.deque[Permit] = collections.deque()
@@ -105,7 +113,7 @@ class RateLimiter:
         """How many times :meth:`pause` was called (429 responses seen)."""
 
     def _expire(self, now: float) -> None:
-        while self._log and self._log[0].time <= now - self.window:
+        while self._log and self._log[0].time <= now - self._span:
             self._tokens -= self._log.popleft().tokens
 
     def try_acquire(self, tokens: int = 0) -> Permit | float:
@@ -123,7 +131,7 @@ class RateLimiter:
         if self.request_cap is not None and len(self._log) + 1 > self.request_cap:
             # The oldest entries must leave the window until one more request fits.
             k = len(self._log) + 1 - self.request_cap
-            wait = self._log[k - 1].time + self.window - now
+            wait = self._log[k - 1].time + self._span - now
         if self.token_cap is not None and self._log and self._tokens + tokens > self.token_cap:
             excess, t = self._tokens + tokens - self.token_cap, now
             for p in self._log:
@@ -131,7 +139,7 @@ class RateLimiter:
                 t = p.time
                 if excess <= 0:
                     break
-            wait = max(wait, t + self.window - now)
+            wait = max(wait, t + self._span - now)
         if wait > 0:
             return wait
         permit = Permit(now, tokens)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
-from typing import IO
+from typing import IO, Any
 
 import click
 from rich.console import Console
@@ -23,7 +24,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from .._batch import BatchResult, batch
+from .._batch import BatchResult, BatchRun, batch
 from .._batch_file import BatchInputError, read_inputs
 from .chat import EXIT_INTERRUPTED, load_tool
 
@@ -89,6 +90,16 @@ class _Display:
         print(self.tally.line(), file=self.stream, flush=True)
 
 
+def _ray_batch() -> Callable[..., BatchRun]:
+    """``hookstream_ray.batch``, imported only for ``--ray`` (the plugin brings Ray, a large import)."""
+    try:
+        from hookstream_ray.batch import batch as ray_batch
+    except ImportError as exc:
+        raise click.UsageError(f"--ray needs the hookstream-ray plugin and Ray ({exc}): "
+                               "hookstream install 'hookstream-ray[ray]'") from None
+    return ray_batch
+
+
 @click.command("batch")
 @click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(exists=True, dir_okay=False))
 @click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
@@ -106,6 +117,12 @@ class _Display:
 @click.option("--tool", "tool_specs", multiple=True, help="A tool as MODULE:FUNC (repeatable).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first chat that ends with an error (exit 1).")
 @click.option("--fsync", is_flag=True, help="Flush each output line to disk (survives power loss, slower).")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
+              help="Run the chats on a Ray cluster (hookstream-ray): ADDRESS, else RAY_ADDRESS, else a local one. "
+                   "Put it after INPUT.jsonl when giving no ADDRESS.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="With --ray: worker processes (default: one per CPU of the cluster); "
+                   "--concurrency is split among them.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: on a terminal only; plain lines otherwise).")
 def command(
@@ -122,6 +139,8 @@ def command(
     tool_specs: tuple[str, ...],
     fail_fast: bool,
     fsync: bool,
+    ray_address: str | None,
+    workers: int | None,
     progress: bool | None,
 ) -> None:
     """Run one chat per line of INPUT.jsonl ({"id", "prompt"} or {"id", "messages"}) and append
@@ -136,16 +155,28 @@ def command(
     except (OSError, UnicodeDecodeError) as exc:
         raise click.UsageError(f"cannot read {input_path}: {exc}") from None
     tools = [load_tool(s) for s in tool_specs]
+    if workers is not None and ray_address is None:
+        raise click.UsageError("--workers is for --ray (threads: --concurrency)")
+    options: dict[str, Any] = {
+        "output": output_path, "base_url": base_url, "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
+        "max_steps": max_steps, "max_tokens": max_tokens, "system": system, "tools": tools,
+        "fail_fast": fail_fast, "fsync": fsync}
     try:
-        run = batch(inputs, model, output=output_path, base_url=base_url, concurrency=concurrency, rpm=rpm,
-                    tpm=tpm, max_steps=max_steps, max_tokens=max_tokens, system=system, tools=tools,
-                    fail_fast=fail_fast, fsync=fsync)
+        if ray_address is None:
+            run = batch(inputs, model, **options)
+        else:
+            run = _ray_batch()(inputs, model, address=ray_address or None, workers=workers, **options)
     except BatchInputError as exc:
         raise click.UsageError(f"{output_path}: {exc.message}") from None
+    except ConnectionError as exc:  # ray.init could not reach the cluster (before OSError: a subclass)
+        raise click.ClickException(f"cannot reach the Ray cluster: {exc}") from None
     except OSError as exc:
         raise click.UsageError(f"cannot open {output_path}: {exc.strerror or exc}") from None
     except (ValueError, LookupError) as exc:
         raise click.UsageError(str(exc)) from None
+    if ray_address is not None:
+        nodes = getattr(run.runner, "nodes", [])
+        click.echo(f"ray: {len(nodes)} worker processes on {len(set(nodes))} nodes", err=True)
     pending = sum(1 for i in inputs if i.id not in run.done_ids)
     if len(inputs) > pending:
         click.echo(f"resuming: {len(inputs) - pending} of {len(inputs)} ids already in {output_path}", err=True)
