@@ -1,8 +1,9 @@
 """Batch throughput: ``hookstream.batch()`` runs N chats against a simulated provider with a real
 provider's pace, at several ``concurrency`` levels (threads).
 
-``python benchmarks/bench_batch.py [--chats 10000] [--levels 1,8,32,128] [--ttft 200] [--deltas 20]
-[--gap 10] [--max-chats-per-thread 0] [--rpm N] [--json PATH]``
+``python benchmarks/bench_batch.py [--chats 10000] [--levels 1,8,32,128] [--ray-workers 1,2,4]
+[--ray-concurrency 128] [--ttft 200] [--deltas 20] [--gap 10] [--max-chats-per-thread 0] [--rpm N]
+[--json PATH]``
 
 The provider is ``sse_server.py`` in its own process on 127.0.0.1 (scenario
 ``openai-latency-<ttft>-<deltas>-<gap>``: the first delta after ``ttft`` ms, then one every ``gap`` ms,
@@ -14,6 +15,13 @@ and the most requests sent inside any 10-second window (the limiter's admission 
 ``--rpm`` at most ``rpm / 6``). Levels whose ``chats``
 would take too long at low concurrency can be capped with ``--max-chats-per-thread`` (then fewer
 chats run at that level, and the row says how many).
+
+``--ray-workers 1,2,4`` adds rows for ``batch --ray`` (``hookstream_ray.batch``) with that many worker
+processes and ``--ray-concurrency`` chats at once in all, on a Ray cluster the benchmark starts on this
+machine (one node, loopback, stopped at the end). Their CPU figure is the CPU time of this process and
+every process it started except the server (psutil): the driver, the worker processes (their start-up
+included) and Ray's own daemons (raylet, GCS), which is what running on Ray costs; for the thread rows
+it is this process's CPU time as before.
 """
 
 from __future__ import annotations
@@ -98,6 +106,57 @@ def run_level(url: str, scenario: str, chats: int, concurrency: int, out: Path, 
             "max_per_10s": most}
 
 
+def tree_cpu_seconds(exclude: int) -> float:
+    """User + system CPU seconds of this process and all its descendants except the process ``exclude``
+    (the server) so far; the Ray cluster's processes are descendants, since the benchmark starts it."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me, *me.children(recursive=True)]:
+        if proc.pid == exclude:
+            continue
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:  # exited meanwhile
+            continue
+        total += t.user + t.system
+    return total
+
+
+def start_ray() -> None:
+    """A one-node Ray cluster on loopback for the ``--ray-workers`` rows."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a token another Ray user left must not switch it on
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import ray
+
+    ray.init(address="local", num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
+             _node_ip_address="127.0.0.1")
+
+
+def run_ray_level(url: str, scenario: str, chats: int, concurrency: int, workers: int, out: Path,
+                  server_pid: int) -> dict[str, Any]:
+    from hookstream_ray.batch import batch as ray_batch
+
+    inputs = [{"id": f"c{i:05d}", "prompt": f"item {i}"} for i in range(chats)]
+    cpu0, t0 = tree_cpu_seconds(server_pid), time.perf_counter()
+    run = ray_batch(inputs, "openai:bench", base_url=f"{url}/{scenario}/v1", api_key="sk-bench", output=out,
+                    concurrency=concurrency, workers=workers)
+    done = errors = tokens = 0
+    cpu = wall = 0.0
+    for r in run:
+        done += 1
+        errors += r.error is not None
+        tokens += r.total_tokens
+        if done == chats:  # before the batch closes and its worker processes (and their CPU times) go
+            wall, cpu = time.perf_counter() - t0, tree_cpu_seconds(server_pid) - cpu0
+    lines = out.read_bytes().count(b"\n")
+    return {"ray_workers": workers, "concurrency": concurrency, "chats": chats, "done": done, "lines": lines,
+            "errors": errors, "tokens": tokens, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "chats_per_s": round(done / wall, 1), "cpu_ms_per_chat": round(1000 * cpu / max(done, 1), 2),
+            "max_per_10s": None}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chats", type=int, default=10_000)
@@ -107,20 +166,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gap", type=int, default=10, help="ms between deltas")
     parser.add_argument("--max-chats-per-thread", type=int, default=0,
                         help="cap chats at concurrency * this (0: no cap), for the slow low levels")
-    parser.add_argument("--rpm", type=int, default=None, help="a requests-per-minute cap for every level")
+    parser.add_argument("--rpm", type=int, default=None, help="a requests-per-minute cap for every thread level")
+    parser.add_argument("--ray-workers", default="", help="Ray worker-process counts, comma-separated (e.g. 1,2,4)")
+    parser.add_argument("--ray-concurrency", type=int, default=128, help="chats at once in all, for the Ray rows")
     parser.add_argument("--json", default=None, help="write the rows here as JSON")
     args = parser.parse_args(argv)
-    levels = [int(x) for x in args.levels.split(",")]
+    levels = [int(x) for x in args.levels.split(",") if x]
+    ray_levels = [int(x) for x in args.ray_workers.split(",") if x]
     scenario = f"openai-latency-{args.ttft}-{args.deltas}-{args.gap}"
     latency = (args.ttft + (args.deltas - 1) * args.gap) / 1000
     plan = [(c, min(args.chats, c * args.max_chats_per_thread) if args.max_chats_per_thread else args.chats)
             for c in levels]
-    server = Server(sum(n for _, n in plan) + 10)
+    server = Server(sum(n for _, n in plan) + args.chats * len(ray_levels) + 10)
     rows = []
     print(f"# hookstream batch: {platform.python_version()}, {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.2f}; scenario {scenario} (one chat >= {latency * 1000:.0f} ms); "
           "server in its own process")
-    print(f"{'threads':>8} {'chats':>7} {'wall s':>8} {'chats/s':>9} {'ideal/s':>9} {'of ideal':>9} "
+    print(f"{'threads':>12} {'chats':>7} {'wall s':>8} {'chats/s':>9} {'ideal/s':>9} {'of ideal':>9} "
           f"{'CPU s':>7} {'CPU ms/chat':>12} {'errors':>7} {'max/10 s':>9}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -132,10 +194,24 @@ def main(argv: list[str]) -> int:
                     row["ideal_chats_per_s"] = min(row["ideal_chats_per_s"], round(args.rpm / 60, 1))
                 row["of_ideal"] = round(row["chats_per_s"] / row["ideal_chats_per_s"], 3)
                 rows.append(row)
-                print(f"{concurrency:>8} {chats:>7} {row['wall_s']:>8} {row['chats_per_s']:>9} "
+                print(f"{concurrency:>12} {chats:>7} {row['wall_s']:>8} {row['chats_per_s']:>9} "
                       f"{row['ideal_chats_per_s']:>9} {row['of_ideal']:>9.0%} {row['cpu_s']:>7} "
                       f"{row['cpu_ms_per_chat']:>12} {row['errors']:>7} {row['max_per_10s']:>9}", flush=True)
                 assert row["lines"] == chats == row["done"], row
+            if ray_levels:
+                start_ray()
+            for workers in ray_levels:
+                c = args.ray_concurrency
+                row = run_ray_level(server.url, scenario, args.chats, c, workers,
+                                    Path(tmp) / f"out-ray-{workers}.jsonl", server.proc.pid)
+                row["ideal_chats_per_s"] = round(c / latency, 1)
+                row["of_ideal"] = round(row["chats_per_s"] / row["ideal_chats_per_s"], 3)
+                rows.append(row)
+                label = f"{c} ray x{workers}"
+                print(f"{label:>12} {args.chats:>7} {row['wall_s']:>8} {row['chats_per_s']:>9} "
+                      f"{row['ideal_chats_per_s']:>9} {row['of_ideal']:>9.0%} {row['cpu_s']:>7} "
+                      f"{row['cpu_ms_per_chat']:>12} {row['errors']:>7} {'-':>9}", flush=True)
+                assert row["lines"] == args.chats == row["done"], row
     finally:
         server.close()
     if args.json:
