@@ -82,10 +82,19 @@ def _kill(pids: set[int]) -> None:
         time.sleep(1.0)
 
 
+_running: list[str] = []  # the address of the cluster this session started, while it runs
+
+
 @pytest.fixture(scope="session", name="ray_cluster")
 def ray_cluster_fixture() -> Iterator[str]:
-    """Start the cluster; yield its address (``127.0.0.1:PORT``), with ``RAY_ADDRESS`` set to it."""
+    """Start the cluster; yield its address (``127.0.0.1:PORT``), with ``RAY_ADDRESS`` set to it.
+
+    Every test module that imports this fixture gets its own copy of it (pytest keys fixtures by the
+    module that defines them), so the first copy starts the cluster and the others reuse it."""
     _require_ray()
+    if _running:
+        yield _running[0]
+        return
     import ray
 
     temp_dir = tempfile.mkdtemp(prefix="hsray-", dir="/tmp")  # short: Ray's socket paths have a length limit
@@ -120,8 +129,10 @@ def ray_cluster_fixture() -> Iterator[str]:
             time.sleep(0.2)
         # The executor under test joins by itself, from RAY_ADDRESS.
         ray.shutdown()
+        _running.append(address)
         yield address
     finally:
+        _running.clear()
         if ray.is_initialized():
             ray.shutdown()
         _kill(_started_by(temp_dir))
