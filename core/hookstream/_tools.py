@@ -33,9 +33,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, get_args, get_origin
 
 import attrs
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 
 from ._errors import ToolDefinitionError
 from ._messages import FilePart, Message, ToolCallPart, ToolResultPart
@@ -355,6 +352,11 @@ def validate_input(t: Tool, arguments: dict[str, Any] | None) -> str | None:
     """
     if arguments is None:
         return "the arguments are not a JSON object"
+    # Imported on the first validation: jsonschema (with referencing and its format checkers) is most of
+    # this module's import time, paid otherwise by every process that merely loads a tool executor plugin.
+    import jsonschema.exceptions
+    import jsonschema.validators
+
     schema = t.parameters or {}
     try:
         cls = jsonschema.validators.validator_for(schema)
