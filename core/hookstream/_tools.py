@@ -38,7 +38,6 @@ from ._errors import ToolDefinitionError
 from ._messages import FilePart, Message, ToolCallPart, ToolResultPart
 from ._observe import current
 from ._provider import ToolSpec
-from ._tool_args import structure
 from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for
 
 __all__ = [
@@ -307,6 +306,10 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
         problem = validate_input(t, call.arguments)
         if problem:
             return error(f"Error: invalid input for {call.name!r}: {problem}")
+    # Imported by the first tool call: cattrs and the converter's hooks were most of this module's import,
+    # which every process loading a tool executor plugin paid (hookstream replay included).
+    from ._tool_args import structure
+
     kwargs = dict(call.arguments)
     problems: list[str] = []
     for param, annotation in t.argument_types.items():
