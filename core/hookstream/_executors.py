@@ -25,19 +25,21 @@ from __future__ import annotations
 
 import contextvars
 import importlib
-import multiprocessing
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from ._messages import Message, ToolCallPart, ToolResultPart
 from ._observe import current
 from ._tools import CancellationToken, Tool, ToolContext, _read_function, run_tool, run_tool_guarded
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = [
     "BoundedExecutor",
@@ -309,6 +311,11 @@ class ProcessExecutor:
         wire = req.for_wire()
         limit = req.remaining()
         deadline = None if limit is None else time.monotonic() + limit
+        # Imported here: multiprocessing and the process pool are only for this executor, and every process
+        # that loads a tool executor plugin imports this module (hookstream replay included).
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(self.start_method))
         try:
             future: Future[ToolResultPart] = pool.submit(run_request, wire)

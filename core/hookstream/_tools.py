@@ -33,15 +33,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, get_args, get_origin
 
 import attrs
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 
 from ._errors import ToolDefinitionError
 from ._messages import FilePart, Message, ToolCallPart, ToolResultPart
 from ._observe import current
 from ._provider import ToolSpec
-from ._tool_args import structure
 from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for
 
 __all__ = [
@@ -310,6 +306,10 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolRe
         problem = validate_input(t, call.arguments)
         if problem:
             return error(f"Error: invalid input for {call.name!r}: {problem}")
+    # Imported by the first tool call: cattrs and the converter's hooks were most of this module's import,
+    # which every process loading a tool executor plugin paid (hookstream replay included).
+    from ._tool_args import structure
+
     kwargs = dict(call.arguments)
     problems: list[str] = []
     for param, annotation in t.argument_types.items():
@@ -355,6 +355,11 @@ def validate_input(t: Tool, arguments: dict[str, Any] | None) -> str | None:
     """
     if arguments is None:
         return "the arguments are not a JSON object"
+    # Imported on the first validation: jsonschema (with referencing and its format checkers) is most of
+    # this module's import time, paid otherwise by every process that merely loads a tool executor plugin.
+    import jsonschema.exceptions
+    import jsonschema.validators
+
     schema = t.parameters or {}
     try:
         cls = jsonschema.validators.validator_for(schema)

@@ -153,7 +153,7 @@ class _Block:
     """One content block by its stream ``index``."""
 
     __slots__ = (
-        "args_seen", "chunks", "citations", "data", "id", "kind", "open", "signature", "start_input",
+        "args_seen", "citations", "data", "id", "kind", "open", "raw", "signature", "start_input",
         "text_seen", "text_start",
     )
 
@@ -166,9 +166,18 @@ class _Block:
         self.text_seen = False
         self.args_seen = False
         self.start_input: Any = None
-        self.chunks: list[str] = []  # tool input fragments
+        self.raw = ""  # the input JSON text so far (input_json_delta fragments)
         self.citations: list[dict[str, Any]] = []  # citations_delta of a text block, sourced at its stop
         self.text_start = 0  # offset of the block's text in the step's text
+
+    def add(self, fragment: str) -> None:
+        # One string grown in place, not a list of fragments joined at the stop: with the attribute cleared
+        # this frame holds the only reference, so CPython resizes it instead of copying, and no fragment
+        # (an object header of about 50 bytes each, several times the text in small deltas) is kept.
+        raw = self.raw
+        self.raw = ""
+        raw += fragment
+        self.raw = raw
 
 
 class MessageStreamParser:
@@ -347,7 +356,7 @@ class MessageStreamParser:
             part = delta.get("partial_json")
             if not isinstance(part, str) or not part:
                 return []
-            block.chunks.append(part)
+            block.add(part)
             if block.kind == "tool_use":
                 block.args_seen = True
                 return self.builder.tool_args(block.id, part)
@@ -387,14 +396,15 @@ class MessageStreamParser:
             start = block.start_input
             # Deltas win; a block that streamed none keeps the input it started with ({} normally).
             if block.args_seen:
-                given = parse_arguments("".join(block.chunks))
+                raw, block.raw = block.raw, ""  # freed once parsed: the consumers keep their own text
+                given = parse_arguments(raw)
             else:
                 given = start if isinstance(start, dict) else {}
             return self.builder.tool_end(block.id, input=given)
         value = dict(block.data)
         sent = dict(block.data)
-        if block.chunks:
-            raw = "".join(block.chunks)
+        if block.raw:
+            raw, block.raw = block.raw, ""
             try:
                 value["input"] = sent["input"] = json.loads(raw)
             except ValueError:

@@ -281,8 +281,17 @@ class _ToolSlot:
         self.id: str | None = None
         self.name: str | None = None
         self.pending: list[str] = []  # argument text that arrived before the name
-        self.args: list[str] = []  # every argument delta, joined once at the end for TOOL_CALL_END.input
+        self.args = ""  # the argument text so far, parsed once at the end for TOOL_CALL_END.input
         self.started = False
+
+    def add(self, delta: str) -> None:
+        # One string grown in place, not a list of deltas: with the attribute cleared this frame holds
+        # the only reference, so CPython resizes it instead of copying, and no joined copy is made at the
+        # end (a list costs an object header per delta plus the joined text beside it).
+        args = self.args
+        self.args = ""
+        args += delta
+        self.args = args
 
 
 class _ChatParse:
@@ -338,7 +347,8 @@ class _ChatParse:
         out: list[BaseEvent] = []
         for slot in self.slots.values():
             if slot.started and slot.id is not None and slot.id in self.b.open_tools:
-                out.extend(self.b.tool_end(slot.id, input=parse_arguments("".join(slot.args))))
+                args, slot.args = slot.args, ""  # freed once parsed: the consumers keep their own text
+                out.extend(self.b.tool_end(slot.id, input=parse_arguments(args)))
         return out
 
     def tool_deltas(self, deltas: list[Any]) -> list[BaseEvent]:
@@ -372,7 +382,7 @@ class _ChatParse:
                     # Some compatible servers send the arguments as an object.
                     args = json.dumps(args, ensure_ascii=False)
             if args:
-                slot.args.append(args)
+                slot.add(args)
             if slot.started:
                 if args and slot.id is not None:  # a started slot always has its id
                     out.append(ToolCallArgs(slot.id, args))
