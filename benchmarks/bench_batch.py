@@ -106,13 +106,14 @@ def run_level(url: str, scenario: str, chats: int, concurrency: int, out: Path, 
             "max_per_10s": most}
 
 
-def tree_cpu_seconds(exclude: int) -> float:
-    """User + system CPU seconds of this process and all its descendants except the process ``exclude``
-    (the server) so far; the Ray cluster's processes are descendants, since the benchmark starts it."""
+def tree_cpu(exclude: int) -> dict[int, float]:
+    """User + system CPU seconds so far of this process and each of its descendants except the process
+    ``exclude`` (the server), by pid; the Ray cluster's processes are descendants, since the benchmark
+    starts it."""
     import psutil
 
     me = psutil.Process()
-    total = 0.0
+    out: dict[int, float] = {}
     for proc in [me, *me.children(recursive=True)]:
         if proc.pid == exclude:
             continue
@@ -120,8 +121,15 @@ def tree_cpu_seconds(exclude: int) -> float:
             t = proc.cpu_times()
         except psutil.Error:  # exited meanwhile
             continue
-        total += t.user + t.system
-    return total
+        out[proc.pid] = t.user + t.system
+    return out
+
+
+def cpu_since(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds spent between two :func:`tree_cpu` snapshots by the processes alive at the second
+    (a process that exited in between, such as a previous level's worker, is not counted at all: its
+    whole time would otherwise be subtracted)."""
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
 def start_ray() -> None:
@@ -139,7 +147,7 @@ def run_ray_level(url: str, scenario: str, chats: int, concurrency: int, workers
     from hookstream_ray.batch import batch as ray_batch
 
     inputs = [{"id": f"c{i:05d}", "prompt": f"item {i}"} for i in range(chats)]
-    cpu0, t0 = tree_cpu_seconds(server_pid), time.perf_counter()
+    cpu0, t0 = tree_cpu(server_pid), time.perf_counter()
     run = ray_batch(inputs, "openai:bench", base_url=f"{url}/{scenario}/v1", api_key="sk-bench", output=out,
                     concurrency=concurrency, workers=workers)
     done = errors = tokens = 0
@@ -149,7 +157,7 @@ def run_ray_level(url: str, scenario: str, chats: int, concurrency: int, workers
         errors += r.error is not None
         tokens += r.total_tokens
         if done == chats:  # before the batch closes and its worker processes (and their CPU times) go
-            wall, cpu = time.perf_counter() - t0, tree_cpu_seconds(server_pid) - cpu0
+            wall, cpu = time.perf_counter() - t0, cpu_since(cpu0, tree_cpu(server_pid))
     lines = out.read_bytes().count(b"\n")
     return {"ray_workers": workers, "concurrency": concurrency, "chats": chats, "done": done, "lines": lines,
             "errors": errors, "tokens": tokens, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),

@@ -163,7 +163,8 @@ def test_the_rate_limit_holds_across_worker_processes_over_every_10_second_windo
     assert max_in_window(arrivals, 10.0) == 40
 
 
-def test_a_429_pauses_every_worker_process(ray_cluster: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("rpm", [None, 100_000], ids=["no-caps", "caps"])
+def test_a_429_pauses_every_worker_process(ray_cluster: str, tmp_path: Path, rpm: int | None) -> None:
     stamps: list[tuple[int, float]] = []
 
     def stamp(index: int, req: CapturedRequest) -> None:
@@ -172,18 +173,25 @@ def test_a_429_pauses_every_worker_process(ray_cluster: str, tmp_path: Path) -> 
 
     refused = Response(b'{"error": {"message": "slow down", "type": "rate_limit_exceeded"}}', status=429,
                        headers={"Retry-After": "2"}, content_type="application/json")
-    inputs = [{"id": f"p{i}", "prompt": f"item p{i}"} for i in range(12)]
-    with LoopbackServer([refused, Response(pieces=text_pieces("ok"))], check=stamp) as srv:
-        run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=4, workers=2,
+    inputs = [{"id": f"p{i}", "prompt": f"item p{i}"} for i in range(40)]
+    with LoopbackServer([refused, Response(pieces=text_pieces("ok"), delay=0.01)], check=stamp) as srv:
+        run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=4, workers=2, rpm=rpm,
                         init_options=INIT)
         results = list(run)
-    assert all(r.error is None for r in results) and len(results) == 12
+    assert all(r.error is None for r in results) and len(results) == 40
     assert run.limiter.pauses == 1
-    assert len(stamps) == 13  # 12 chats and the one retry
-    # Requests admitted after the 429 reached the limiter waited for Retry-After; only the other
-    # three chats' requests already on their way could arrive within those 2 seconds.
+    assert len(stamps) == 41  # 40 chats and the one retry
     t429 = dict(stamps)[0]
-    assert sum(1 for i, t in stamps if i > 0 and t < t429 + 2.0) <= 3
+    after = [t for i, t in stamps if i > 0 and t429 < t < t429 + 2.0]
+    if rpm is not None:
+        # Every request asks the limiter actor, which paused at once: only the other three chats'
+        # requests already on their way arrive within the Retry-After.
+        assert len(after) <= 3
+    else:
+        # Without caps no request asks the actor; the pause reaches the workers in an actor call or
+        # two (milliseconds; half a second allowed here), and then nothing is sent until it ends.
+        assert not [t for t in after if t > t429 + 0.5]
+    assert any(t >= t429 + 2.0 for _, t in stamps), "the batch went on after the pause"
 
 
 def test_a_killed_driver_resumes_with_every_id_once_and_no_repeated_requests(

@@ -9,11 +9,13 @@ time to a worker actor (``workers`` of them, ``scheduling_strategy="SPREAD"``), 
 :class:`hookstream.plugin.ChatRunner` on one of its threads and returns the
 :class:`~hookstream.BatchResult`.
 
-Rate limits across processes: every HTTP request of every worker first asks the limiter actor (a
-:class:`~hookstream.RateLimiter` in one process, so its sliding window sees every request of the
-cluster) for a permit; a 429 pauses the limiter, so every worker waits out its ``Retry-After``. A
-permit is asked for with one actor call (a loopback round trip on one machine, a network one across
-machines), so the limiter actor, not the provider, bounds requests per second at very high rates.
+Rate limits across processes: with ``rpm`` or ``tpm``, every HTTP request of every worker first asks
+the limiter actor (a :class:`~hookstream.RateLimiter` in one process, so its sliding window sees every
+request of the cluster) for a permit, one actor call (a loopback round trip on one machine, a network
+one across machines), so at very high rates the limiter actor, not the provider, bounds requests per
+second; token counts are settled with one more call when ``tpm`` is set. A 429 in any worker pauses
+the limiter, which passes the pause on to every worker, so all of them wait out its ``Retry-After``;
+without caps that is all the limiter does, and requests cost no actor call.
 
 API key: taken from ``api_key`` or the driver's environment (the provider's variable, such as
 ``OPENAI_API_KEY``), and handed to the worker actors as a constructor argument in a wrapper whose
@@ -36,6 +38,7 @@ import math
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +95,11 @@ class LimiterActor:
         self._limiter = RateLimiter(rpm, tpm, window=window, margin=margin)
         self._permits: dict[int, Permit] = {}
         self._ids = itertools.count(1)
+        self._workers: list[Any] = []
+
+    def add_workers(self, workers: list[Any]) -> None:
+        """The worker actors a 429's pause is passed on to."""
+        self._workers.extend(workers)
 
     def try_acquire(self, tokens: int) -> tuple[int | None, float]:
         """``(permit number, 0)`` when admitted, else ``(None, seconds to wait)``."""
@@ -118,6 +126,8 @@ class LimiterActor:
 
     def pause(self, seconds: float) -> None:
         self._limiter.pause(seconds)
+        for worker in self._workers:  # workers without caps do not ask per request: tell them
+            worker.note_pause.remote(seconds)
 
     def stats(self) -> tuple[int, int, int]:
         """``(pauses, requests in the window, tokens in the window)``."""
@@ -135,6 +145,7 @@ class RemoteLimiter:
     def __init__(self, actor: Any, rpm: float | None, tpm: float | None) -> None:
         self._actor, self.rpm, self.tpm = actor, rpm, tpm
         self._final: tuple[int, int, int] | None = None
+        self._paused_until = 0.0  # time.monotonic() of this process
 
     @property
     def actor(self) -> Any:
@@ -159,24 +170,44 @@ class RemoteLimiter:
         return (RemoteLimiter, (self._actor, self.rpm, self.tpm))
 
     def acquire(self, tokens: int = 0, *, cancelled: threading.Event | None = None) -> int | None:
-        """Block until the limiter admits a request of ``tokens`` estimated tokens: its permit number
-        (``None`` when ``cancelled`` was set while waiting)."""
+        """Block until a request of ``tokens`` estimated tokens may be sent: its permit number (0 without
+        caps, when nothing is asked of the actor), or ``None`` when ``cancelled`` was set while waiting.
+
+        Without caps only a 429's pause can hold a request, and the actor passes each pause on to every
+        worker (:meth:`note_pause`), so no request costs an actor call; with caps each one asks."""
+        while (wait := self._paused_until - time.monotonic()) > 0:
+            if self._sleep(wait, cancelled):
+                return None
+        if self.rpm is None and self.tpm is None:
+            return 0
         import ray
 
         while True:
             number, wait = ray.get(self._actor.try_acquire.remote(max(0, tokens)))
             if number is not None:
                 return int(number)
-            if cancelled is None:
-                threading.Event().wait(min(wait, _MAX_WAIT))
-            elif cancelled.wait(min(wait, _MAX_WAIT)):
+            if self._sleep(wait, cancelled):
                 return None
 
+    @staticmethod
+    def _sleep(seconds: float, cancelled: threading.Event | None) -> bool:
+        """Sleep up to ``seconds`` (at most :data:`_MAX_WAIT`); whether ``cancelled`` was set."""
+        if cancelled is None:
+            threading.Event().wait(min(seconds, _MAX_WAIT))
+            return False
+        return cancelled.wait(min(seconds, _MAX_WAIT))
+
     def settle(self, permit: int, tokens: int) -> None:
-        self._actor.settle.remote(permit, tokens)  # no reply needed: later requests see it in order
+        if permit and self.tpm is not None:  # request counts need no settling
+            self._actor.settle.remote(permit, tokens)  # no reply needed: later requests see it in order
 
     def pause(self, seconds: float) -> None:
+        self.note_pause(seconds)
         self._actor.pause.remote(seconds)
+
+    def note_pause(self, seconds: float) -> None:
+        """Hold this process's requests for ``seconds`` from now (a 429 seen by any worker)."""
+        self._paused_until = max(self._paused_until, time.monotonic() + max(0.0, seconds))
 
     @property
     def pauses(self) -> int:
@@ -199,6 +230,7 @@ class ChatWorker:
     def __init__(self, model: str, limiter: RemoteLimiter, base_url: str | None, key: _SealedKey | None,
                  threads: int, first_output_estimate: int, chat_kwargs: dict[str, Any]) -> None:
         api_key = Secret(key.value) if key is not None else None
+        self._limiter = limiter
         self._runner = ChatRunner(model, limiter, base_url=base_url, api_key=api_key, pool_size=threads,
                                   first_output_estimate=first_output_estimate, chat_kwargs=chat_kwargs)
 
@@ -213,6 +245,9 @@ class ChatWorker:
 
     def stop(self) -> None:
         self._runner.stop()
+
+    def note_pause(self, seconds: float) -> None:
+        self._limiter.note_pause(seconds)
 
     def close(self) -> None:
         self._runner.close()
@@ -407,6 +442,7 @@ def batch(
                                                                     max_tokens or 256, kwargs)
                 for i in range(workers)]
         actors.extend(pool)
+        limiter_actor.add_workers.remote(pool)
         runner = RayBatchRunner(pool, owns_ray, limiter)
     except BaseException:
         for actor in actors:
