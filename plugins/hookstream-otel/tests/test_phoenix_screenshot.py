@@ -4,8 +4,9 @@ Phoenix (phoenix_kit.py) is started on 127.0.0.1 and receives the trace of ``hoo
 ``tests/e2e/phoenix_trace.mjs`` (Debian's ``/usr/bin/chromium`` through ``playwright-core``, as the
 browser end-to-end test drives it) opens Phoenix's page for that trace, waits until the span tree shows
 every span name, and takes a screenshot. The test checks the page showed the names as text and that
-the screenshot is a whole PNG of the viewport's size, then writes it to
-``docs/_static/otel-demo-trace.png``, the image docs/observability.md shows (so a run refreshes it).
+the screenshot is a whole PNG of the viewport's size. With ``HOOKSTREAM_UPDATE_DOCS=1`` it then writes it
+to ``docs/_static/otel-demo-trace.png``, the image docs/observability.md shows; otherwise a test run
+leaves the checkout as it found it.
 
 Needs Phoenix (``scripts/install-otel-backend``), Chromium, Node and ``tests/e2e/node_modules``
 (``scripts/install-browser-deps``): a missing one skips with the reason, and fails when CI is set.
@@ -89,5 +90,6 @@ def test_the_demo_trace_as_phoenix_draws_it(tmp_path: Path) -> None:
     # Sensible size: a drawn page compresses to tens of kilobytes; a blank one to a few.
     assert 30_000 < len(data) < 5_000_000, len(data)
     assert len(set(pixels[:: 97])) > 16, "the screenshot is nearly one colour"
-    DOCS_IMAGE.parent.mkdir(exist_ok=True)
-    shutil.copyfile(shot, DOCS_IMAGE)
+    if os.environ.get("HOOKSTREAM_UPDATE_DOCS") == "1":
+        DOCS_IMAGE.parent.mkdir(exist_ok=True)
+        shutil.copyfile(shot, DOCS_IMAGE)
