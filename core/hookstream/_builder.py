@@ -53,6 +53,7 @@ class StreamBuilder:
 
     # A dict so autodoc documents each public attribute (docs/hooks.rst lists every member).
     __slots__ = {
+        "_arguments": "",
         "_reasoning_id": "",
         "_text_id": "",
         "closed": "Whether :meth:`finish` or :meth:`error` ran (the stream is over for this builder).",
@@ -68,6 +69,7 @@ class StreamBuilder:
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
         self.open_tools: dict[str, str] = {}  # id -> name, in start order
+        self._arguments: dict[str, str] = {}  # id -> argument text streamed so far, for open calls
         self.started_tools: set[str] = set()
         self.closed = False
 
@@ -148,10 +150,22 @@ class StreamBuilder:
 
     def tool_args(self, tool_call_id: str, delta: str) -> list[BaseEvent]:
         """``TOOL_CALL_ARGS`` with the next piece of the call's arguments (JSON text, split anywhere);
-        nothing for an empty delta or a call that is not open."""
+        nothing for an empty delta or a call that is not open. The text is kept until :meth:`tool_end`
+        (:meth:`tool_arguments`)."""
         if not delta or tool_call_id not in self.open_tools:
             return []
+        # One string grown in place, not a list of deltas: with the entry popped this frame holds the only
+        # reference, so CPython resizes it instead of copying (a list costs an object header per delta,
+        # several times the text in small deltas, plus a joined copy at the end).
+        text = self._arguments.pop(tool_call_id, "")
+        text += delta
+        self._arguments[tool_call_id] = text
         return [ToolCallArgs(tool_call_id, delta)]
+
+    def tool_arguments(self, tool_call_id: str) -> str:
+        """The argument text :meth:`tool_args` sent for the open call ``tool_call_id`` so far (``""`` for
+        none), e.g. to parse it for ``tool_end(input=...)``; dropped when the call ends."""
+        return self._arguments.get(tool_call_id, "")
 
     def tool_end(
         self, tool_call_id: str, *, input: Any = None, metadata: dict[str, Any] | None = None
@@ -162,6 +176,7 @@ class StreamBuilder:
         repeated end is a no-op)."""
         if self.open_tools.pop(tool_call_id, None) is None:
             return []
+        self._arguments.pop(tool_call_id, None)
         return [ToolCallEnd(tool_call_id, input=input, metadata=metadata)]
 
     # -- output beyond text -------------------------------------------------------------------

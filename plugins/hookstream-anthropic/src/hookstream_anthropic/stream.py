@@ -153,7 +153,7 @@ class _Block:
     """One content block by its stream ``index``."""
 
     __slots__ = (
-        "args_seen", "citations", "data", "id", "kind", "open", "raw", "signature", "start_input",
+        "citations", "data", "id", "kind", "open", "raw", "signature", "start_input",
         "text_seen", "text_start",
     )
 
@@ -164,9 +164,8 @@ class _Block:
         self.open = True
         self.signature: str | None = None
         self.text_seen = False
-        self.args_seen = False
         self.start_input: Any = None
-        self.raw = ""  # the input JSON text so far (input_json_delta fragments)
+        self.raw = ""  # a server tool block's input JSON text so far (tool_use text is the builder's)
         self.citations: list[dict[str, Any]] = []  # citations_delta of a text block, sourced at its stop
         self.text_start = 0  # offset of the block's text in the step's text
 
@@ -356,10 +355,9 @@ class MessageStreamParser:
             part = delta.get("partial_json")
             if not isinstance(part, str) or not part:
                 return []
-            block.add(part)
             if block.kind == "tool_use":
-                block.args_seen = True
                 return self.builder.tool_args(block.id, part)
+            block.add(part)  # a server tool's input: sent whole on its CUSTOM event at the stop
             return []
         if dtype == "thinking_delta":
             text = delta.get("thinking")
@@ -394,12 +392,9 @@ class MessageStreamParser:
             return self._end_thinking(block)
         if kind == "tool_use":
             start = block.start_input
+            streamed = self.builder.tool_arguments(block.id)
             # Deltas win; a block that streamed none keeps the input it started with ({} normally).
-            if block.args_seen:
-                raw, block.raw = block.raw, ""  # freed once parsed: the consumers keep their own text
-                given = parse_arguments(raw)
-            else:
-                given = start if isinstance(start, dict) else {}
+            given = parse_arguments(streamed) if streamed else start if isinstance(start, dict) else {}
             return self.builder.tool_end(block.id, input=given)
         value = dict(block.data)
         sent = dict(block.data)

@@ -30,7 +30,6 @@ from hookstream.plugin import (
     SourcePart,
     StreamBuilder,
     TextPart,
-    ToolCallArgs,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -275,23 +274,13 @@ def chat_response_format(output: OutputFormat) -> dict[str, Any]:
 class _ToolSlot:
     """One tool call being assembled from deltas (grouped by ``index``, or by ``id``)."""
 
-    __slots__ = ("args", "id", "name", "pending", "started")
+    __slots__ = ("id", "name", "pending", "started")
 
     def __init__(self) -> None:
         self.id: str | None = None
         self.name: str | None = None
         self.pending: list[str] = []  # argument text that arrived before the name
-        self.args = ""  # the argument text so far, parsed once at the end for TOOL_CALL_END.input
         self.started = False
-
-    def add(self, delta: str) -> None:
-        # One string grown in place, not a list of deltas: with the attribute cleared this frame holds
-        # the only reference, so CPython resizes it instead of copying, and no joined copy is made at the
-        # end (a list costs an object header per delta plus the joined text beside it).
-        args = self.args
-        self.args = ""
-        args += delta
-        self.args = args
 
 
 class _ChatParse:
@@ -347,8 +336,7 @@ class _ChatParse:
         out: list[BaseEvent] = []
         for slot in self.slots.values():
             if slot.started and slot.id is not None and slot.id in self.b.open_tools:
-                args, slot.args = slot.args, ""  # freed once parsed: the consumers keep their own text
-                out.extend(self.b.tool_end(slot.id, input=parse_arguments(args)))
+                out.extend(self.b.tool_end(slot.id, input=parse_arguments(self.b.tool_arguments(slot.id))))
         return out
 
     def tool_deltas(self, deltas: list[Any]) -> list[BaseEvent]:
@@ -381,11 +369,9 @@ class _ChatParse:
                 if args is not None and type(args) is not str:
                     # Some compatible servers send the arguments as an object.
                     args = json.dumps(args, ensure_ascii=False)
-            if args:
-                slot.add(args)
             if slot.started:
                 if args and slot.id is not None:  # a started slot always has its id
-                    out.append(ToolCallArgs(slot.id, args))
+                    out.extend(self.b.tool_args(slot.id, args))
                 continue
             if args:
                 slot.pending.append(args)

@@ -30,7 +30,6 @@ from hookstream.plugin import (
     SourcePart,
     StreamBuilder,
     TextPart,
-    ToolCallArgs,
     ToolCallPart,
     ToolResultPart,
     Usage,
@@ -286,23 +285,6 @@ def responses_text_format(output: OutputFormat) -> dict[str, Any]:
 # -- stream -----------------------------------------------------------------------------------------
 
 
-class _Call:
-    __slots__ = ("call_id", "streamed")
-
-    def __init__(self, call_id: str) -> None:
-        self.call_id = call_id
-        self.streamed = ""  # the argument text the deltas brought so far
-
-    def add(self, delta: str) -> None:
-        # One string grown in place, not a list of deltas joined at the done event: with the attribute
-        # cleared this frame holds the only reference, so CPython resizes it instead of copying, and no
-        # delta (an object header of about 50 bytes each, several times the text in small deltas) is kept.
-        streamed = self.streamed
-        self.streamed = ""
-        streamed += delta
-        self.streamed = streamed
-
-
 def _finish_reason(status: str | None, response: dict[str, Any], tool_calls: bool) -> str:
     if status == "incomplete":
         details = response.get("incomplete_details")
@@ -320,7 +302,7 @@ class _ResponsesParse:
 
     def __init__(self, b: StreamBuilder) -> None:
         self.b = b
-        self.calls: dict[str, _Call] = {}  # item id (fc_...) -> call
+        self.calls: dict[str, str] = {}  # item id (fc_...) -> call id
         self.reasoning_ids: dict[str, str] = {}  # reasoning item id -> REASONING message id
         self.summary_index: dict[str, int] = {}
         self.error: tuple[str, str] | None = None
@@ -398,7 +380,7 @@ class _ResponsesParse:
             name = item.get("name")
             if not name:
                 raise MalformedChunkError(f"function_call item {item_id!r} without a name")
-            self.calls[item_id] = _Call(call_id)
+            self.calls[item_id] = call_id
             out = self.b.tool_start(call_id, name, metadata=self.take_items({"item_id": item_id}))
             args = item.get("arguments")
             if args:
@@ -407,25 +389,24 @@ class _ResponsesParse:
         return []
 
     def args(self, item_id: str, delta: str) -> list[BaseEvent]:
-        call = self.calls.get(item_id)
-        if call is None or not delta:
+        call_id = self.calls.get(item_id)
+        if call_id is None:
             return []
-        call.add(delta)
-        return [ToolCallArgs(call.call_id, delta)]
+        return self.b.tool_args(call_id, delta)
 
     def call_done(self, item_id: str, arguments: Any) -> list[BaseEvent]:
         """End a function call; the complete ``arguments`` of the done event win over the deltas
         (a recording whose deltas were cut still yields the full arguments)."""
-        call = self.calls.pop(item_id, None)
-        if call is None:
+        call_id = self.calls.pop(item_id, None)
+        if call_id is None:
             return []
         out: list[BaseEvent] = []
-        streamed = call.streamed
+        streamed = self.b.tool_arguments(call_id)
         if isinstance(arguments, str):
             if arguments != streamed and arguments.startswith(streamed):
-                out.append(ToolCallArgs(call.call_id, arguments[len(streamed):]))
+                out.extend(self.b.tool_args(call_id, arguments[len(streamed):]))
             streamed = arguments
-        out.extend(self.b.tool_end(call.call_id, input=parse_arguments(streamed)))
+        out.extend(self.b.tool_end(call_id, input=parse_arguments(streamed)))
         return out
 
     def summary_delta(self, ev: dict[str, Any]) -> list[BaseEvent]:
