@@ -183,10 +183,6 @@ class ChatRunner:
                 raise ValueError("rate limits need model as 'PROVIDER:MODEL' (the batch builds the provider's session)")
             self._provider, self._own_provider = model, False
 
-    @property
-    def stopped(self) -> bool:
-        return self._stopped.is_set()
-
     def stop(self) -> None:
         """Start no more chats and cancel those in flight (their :meth:`run` returns ``None``)."""
         self._stopped.set()
@@ -234,7 +230,7 @@ class ChatRunner:
         finally:
             with self._lock:
                 self._inflight.pop(key, None)
-        if result.outcome == "cancelled" or (self._stopped.is_set() and result.outcome == "error"):
+        if result.outcome == "cancelled":
             return None  # cut short by stop(): not done, runs again next time
         return BatchResult.from_run(item.id, result)
 
@@ -382,7 +378,9 @@ class BatchRun:
             while (item := self._next_input()) is not None:
                 result = self.runner.run(item)
                 if result is None or (self._stopped.is_set() and result.error is not None):
-                    break  # stopped: a chat cut short is not done and runs again next time
+                    # Stopped: a chat cut short (cancelled, or failing because stop() aborted it, here or in
+                    # a worker process) is not done and runs again next time.
+                    break
                 try:
                     if self._output is not None:
                         self._output.write(result.to_dict())

@@ -72,15 +72,13 @@ _MAX_WAIT = 0.5  # seconds a worker sleeps between permit requests at most: boun
 
 
 class _SealedKey:
-    """An API key on its way to a worker process: pickles (a :class:`Secret` refuses to), never shows."""
+    """An API key on its way to a worker process: pickles (a :class:`Secret` refuses to), never shows
+    itself in a repr."""
 
     __slots__ = ("value",)
 
     def __init__(self, value: str) -> None:
         self.value = value
-
-    def __reduce__(self) -> tuple[type[_SealedKey], tuple[str]]:
-        return (_SealedKey, (self.value,))
 
     def __repr__(self) -> str:
         return "_SealedKey('***')"
@@ -165,9 +163,6 @@ class RemoteLimiter:
             self._final = self._stats()
         except Exception:  # the actor is gone already: keep what was known
             self._final = self._final or (0, 0, 0)
-
-    def __reduce__(self) -> tuple[type[RemoteLimiter], tuple[Any, float | None, float | None]]:
-        return (RemoteLimiter, (self._actor, self.rpm, self.tpm))
 
     def acquire(self, tokens: int = 0, *, cancelled: threading.Event | None = None) -> int | None:
         """Block until a request of ``tokens`` estimated tokens may be sent: its permit number (0 without
