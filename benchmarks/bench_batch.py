@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,29 +37,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-
-class Server:
-    """``sse_server.py`` in a child process; stops when its stdin closes."""
-
-    def __init__(self, max_requests: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "sse_server.py"), "--max-requests", str(max_requests),
-             "--max-seconds", "7200"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-        if not self.url.startswith("http://"):
-            raise RuntimeError(f"sse_server.py did not start (exit {self.proc.poll()})")
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+from bench_pipeline import Server  # noqa: E402
 
 
 def run_level(url: str, scenario: str, chats: int, concurrency: int, out: Path, rpm: int | None = None,
@@ -165,6 +144,16 @@ def run_ray_level(url: str, scenario: str, chats: int, concurrency: int, workers
             "max_per_10s": None}
 
 
+def report(label: str, row: dict[str, Any]) -> dict[str, Any]:
+    """Print one level's row (after checking every chat got its output line) and return it."""
+    assert row["lines"] == row["chats"] == row["done"], row
+    most = "-" if row["max_per_10s"] is None else row["max_per_10s"]
+    print(f"{label:>12} {row['chats']:>7} {row['wall_s']:>8} {row['chats_per_s']:>9} "
+          f"{row['ideal_chats_per_s']:>9} {row['of_ideal']:>9.0%} {row['cpu_s']:>7} "
+          f"{row['cpu_ms_per_chat']:>12} {row['errors']:>7} {most:>9}", flush=True)
+    return row
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chats", type=int, default=10_000)
@@ -185,7 +174,7 @@ def main(argv: list[str]) -> int:
     latency = (args.ttft + (args.deltas - 1) * args.gap) / 1000
     plan = [(c, min(args.chats, c * args.max_chats_per_thread) if args.max_chats_per_thread else args.chats)
             for c in levels]
-    server = Server(sum(n for _, n in plan) + args.chats * len(ray_levels) + 10)
+    server = Server(sum(n for _, n in plan) + args.chats * len(ray_levels) + 10, max_seconds=7200)
     rows = []
     print(f"# hookstream batch: {platform.python_version()}, {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.2f}; scenario {scenario} (one chat >= {latency * 1000:.0f} ms); "
@@ -201,11 +190,7 @@ def main(argv: list[str]) -> int:
                 if args.rpm:
                     row["ideal_chats_per_s"] = min(row["ideal_chats_per_s"], round(args.rpm / 60, 1))
                 row["of_ideal"] = round(row["chats_per_s"] / row["ideal_chats_per_s"], 3)
-                rows.append(row)
-                print(f"{concurrency:>12} {chats:>7} {row['wall_s']:>8} {row['chats_per_s']:>9} "
-                      f"{row['ideal_chats_per_s']:>9} {row['of_ideal']:>9.0%} {row['cpu_s']:>7} "
-                      f"{row['cpu_ms_per_chat']:>12} {row['errors']:>7} {row['max_per_10s']:>9}", flush=True)
-                assert row["lines"] == chats == row["done"], row
+                rows.append(report(str(concurrency), row))
             if ray_levels:
                 start_ray()
             for workers in ray_levels:
@@ -214,12 +199,7 @@ def main(argv: list[str]) -> int:
                                     Path(tmp) / f"out-ray-{workers}.jsonl", server.proc.pid)
                 row["ideal_chats_per_s"] = round(c / latency, 1)
                 row["of_ideal"] = round(row["chats_per_s"] / row["ideal_chats_per_s"], 3)
-                rows.append(row)
-                label = f"{c} ray x{workers}"
-                print(f"{label:>12} {args.chats:>7} {row['wall_s']:>8} {row['chats_per_s']:>9} "
-                      f"{row['ideal_chats_per_s']:>9} {row['of_ideal']:>9.0%} {row['cpu_s']:>7} "
-                      f"{row['cpu_ms_per_chat']:>12} {row['errors']:>7} {'-':>9}", flush=True)
-                assert row["lines"] == args.chats == row["done"], row
+                rows.append(report(f"{c} ray x{workers}", row))
     finally:
         server.close()
     if args.json:
