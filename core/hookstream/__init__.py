@@ -10,8 +10,9 @@ Names load on first use (PEP 562), so ``import hookstream`` stays cheap for a sh
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -533,14 +534,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hookstream' has no attribute {name!r}")
-    value = getattr(importlib.import_module("." + module, __name__), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, {name: f"hookstream.{module}" for name, module in _LAZY.items()})

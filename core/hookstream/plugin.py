@@ -12,8 +12,7 @@ Thread safety: each name documents its own; providers are shared between threads
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._accumulate import StepResult, merge_metadata, parse_arguments
 from ._batch_file import BatchInput
@@ -87,6 +86,7 @@ from ._hookspecs import (
     hookspec,
 )
 from ._json_data import json_loads
+from ._lazy import lazy_attributes
 from ._messages import (
     FilePart,
     Message,
@@ -121,13 +121,7 @@ _LAZY = {name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "Chat
                                       "open_output")}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
@@ -243,6 +237,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "json_loads",
+    "lazy_attributes",
     "merge_metadata",
     "new_id",
     "open_output",

@@ -10,8 +10,9 @@ and loading it must not import OpenTelemetry into processes that never start a r
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hookstream.plugin import lazy_attributes
 
 if TYPE_CHECKING:
     from .observer import OtelObserver, make_observer
@@ -20,17 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["OtelObserver", "configure_from_env", "make_observer"]
 __version__ = "0.1.0"
 
-_LAZY = {"OtelObserver": ".observer", "make_observer": ".observer", "configure_from_env": ".sdk"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hookstream_otel' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, {"OtelObserver": "hookstream_otel.observer",
+                                                  "make_observer": "hookstream_otel.observer",
+                                                  "configure_from_env": "hookstream_otel.sdk"})
