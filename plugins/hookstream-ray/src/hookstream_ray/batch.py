@@ -332,18 +332,17 @@ def _resolve_key(model: str, api_key: str | Secret | None) -> _SealedKey | None:
     return _SealedKey(value) if value else None
 
 
-def _placed(ray: Any, spec: dict[str, Any], index: int) -> dict[str, Any]:
-    """Worker ``index``'s actor options: on the alive nodes in turn, unless the caller chose a strategy.
+def _worker_options(ray: Any, spec: dict[str, Any], workers: int) -> list[dict[str, Any]]:
+    """Each worker's actor options: on the alive nodes in turn, unless the caller chose a strategy.
     Ray's ``SPREAD`` and soft node affinity both put actors that reserve no CPU on one node (measured
     with Ray 2.60), so the affinity is hard; the nodes are those alive when the batch starts."""
-    if "scheduling_strategy" in spec:
-        return spec
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+    if "scheduling_strategy" in spec or not nodes:
+        return [spec] * workers
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
-    if not nodes:
-        return spec
-    return {**spec, "scheduling_strategy": NodeAffinitySchedulingStrategy(nodes[index % len(nodes)], soft=False)}
+    return [{**spec, "scheduling_strategy": NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=False)}
+            for i in range(workers)]
 
 
 def _ship_local_tools(tools: Iterable[Any] | None) -> None:
@@ -433,9 +432,9 @@ def batch(
         # One thread more than the driver ever gives a worker at once: stop() must not queue behind chats.
         spec = {"num_cpus": 0, **(worker_options or {}), "max_concurrency": threads + 1, "max_restarts": 0}
         worker_cls = ray.remote(ChatWorker)
-        pool = [worker_cls.options(**_placed(ray, spec, i)).remote(model, limiter, base_url, key, threads,
-                                                                    max_tokens or 256, kwargs)
-                for i in range(workers)]
+        pool = [worker_cls.options(**options).remote(model, limiter, base_url, key, threads, max_tokens or 256,
+                                                      kwargs)
+                for options in _worker_options(ray, spec, workers)]
         actors.extend(pool)
         limiter_actor.add_workers.remote(pool)
         runner = RayBatchRunner(pool, owns_ray, limiter)
