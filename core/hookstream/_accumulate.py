@@ -2,16 +2,19 @@
 
 Tool calls are decided on this aggregated response, never on a single chunk. Argument deltas are
 appended to one string grown in place (linear in the argument length, the text held once, with no
-list of deltas and no joined copy beside it) and parsed once, at ``TOOL_CALL_END``; arguments
-that do not parse to a JSON object leave ``arguments`` as ``None`` with the raw text kept, and such a
-call is never executed. A tool call still open when the call ends is incomplete the same way.
+list of deltas and no joined copy beside it). That string is the one text of the call in the process:
+the engine hands it on with ``TOOL_CALL_END`` (:meth:`StepAccumulator.with_arguments`), so the stream
+processor keeps it instead of its own copy. The text is parsed once, when the model call ends
+(:meth:`StepAccumulator.finish`): by then the consumer has handled ``TOOL_CALL_END`` and dropped its
+copy, so the parse never adds a copy beside it. Arguments that do not parse to a JSON object leave
+``arguments`` as ``None`` with the raw text kept, and such a call is never executed. A tool call still
+open when the call ends is incomplete the same way.
 
 Thread safety: one accumulator per model call, fed by one thread; a finished StepResult is a value.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -36,10 +39,11 @@ from ._events import (
     ToolCallEnd,
     ToolCallStart,
     Usage,
+    parse_arguments,
 )
 from ._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 
-__all__ = ["StepAccumulator", "StepResult", "merge_metadata", "parse_arguments"]
+__all__ = ["StepAccumulator", "StepResult", "merge_metadata"]
 
 
 def merge_metadata(into: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -111,13 +115,15 @@ class _TextBlock:
 
 
 class _ToolBlock:
-    """A tool call: its part and the argument text so far, parsed once at ``TOOL_CALL_END``."""
+    """A tool call: its part and the argument text so far; ``parse`` once ``TOOL_CALL_END`` closed it
+    without an ``input`` (the text is then parsed at the end of the call)."""
 
-    __slots__ = ("part", "raw")
+    __slots__ = ("parse", "part", "raw")
 
     def __init__(self, part: ToolCallPart) -> None:
         self.part = part
         self.raw = ""
+        self.parse = False
 
     def add(self, delta: str) -> None:
         # With the attribute cleared this frame holds the only reference, so CPython resizes the string
@@ -266,11 +272,20 @@ class StepAccumulator:
             return
         part = block.part
         part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
-        raw = part.arguments_raw = block.raw
+        part.arguments_raw = block.raw
         if isinstance(event.input, dict):
             part.arguments = event.input
         else:
-            part.arguments = parse_arguments(raw)
+            block.parse = True
+
+    def with_arguments(self, event: ToolCallEnd) -> ToolCallEnd:
+        """``event`` (already added) with ``arguments`` set to this call's argument text: the same
+        string as ``ToolCallPart.arguments_raw``, not a copy. ``event`` itself when it has its text
+        already or the call is unknown here."""
+        block = self._tools.get(event.tool_call_id)
+        if block is None or event.arguments is not None:
+            return event
+        return attrs.evolve(event, arguments=block.raw)
 
     def finish(self) -> StepResult:
         """Close what is still open (text kept; open tool calls stay incomplete) and return the result."""
@@ -281,8 +296,11 @@ class StepAccumulator:
             for block in blocks.values():
                 block.settle()
         for tool in self._tools.values():
-            if tool.part.arguments_raw is None:
+            if tool.part.arguments_raw is None:  # never ended: incomplete, kept as text
                 tool.part.arguments_raw = tool.raw
+            elif tool.parse:
+                tool.part.arguments = parse_arguments(tool.raw)
+                tool.parse = False
         r = self.result
         r.text = _concat([b.part.text for b in self._text.values()])
         r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None
@@ -316,14 +334,3 @@ _HANDLERS: dict[type[BaseEvent], Callable[[StepAccumulator, Any], None]] = {
 def _concat(texts: list[str]) -> str:
     # One block (the common case) is shared rather than copied: a 10 MB answer stays one string.
     return texts[0] if len(texts) == 1 else "".join(texts)
-
-
-def parse_arguments(raw: str) -> dict[str, Any] | None:
-    """Tool arguments text to a JSON object: ``""`` means ``{}``; anything not an object is ``None``."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

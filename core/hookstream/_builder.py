@@ -1,7 +1,7 @@
 """StreamBuilder: keeps the adapter grammar so a provider adapter only maps its wire events.
 
 An adapter calls ``text(delta)``, ``reasoning(delta)``, ``tool_start(id, name)``,
-``tool_args(id, delta)``, ``tool_end(id, input=...)``, ``source(SourcePart)`` (a citation),
+``tool_args(id, delta)``, ``tool_end(id)``, ``source(SourcePart)`` (a citation),
 ``file(FilePart)`` (a generated file), ``raw(event, source)`` (a provider event it does not
 understand: never drop one silently) and finally ``finish(..., response_id=, model=)`` or
 ``error(...)``; each returns
@@ -53,8 +53,8 @@ class StreamBuilder:
 
     # A dict so autodoc documents each public attribute (docs/hooks.rst lists every member).
     __slots__ = {
-        "_arguments": "",
         "_reasoning_id": "",
+        "_streamed": "",
         "_text_id": "",
         "closed": "Whether :meth:`finish` or :meth:`error` ran (the stream is over for this builder).",
         "context": "The call's :class:`~hookstream.plugin.CallContext`, whose ids go on ``RUN_STARTED`` and "
@@ -69,7 +69,7 @@ class StreamBuilder:
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
         self.open_tools: dict[str, str] = {}  # id -> name, in start order
-        self._arguments: dict[str, str] = {}  # id -> argument text streamed so far, for open calls
+        self._streamed: dict[str, int] = {}  # id -> characters of argument text sent, for open calls
         self.started_tools: set[str] = set()
         self.closed = False
 
@@ -150,33 +150,33 @@ class StreamBuilder:
 
     def tool_args(self, tool_call_id: str, delta: str) -> list[BaseEvent]:
         """``TOOL_CALL_ARGS`` with the next piece of the call's arguments (JSON text, split anywhere);
-        nothing for an empty delta or a call that is not open. The text is kept until :meth:`tool_end`
-        (:meth:`tool_arguments`)."""
+        nothing for an empty delta or a call that is not open.
+
+        The builder does not keep the text: the engine joins the deltas once for every consumer (see
+        ``ToolCallEnd.arguments``), and a copy here would be one more whole copy of arguments that can
+        be megabytes long. :meth:`tool_args_length` says how much was sent."""
         if not delta or tool_call_id not in self.open_tools:
             return []
-        # One string grown in place, not a list of deltas: with the entry popped this frame holds the only
-        # reference, so CPython resizes it instead of copying (a list costs an object header per delta,
-        # several times the text in small deltas, plus a joined copy at the end).
-        text = self._arguments.pop(tool_call_id, "")
-        text += delta
-        self._arguments[tool_call_id] = text
+        streamed = self._streamed
+        streamed[tool_call_id] = streamed.get(tool_call_id, 0) + len(delta)
         return [ToolCallArgs(tool_call_id, delta)]
 
-    def tool_arguments(self, tool_call_id: str) -> str:
-        """The argument text :meth:`tool_args` sent for the open call ``tool_call_id`` so far (``""`` for
-        none), e.g. to parse it for ``tool_end(input=...)``; dropped when the call ends."""
-        return self._arguments.get(tool_call_id, "")
+    def tool_args_length(self, tool_call_id: str) -> int:
+        """Characters of argument text :meth:`tool_args` sent for the open call ``tool_call_id`` so far
+        (0 for none or for a call that is not open): whether, and how much of, the arguments streamed."""
+        return self._streamed.get(tool_call_id, 0)
 
     def tool_end(
         self, tool_call_id: str, *, input: Any = None, metadata: dict[str, Any] | None = None
     ) -> list[BaseEvent]:
-        """Close a tool call (``TOOL_CALL_END``). ``input`` (a dict) is the call's parsed arguments when
-        the adapter has them (Gemini sends them whole); it wins over the streamed ``TOOL_CALL_ARGS``
-        text. ``metadata`` is provider data kept on the call. Nothing when the call is not open (a
-        repeated end is a no-op)."""
+        """Close a tool call (``TOOL_CALL_END``). ``input`` (a dict) is the call's arguments when the
+        provider gives them whole rather than as streamed text (Gemini, an Anthropic ``tool_use`` block
+        that streamed no ``input_json_delta``); it wins over the streamed ``TOOL_CALL_ARGS`` text. Do not
+        parse the streamed text for it: consumers parse that text themselves, once. ``metadata`` is
+        provider data kept on the call. Nothing when the call is not open (a repeated end is a no-op)."""
         if self.open_tools.pop(tool_call_id, None) is None:
             return []
-        self._arguments.pop(tool_call_id, None)
+        self._streamed.pop(tool_call_id, None)
         return [ToolCallEnd(tool_call_id, input=input, metadata=metadata)]
 
     # -- output beyond text -------------------------------------------------------------------

@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ._accumulate import parse_arguments
+from ._events import parse_arguments
 from ._ids import new_id
 from ._messages import (
     FilePart,

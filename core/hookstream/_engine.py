@@ -481,6 +481,9 @@ class Engine:
                 break
             if t is Raw and drop_raw:
                 continue  # counted by the accumulator (StepResult.unknown_events)
+            if t is ToolCallEnd:
+                # Consumers take the step's own argument text rather than each keeping a copy.
+                ev = acc.with_arguments(cast("ToolCallEnd", ev))
             blocks.see(ev)
             if on_chunk is not None:
                 try:

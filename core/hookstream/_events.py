@@ -61,6 +61,7 @@ __all__ = [
     "converter",  # noqa: F822 (module __getattr__ builds it on first use)
     "from_dict",
     "from_json",
+    "parse_arguments",
     "sse_frame",
     "to_dict",
     "to_json",
@@ -233,15 +234,26 @@ class ToolCallArgs(BaseEvent):
 class ToolCallEnd(BaseEvent):
     """End of a tool call's arguments.
 
-    ``input`` (optional) is the complete parsed arguments object; when set it overrides what the
+    ``input`` (optional) is the complete parsed arguments object, sent by an adapter whose provider
+    gives the arguments whole rather than as streamed text (Gemini); when set it overrides what the
     ``TOOL_CALL_ARGS`` deltas parse to. ``result`` is the older TanStack form of a tool result;
     adapters never set it.
+
+    ``arguments`` (not a wire field) is the call's complete argument text, its ``TOOL_CALL_ARGS``
+    deltas joined. The engine sets it on the ``TOOL_CALL_END`` it yields, to the very string its
+    step result keeps as ``ToolCallPart.arguments_raw``, so a consumer in the same process (the
+    :class:`~hookstream.StreamProcessor`) can keep that string instead of its own copy: the
+    arguments of a tool call that writes a large file are then held once, not once per consumer.
+    On the wire (:func:`to_dict`), an event without ``input`` whose ``arguments`` parse to a JSON object
+    carries that object as ``input``, so AG-UI clients get every call's arguments object.
     """
 
     type: ClassVar[str] = "TOOL_CALL_END"
     tool_call_id: str
     input: Any = None
     result: Any = None
+    # Derived from the deltas (their join): left out of equality and repr, where megabytes would hide the rest.
+    arguments: str | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.define(slots=True)
@@ -431,14 +443,29 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
+def parse_arguments(raw: str) -> dict[str, Any] | None:
+    """Tool arguments text to a JSON object: ``""`` means ``{}``; anything not an object is ``None``."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 # Wire names that are not the camelCase of the Python name: AG-UI ``TokenUsage.cacheWriteInputTokens``.
 _WIRE_NAMES = {"cache_write_tokens": "cacheWriteInputTokens"}
+
+# Fields that exist only between objects in one process: never written, never read.
+_LOCAL: dict[type, tuple[str, ...]] = {ToolCallEnd: ("arguments",)}
 
 
 def _register(conv: cattrs.Converter, cls: type) -> None:
     from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-    names: dict[str, Any] = {a.name: override(rename=_WIRE_NAMES.get(a.name) or _camel(a.name))
+    names: dict[str, Any] = {a.name: override(omit=True) if a.name in _LOCAL.get(cls, ()) else
+                             override(rename=_WIRE_NAMES.get(a.name) or _camel(a.name))
                              for a in attrs.fields(cls)}
     plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv, **names)
 
@@ -479,6 +506,19 @@ def _converter() -> cattrs.Converter:
     conv.register_structure_hook(Usage | None, usage_from_wire)
     for cls in (Interrupt, Outcome, *EVENT_TYPES.values()):
         _register(conv, cls)
+    end_plain = conv.get_unstructure_hook(ToolCallEnd)
+
+    def end_to_wire(event: ToolCallEnd) -> dict[str, Any]:
+        # Adapters leave ``input`` unset for arguments that streamed as text (consumers parse that text
+        # once, for themselves); on the wire every call whose text is known still carries the object.
+        body: dict[str, Any] = end_plain(event)
+        if "input" not in body and event.arguments is not None:
+            value = parse_arguments(event.arguments)
+            if value is not None:
+                body["input"] = value
+        return body
+
+    conv.register_unstructure_hook(ToolCallEnd, end_to_wire)
     return conv
 
 

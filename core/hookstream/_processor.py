@@ -23,8 +23,10 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   ``awaiting-input → input-streaming`` (on the first non-empty delta) ``→ input-complete`` on
   ``TOOL_CALL_END`` or, as a safety net, on ``RUN_FINISHED`` and at the end of the stream.
   Arguments are parsed incrementally (``hookstream._partial_json``); ``TOOL_CALL_END.input``
-  overrides them. A result (``TOOL_CALL_RESULT``, or the older ``TOOL_CALL_END`` with ``result``) sets
-  the call's ``output`` and appends a tool-result part.
+  overrides them. When ``TOOL_CALL_END.arguments`` (set by the engine) holds the same text, the part
+  keeps that string and drops its own, so the text is held once in the process. A result
+  (``TOOL_CALL_RESULT``, or the older ``TOOL_CALL_END`` with ``result``) sets the call's ``output`` and
+  appends a tool-result part.
 * The engine's ``CUSTOM`` events are read through :func:`~hookstream.parse_custom` (shapes in
   :mod:`hookstream._custom`; a value without its event's shape raises
   :class:`~hookstream.MalformedCustomEventError`). ``tool-input-available`` (value ``{"toolCallId",
@@ -79,7 +81,7 @@ from typing import Any
 
 import attrs
 
-from ._accumulate import merge_metadata, parse_arguments
+from ._accumulate import merge_metadata
 from ._convert import file_to_ui, new_message_id, source_to_ui, tool_call_to_model
 from ._custom import (
     ApprovalRequestedPayload,
@@ -116,6 +118,7 @@ from ._events import (
     ToolCallStart,
     Usage,
     from_dict,
+    parse_arguments,
 )
 from ._messages import ToolCallPart, tool_output_text
 from ._partial_json import PartialJSONError, PartialJSONParser
@@ -573,6 +576,10 @@ class StreamProcessor:
         if event.metadata:
             tool.part.provider_metadata = merge_metadata(tool.part.provider_metadata, event.metadata)
             self._dirty = True
+        shared = event.arguments
+        if shared is not None and shared is not tool.part.arguments and shared == tool.part.arguments:
+            # The engine's string of the same text: keep it and free ours (arguments can be megabytes).
+            tool.part.arguments = shared
         self._complete_tool(tool, event.input)
         if event.result is not None:  # the older form: TOOL_CALL_END carries the result
             content = event.result if isinstance(event.result, str) else tool_output_text(event.result)

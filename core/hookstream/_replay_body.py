@@ -15,7 +15,7 @@ import requests
 
 from ._accumulate import StepAccumulator, StepResult
 from ._call import CallOptions, ModelCall
-from ._events import BaseEvent
+from ._events import BaseEvent, ToolCallEnd
 from ._loopback import LoopbackServer, Response
 from ._messages import Message
 from ._provider import CallContext, ModelRequest
@@ -59,8 +59,10 @@ def replay_body(
         acc = StepAccumulator()
         events: list[BaseEvent] = []
         for event in ModelCall(provider, request, CallContext("replay", "replay-1"), session, options):
-            events.append(event)
             acc.add(event)
+            if type(event) is ToolCallEnd:
+                event = acc.with_arguments(event)  # as the engine yields it: with the call's text
+            events.append(event)
         return events, acc.finish()
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._accumulate import StepResult, merge_metadata, parse_arguments
+from ._accumulate import StepResult, merge_metadata
 from ._batch_file import BatchInput
 from ._builder import StreamBuilder, new_id
 from ._errors import (
@@ -73,6 +73,7 @@ from ._events import (
     ToolCallStart,
     Usage,
     from_json,
+    parse_arguments,
     to_json,
 )
 from ._executors import ToolCallRequest, ToolExecutor, error_part, resolve_tool, run_calls, run_request, tool_ref

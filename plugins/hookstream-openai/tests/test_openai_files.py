@@ -30,6 +30,7 @@ from hookstream import (
     chat,
     get_model,
     parse_custom,
+    to_json,
 )
 from hookstream._call import ModelCall
 from hookstream.plugin import CallContext, ModelRequest
@@ -204,11 +205,18 @@ def test_tool_call_end_carries_input() -> None:
             b'{"name":"f","arguments":"{\\"a\\":"}}]}}]}\n\n'
             b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},'
             b'"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n')
-    with LoopbackServer([Response(body)]) as srv:
+    with LoopbackServer([Response(body), Response(body)]) as srv:
         provider = get_model("openai:gpt-test", base_url=srv.url + "/v1", api_key="k")
-        events = list(provider_events(provider))
-    ends = [e for e in events if e.type == "TOOL_CALL_END"]
-    assert [e.input for e in ends] == [{"a": 1}]
+        adapter_ends = [e for e in provider_events(provider) if e.type == "TOOL_CALL_END"]
+        stream = chat(provider, "hi", max_steps=1)
+        ends = [e for e in stream if e.type == "TOOL_CALL_END"]
+    # The adapter leaves the streamed text to its consumers; the engine hands them its one joined string,
+    # the step result shares it, and the wire form carries the parsed object.
+    assert [e.input for e in adapter_ends] == [None]
+    assert [e.arguments for e in ends] == ['{"a":1}']
+    assert ends[0].arguments is stream.result().steps[0].tool_calls[0].arguments_raw
+    assert [json.loads(to_json(e))["input"] for e in ends] == [{"a": 1}]
+    assert stream.result().steps[0].tool_calls[0].arguments == {"a": 1}
 
 
 def provider_events(provider: Any) -> list[Any]:

@@ -131,6 +131,21 @@ def test_responses_summary_parts_are_joined_and_done_arguments_win() -> None:
     assert events[-1].metadata == {"openai-responses": {"response_id": "resp_9"}}
 
 
+def test_responses_done_arguments_shorter_than_the_deltas_win_as_input() -> None:
+    fc = {"id": "fc_8", "type": "function_call", "call_id": "call_8", "name": "f", "arguments": ""}
+    body = responses(
+        {"type": "response.output_item.added", "item": fc},
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_8", "delta": '{"q": "abcdef"}'},
+        {"type": "response.function_call_arguments.done", "item_id": "fc_8", "arguments": '{"q": "x"}'},
+        {"type": "response.completed", "response": {"id": "resp_8", "status": "completed", "usage": None}},
+    )
+    events, step = replay("openai-responses", body)
+    check_events(events, form="call")
+    (end,) = [e for e in events if e.type == "TOOL_CALL_END"]
+    assert end.input == {"q": "x"}
+    assert step.tool_calls[0].arguments == {"q": "x"}
+
+
 def test_responses_error_without_failed_event_keeps_text() -> None:
     body = responses({"type": "response.output_text.delta", "delta": "so far"},
                      {"type": "error", "code": "server_error", "message": "boom", "param": None})

@@ -60,7 +60,6 @@ from hookstream.plugin import (
     Usage,
     json_loads,
     new_id,
-    parse_arguments,
 )
 
 from .request import PROVIDER_KEY
@@ -392,10 +391,11 @@ class MessageStreamParser:
             return self._end_thinking(block)
         if kind == "tool_use":
             start = block.start_input
-            streamed = self.builder.tool_arguments(block.id)
-            # Deltas win; a block that streamed none keeps the input it started with ({} normally).
-            given = parse_arguments(streamed) if streamed else start if isinstance(start, dict) else {}
-            return self.builder.tool_end(block.id, input=given)
+            # Deltas win (consumers parse their text); a block that streamed none keeps the input it
+            # started with ({} normally).
+            if self.builder.tool_args_length(block.id):
+                return self.builder.tool_end(block.id)
+            return self.builder.tool_end(block.id, input=start if isinstance(start, dict) else {})
         value = dict(block.data)
         sent = dict(block.data)
         if block.raw:

@@ -35,7 +35,6 @@ from hookstream.plugin import (
     Usage,
     json_loads,
     new_id,
-    parse_arguments,
 )
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
@@ -331,12 +330,11 @@ class _ChatParse:
         return out
 
     def end_tools(self) -> list[BaseEvent]:
-        """``TOOL_CALL_END`` with ``input`` (the parsed arguments; ``None`` when they do not parse) for
-        every call still open."""
+        """``TOOL_CALL_END`` for every call still open (its arguments are the streamed text)."""
         out: list[BaseEvent] = []
         for slot in self.slots.values():
             if slot.started and slot.id is not None and slot.id in self.b.open_tools:
-                out.extend(self.b.tool_end(slot.id, input=parse_arguments(self.b.tool_arguments(slot.id))))
+                out.extend(self.b.tool_end(slot.id))
         return out
 
     def tool_deltas(self, deltas: list[Any]) -> list[BaseEvent]:

@@ -395,18 +395,23 @@ class _ResponsesParse:
         return self.b.tool_args(call_id, delta)
 
     def call_done(self, item_id: str, arguments: Any) -> list[BaseEvent]:
-        """End a function call; the complete ``arguments`` of the done event win over the deltas
-        (a recording whose deltas were cut still yields the full arguments)."""
+        """End a function call. The done event's ``arguments`` are the deltas joined
+        (``response.function_call_arguments.done``); when they are longer than what streamed (a
+        recording whose deltas were cut), the missing tail is streamed first, and when they are shorter
+        they win as ``input``."""
         call_id = self.calls.pop(item_id, None)
         if call_id is None:
             return []
         out: list[BaseEvent] = []
-        streamed = self.b.tool_arguments(call_id)
+        given = None
         if isinstance(arguments, str):
-            if arguments != streamed and arguments.startswith(streamed):
-                out.extend(self.b.tool_args(call_id, arguments[len(streamed):]))
-            streamed = arguments
-        out.extend(self.b.tool_end(call_id, input=parse_arguments(streamed)))
+            # Compared by length: the deltas' text is not kept here (the engine joins it once for all).
+            sent = self.b.tool_args_length(call_id)
+            if len(arguments) > sent:
+                out.extend(self.b.tool_args(call_id, arguments[sent:]))
+            elif len(arguments) < sent:
+                given = parse_arguments(arguments)
+        out.extend(self.b.tool_end(call_id, input=given))
         return out
 
     def summary_delta(self, ev: dict[str, Any]) -> list[BaseEvent]:
