@@ -4,14 +4,15 @@
 ``ready``, then reads one JSON command per stdin line and answers one JSON line on stdout::
 
     {"op": "run", "root": "http://127.0.0.1:PORT/SCENARIO", "shape": "openai"|"anthropic",
-     "tool": false, "threads": 1, "trace": false}
+     "tool": false, "threads": 1, "streams": 1, "trace": false}
     -> {"cpu": s, "wall": s, "got": N, "peak": bytes|null, "rss_before": bytes, "rss_peak": bytes}
 
 ``cpu`` is ``time.process_time()`` over the run (user + system time of this process, all its threads),
 ``wall`` is ``time.perf_counter()``. Imports and client construction happen before ``ready``, so they
 are not in the figures (start-up is measured separately). ``got`` proves the client consumed the
 whole stream: text length, the tool call's ``content`` argument length, or for the floor the number
-of SSE ``data:`` lines it parsed. ``threads`` runs that many streams at once on threads. ``trace``
+of SSE ``data:`` lines it parsed. ``threads`` runs that many streams at once on threads; with one thread, ``streams`` runs that many
+one after another (the same work as ``threads``, one stream at a time). ``trace``
 measures the run's tracemalloc peak. ``rss_before`` is the resident set size before the run and
 ``rss_peak`` its peak during the run (Linux ``VmHWM``, reset before the run through ``clear_refs``).
 
@@ -246,6 +247,7 @@ MAKERS: dict[str, Callable[[], Run]] = {
 def do_run(run: Run, cmd: dict[str, Any]) -> dict[str, Any]:
     root, shape, tool = cmd["root"], cmd.get("shape", "openai"), bool(cmd.get("tool"))
     k = int(cmd.get("threads", 1))
+    streams = int(cmd.get("streams", 1))  # with one thread: this many streams, one after another
     got: list[int] = []
     _reset_rss_peak()
     rss_before = _status("VmRSS")
@@ -253,7 +255,8 @@ def do_run(run: Run, cmd: dict[str, Any]) -> dict[str, Any]:
         tracemalloc.start()
     c0, w0 = time.process_time(), time.perf_counter()
     if k == 1:
-        got.append(run(root, shape, tool))
+        for _ in range(streams):
+            got.append(run(root, shape, tool))
     else:
         threads = [threading.Thread(target=lambda: got.append(run(root, shape, tool))) for _ in range(k)]
         for t in threads:
@@ -263,7 +266,8 @@ def do_run(run: Run, cmd: dict[str, Any]) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     peak = tracemalloc.get_traced_memory()[1] if cmd.get("trace") else None
     tracemalloc.stop()
-    return {"cpu": cpu, "wall": wall, "got": got[0] if len(set(got)) == 1 and len(got) == k else -1,
+    n = k if k > 1 else streams
+    return {"cpu": cpu, "wall": wall, "got": got[0] if len(set(got)) == 1 and len(got) == n else -1,
             "peak": peak, "rss_before": rss_before,
             "rss_peak": _status("VmHWM")}
 
