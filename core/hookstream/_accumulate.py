@@ -135,7 +135,8 @@ class _ToolBlock:
 
 
 class StepAccumulator:
-    """Feed events with :meth:`add`; read :attr:`result` at any time (text and calls so far)."""
+    """Feed events with :meth:`add`; read :attr:`result` at any time (text and calls so far; a call's
+    ``arguments`` are parsed by :meth:`finish`, its ``arguments_raw`` is set when it ends)."""
 
     def __init__(self, number: int = 0) -> None:
         self.result = StepResult(number)
