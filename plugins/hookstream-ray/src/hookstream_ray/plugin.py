@@ -8,9 +8,16 @@ from typing import Any
 from hookstream.plugin import hookimpl
 
 
-@hookimpl
-def hookstream_register_tool_executors(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    """Register :class:`hookstream_ray.executor.RayExecutor` as ``ray``."""
+def ray_executor(*args: Any, **kwargs: Any) -> Any:
+    """A new :class:`hookstream_ray.executor.RayExecutor` (same arguments)."""
+    # Imported here, on the first run that uses it: every hookstream process builds the registry, and
+    # most never run a tool on Ray.
     from .executor import RayExecutor
 
-    register("ray", RayExecutor)
+    return RayExecutor(*args, **kwargs)
+
+
+@hookimpl
+def hookstream_register_tool_executors(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    """Register :func:`ray_executor` (a :class:`hookstream_ray.executor.RayExecutor`) as ``ray``."""
+    register("ray", ray_executor)
