@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from ._executors import ToolExecutor
 
 
 @hookimpl
@@ -21,12 +24,13 @@ _EXECUTORS = {"thread": "ThreadExecutor", "sequential": "SequentialExecutor", "b
               "process": "ProcessExecutor"}
 
 
-def _executor(name: str, *args: Any, **kwargs: Any) -> Any:
+def _executor(name: str, *args: Any, **kwargs: Any) -> ToolExecutor:
     # The executors and the tool machinery they import load when a run first builds one, not when the
     # registry starts: a command that runs no tool (``hookstream replay``) does not pay for them.
     from . import _executors
 
-    return getattr(_executors, _EXECUTORS[name])(*args, **kwargs)
+    executor: ToolExecutor = getattr(_executors, _EXECUTORS[name])(*args, **kwargs)
+    return executor
 
 
 @hookimpl

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookstream.plugin import hookimpl
 
+if TYPE_CHECKING:
+    from .executor import RayExecutor
 
-def ray_executor(*args: Any, **kwargs: Any) -> Any:
+
+def ray_executor(*args: Any, **kwargs: Any) -> RayExecutor:
     """A new :class:`hookstream_ray.executor.RayExecutor` (same arguments)."""
     # Imported here, on the first run that uses it: every hookstream process builds the registry, and
     # most never run a tool on Ray.
