@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from ._executors import ToolExecutor
 
 
 @hookimpl
@@ -15,14 +19,24 @@ def hookstream_register_chunk_strategies(register: Callable[[str, Callable[..., 
     register("immediate", ImmediateStrategy)
 
 
+# Executor name -> its class in ._executors.
+_EXECUTORS = {"thread": "ThreadExecutor", "sequential": "SequentialExecutor", "bounded": "BoundedExecutor",
+              "process": "ProcessExecutor"}
+
+
+def _executor(name: str, *args: Any, **kwargs: Any) -> ToolExecutor:
+    # The executors and the tool machinery they import load when a run first builds one, not when the
+    # registry starts: a command that runs no tool (``hookstream replay``) does not pay for them.
+    from . import _executors
+
+    executor: ToolExecutor = getattr(_executors, _EXECUTORS[name])(*args, **kwargs)
+    return executor
+
+
 @hookimpl
 def hookstream_register_tool_executors(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    from ._executors import BoundedExecutor, ProcessExecutor, SequentialExecutor, ThreadExecutor
-
-    register("thread", ThreadExecutor)
-    register("sequential", SequentialExecutor)
-    register("bounded", BoundedExecutor)
-    register("process", ProcessExecutor)
+    for name in _EXECUTORS:
+        register(name, functools.partial(_executor, name))
 
 
 @hookimpl

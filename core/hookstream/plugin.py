@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._accumulate import StepResult, merge_metadata
-from ._batch_file import BatchInput
 from ._builder import StreamBuilder, new_id
 from ._errors import (
     AGUIInputError,
@@ -76,7 +75,6 @@ from ._events import (
     parse_arguments,
     to_json,
 )
-from ._executors import ToolCallRequest, ToolExecutor, error_part, resolve_tool, run_calls, run_request, tool_ref
 from ._hookspecs import (
     ChunkStrategyRegistrar,
     ObserverRegistrar,
@@ -105,21 +103,31 @@ from ._messages import (
 from ._observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
 from ._processor import resolve_strategy
 from ._provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
-from ._ratelimit import Limiter, Permit, RateLimiter
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
 from ._stop import StopCondition
 from ._strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
-from ._tools import CancellationToken, Tool, ToolContext
 from ._transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
 
 if TYPE_CHECKING:
     from ._batch import BatchResult, BatchRun, ChatRunner, Runner, chat_options, open_output
+    from ._batch_file import BatchInput
+    from ._executors import ToolCallRequest, ToolExecutor, error_part, resolve_tool, run_calls, run_request, tool_ref
+    from ._ratelimit import Limiter, Permit, RateLimiter
+    from ._tools import CancellationToken, Tool, ToolContext
 
-# The batch driver pulls in the whole agent loop; provider plugins import this module at start-up and
-# do not need it, so these names load on first use (PEP 562).
-_LAZY = {name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "chat_options",
-                                      "open_output")}
+# The batch driver pulls in the whole agent loop, and tool execution, rate limits and batch input are
+# for plugins that run tools or batches; every plugin imports this module at start-up (for ``hookimpl``)
+# and a provider plugin needs none of them, so these names load on first use (PEP 562).
+_LAZY = {
+    **{name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "chat_options",
+                                             "open_output")},
+    "BatchInput": "hookstream._batch_file",
+    **{name: "hookstream._executors" for name in ("ToolCallRequest", "ToolExecutor", "error_part", "resolve_tool",
+                                                 "run_calls", "run_request", "tool_ref")},
+    **{name: "hookstream._ratelimit" for name in ("Limiter", "Permit", "RateLimiter")},
+    **{name: "hookstream._tools" for name in ("CancellationToken", "Tool", "ToolContext")},
+}
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
