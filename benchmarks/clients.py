@@ -11,9 +11,9 @@
 ``wall`` is ``time.perf_counter()``. Imports and client construction happen before ``ready``, so they
 are not in the figures (start-up is measured separately). ``got`` proves the client consumed the
 whole stream: text length, the tool call's ``content`` argument length, or for the floor the number
-of SSE ``data:`` lines it parsed. ``threads`` runs that many streams at once on threads; with one thread, ``streams`` runs that many
-one after another (the same work as ``threads``, one stream at a time). ``trace``
-measures the run's tracemalloc peak. ``rss_before`` is the resident set size before the run and
+of SSE ``data:`` lines it parsed. ``threads`` runs that many streams at once on threads; with one
+thread, ``streams`` runs that many one after another (the same work as ``threads``, one stream at a
+time). ``trace`` measures the run's tracemalloc peak. ``rss_before`` is the resident set size before the run and
 ``rss_peak`` its peak during the run (Linux ``VmHWM``, reset before the run through ``clear_refs``).
 
 ``{"op": "latency", "root": ...}`` consumes an ``openai-paced-*`` scenario and answers the
