@@ -48,18 +48,7 @@ class _Group(click.Group):
         command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in _COMMANDS:
             module, attribute = _COMMANDS[cmd_name]
-            # What a command imports lives until the process exits, yet the collector would scan each
-            # new object once or twice while the imports run (about 10 ms for replay's, 70 collections).
-            # So: no collection during the import, then freeze what it made (gc.freeze: never scanned
-            # again), as the gc docs advise before a fork.
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
-                command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-            finally:
-                gc.freeze()
-                if enabled:
-                    gc.enable()
+            command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
             self.add_command(command, cmd_name)
         return command
 
