@@ -300,6 +300,10 @@ def do_latency(client: str, cmd: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
+    # Pinned before the client's library is imported, so every thread it starts inherits the CPUs.
+    cpus = os.environ.get("BENCH_CPUS")
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     client = sys.argv[1]
     run = MAKERS[client]()
     print("ready", flush=True)

@@ -3,7 +3,8 @@
 ``python benchmarks/sse_server.py --max-requests N --max-seconds S`` prints its base URL on the first
 line of stdout, then serves until it has answered N requests, S seconds have passed, or its stdin is
 closed (the benchmark that started it exited). Standard library only, so it never imports the code
-it measures and its CPU time never counts as the client's.
+it measures and its CPU time never counts as the client's. With ``BENCH_CPUS`` set it runs on those
+CPUs only (the harness gives it a core of its own).
 
 Each SSE event is sent as its own HTTP chunk (chunked transfer encoding, one ``send`` per event), as
 OpenAI and Anthropic do. The body is chosen by the first path segment, the scenario, so one server
@@ -224,7 +225,16 @@ def serve(max_requests: int, max_seconds: float) -> None:
     server.server_close()
 
 
+def pin_to_env_cpus() -> None:
+    """Run on the CPUs ``BENCH_CPUS`` lists (``"1"``, ``"0,2"``), when set: called first, before any
+    thread starts, so every thread of the process inherits it (Linux ``sched_setaffinity``)."""
+    cpus = os.environ.get("BENCH_CPUS")
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+
+
 def main(argv: list[str] | None = None) -> None:
+    pin_to_env_cpus()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-requests", type=int, default=10_000)
     parser.add_argument("--max-seconds", type=float, default=3600.0)
