@@ -88,8 +88,7 @@ def test_arguments_parse_once_the_call_ends() -> None:
     for ev in (ToolCallStart("t1", "f"), ToolCallArgs("t1", '{"a"'), ToolCallArgs("t1", ": 1}")):
         acc.add(ev)
     end = ToolCallEnd("t1")
-    acc.add(end)
-    shared = acc.with_arguments(end)
+    shared = acc.add(end)
     (call,) = acc.result.tool_calls
     # Parsed after the consumer has had TOOL_CALL_END (and dropped its own copy), never beside it.
     assert (call.arguments, call.arguments_raw) == (None, '{"a": 1}')

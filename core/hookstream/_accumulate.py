@@ -3,8 +3,8 @@
 Tool calls are decided on this aggregated response, never on a single chunk. Argument deltas are
 appended to one string grown in place (linear in the argument length, the text held once, with no
 list of deltas and no joined copy beside it). That string is the one text of the call in the process:
-the engine hands it on with ``TOOL_CALL_END`` (:meth:`StepAccumulator.with_arguments`), so the stream
-processor keeps it instead of its own copy. The text is parsed once, when the model call ends
+:meth:`StepAccumulator.add` returns ``TOOL_CALL_END`` carrying it, the event the engine passes on, so the
+stream processor keeps it instead of its own copy. The text is parsed once, when the model call ends
 (:meth:`StepAccumulator.finish`): by then the consumer has handled ``TOOL_CALL_END`` and dropped its
 copy, so the parse never adds a copy beside it. Arguments that do not parse to a JSON object leave
 ``arguments`` as ``None`` with the raw text kept, and such a call is never executed. A tool call still
@@ -115,15 +115,13 @@ class _TextBlock:
 
 
 class _ToolBlock:
-    """A tool call: its part and the argument text so far; ``parse`` once ``TOOL_CALL_END`` closed it
-    without an ``input`` (the text is then parsed at the end of the call)."""
+    """A tool call: its part and the argument text so far (parsed at the end of the call)."""
 
-    __slots__ = ("parse", "part", "raw")
+    __slots__ = ("part", "raw")
 
     def __init__(self, part: ToolCallPart) -> None:
         self.part = part
         self.raw = ""
-        self.parse = False
 
     def add(self, delta: str) -> None:
         # With the attribute cleared this frame holds the only reference, so CPython resizes the string
@@ -135,8 +133,9 @@ class _ToolBlock:
 
 
 class StepAccumulator:
-    """Feed events with :meth:`add`; read :attr:`result` at any time (text and calls so far; a call's
-    ``arguments`` are parsed by :meth:`finish`, its ``arguments_raw`` is set when it ends)."""
+    """Feed events with :meth:`add` (pass on what it returns); read :attr:`result` at any time (text
+    and calls so far; a call's ``arguments`` are parsed by :meth:`finish`, its ``arguments_raw`` is set
+    when it ends)."""
 
     def __init__(self, number: int = 0) -> None:
         self.result = StepResult(number)
@@ -145,11 +144,14 @@ class StepAccumulator:
         self._tools: dict[str, _ToolBlock] = {}
         self.finished = False
 
-    def add(self, event: BaseEvent) -> None:
-        """Fold one event of the call into :attr:`result` (events this result does not hold are skipped)."""
+    def add(self, event: BaseEvent) -> BaseEvent:
+        """Fold one event of the call into :attr:`result` (events this result does not hold are skipped)
+        and return the event to pass on: ``event`` itself, except that a ``TOOL_CALL_END`` comes back
+        with ``arguments`` set to the call's text, the same string as ``ToolCallPart.arguments_raw``."""
         handler = _HANDLERS.get(type(event))
-        if handler is not None:
-            handler(self, event)
+        if handler is None:
+            return event
+        return handler(self, event) or event
 
     # -- handlers, one per event class (see _HANDLERS) --------------------------------------------
     def _text_content(self, event: TextMessageContent) -> None:
@@ -267,26 +269,16 @@ class StepAccumulator:
         self.result.message.parts.append(part)
         self.result.tool_calls.append(part)
 
-    def _tool_end(self, event: ToolCallEnd) -> None:
+    def _tool_end(self, event: ToolCallEnd) -> ToolCallEnd | None:
         block = self._tools.get(event.tool_call_id)
         if block is None:
-            return
+            return None
         part = block.part
         part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
         part.arguments_raw = block.raw
         if isinstance(event.input, dict):
             part.arguments = event.input
-        else:
-            block.parse = True
-
-    def with_arguments(self, event: ToolCallEnd) -> ToolCallEnd:
-        """``event`` (already added) with ``arguments`` set to this call's argument text: the same
-        string as ``ToolCallPart.arguments_raw``, not a copy. ``event`` itself when it has its text
-        already or the call is unknown here."""
-        block = self._tools.get(event.tool_call_id)
-        if block is None or event.arguments is not None:
-            return event
-        return attrs.evolve(event, arguments=block.raw)
+        return None if event.arguments is not None else attrs.evolve(event, arguments=block.raw)
 
     def finish(self) -> StepResult:
         """Close what is still open (text kept; open tool calls stay incomplete) and return the result."""
@@ -299,9 +291,8 @@ class StepAccumulator:
         for tool in self._tools.values():
             if tool.part.arguments_raw is None:  # never ended: incomplete, kept as text
                 tool.part.arguments_raw = tool.raw
-            elif tool.parse:
+            elif tool.part.arguments is None:  # ended without a whole input: its text is the arguments
                 tool.part.arguments = parse_arguments(tool.raw)
-                tool.parse = False
         r = self.result
         r.text = _concat([b.part.text for b in self._text.values()])
         r.reasoning = _concat([b.part.text for b in self._reasoning.values()]) if self._reasoning else None
@@ -314,7 +305,7 @@ class StepAccumulator:
 
 # One typed handler per event class the result holds; TOOL_CALL_RESULT and lifecycle events belong to
 # the engine's bookkeeping, not to the model's answer, so they have none.
-_HANDLERS: dict[type[BaseEvent], Callable[[StepAccumulator, Any], None]] = {
+_HANDLERS: dict[type[BaseEvent], Callable[[StepAccumulator, Any], BaseEvent | None]] = {
     TextMessageContent: StepAccumulator._text_content,
     ToolCallArgs: StepAccumulator._tool_args,
     ReasoningMessageContent: StepAccumulator._reasoning_content,

@@ -476,14 +476,11 @@ class Engine:
             t = type(ev)
             if t is RunStarted:
                 continue
-            acc.add(ev)
+            ev = acc.add(ev)  # a TOOL_CALL_END comes back with the call's text, for consumers to share
             if t is RunFinished or t is RunError:
                 break
             if t is Raw and drop_raw:
                 continue  # counted by the accumulator (StepResult.unknown_events)
-            if t is ToolCallEnd:
-                # Consumers take the step's own argument text rather than each keeping a copy.
-                ev = acc.with_arguments(cast("ToolCallEnd", ev))
             blocks.see(ev)
             if on_chunk is not None:
                 try:

@@ -15,7 +15,7 @@ import requests
 
 from ._accumulate import StepAccumulator, StepResult
 from ._call import CallOptions, ModelCall
-from ._events import BaseEvent, ToolCallEnd
+from ._events import BaseEvent
 from ._loopback import LoopbackServer, Response
 from ._messages import Message
 from ._provider import CallContext, ModelRequest
@@ -59,10 +59,7 @@ def replay_body(
         acc = StepAccumulator()
         events: list[BaseEvent] = []
         for event in ModelCall(provider, request, CallContext("replay", "replay-1"), session, options):
-            acc.add(event)
-            if type(event) is ToolCallEnd:
-                event = acc.with_arguments(event)  # as the engine yields it: with the call's text
-            events.append(event)
+            events.append(acc.add(event))  # as the engine yields it: TOOL_CALL_END with the call's text
         return events, acc.finish()
 
 

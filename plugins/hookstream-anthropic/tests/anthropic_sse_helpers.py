@@ -13,7 +13,7 @@ from typing import Any
 import requests
 from hookstream._accumulate import StepAccumulator, StepResult
 from hookstream._call import ModelCall
-from hookstream._events import BaseEvent, ToolCallEnd
+from hookstream._events import BaseEvent
 from hookstream._messages import Message
 from hookstream._provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response
@@ -122,8 +122,5 @@ def run_call(
         acc = StepAccumulator()
         events: list[BaseEvent] = []
         for event in call:
-            acc.add(event)
-            if isinstance(event, ToolCallEnd):
-                event = acc.with_arguments(event)  # as the engine yields it
-            events.append(event)
+            events.append(acc.add(event))  # as the engine yields it
         return events, acc.finish(), list(srv.requests), call
