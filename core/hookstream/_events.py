@@ -252,8 +252,9 @@ class ToolCallEnd(BaseEvent):
     tool_call_id: str
     input: Any = None
     result: Any = None
-    # Derived from the deltas (their join): left out of equality and repr, where megabytes would hide the rest.
-    arguments: str | None = attrs.field(default=None, eq=False, repr=False)
+    # Derived from the deltas (their join): left out of equality and repr, where megabytes would hide the
+    # rest, and of the wire form, where the deltas already carried it.
+    arguments: str | None = attrs.field(default=None, eq=False, repr=False, metadata={"wire": False})
 
 
 @attrs.define(slots=True)
@@ -457,15 +458,13 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
 # Wire names that are not the camelCase of the Python name: AG-UI ``TokenUsage.cacheWriteInputTokens``.
 _WIRE_NAMES = {"cache_write_tokens": "cacheWriteInputTokens"}
 
-# Fields that exist only between objects in one process: never written, never read.
-_LOCAL: dict[type, tuple[str, ...]] = {ToolCallEnd: ("arguments",)}
-
 
 def _register(conv: cattrs.Converter, cls: type) -> None:
     from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-    names: dict[str, Any] = {a.name: override(omit=True) if a.name in _LOCAL.get(cls, ()) else
-                             override(rename=_WIRE_NAMES.get(a.name) or _camel(a.name))
+    # A field marked ``metadata={"wire": False}`` exists only between objects in one process.
+    names: dict[str, Any] = {a.name: override(rename=_WIRE_NAMES.get(a.name) or _camel(a.name))
+                             if a.metadata.get("wire", True) else override(omit=True)
                              for a in attrs.fields(cls)}
     plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv, **names)
 
