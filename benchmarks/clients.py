@@ -301,9 +301,9 @@ def do_latency(client: str, cmd: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     # Pinned before the client's library is imported, so every thread it starts inherits the CPUs.
-    cpus = os.environ.get("BENCH_CPUS")
-    if cpus and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+    from sse_server import pin_to_env_cpus  # beside this script; standard library only
+
+    pin_to_env_cpus()
     client = sys.argv[1]
     run = MAKERS[client]()
     print("ready", flush=True)
