@@ -128,6 +128,7 @@ class ModelCall:
         provider = self.provider
         provider.check_api_key()
         http_request = provider.build_request(self.request)
+        body = http_request.body()
         log.debug("POST %r", http_request)
         opts = self.options
         redact = provider.redact
@@ -141,6 +142,7 @@ class ModelCall:
             if self._cancelled.is_set():
                 raise CancelledError("cancelled before the request was sent")
             self.attempts = attempt + 1
+            provider.sign(http_request, body)
             self.sent_at = time.monotonic()
             try:
                 return open_stream(
@@ -150,6 +152,8 @@ class ModelCall:
                     read_timeout=opts.read_timeout,
                     error_reader=error_reader,
                     max_event_bytes=opts.max_event_bytes,
+                    framing=provider.framing,
+                    body=body,
                 ), attempt
             except HookstreamError as exc:
                 self._wait_to_retry(exc, attempt, http_request.redacted_url())

@@ -48,6 +48,7 @@ def get_model(
     base_url: str | None = None,
     api_key: str | Secret | None = None,
     session: requests.Session | None = None,
+    **options: Any,
 ) -> Provider:
     """A provider object for ``"PROVIDER:MODEL"`` (e.g. ``"openai:gpt-4o-mini"``), built once and
     passed to any number of :func:`chat` calls, which then share its connection pool.
@@ -56,18 +57,21 @@ def get_model(
     for Anthropic and Gemini; ``None``: the provider's own endpoint). ``api_key`` defaults to the
     provider's environment variable (``OPENAI_API_KEY``...); it is kept as a
     :class:`~hookstream.Secret`. ``session`` is a ``requests.Session`` to use (its owner closes it);
-    without one the provider opens its own on first use.
+    without one the provider opens its own on first use. ``options`` are the provider's own keyword
+    arguments (``vertex``: ``project``, ``location``, ``credentials``; ``bedrock``: ``region``,
+    ``profile``; see each provider's page under ``docs/providers/``).
 
-    Raises :class:`ValueError` without a provider prefix and :class:`~hookstream.UnknownPluginError`
+    Raises :class:`TypeError` for an option the provider does not take, :class:`ValueError` without a
+    provider prefix and :class:`~hookstream.UnknownPluginError`
     for a provider no installed plugin registers.
     """
     name, sep, model_name = model.partition(":")
     if not sep or not name or not model_name:
         raise ValueError(f"model must be 'PROVIDER:MODEL' (e.g. 'openai:gpt-4o-mini'), got {model!r}")
     provider_cls = get_registry().provider(name)
-    if session is None:
-        return provider_cls(model_name, base_url=base_url, api_key=api_key)
-    return provider_cls(model_name, base_url=base_url, api_key=api_key, session=session)
+    if session is not None:
+        options["session"] = session
+    return provider_cls(model_name, base_url=base_url, api_key=api_key, **options)
 
 
 def _stop_conditions(stop_when: Iterable[StopSpec] | None) -> list[StopCondition]:

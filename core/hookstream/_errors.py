@@ -18,12 +18,14 @@ __all__ = [
     "CancelledError",
     "ConnectError",
     "ConnectionClosedError",
+    "CorruptFrameError",
     "HTTPStatusError",
     "HookstreamError",
     "LineTooLongError",
     "MalformedChunkError",
     "MalformedCustomEventError",
     "MissingAPIKeyError",
+    "MissingCredentialsError",
     "NotEventStreamError",
     "NotFoundError",
     "OutputValidationError",
@@ -94,12 +96,13 @@ class StreamTimeoutError(TransportError):
 
 
 class LineTooLongError(TransportError):
-    """An SSE event grew past the configured limit (bytes) without ending."""
+    """A stream event (an SSE event, an NDJSON line, a binary frame) grew past the configured limit
+    (``limit``, bytes) without ending."""
 
     code = "line_too_long"
 
     def __init__(self, limit: int) -> None:
-        super().__init__(f"SSE event larger than the {limit} byte limit")
+        super().__init__(f"stream event larger than the {limit} byte limit")
         self.limit = limit
 
 
@@ -120,7 +123,20 @@ class NotEventStreamError(TransportError):
         self.head = head
 
 
-class MissingAPIKeyError(HookstreamError, ValueError):
+class MissingCredentialsError(HookstreamError, ValueError):
+    """A provider has no credentials to sign or authorise its request (raised before any request is
+    sent). ``provider`` is the provider's name; ``what`` says what to set (environment variables,
+    files, ``get_model`` arguments), never a credential itself."""
+
+    code = "missing_credentials"
+
+    def __init__(self, provider: str, what: str) -> None:
+        super().__init__(f"no credentials for the {provider} provider: {what}")
+        self.provider = provider
+        self.what = what
+
+
+class MissingAPIKeyError(MissingCredentialsError):
     """No API key for a provider's own endpoint; ``env_vars`` are the environment variables that would
     supply it (raised before any request is sent). A custom ``base_url`` (a local server) needs none."""
 
@@ -128,8 +144,9 @@ class MissingAPIKeyError(HookstreamError, ValueError):
 
     def __init__(self, provider: str, env_vars: tuple[str, ...]) -> None:
         names = " or ".join(env_vars) or "the provider's API key variable"
-        super().__init__(f"no API key for the {provider} provider: set {names} or pass api_key")
+        HookstreamError.__init__(self, f"no API key for the {provider} provider: set {names} or pass api_key")
         self.provider = provider
+        self.what = f"set {names} or pass api_key"
         self.env_vars = env_vars
 
 
@@ -142,6 +159,13 @@ class MalformedChunkError(HookstreamError):
         super().__init__(message)
         # Keep a bounded excerpt only: chunks can be megabytes.
         self.data = data[:200] if data else data
+
+
+class CorruptFrameError(MalformedChunkError):
+    """A binary frame failed its integrity check (the AWS event-stream prelude or message CRC32): the
+    bytes were damaged in transit. ``data`` keeps a bounded excerpt of the frame as text."""
+
+    code = "corrupt_frame"
 
 
 class MalformedCustomEventError(HookstreamError, ValueError):

@@ -2,8 +2,11 @@
 
 A provider plugin registers a :class:`Provider` subclass under a name (``openai``, ``anthropic``...)
 through the ``hookstream_register_providers`` hook. For each model call the core asks the provider to
-build an :class:`HTTPRequest` from a :class:`ModelRequest`, POSTs it, frames the response as SSE, and
-hands the SSE events to :meth:`Provider.parse_stream`, which yields AG-UI events in the adapter grammar::
+build an :class:`HTTPRequest` from a :class:`ModelRequest`, serialises its body, lets the provider
+sign it (:meth:`Provider.sign`, which sees the final bytes: AWS SigV4), POSTs it, frames the response
+with the provider's :attr:`Provider.framing` (SSE by default; NDJSON; a plugin's own binary framing)
+and hands the framed events to :meth:`Provider.parse_stream`, which yields AG-UI events in the adapter
+grammar::
 
     RUN_STARTED Content* (RUN_FINISHED | RUN_ERROR)
 
@@ -28,6 +31,7 @@ import requests
 
 from ._errors import MissingAPIKeyError
 from ._events import BaseEvent
+from ._framing import SSE, Framing
 from ._messages import Message
 from ._secrets import Secret
 from ._transport import HTTPRequest, default_error_reader
@@ -111,6 +115,12 @@ class Provider(abc.ABC):
     """The API root used when ``get_model`` is given no ``base_url``."""
     api_key_env: ClassVar[tuple[str, ...]] = ()
     """Environment variables read, in order, for the API key when none is given (``("OPENAI_API_KEY",)``)."""
+    framing: ClassVar[Framing] = SSE
+    """How the response body becomes the events :meth:`parse_stream` receives: :data:`~hookstream.plugin.SSE`
+    (sseclient-py events), :data:`~hookstream.plugin.NDJSON` (parsed JSON values, one per line) or a
+    plugin's own :class:`~hookstream.plugin.Framing` (``hookstream-bedrock``: AWS event-stream messages)."""
+    distribution: ClassVar[str] = ""
+    """The distribution that ships this provider (``"hookstream-bedrock"``), for error messages."""
 
     def __init__(
         self,
@@ -166,14 +176,24 @@ class Provider(abc.ABC):
         return self.api_key.redact(text)
 
     def check_api_key(self) -> None:
-        """Raise :class:`hookstream.errors.MissingAPIKeyError` (naming :attr:`api_key_env`) when there is
+        """Called before each call's request is built. Raise :class:`hookstream.errors.MissingAPIKeyError`
+        (naming :attr:`api_key_env`) when there is
         no API key and the provider talks to its own :attr:`default_base_url`: that endpoint always
         needs one, so failing before the request beats an ``HTTP 401`` later. A custom ``base_url``
-        (Ollama, vLLM, a proxy) may need no key and is let through."""
+        (Ollama, vLLM, a proxy) may need no key and is let through. Providers that authorise otherwise
+        (signed requests, cloud tokens) override it to raise
+        :class:`~hookstream.plugin.MissingCredentialsError` naming what to set."""
         if self.api_key or not self.api_key_env:
             return
         if self.base_url == type(self).default_base_url.rstrip("/"):
             raise MissingAPIKeyError(self.name or type(self).__name__, self.api_key_env)
+
+    def sign(self, request: HTTPRequest, body: bytes) -> None:
+        """Add request-signing headers to ``request`` (in place) for ``body``, the exact bytes that will
+        be sent. Called once per attempt, right before it is sent, so a retried request is signed
+        anew (AWS SigV4 signatures carry the time). The default adds nothing. Raises
+        :class:`~hookstream.plugin.MissingCredentialsError` when there is nothing to sign with."""
+        return None
 
     @abc.abstractmethod
     def build_request(self, request: ModelRequest) -> HTTPRequest:
@@ -184,7 +204,8 @@ class Provider(abc.ABC):
 
     @abc.abstractmethod
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
-        """Map the provider's SSE events (objects with ``event`` and ``data``) to AG-UI events.
+        """Map the provider's events, as :attr:`framing` yields them (SSE: objects with ``event`` and
+        ``data``), to AG-UI events.
 
         Must yield ``RUN_STARTED`` first and end with one ``RUN_FINISHED`` (all blocks closed, usage
         and finish reason set) or ``RUN_ERROR``. In-stream provider errors become ``RUN_ERROR`` with

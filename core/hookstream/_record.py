@@ -106,7 +106,7 @@ class _RecordingAdapter(requests.adapters.HTTPAdapter):
         response = super().send(request, *args, **kwargs)
         sink = open(self._recorder.directory / f"{index:03d}-response.sse", "wb")
         response.raw = _TeeRaw(response.raw, sink)
-        self._recorder._add_call(index, response.status_code)
+        self._recorder._add_call(index, response.status_code, response.headers.get("content-type"))
         return response
 
 
@@ -179,10 +179,13 @@ class Recorder:
         (self.directory / f"{index:03d}-request.json").write_text(
             json.dumps(record, ensure_ascii=False, indent=1), "utf-8")
 
-    def _add_call(self, index: int, status: int) -> None:
+    def _add_call(self, index: int, status: int, content_type: str | None = None) -> None:
+        call: dict[str, Any] = {"request": f"{index:03d}-request.json", "response": f"{index:03d}-response.sse",
+                                "status": status}
+        if content_type:
+            call["content_type"] = content_type  # NDJSON and AWS event-stream bodies replay as what they are
         with self._lock:
-            self.manifest["calls"].append({"request": f"{index:03d}-request.json",
-                                           "response": f"{index:03d}-response.sse", "status": status})
+            self.manifest["calls"].append(call)
             self.manifest["calls"].sort(key=lambda c: c["request"])
             self._save()
 

@@ -93,7 +93,7 @@ class _ReplayAdapter(requests.adapters.BaseAdapter):
         else:
             call = self._replay.calls[index]
             data, status = (self._replay.directory / call["response"]).read_bytes(), int(call.get("status", 200))
-            ctype = "text/event-stream" if status < 300 else "application/json"
+            ctype = call.get("content_type") or ("text/event-stream" if status < 300 else "application/json")
         raw = urllib3.HTTPResponse(body=io.BytesIO(data), headers={"content-type": ctype}, status=status,
                                    preload_content=False, decode_content=False, request_url=request.url)
         response = requests.Response()

@@ -36,20 +36,29 @@ def replay_body(
     cuts: Sequence[int] | None = None,
     options: CallOptions | None = None,
 ) -> tuple[list[BaseEvent], StepResult]:
-    """Serve ``body`` on loopback, run ``provider_name``'s adapter against it for one model call, and
+    """Serve ``body`` (labelled with the provider framing's media type) on loopback, run
+    ``provider_name``'s adapter against it for one model call, and
     return (the call's events, the aggregated result).
 
     How the body is cut into reads (see :class:`~.server.Response`; the first that is set wins):
     ``cuts`` (byte offsets into ``body`` where one read ends and the next begins, any order,
     out-of-range ones ignored), ``split``
-    (``"bytes"``, ``"lines"`` or ``"events"``, ``per_read`` units per read), ``fragment`` = (lo, hi)
+    (``"bytes"``, ``"lines"`` or ``"events"``: the provider's framing's events, SSE events, NDJSON
+    lines or binary messages; ``per_read`` units per read), ``fragment`` = (lo, hi)
     random sizes in bytes seeded by ``seed``; else whole. ``options`` are the call's
     :class:`~hookstream._call.CallOptions` (e.g. ``max_event_bytes``). Raises
     :class:`~hookstream.UnknownPluginError` for an unknown provider, :class:`ValueError` for an
     unknown ``split`` or ``per_read`` < 1."""
     provider_cls = get_registry().provider(provider_name)
-    response = Response(body, fragment=fragment, split=split, per_read=per_read,
-                        pieces=_cut(body, cuts) if cuts is not None else None)
+    framing = provider_cls.framing
+    pieces = _cut(body, cuts) if cuts is not None else None
+    if pieces is None and split == "events":
+        if per_read < 1:
+            raise ValueError(f"per_read must be at least 1, not {per_read}")
+        units = framing.split_events(body)  # SSE events, NDJSON lines, event-stream messages
+        pieces = [b"".join(units[i:i + per_read]) for i in range(0, len(units), per_read)]
+    response = Response(body, fragment=fragment, split=split, per_read=per_read, pieces=pieces,
+                        content_type=framing.media_type)
     with LoopbackServer([response], seed=seed) as srv, requests.Session() as session:
         # The API root sits under the server URL where it sits under the provider's own host (``/v1``
         # for OpenAI, the bare host for Anthropic and Gemini), as the recorder keeps it.

@@ -12,7 +12,9 @@ from typing import Any
 
 __all__ = ["SECRET_HEADERS", "Secret"]
 
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization"})
+# x-amz-security-token: the session token of temporary AWS credentials (SigV4), as secret as the key.
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization",
+                            "x-amz-security-token"})
 
 
 class Secret:

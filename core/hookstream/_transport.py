@@ -1,6 +1,8 @@
-"""HTTP transport: one streaming POST with requests, SSE framing with sseclient-py.
+"""HTTP transport: one streaming POST with requests; the body framed by the provider's framing.
 
-Bytes reach the SSE parser one HTTP chunk at a time when the body is chunked (as OpenAI, Anthropic and
+The framing (:mod:`hookstream._framing`: SSE through sseclient-py by default, NDJSON through ijson,
+or a plugin's binary framing) decides whether a 2xx body is the stream and cuts it into events.
+Bytes reach the framing one HTTP chunk at a time when the body is chunked (as OpenAI, Anthropic and
 Gemini send it: one chunk per event, so one read per event; at most 64 KiB per read), otherwise as
 soon as the socket delivers them (``read1``, never a read that waits to fill a buffer), so each delta
 is surfaced the moment its chunk arrives. Line endings ``\\n``, ``\\r\\n`` and
@@ -9,7 +11,7 @@ is surfaced the moment its chunk arrives. Line endings ``\\n``, ``\\r\\n`` and
 Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
 :class:`~hookstream.HTTPStatusError` subclass carrying the status and the provider's own error
 message (never the request headers, so never the API key); a dropped connection is a
-:class:`~hookstream.ConnectionClosedError`; an SSE event larger than ``max_event_bytes`` is a
+:class:`~hookstream.ConnectionClosedError`; an event larger than ``max_event_bytes`` is a
 :class:`~hookstream.LineTooLongError`; a 2xx answer that is not an event stream (an HTML login
 page from a proxy, a JSON body from a server that ignored ``stream: true``) is a
 :class:`~hookstream.NotEventStreamError` naming its content type and first bytes.
@@ -22,29 +24,27 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import requests
-import sseclient
 import urllib3.exceptions
 
 from ._errors import (
     ConnectError,
     ConnectionClosedError,
     HTTPStatusError,
-    LineTooLongError,
     NotEventStreamError,
     StreamTimeoutError,
     TransportError,
     error_for_status,
 )
+from ._framing import SSE, Framing, bounded_reads
 from ._secrets import SECRET_HEADERS
 
 __all__ = [
@@ -65,12 +65,6 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 _READ_SIZE = 65536
 _MAX_ERROR_BODY = 65536
-
-# The blank lines that end an event for sseclient-py: LF LF, CR LF CR LF, CR CR.
-_ENDS = ((b"\n\n", 2), (b"\r\n\r\n", 4), (b"\r\r", 2))
-_END_RE = re.compile(b"\n\n|\r\n\r\n|\r\r")
-_CR = ord("\r")
-
 
 @attrs.define(slots=True, repr=False)
 class HTTPRequest:
@@ -106,121 +100,6 @@ class SSEEvent(Protocol):
     event: str
     data: str
     id: str | None
-
-
-def bounded_reads(reads: Iterable[bytes], max_event_bytes: int) -> Iterator[bytes]:
-    """Pass socket reads on to sseclient-py, bounding the size of one SSE event.
-
-    ``reads`` are byte strings as the socket delivered them, split anywhere. The output is the same
-    bytes in the same order, cut into pieces such that sseclient-py's events do not depend on where the
-    reads were split. An event (its lines and the blank line ending it, in bytes) longer than
-    ``max_event_bytes`` raises :class:`~hookstream.errors.LineTooLongError` after every event before
-    it was passed on, so those are still delivered; events after it are not read.
-
-    Event ends follow sseclient-py: LF LF, CR LF CR LF and CR CR (the blank line of the SSE spec,
-    WHATWG HTML section 9.2.6). CR CR LF is always cut after CR CR: sseclient-py checks for an event
-    end after each line, so without the cut it would end the event there only when a read happened to
-    end between CR and LF.
-
-    Cost is linear in stream length: each read is searched a constant number of times (a read without
-    CR: once for CR, then a check of its last two bytes, or once backwards for LF LF when it does not
-    end an event), never the bytes of earlier reads; only once an event
-    may exceed the limit (the open event plus the read is longer than ``max_event_bytes``) are the
-    event ends inside the read walked one by one.
-    """
-    pending = 0  # bytes of the event still open at the end of the last read
-    tail = b""  # the stream's last 3 bytes, to see an event end split across two reads
-    for data in reads:
-        if not data:
-            continue
-        # Most streams are LF only: skip the CR searches. An int operand makes the test one memchr; a
-        # bytes operand first fails a conversion to int, an exception costing ten times the search.
-        has_cr = _CR in data
-        if not has_cr and data.endswith(b"\n\n") and pending + len(data) <= max_event_bytes:
-            # The usual read: one HTTP chunk of whole LF-only events. It ends with an event end, so no
-            # event is left open and nothing needs cutting: only the tail is kept.
-            pending = 0
-            tail = data[-3:] if len(data) >= 3 else (tail + data)[-3:]
-            yield data
-            continue
-        # An event end split across reads holds the last byte of the previous read.
-        split_end = tail[-1:] in (b"\n", b"\r")
-        fail = -1  # where in ``data`` an oversized event starts
-        if pending + len(data) <= max_event_bytes:
-            # No event can exceed the limit in this read: only the last event end matters.
-            i = data.rfind(b"\n\n")
-            last = i + 2 if i >= 0 else 0
-            if has_cr:
-                i = data.rfind(b"\r\n\r\n")
-                if i >= 0 and i + 4 > last:
-                    last = i + 4
-                i = data.rfind(b"\r\r")
-                if i >= 0 and i + 2 > last:
-                    last = i + 2
-            if last < 3 and split_end:  # an end split across reads ends at offset 1 to 3
-                last = max([last, *_joint_ends(tail, data)])
-            pending = len(data) - last if last else pending + len(data)
-        else:
-            start = -pending  # where the open event started, relative to ``data``
-            for end in _all_ends(data, _joint_ends(tail, data) if split_end else []):
-                if end - start > max_event_bytes:
-                    fail = max(start, 0)
-                    break
-                start = end
-            else:
-                pending = len(data) - start
-                if pending > max_event_bytes:
-                    fail = max(start, 0)
-        before, tail = tail, (tail + data)[-3:] if len(data) < 3 else data[-3:]
-        if fail >= 0:
-            yield from _cut_cr_cr_lf(before, data[:fail])
-            raise LineTooLongError(max_event_bytes)
-        if has_cr:
-            yield from _cut_cr_cr_lf(before, data)
-        else:
-            yield data
-
-
-def _joint_ends(tail: bytes, data: bytes) -> list[int]:
-    """Ends (offsets into ``data``) of the event ends that start in ``tail`` and end in ``data``."""
-    joint = tail + data[:3]
-    out = []
-    for pat, n in _ENDS:
-        i = joint.find(pat)
-        while 0 <= i < len(tail):
-            if i + n > len(tail):
-                out.append(i + n - len(tail))
-            i = joint.find(pat, i + 1)
-    return out
-
-
-def _all_ends(data: bytes, joint: list[int]) -> list[int]:
-    """Every event end in ``data`` (overlapping ones included, so the result does not depend on
-    where the search started), with ``joint``, ascending."""
-    ends = set(joint)
-    pos = 0
-    while (m := _END_RE.search(data, pos)) is not None:
-        ends.add(m.end())
-        pos = m.start() + 1
-    return sorted(ends)
-
-
-def _cut_cr_cr_lf(before: bytes, data: bytes) -> Iterator[bytes]:
-    """``data`` in pieces, cut between CR CR and a following LF (``before``: the bytes before it)."""
-    k = 0
-    if before.endswith(b"\r") and data.startswith(b"\r\n"):
-        yield data[:1]
-        k = 1
-    i = data.find(b"\r\r\n")
-    while i >= 0:
-        yield data[k : i + 2]
-        k = i + 2
-        i = data.find(b"\r\r\n", i + 1)
-    if k == 0:
-        if data:
-            yield data
-    elif k < len(data):
-        yield data[k:]
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -269,8 +148,10 @@ class Stream:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         read_timeout: float | None = None,
         head: bytes = b"",
+        framing: Framing = SSE,
     ) -> None:
         self.response = response
+        self.framing = framing
         self.max_event_bytes = max_event_bytes
         self.read_timeout = read_timeout
         self._head = head  # bytes open_stream already read to look at the body; served first
@@ -297,18 +178,18 @@ class Stream:
         except urllib3.exceptions.ReadTimeoutError:
             raise StreamTimeoutError("idle", self.read_timeout or 0.0) from None
 
-    def events(self) -> Iterator[SSEEvent]:
-        """SSE events in arrival order. Comments (keepalives) are skipped by sseclient-py.
+    def events(self) -> Iterator[Any]:
+        """The provider's events in arrival order, framed by :attr:`framing` (SSE by default, whose
+        comments, i.e. keepalives, sseclient-py skips).
 
-        Raises :class:`ConnectionClosedError`, :class:`StreamTimeoutError` or :class:`LineTooLongError`.
-        After :meth:`abort` it simply ends.
+        Raises :class:`ConnectionClosedError`, :class:`StreamTimeoutError`, :class:`LineTooLongError`
+        or the framing's :class:`~hookstream.MalformedChunkError`. After :meth:`abort` it simply ends.
         """
-        # The size bound is its own step: sseclient-py would otherwise buffer an endless line.
-        client = sseclient.SSEClient(bounded_reads(self._chunks(), self.max_event_bytes))
-        try:
-            yield from client.events()
-        except UnicodeDecodeError as exc:
-            raise TransportError(f"stream is not valid UTF-8 ({exc.reason})") from None
+        return self.framing.events(self._chunks(), self.max_event_bytes)
+
+    def reads(self) -> Iterator[bytes]:
+        """The body's bytes as they arrive (one HTTP chunk or socket read each), unframed."""
+        return self._chunks()
 
     def abort(self) -> None:
         """Unblock a pending read and close the connection; safe from any thread."""
@@ -340,6 +221,8 @@ def open_stream(
     read_timeout: float | None = 300.0,
     error_reader: ErrorReader = default_error_reader,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    framing: Framing = SSE,
+    body: bytes | None = None,
 ) -> Stream:
     """POST ``request`` with ``stream=True`` and return the open :class:`Stream`.
 
@@ -347,14 +230,17 @@ def open_stream(
     it is an idle limit on bytes, keepalives included). Raises :class:`ConnectError`,
     :class:`StreamTimeoutError` (``connect``) or an :class:`HTTPStatusError` subclass for non-2xx, and
     :class:`NotEventStreamError` for a 2xx body that is neither labelled ``text/event-stream`` nor
-    starts like one. Every error path closes the response before raising.
+    starts like one: :meth:`Framing.accepts` of ``framing`` decides, from the content type and
+    then the first bytes. ``body`` is the request body as already serialised (and signed, see
+    :meth:`~hookstream.plugin.Provider.sign`); ``None`` serialises ``request.json``. Every error path
+    closes the response before raising.
     """
     try:
         resp = session.request(
             request.method,
             request.url,
             headers=request.headers,
-            data=request.body(),
+            data=request.body() if body is None else body,
             stream=True,
             timeout=(connect_timeout, read_timeout),
         )
@@ -374,7 +260,7 @@ def open_stream(
         raise error
     content_type = resp.headers.get("content-type")
     head = b""
-    if not _is_event_stream(content_type):
+    if not framing.accepts(content_type, None):
         # Some OpenAI-compatible servers label a real event stream text/plain or send no type at all,
         # so the first bytes decide: SSE starts with a field name or a comment line.
         try:
@@ -382,25 +268,12 @@ def open_stream(
         except BaseException:
             resp.close()
             raise
-        if not _looks_like_sse(head):
+        if not framing.accepts(content_type, head):
             not_sse = _not_event_stream(resp, request, content_type, head)
             # As for status errors: the traceback keeps this frame, and so the response, alive.
             del resp
             raise not_sse
-    return Stream(resp, max_event_bytes, read_timeout, head)
-
-
-_SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":", b"data\n", b"data\r")
-
-
-def _is_event_stream(content_type: str | None) -> bool:
-    if not content_type:
-        return False
-    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
-
-
-def _looks_like_sse(head: bytes) -> bool:
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(_SSE_STARTS)
+    return Stream(resp, max_event_bytes, read_timeout, head, framing)
 
 
 def _first_bytes(resp: requests.Response, read_timeout: float | None) -> bytes:

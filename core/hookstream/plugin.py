@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ._accumulate import StepResult, merge_metadata
 from ._builder import StreamBuilder, new_id
+from ._credentials import RefreshingToken
 from ._errors import (
     AGUIInputError,
     AuthenticationError,
@@ -24,10 +25,14 @@ from ._errors import (
     CancelledError,
     ConnectError,
     ConnectionClosedError,
+    CorruptFrameError,
     HookstreamError,
     HTTPStatusError,
     LineTooLongError,
     MalformedChunkError,
+    MissingAPIKeyError,
+    MissingCredentialsError,
+    NotEventStreamError,
     NotFoundError,
     PartialJSONError,
     PluginError,
@@ -75,6 +80,7 @@ from ._events import (
     parse_arguments,
     to_json,
 )
+from ._framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
 from ._hookspecs import (
     ChunkStrategyRegistrar,
     ObserverRegistrar,
@@ -134,8 +140,10 @@ __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
+    "NDJSON",
     "PROTOCOL_VERSION",
     "SECRET_HEADERS",
+    "SSE",
     "AGUIInputError",
     "AuthenticationError",
     "BadRequestError",
@@ -152,10 +160,12 @@ __all__ = [
     "ChunkStrategyRegistrar",
     "ConnectError",
     "ConnectionClosedError",
+    "CorruptFrameError",
     "Custom",
     "Event",
     "FilePart",
     "FinishReason",
+    "Framing",
     "HTTPRequest",
     "HTTPStatusError",
     "HookstreamError",
@@ -165,8 +175,12 @@ __all__ = [
     "LineTooLongError",
     "MalformedChunkError",
     "Message",
+    "MissingAPIKeyError",
+    "MissingCredentialsError",
     "ModelCallInfo",
     "ModelRequest",
+    "NDJSONFraming",
+    "NotEventStreamError",
     "NotFoundError",
     "Observer",
     "ObserverRegistrar",
@@ -191,6 +205,7 @@ __all__ = [
     "ReasoningMessageStart",
     "ReasoningPart",
     "ReasoningStart",
+    "RefreshingToken",
     "Registry",
     "ResumeError",
     "RetryInfo",
@@ -202,6 +217,7 @@ __all__ = [
     "RunStarted",
     "Runner",
     "SSEEvent",
+    "SSEFraming",
     "Secret",
     "ServerError",
     "SourcePart",
@@ -247,6 +263,7 @@ __all__ = [
     "hookspec",
     "json_loads",
     "lazy_attributes",
+    "media_type",
     "merge_metadata",
     "new_id",
     "open_output",

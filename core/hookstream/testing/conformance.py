@@ -1,6 +1,7 @@
 """Provider conformance kit: run recorded bodies through an adapter and compare with expected results.
 
-A corpus folder holds ``NAME.sse`` response bodies and ``expected/NAME.json`` results in the shape::
+A corpus folder holds ``NAME.sse`` (or ``.ndjson``, ``.eventstream``) response bodies and
+``expected/NAME.json`` results in the shape::
 
     {"text": str, "thinking": str | null, "tool_calls": [{"id", "name", "arguments"}],
      "finish_reason": str | null,           # the provider's RAW finish value
@@ -25,10 +26,12 @@ from .._output import final_json
 from .grammar import check_events
 from .recorded import replay_body
 
-__all__ = ["CORPUS_ENV", "Recording", "check_recording", "compare", "corpus_providers", "find_corpus", "recordings",
-           "require_corpus", "shared_missing"]
+__all__ = ["BODY_SUFFIXES", "CORPUS_ENV", "Recording", "check_recording", "compare", "corpus_providers",
+           "find_corpus", "recordings", "require_corpus", "shared_missing"]
 
 CORPUS_ENV = "HOOKSTREAM_CORPUS"
+BODY_SUFFIXES = (".sse", ".ndjson", ".eventstream")
+"""File suffixes of recorded response bodies, one per framing (SSE, NDJSON, AWS event-stream)."""
 _CORPUS_ENVS = {"provider-streams": CORPUS_ENV, "provider-streams-external": "HOOKSTREAM_CORPUS_EXTERNAL"}
 
 
@@ -89,9 +92,12 @@ def require_corpus(start: Path | None = None, name: str = "provider-streams") ->
 
 
 def recordings(corpus: Path, prefixes: tuple[str, ...]) -> list[Recording]:
-    """Recordings in ``corpus`` whose file name starts with one of ``prefixes`` + ``"__"``, sorted."""
+    """Recordings in ``corpus`` whose file name starts with one of ``prefixes`` + ``"__"``, sorted: SSE
+    bodies (``*.sse``), NDJSON bodies (``*.ndjson``) and binary AWS event-stream bodies
+    (``*.eventstream``), each with ``expected/NAME.json``."""
     out = []
-    for path in sorted(corpus.glob("*.sse")):
+    paths = [p for ext in BODY_SUFFIXES for p in corpus.glob(f"*{ext}")]
+    for path in sorted(paths):
         prefix = path.name.split("__", 1)[0]
         if prefix in prefixes:
             expected = json.loads((corpus / "expected" / (path.stem + ".json")).read_text("utf-8"))
