@@ -55,6 +55,12 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
         "openai-responses": "hookstream-openai",
         "anthropic": "hookstream-anthropic",
         "gemini": "hookstream-gemini",
+        "azure": "hookstream-azure",
+        "azure-responses": "hookstream-azure",
+        "vertex": "hookstream-vertex",
+        "vertex-anthropic": "hookstream-vertex",
+        "bedrock": "hookstream-bedrock",
+        "ollama": "hookstream-ollama",
     },
     "chunk_strategies": {
         name: "hookstream-strategies"

@@ -68,6 +68,18 @@ _FINISH = {
 }
 
 
+def _keep_fields(obj: dict[str, Any], fields: tuple[str, ...], kept: dict[str, Any]) -> None:
+    """Keep ``fields`` of ``obj`` in ``kept`` (see :attr:`OpenAIChatProvider.kept_fields`): each field's
+    last value, and under ``"filtered"`` every value that filtered something, so a long answer keeps
+    one value per field plus the few that matter, not one per chunk."""
+    for key in fields:
+        value = obj.get(key)
+        if value:
+            kept[key] = value
+            if '"filtered": true' in json.dumps(value):
+                kept.setdefault("filtered", []).append({key: value})
+
+
 def normalise_finish_reason(raw: str | None, *, tool_calls: bool, refusal: bool = False) -> str:
     """Map a Chat Completions ``finish_reason`` to ``stop | length | content_filter | tool_calls | error``.
 
@@ -471,6 +483,12 @@ class OpenAIChatProvider(Provider):
     name: ClassVar[str] = "openai"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    distribution: ClassVar[str] = "hookstream-openai"
+    kept_fields: ClassVar[tuple[str, ...]] = ()
+    """Chunk and choice-0 fields a dialect keeps (Azure: ``prompt_filter_results``,
+    ``content_filter_results``): the last value of each, and every value that says ``"filtered":
+    true`` somewhere inside, ride on ``RUN_FINISHED`` metadata under :attr:`name`
+    (``{"azure": {"content_filter_results": {...}, "filtered": [...]}}``). Empty: nothing is looked at."""
 
     def build_request(self, request: ModelRequest) -> HTTPRequest:
         """``POST {base_url}/chat/completions`` with :func:`chat_body`. Raises :class:`ValueError`."""
@@ -482,6 +500,8 @@ class OpenAIChatProvider(Provider):
         loads = json_loads
         raw_finish: str | None = None
         usage: dict[str, Any] | None = None
+        kept_fields = self.kept_fields
+        kept: dict[str, Any] = {}
         yield from b.start()
         for sse in events:
             data = sse.data
@@ -497,10 +517,14 @@ class OpenAIChatProvider(Provider):
             if type(chunk) is not dict:
                 raise MalformedChunkError(f"chunk is not a JSON object: {data[:80]!r}", data)
             choices = chunk.get("choices")
+            if kept_fields:
+                _keep_fields(chunk, kept_fields, kept)
             if choices:
                 choice = choices[0]
                 if choice.get("index", 0) != 0:
                     choice = next((c for c in choices if c.get("index", 0) == 0), None)
+                if kept_fields and choice is not None:
+                    _keep_fields(choice, kept_fields, kept)
                 if choice is not None:
                     delta = choice.get("delta")
                     if delta:
@@ -560,10 +584,10 @@ class OpenAIChatProvider(Provider):
         if unnamed:
             raise MalformedChunkError(f"tool call {unnamed[0]!r} got arguments but never a name")
         tools = bool(b.started_tools)
-        metadata = None
+        metadata: dict[str, Any] | None = {self.name: kept} if kept else None
         if st.refusal:
             text = "".join(st.refusal)
-            metadata = {"openai": {"refusal": text}}
+            metadata = {**(metadata or {}), "openai": {"refusal": text}}
             yield Custom("refusal", {"text": text})
         yield from st.end_tools()
         yield from b.finish(
