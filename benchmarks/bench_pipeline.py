@@ -181,6 +181,8 @@ def close_all(workers: dict[str, Worker]) -> None:
 
 def expected(scenario: str, client: str) -> int:
     events = sse_server.scenario(scenario)
+    if client == "floor" and scenario.startswith(("ollama-", "bedrock-")):
+        return len(events)  # one JSON value per NDJSON line / event-stream message
     if client == "floor":
         return sum(1 for e in events for line in e.split(b"\n")
                    if line.startswith(b"data: ") and line != b"data: [DONE]")
@@ -227,10 +229,14 @@ def med(runs: list[dict[str, Any]], field: str) -> float:
 
 # -- benchmarks -----------------------------------------------------------------------------------------------
 
+TEXT_TITLES = {"openai": "OpenAI Chat text chunks", "anthropic": "Anthropic text_delta events",
+               "ollama": "Ollama NDJSON text lines", "bedrock": "Bedrock ConverseStream text frames"}
+
+
 def bench_text(url: str, shape: str, n: int, rounds: int, peer_clients: Sequence[str]) -> list[Row]:
     """CPU and elapsed time per chunk of a text stream, floor vs hookstream vs peers."""
     scenario = f"{shape}-text-{n}"
-    title = "OpenAI Chat text chunks" if shape == "openai" else "Anthropic text_delta events"
+    title = TEXT_TITLES[shape]
     failed: dict[str, str] = {}
     workers = start_workers(["floor", "hookstream", *peer_clients], failed)
     try:
@@ -433,6 +439,10 @@ def run_all(quick: bool, rounds: int, with_peers: bool,
         rows += bench_text(server.url, "openai", n, rounds, openai_peers if with_peers else [])
         progress(f"Anthropic text, {n:,} events")
         rows += bench_text(server.url, "anthropic", n, rounds, ["anthropic-stream"] if with_peers else [])
+        progress(f"Ollama NDJSON text, {n:,} lines")
+        rows += bench_text(server.url, "ollama", n, rounds, [])
+        progress(f"Bedrock event-stream text, {n:,} frames")
+        rows += bench_text(server.url, "bedrock", n, rounds, [])
         progress("tool arguments in 8-byte deltas")
         rows += bench_tool_args(server.url, [20_000, 200_000] if quick else [20_000, 200_000, 1_000_000], 3)
         progress("memory")

@@ -66,7 +66,13 @@ def make_floor() -> Run:
     import requests
 
     def run(root: str, shape: str, tool: bool) -> int:
-        """requests ``iter_lines`` + ``json.loads`` of each data line: the least a Python client does."""
+        """requests ``iter_lines`` + ``json.loads`` of each data line: the least a Python client does.
+        NDJSON (Ollama): ``json.loads`` of every line. AWS event-stream (Bedrock): botocore's
+        ``EventStreamBuffer`` fed each read (``iter_content(None)``) + ``json.loads`` of each payload."""
+        if shape == "ollama":
+            return floor_ndjson(root)
+        if shape == "bedrock":
+            return floor_eventstream(root)
         url = root + ("/v1/messages" if shape == "anthropic" else "/v1/chat/completions")
         n = 0
         with requests.post(url, json={"stream": True}, stream=True) as r:
@@ -79,14 +85,47 @@ def make_floor() -> Run:
     return run
 
 
+def floor_ndjson(root: str) -> int:
+    import requests
+
+    n = 0
+    with requests.post(root + "/api/chat", json={"stream": True}, stream=True) as r:
+        for line in r.iter_lines():
+            if line:
+                json.loads(line)
+                n += 1
+    return n
+
+
+def floor_eventstream(root: str) -> int:
+    import requests
+    from botocore.eventstream import EventStreamBuffer
+
+    n = 0
+    buf = EventStreamBuffer()
+    with requests.post(root + "/model/bench/converse-stream", json={}, stream=True) as r:
+        for data in r.iter_content(None):
+            buf.add_data(data)
+            for message in buf:
+                json.loads(message.payload)
+                n += 1
+    return n
+
+
 def make_hookstream() -> Run:
     from hookstream import StreamProcessor, chat, get_model
 
+    # Bedrock signs each request with SigV4: these are the benchmark's own fake credentials.
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCHMARK")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
+    os.environ.setdefault("AWS_REGION", "us-east-1")
+
     def run(root: str, shape: str, tool: bool) -> int:
         """``hookstream.chat`` with a ``StreamProcessor`` consuming every event: the whole pipeline."""
-        base = root if shape == "anthropic" else root + "/v1"
+        base = root if shape in ("anthropic", "ollama", "bedrock") else root + "/v1"
         proc = StreamProcessor()
-        for ev in chat(get_model(f"{shape}:bench", base_url=base, api_key="bench"), "hi", max_steps=1):
+        key = None if shape == "bedrock" else "bench"
+        for ev in chat(get_model(f"{shape}:bench", base_url=base, api_key=key), "hi", max_steps=1):
             proc.process_chunk(ev)
         r = proc.finalize()
         return _content_len(r.tool_calls[0].arguments) if tool else len(r.content)

@@ -31,9 +31,11 @@ import http.server
 import json
 import os
 import socketserver
+import struct
 import sys
 import threading
 import time
+import zlib
 from typing import Any
 
 _OPENAI_HEAD = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 1, "model": "bench"}
@@ -97,6 +99,52 @@ def tool_arguments(size: int) -> str:
     return json.dumps({"path": "out.txt", "content": content + "x" * max(0, size - base - 16 * lines)})
 
 
+def ollama_text(deltas: list[str]) -> list[bytes]:
+    """Ollama ``/api/chat`` NDJSON lines, one per delta, then the ``done`` line (docs/api.md)."""
+    head = '{"model":"bench","created_at":"2025-01-01T00:00:00.000000Z","message":{"role":"assistant","content":'
+    lines = [(head + json.dumps(d) + '},"done":false}\n').encode() for d in deltas]
+    lines.append((head + '""},"done_reason":"stop","done":true,"total_duration":1,"load_duration":1,'
+                  f'"prompt_eval_count":5,"prompt_eval_duration":1,"eval_count":{len(deltas)},'
+                  '"eval_duration":1}\n').encode())
+    return lines
+
+
+def _aws_header(name: str, value: str) -> bytes:
+    n, v = name.encode(), value.encode()
+    return bytes([len(n)]) + n + b"\x07" + struct.pack(">H", len(v)) + v  # type 7: string
+
+
+def aws_frame(event_type: str, payload: dict[str, Any]) -> bytes:
+    """One AWS event-stream message (``application/vnd.amazon.eventstream``: prelude with total and
+    headers length and its CRC32, headers, payload, message CRC32), as Bedrock sends each event.
+    Benchmark data, generated: the recorded bodies are in plugins/hookstream-bedrock/tests/recordings."""
+    headers = (_aws_header(":event-type", event_type) + _aws_header(":content-type", "application/json")
+               + _aws_header(":message-type", "event"))
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    message = prelude + headers + body
+    return message + struct.pack(">I", zlib.crc32(message))
+
+
+def bedrock_text(deltas: list[str]) -> list[bytes]:
+    """A ConverseStream text answer: messageStart, a contentBlockDelta per delta, contentBlockStop,
+    messageStop, metadata (each payload padded with ``p`` as Bedrock pads it)."""
+    pad = "abcdefghijklmnopqrstuvwxyzABCDEF"
+    frames = [aws_frame("messageStart", {"p": pad, "role": "assistant"})]
+    frames += [aws_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": d}, "p": pad[:len(d) * 2]})
+               for d in deltas]
+    frames.append(aws_frame("contentBlockStop", {"contentBlockIndex": 0, "p": pad}))
+    frames.append(aws_frame("messageStop", {"p": pad, "stopReason": "end_turn"}))
+    frames.append(aws_frame("metadata", {"metrics": {"latencyMs": 1}, "p": pad, "usage": {
+        "inputTokens": 5, "outputTokens": len(deltas), "totalTokens": 5 + len(deltas)}}))
+    return frames
+
+
+CONTENT_TYPES = {"ollama": "application/x-ndjson", "bedrock": "application/vnd.amazon.eventstream"}
+"""Content type per scenario kind; every other kind is ``text/event-stream``."""
+
+
 def scenario(name: str) -> list[bytes]:
     """The SSE events of scenario ``name`` (one bytes object per event); ``ValueError`` if unknown."""
     kind, _, params = name.partition("-")
@@ -106,6 +154,10 @@ def scenario(name: str) -> list[bytes]:
         return openai_text(words(nums[0]))
     if (kind, shape) == ("anthropic", "text"):
         return anthropic_text(words(nums[0]))
+    if (kind, shape) == ("ollama", "text"):
+        return ollama_text(words(nums[0]))
+    if (kind, shape) == ("bedrock", "text"):
+        return bedrock_text(words(nums[0]))
     if (kind, shape) == ("openai", "bigtext"):
         size, delta = nums
         return openai_text(["m" * delta] * (size // delta))
@@ -172,7 +224,7 @@ def serve(max_requests: int, max_seconds: float) -> None:
                 self.wfile.write(data)
                 return
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Type", CONTENT_TYPES.get(name.split("-", 1)[0], "text/event-stream"))
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             try:

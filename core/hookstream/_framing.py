@@ -270,21 +270,24 @@ class NDJSONFraming(Framing):
         values: list[Any] = []
         coro = ijson.items_coro(_Sink(values), "", multiple_values=True, use_float=True)
         line_bytes = 0  # bytes of the line still open at the end of the last read, to bound it
+        send = coro.send
         for data in reads:
             if not data:
                 continue
-            # Lines that start and end inside one read are bounded by the read size (64 KiB), not checked.
-            first = data.find(b"\n")
-            if first < 0:
-                line_bytes += len(data)
+            n = len(data)
+            if line_bytes + n <= max_event_bytes:
+                # The usual read: no line can be over the limit; only the open tail is counted.
+                line_bytes = 0 if data[-1] == 10 else line_bytes + n if (nl := data.rfind(b"\n")) < 0 else n - nl - 1
             else:
-                if line_bytes + first > max_event_bytes:
+                # Lines that start and end inside one read are bounded by the read size (64 KiB).
+                first = data.find(b"\n")
+                if first < 0 or line_bytes + first > max_event_bytes:
                     raise LineTooLongError(max_event_bytes)
-                line_bytes = len(data) - data.rfind(b"\n") - 1
-            if line_bytes > max_event_bytes:
-                raise LineTooLongError(max_event_bytes)
+                line_bytes = n - data.rfind(b"\n") - 1
+                if line_bytes > max_event_bytes:
+                    raise LineTooLongError(max_event_bytes)
             try:
-                coro.send(data)
+                send(data)
             except ijson.JSONError as exc:
                 yield from values
                 raise MalformedChunkError(f"NDJSON line is not JSON ({exc})", data.decode("utf-8", "replace")) from None

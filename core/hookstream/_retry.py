@@ -32,6 +32,8 @@ RETRY_ERROR_TYPES = frozenset({
     "rate_limit_exceeded", "rate_limit", "too_many_requests", "server_overloaded",  # OpenAI-compatible
     "resource_exhausted", "unavailable",  # Gemini google.rpc status names
     "429", "503", "529",  # routers that put the HTTP status in ``error.code`` (OpenRouter)
+    # Amazon Bedrock ConverseStream exception frames (API reference, "ConverseStream", Errors)
+    "throttlingexception", "serviceunavailableexception", "internalserverexception",
 })
 """In-stream provider error types (compared lower-cased) retried like HTTP 429/503/529."""
 

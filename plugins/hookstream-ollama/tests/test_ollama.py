@@ -96,7 +96,8 @@ def test_request_matches_the_ollama_client() -> None:
     client_messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "What is in this image, and 2+3?", "images": [image]},
-        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "add", "arguments": {"a": 2, "b": 3}}}]},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"function": {"name": "add", "arguments": {"a": 2, "b": 3}}}]},
         {"role": "tool", "content": "5", "tool_name": "add"},
     ]
     done = _body("ollama__openllmetry__llama3_text_joke")
@@ -121,7 +122,8 @@ def test_request_matches_the_ollama_client() -> None:
         sent_by_client, _ = srv.requests[0].json(), srv.requests[1]
     assert srv.requests[0].path == srv.requests[1].path == "/api/chat"
     ours = build_body(request, "llama3.2")
-    assert ours == sent_by_client, [(a, b) for a, b in zip(ours["messages"], sent_by_client["messages"], strict=True) if a != b]
+    assert ours == sent_by_client, [(a, b) for a, b in zip(ours["messages"], sent_by_client["messages"],
+                                                            strict=True) if a != b]
     assert sent_by_client["messages"][1]["images"] == [base64.b64encode(image).decode()]
 
 

@@ -51,23 +51,25 @@ def parse_stream(values: Iterable[Any], context: CallContext) -> Iterator[BaseEv
     b = StreamBuilder(context)
     yield from b.start()
     calls = 0
-    model: str | None = None
     for value in values:
         if type(value) is not dict:
             raise MalformedChunkError(f"NDJSON line is not a JSON object: {str(value)[:80]!r}", str(value))
-        error = value.get("error")
-        if error is not None:
-            yield from b.error(str(error), code="ollama_error")
+        if "error" in value:
+            yield from b.error(str(value["error"]), code="ollama_error")
             return
-        model = value.get("model") or model
         message = value.get("message")
-        if isinstance(message, dict):
+        if type(message) is dict:
             thinking = message.get("thinking")
             if thinking and type(thinking) is str:
                 yield from b.reasoning(thinking)
             content = message.get("content")
             if content and type(content) is str:
                 yield from b.text(content)
+            if "tool_calls" not in message:
+                if value.get("done"):
+                    yield from _finish(b, value, calls)
+                    return
+                continue
             for call in message.get("tool_calls") or ():
                 function = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(function, dict) or not isinstance(function.get("name"), str):
@@ -88,14 +90,15 @@ def parse_stream(values: Iterable[Any], context: CallContext) -> Iterator[BaseEv
                 yield from b.tool_args(call_id, text)
                 yield from b.tool_end(call_id, input=arguments)
         if value.get("done"):
-            raw = value.get("done_reason")
-            usage = Usage(input_tokens=value.get("prompt_eval_count"), output_tokens=value.get("eval_count"))
-            times = {k: value[k] for k in _DURATIONS if k in value}
-            yield from b.finish(
-                normalise_done_reason(raw, tool_calls=calls > 0),
-                raw,
-                usage,
-                {"ollama": times} if times else None,
-                model=model,
-            )
+            yield from _finish(b, value, calls)
             return
+
+
+def _finish(b: StreamBuilder, value: dict[str, Any], calls: int) -> list[BaseEvent]:
+    """``RUN_FINISHED`` from the ``done`` line."""
+    raw = value.get("done_reason")
+    usage = Usage(input_tokens=value.get("prompt_eval_count"), output_tokens=value.get("eval_count"))
+    times = {k: value[k] for k in _DURATIONS if k in value}
+    model = value.get("model")
+    return b.finish(normalise_done_reason(raw, tool_calls=calls > 0), raw, usage,
+                    {"ollama": times} if times else None, model=model if isinstance(model, str) else None)
