@@ -215,3 +215,16 @@ def test_framing_is_ndjson_and_url_images_are_refused() -> None:
     with pytest.raises(ValueError, match="bytes, not by URL"):
         build_body(ModelRequest(model="llava", messages=[
             Message("user", [FilePart.from_url("https://example.com/cat.png", media_type="image/png")])]), "llava")
+
+
+def test_hookstream_replay_cli_reads_ndjson() -> None:
+    """``hookstream replay FILE --provider ollama`` serves the body with the framing's media type."""
+    import subprocess
+    import sys
+
+    rec = next(r for r in RECORDINGS if "gpt-oss_thinking" in r.name)
+    proc = subprocess.run([sys.executable, "-m", "hookstream", "replay", str(rec.body_path), "--provider", "ollama",
+                           "--output", "final-json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["text"] == rec.expected["text"] and got["thinking"] == rec.expected["thinking"]
