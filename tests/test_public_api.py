@@ -44,10 +44,15 @@ INTERNALS_DOCS = frozenset({"architecture.md", "performance.md"})
 # distribution.
 # Names from AG-UI, the standard library and typing that docs mention in inline code.
 NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "DebounceStrategy", "Enum", "Literal",
-                            "Path", "TypedDict", "Annotated", "Callable", "Authorization"})
+                            "Path", "TypedDict", "Annotated", "Callable", "Authorization",
+                            # third-party classes the cloud provider pages name (azure-identity, openai, google-auth,
+                            # anthropic, botocore)
+                            "TokenCredential", "DefaultAzureCredential", "AzureOpenAI", "OpenAI", "AnthropicVertex",
+                            "Credentials", "EventStreamBuffer", "SigV4Auth"})
 # The bundled plugin distributions' own public names (their pages document them).
 PLUGIN_PACKAGES = ("hookstream_openai", "hookstream_anthropic", "hookstream_gemini", "hookstream_strategies",
-                   "hookstream_otel", "hookstream_mcp")
+                   "hookstream_otel", "hookstream_mcp", "hookstream_azure", "hookstream_vertex", "hookstream_bedrock",
+                   "hookstream_ollama")
 
 
 def plugin_names() -> set[str]:
