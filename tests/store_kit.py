@@ -202,13 +202,15 @@ class SimProvider:
 # -- the server under test ----------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def serve_workers(store_url: str, provider_url: str, workers: int = 4, threads: int = 16) -> Iterator[str]:
-    """`hookstream serve --workers N --store URL` against the simulated provider; yields its base URL."""
-    env = {**os.environ, "OPENAI_API_KEY": "sim-key-not-secret"}
+def serve_workers(store_url: str, provider_url: str, workers: int = 4, threads: int = 16,
+                  extra: tuple[str, ...] = (), env_extra: dict[str, str] | None = None) -> Iterator[str]:
+    """`hookstream serve --workers N --store URL EXTRA...` against the simulated provider; yields its base
+    URL. ``env_extra`` is added to the server's environment."""
+    env = {**os.environ, "OPENAI_API_KEY": "sim-key-not-secret", **(env_extra or {})}
     cmd = [sys.executable, "-m", "hookstream", "serve", "--workers", str(workers), "--threads", str(threads),
            "--store", store_url, "--model", "openai:sim", "--base-url", provider_url + "/v1", "--port", "0",
            "--max-steps", "4", "--tool", "store_kit:lookup", "--tool", "store_kit:whoami",
-           "--tool", "store_kit:transfer"]
+           "--tool", "store_kit:transfer", *extra]
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
         try:
@@ -258,8 +260,9 @@ class Client:
     each POST to its first SSE event."""
 
     def __init__(self, base: str, tag: str, full: bool, session: requests.Session | None = None,
-                 tools: list[dict[str, Any]] | None = None) -> None:
+                 tools: list[dict[str, Any]] | None = None, token: str | None = None) -> None:
         self.tools = tools or []
+        self.headers = {"Accept": "text/event-stream", **({"Authorization": f"Bearer {token}"} if token else {})}
         self.base, self.tag, self.full = base, tag, full
         self.thread_id = f"thread-{tag}-{uuid.uuid4().hex[:8]}"
         self.messages: list[dict[str, Any]] = []
@@ -293,7 +296,7 @@ class Client:
         started = time.perf_counter()
         events: list[dict[str, Any]] = []
         with self.session.post(self.base + "/", json=body, stream=True, timeout=120,
-                               headers={"Accept": "text/event-stream"}) as resp:
+                               headers=self.headers) as resp:
             assert resp.status_code == 200, resp.text
             for sse in sseclient.SSEClient(resp).events():
                 if not events:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         chat_factory,
         make_app,
     )
+    from ._auth import JWTAuthenticator, Principal, TokenAuthenticator
     from ._batch import (
         BatchResult,
         BatchRun,
@@ -132,6 +133,7 @@ if TYPE_CHECKING:
     from ._hookspecs import (
         hookimpl,
     )
+    from ._limits import ServerLimits
     from ._loop import (
         Callbacks,
         LoopSettings,
@@ -248,6 +250,10 @@ _LAZY: dict[str, str] = {
     "ToolDefinitionError": "_errors",
     "NotEventStreamError": "_errors",
     "MissingAPIKeyError": "_errors",
+    "Principal": "_auth",
+    "TokenAuthenticator": "_auth",
+    "JWTAuthenticator": "_auth",
+    "ServerLimits": "_limits",
     "MissingCredentialsError": "_errors",
     "CorruptFrameError": "_errors",
     "AGUIInputError": "_errors",
@@ -419,6 +425,7 @@ __all__ = [
     "ImmediateStrategy",
     "InMemoryStore",
     "Interrupt",
+    "JWTAuthenticator",
     "LineTooLongError",
     "LoopSettings",
     "LoopStoppedPayload",
@@ -440,6 +447,7 @@ __all__ = [
     "PendingApproval",
     "PluginError",
     "PostgresStore",
+    "Principal",
     "ProcessExecutor",
     "ProcessorResult",
     "ProcessorStats",
@@ -471,6 +479,7 @@ __all__ = [
     "Secret",
     "SequentialExecutor",
     "ServerError",
+    "ServerLimits",
     "SourcePart",
     "SourcePayload",
     "SourceUIPart",
@@ -491,6 +500,7 @@ __all__ = [
     "TextUIPart",
     "ThreadExecutor",
     "Timeouts",
+    "TokenAuthenticator",
     "Tool",
     "ToolApproval",
     "ToolCallArgs",

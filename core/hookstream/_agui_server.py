@@ -37,18 +37,21 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol
 
 import attrs
 
 from ._agui_threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
+from ._auth import Authenticator, Principal
 from ._chat import ChatStream, chat, get_model
 from ._errors import AGUIInputError
 from ._events import BaseEvent, to_sse
+from ._limits import PrincipalLimits, ServerLimits, retry_after
 from ._loop import LoopSettings
-from ._memory import ConversationStore
+from ._memory import ConversationStore, OwnedStore
 from ._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from ._tools import Tool, as_tools
 
@@ -74,7 +77,8 @@ SSE_HEADERS = [
 ]
 
 _UI_ONLY_ROLES = frozenset({"reasoning", "activity"})
-_MAX_BODY = 32 * 1024 * 1024
+_MAX_DEPTH = 64  # nesting of JSON arrays and objects in a request; deeper is refused before any work
+_BODY_READ_TIMEOUT = 30.0  # seconds a client may take per read of its body (a slow sender is cut off)
 
 
 # -- RunAgentInput ------------------------------------------------------------------------------------
@@ -84,7 +88,8 @@ _MAX_BODY = 32 * 1024 * 1024
 class RunInput:
     """The parts of an AG-UI ``RunAgentInput`` hookstream uses. ``tools`` are the frontend's tool
     definitions (``{"name", "description", "parameters"}``); ``resume`` holds the client's answers to
-    the interrupts of the previous run (AG-UI 1.0 ``resume``), passed to the engine unchanged."""
+    the interrupts of the previous run (AG-UI 1.0 ``resume``), passed to the engine unchanged;
+    ``principal`` is the authenticated caller, for a factory that serves each user differently."""
 
     thread_id: str
     run_id: str
@@ -93,6 +98,8 @@ class RunInput:
     state: Any = None
     resume: list[dict[str, Any]] | None = None
     forwarded_props: Any = None
+    principal: Principal | None = None
+    """Who asked (``None`` on a server without authentication)."""
 
 
 def _text_content(content: Any, where: str) -> str:
@@ -318,20 +325,29 @@ _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; c
                  ".css": "text/css; charset=utf-8"}
 
 
-def _json_error(start_response: Callable[..., Any], status: str, message: str) -> list[bytes]:
+def _json_error(start_response: Callable[..., Any], status: str, message: str,
+                headers: Sequence[tuple[str, str]] = ()) -> list[bytes]:
     body = json.dumps({"error": {"message": message}}).encode()
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers])
     return [body]
 
 
 class _RunBody:
     """The response body of one run: SSE frames as the engine yields them; closing it early (client gone)
-    cancels the run so its HTTP call and tools stop."""
+    cancels the run so its HTTP call and tools stop. ``release`` runs once when the body is done (the
+    principal's running-run count); a run still going after ``max_seconds`` is cancelled."""
 
-    def __init__(self, stream: RunStream) -> None:
+    def __init__(self, stream: RunStream, release: Callable[[], None] | None = None,
+                 max_seconds: float | None = None) -> None:
         self._stream = stream
         self._frames: Generator[bytes, None, None] = to_sse(stream)
         self._finished = False
+        self._release = release
+        self._timer: threading.Timer | None = None
+        if max_seconds is not None:
+            self._timer = threading.Timer(max_seconds, stream.cancel)
+            self._timer.daemon = True
+            self._timer.start()
 
     def __iter__(self) -> Iterator[bytes]:
         return self
@@ -344,9 +360,56 @@ class _RunBody:
             raise
 
     def close(self) -> None:
-        if not self._finished:
-            self._stream.cancel()
-        self._frames.close()
+        try:
+            if not self._finished:
+                self._stream.cancel()
+            self._frames.close()
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+            release, self._release = self._release, None
+            if release is not None:
+                release()
+
+
+def _too_deep(doc: Any, limit: int) -> bool:
+    """Whether ``doc`` nests arrays and objects deeper than ``limit`` (iteratively: no recursion to
+    exhaust on a hostile body)."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Iterable[Any] = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _read_body(environ: Mapping[str, Any], length: int) -> bytes:
+    """The request body; a client that stalls longer than ``_BODY_READ_TIMEOUT`` per read (slowloris)
+    is cut off: gunicorn hands the socket over as ``gunicorn.socket``; waitress buffers the whole body
+    before the application runs, so nothing is read slowly there."""
+    sock = environ.get("gunicorn.socket")
+    if sock is not None:
+        try:
+            sock.settimeout(_BODY_READ_TIMEOUT)
+        except OSError:
+            pass
+    return bytes(environ["wsgi.input"].read(length)) if length else b""
+
+
+def _cors_headers(environ: Mapping[str, Any], origins: frozenset[str]) -> list[tuple[str, str]]:
+    origin = environ.get("HTTP_ORIGIN")
+    if not origins or not isinstance(origin, str):
+        return []
+    if origin in origins or "*" in origins:
+        return [("Access-Control-Allow-Origin", origin if "*" not in origins else "*"), ("Vary", "Origin")]
+    return [("Vary", "Origin")]
 
 
 def make_app(
@@ -357,12 +420,16 @@ def make_app(
     stream_factory: StreamFactory | None = None,
     serve_page: bool = True,
     store: ConversationStore | None = None,
+    authenticate: Authenticator | None = None,
+    limits: ServerLimits | None = None,
+    cors_origins: Iterable[str] = (),
     **chat_options: Any,
 ) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with ``tools``.
 
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
-    Bad input answers ``400`` with ``{"error": {"message": ...}}``; a failure during the run ends the
+    Bad input answers ``400`` with ``{"error": {"message": ...}}`` (invalid JSON or UTF-8, values
+    nested deeper than 64, a malformed ``RunAgentInput``); a failure during the run ends the
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
     ``stream_factory`` replaces the default (:func:`chat_factory` of ``model``), e.g. to serve the
     offline demo. ``chat_options`` go to :func:`hookstream.chat`.
@@ -371,43 +438,127 @@ def make_app(
     saved when it ends, so any worker process serves any turn and resumes any interrupt
     (``hookstream._agui_threads``; docs/agui-server.md, "Scaling out"). A store that fails answers
     ``503`` with ``{"error": {"message": "conversation store unavailable: ..."}}``.
-    Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given.
+
+    ``authenticate`` (``authenticate(environ) -> Principal | None``, see :mod:`hookstream._auth`)
+    makes every ``POST`` name its principal: without one the answer is ``401`` with
+    ``WWW-Authenticate: Bearer``. With a store, every thread belongs to the principal that created it
+    (:meth:`~hookstream._memory.OwnedStore.claim`): a run, a ``resume`` or a tool result on a thread of
+    another principal is ``404`` and nothing is stored or run. ``limits`` (:class:`ServerLimits`,
+    defaults when ``None``) answer ``429`` with ``Retry-After`` for an authenticated principal over its
+    runs at once or per minute (without ``authenticate`` there is no principal to count), ``413`` for
+    too many messages or bytes, and cancel a run past ``max_run_seconds``.
+    ``cors_origins`` are the browser origins allowed to call (``Access-Control-Allow-Origin`` set to
+    the caller's origin when listed; none by default).
+
+    Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given,
+    :class:`TypeError` for an ``authenticate`` that is not callable, or a ``store`` that keeps no
+    owners (no ``claim``) given with ``authenticate``.
     """
     if stream_factory is None:
         if model is None:
             raise ValueError("make_app needs a model or a stream_factory")
         stream_factory = chat_factory(model, tools=tools, base_url=base_url, **chat_options)
+    if authenticate is not None and not callable(authenticate):
+        raise TypeError(f"authenticate must be callable, not {type(authenticate).__name__}")
+    if authenticate is not None and store is not None and not isinstance(store, OwnedStore):
+        raise TypeError(f"{type(store).__name__} keeps no thread owners (no claim()): with authenticate, "
+                        "threads of one principal would be open to all")
+    if limits is not None and not isinstance(limits, ServerLimits):
+        raise TypeError(f"limits must be ServerLimits, not {type(limits).__name__}")
     factory = stream_factory
     keeper = ThreadKeeper(store) if store is not None else None
+    owned = store if isinstance(store, OwnedStore) else None
+    limits = limits or ServerLimits()
+    counts = PrincipalLimits(limits)
+    origins = frozenset(cors_origins)
+
+    def post(environ: Mapping[str, Any], start_response: Callable[..., Any],
+             cors: list[tuple[str, str]]) -> Iterable[bytes]:
+        def error(status: str, message: str, *headers: tuple[str, str]) -> list[bytes]:
+            return _json_error(start_response, status, message, [*headers, *cors])
+
+        principal: Principal | None = None
+        if authenticate is not None:
+            principal = authenticate(environ)
+            if principal is None:
+                return error("401 Unauthorized", "authentication required",
+                             ("WWW-Authenticate", 'Bearer realm="hookstream"'))
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > limits.max_body_bytes:
+            return error("413 Payload Too Large", f"body over {limits.max_body_bytes} bytes")
+        try:
+            raw = _read_body(environ, length)
+        except (OSError, ValueError):
+            return error("408 Request Timeout", "the request body did not arrive in time")
+        try:
+            doc = json.loads(raw or b"null")
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            return error("400 Bad Request", f"the body is not JSON: {type(exc).__name__}")
+        if _too_deep(doc, _MAX_DEPTH):
+            return error("400 Bad Request", f"values nested deeper than {_MAX_DEPTH}")
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        if isinstance(messages, list):
+            if limits.max_messages is not None and len(messages) > limits.max_messages:
+                return error("413 Payload Too Large", f"more than {limits.max_messages} messages")
+            if (limits.max_message_bytes is not None and len(raw) > limits.max_message_bytes
+                    and len(json.dumps(messages).encode()) > limits.max_message_bytes):
+                return error("413 Payload Too Large", f"messages over {limits.max_message_bytes} bytes")
+        who = principal.id if principal is not None else None
+        thread_id = doc.get("threadId") if isinstance(doc, dict) else None
+        if owned is not None and isinstance(thread_id, str) and thread_id:
+            try:
+                mine = owned.claim(thread_id, who)
+            except Exception as exc:
+                log.error("claiming thread failed", exc_info=exc)
+                return error("503 Service Unavailable", f"conversation store unavailable: {type(exc).__name__}")
+            if not mine:
+                return error("404 Not Found", f"no thread {thread_id!r}")
+        # Without authentication every caller is the same anonymous principal: a shared cap on runs
+        # would let one client starve all others, so the run limits apply per authenticated principal.
+        wait = counts.start(who) if who is not None else None
+        if wait is not None:
+            return error("429 Too Many Requests", "too many runs: try again later", ("Retry-After", retry_after(wait)))
+        started = False
+        try:
+            if keeper is None:
+                run = parse_run_input(doc)
+                run.principal = principal
+                stream: RunStream = factory(run)
+            else:
+                run, new = _parse_stored(keeper, doc)
+                run.principal = principal
+                stream = keeper.wrap(run.thread_id, run.messages, new, factory(run))
+            started = True
+        except ValueError as exc:  # AGUIInputError, bad model: the client's mistake
+            return error("400 Bad Request", str(exc))
+        except LookupError as exc:  # an unknown provider or executor
+            return error("400 Bad Request", str(exc))
+        except StoreUnavailableError as exc:
+            log.error("%s", exc, exc_info=exc.__cause__)
+            return error("503 Service Unavailable", str(exc))
+        finally:
+            if not started and who is not None:
+                counts.finish(who)
+        start_response("200 OK", [*SSE_HEADERS, *cors])
+        return _RunBody(stream, (lambda: counts.finish(who)) if who is not None else None, limits.max_run_seconds)
 
     def app(environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
         path = environ.get("PATH_INFO") or "/"
+        cors = _cors_headers(environ, origins)
         if method == "POST":
-            try:
-                length = int(environ.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                length = 0
-            if length > _MAX_BODY:
-                return _json_error(start_response, "413 Payload Too Large", f"body over {_MAX_BODY} bytes")
-            raw = environ["wsgi.input"].read(length) if length else b""
-            try:
-                doc = json.loads(raw or b"null")
-                if keeper is None:
-                    run = parse_run_input(doc)
-                    stream = factory(run)
-                else:
-                    run, new = _parse_stored(keeper, doc)
-                    stream = keeper.wrap(run.thread_id, run.messages, new, factory(run))
-            except ValueError as exc:  # invalid JSON, AGUIInputError, bad model: the client's mistake
-                return _json_error(start_response, "400 Bad Request", str(exc))
-            except LookupError as exc:  # an unknown provider or executor
-                return _json_error(start_response, "400 Bad Request", str(exc))
-            except StoreUnavailableError as exc:
-                log.error("%s", exc, exc_info=exc.__cause__)
-                return _json_error(start_response, "503 Service Unavailable", str(exc))
-            start_response("200 OK", list(SSE_HEADERS))
-            return _RunBody(stream)
+            return post(environ, start_response, cors)
+        if method == "OPTIONS":  # a CORS preflight (Fetch standard, "CORS protocol")
+            headers = [("Content-Length", "0"), *cors]
+            if any(k == "Access-Control-Allow-Origin" for k, _ in cors):
+                headers += [("Access-Control-Allow-Methods", "POST, GET, OPTIONS"),
+                            ("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, Accept"),
+                            ("Access-Control-Max-Age", "600")]
+            start_response("204 No Content", headers)
+            return []
         if method in ("GET", "HEAD") and serve_page:
             name = "index.html" if path in ("/", "/index.html") else path.lstrip("/")
             suffix = name[name.rfind("."):] if "." in name else ""
@@ -418,9 +569,10 @@ def make_app(
                     body = b""
                 else:
                     start_response("200 OK", [("Content-Type", _STATIC_TYPES[suffix]),
-                                              ("Content-Length", str(len(body))), ("Cache-Control", "no-cache")])
+                                              ("Content-Length", str(len(body))), ("Cache-Control", "no-cache"),
+                                              *cors])
                     return [body] if method == "GET" else []
-            return _json_error(start_response, "404 Not Found", f"no page {path!r}")
-        return _json_error(start_response, "405 Method Not Allowed", "POST an AG-UI RunAgentInput")
+            return _json_error(start_response, "404 Not Found", f"no page {path!r}", cors)
+        return _json_error(start_response, "405 Method Not Allowed", "POST an AG-UI RunAgentInput", cors)
 
     return app

@@ -1,4 +1,4 @@
-"""Hook specifications: the five kinds of hookstream plugin.
+"""Hook specifications: the six kinds of hookstream plugin.
 
 A plugin is a module (or object) with functions named after these hooks, decorated with
 ``hookstream.plugin.hookimpl``, and listed under the ``hookstream`` entry-point group of its distribution::
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from ._auth import Authenticator
     from ._executors import ToolExecutor
     from ._observe import Observer
     from ._provider import Provider
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ._strategies import ChunkStrategy
 
 __all__ = [
+    "AuthenticatorRegistrar",
     "ChunkStrategyRegistrar",
     "ObserverRegistrar",
     "ProviderRegistrar",
@@ -45,6 +47,8 @@ StopConditionRegistrar = Callable[[str, "Callable[..., StopCondition]"], None]
 """``register(name, factory)``, given to :func:`hookstream_register_stop_conditions`."""
 ObserverRegistrar = Callable[[str, "Callable[[], Observer | None]"], None]
 """``register(name, factory)``, given to :func:`hookstream_register_observers`."""
+AuthenticatorRegistrar = Callable[[str, "Callable[[], Authenticator]"], None]
+"""``register(name, factory)``, given to :func:`hookstream_register_authenticators`."""
 
 hookspec = pluggy.HookspecMarker("hookstream")
 hookimpl = pluggy.HookimplMarker("hookstream")
@@ -131,5 +135,22 @@ def hookstream_register_observers(register: ObserverRegistrar) -> None:
         :mod:`contextvars` context. A method that raises is logged once and the observer is not
         called again in that run. Users see the names with ``hookstream plugins`` and block one with
         ``HOOKSTREAM_BLOCK_PLUGINS``.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def hookstream_register_authenticators(register: AuthenticatorRegistrar) -> None:
+    """Register authenticators for the AG-UI server (``hookstream serve --auth NAME``, ``make_app(...,
+    authenticate=...)``): who is asking, from the HTTP request.
+
+    Called once, when the registry is first used.
+
+    :param register: ``register(name, factory)``. ``factory()`` (called once, when the server starts;
+        it reads its own settings, e.g. from the environment) returns ``authenticate(request) ->
+        Principal | None``: ``request`` is the WSGI environ (PEP 3333) of one ``POST``; the result is
+        the caller as a :class:`hookstream.plugin.Principal`, or ``None`` for a request that names
+        nobody (the server answers ``401``). It is called from every request thread at once, so it
+        must be thread-safe; an exception counts as ``None``, logged.
     :returns: nothing.
     """

@@ -6,6 +6,9 @@ A step's assistant message and its tool results are saved together, before the n
 is sent, never after; an assistant message whose tool calls still wait for approval or a client is
 saved only once the resumed run has their results, so a stored history is always paired.
 
+A store that a server shares between users also keeps each thread's owner (:class:`OwnedStore`,
+:meth:`~OwnedStore.claim`): the principal that created it. The built-in stores all do.
+
 Thread safety: the engine calls a store from the thread that iterates the run; a store shared by
 several runs must be thread-safe (:class:`InMemoryStore` is).
 """
@@ -18,7 +21,7 @@ from typing import Protocol, runtime_checkable
 
 from ._messages import Message
 
-__all__ = ["ConversationStore", "InMemoryStore"]
+__all__ = ["ConversationStore", "InMemoryStore", "OwnedStore"]
 
 
 @runtime_checkable
@@ -35,13 +38,35 @@ class ConversationStore(Protocol):
         ...
 
 
+@runtime_checkable
+class OwnedStore(ConversationStore, Protocol):
+    """A conversation store that knows who owns each thread (what ``hookstream serve`` with
+    authentication needs; ``docs/agui-server.md``, "What a principal can see")."""
+
+    def claim(self, thread_id: str, owner: str | None) -> bool:
+        """Whether ``owner`` (a principal id; ``None``: an unauthenticated server) may use
+        ``thread_id``. A thread nobody holds yet becomes ``owner``'s, atomically: of two principals
+        claiming a new thread at once, exactly one gets it. A thread stored before owners were kept
+        (messages and no owner) has no owner and is open to ``None`` only."""
+        ...
+
+
 class InMemoryStore:
-    """A dict of message lists guarded by a lock; for tests and single-process apps."""
+    """A dict of message lists guarded by a lock; for tests and single-process apps. Keeps owners
+    (:class:`OwnedStore`)."""
 
     def __init__(self) -> None:
         self._threads: dict[str, list[Message]] = {}
         self._ids: dict[str, set[str]] = {}
+        self._owners: dict[str, str | None] = {}
         self._lock = threading.Lock()
+
+    def claim(self, thread_id: str, owner: str | None) -> bool:
+        with self._lock:
+            if thread_id not in self._owners:
+                # A thread saved before it was claimed (by an engine run, not the server) has no owner.
+                self._owners[thread_id] = None if thread_id in self._threads else owner
+            return self._owners[thread_id] == owner
 
     def load(self, thread_id: str) -> list[Message]:
         with self._lock:

@@ -30,6 +30,7 @@ from . import _hookspecs as hookspecs
 from ._errors import UnknownPluginError
 
 if TYPE_CHECKING:
+    from ._auth import Authenticator
     from ._executors import ToolExecutor
     from ._observe import Observer
     from ._provider import Provider
@@ -43,9 +44,9 @@ log = logging.getLogger("hookstream.registry")
 GROUP = "hookstream"
 BLOCK_ENV = "HOOKSTREAM_BLOCK_PLUGINS"
 DISABLE_ENV = "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"
-KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions", "observers")
+KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions", "observers", "authenticators")
 _SINGULAR = {"providers": "provider", "chunk_strategies": "chunk strategy", "tool_executors": "tool executor",
-             "stop_conditions": "stop condition", "observers": "observer"}
+             "stop_conditions": "stop condition", "observers": "observer", "authenticators": "authenticator"}
 # Which first-party distribution registers each name, so "no provider named 'gemini'" can say what to install.
 # Names nobody here ships get no guessed distribution name: a guess like "hookstream-NAME" would send people to
 # whatever a stranger uploaded under that name on the package index (and pip no longer has a search command).
@@ -225,6 +226,11 @@ class Registry:
     def observer(self, name: str) -> Callable[[], Observer | None]:
         """The observer factory registered as ``name``; raises :class:`UnknownPluginError`."""
         factory: Callable[[], Observer | None] = self.get("observers", name)
+        return factory
+
+    def authenticator(self, name: str) -> Callable[[], Authenticator]:
+        """The authenticator factory registered as ``name``; raises :class:`UnknownPluginError`."""
+        factory: Callable[[], Authenticator] = self.get("authenticators", name)
         return factory
 
     def observers(self) -> list[Observer]:

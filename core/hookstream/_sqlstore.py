@@ -13,7 +13,12 @@ Both database stores keep one table, ``hookstream_messages``::
     body       text       the message as JSON (hookstream._message_codec: cattrs, file bytes base64)
     UNIQUE (thread_id, message_key)
 
-and :meth:`save` inserts with ``ON CONFLICT DO NOTHING``: saving a message whose id the thread already
+and a second, ``hookstream_threads`` (``thread_id`` primary key, ``owner`` text or NULL, ``created_at``
+in Unix seconds), holding who owns each thread (:meth:`claim`). A database made before owners were kept
+gets the table on open (``CREATE TABLE IF NOT EXISTS``: the migration); its threads get a row with a
+NULL owner when first claimed, so they stay reachable only by an unauthenticated server.
+
+:meth:`save` inserts with ``ON CONFLICT DO NOTHING``: saving a message whose id the thread already
 holds does nothing, so a store holds each message once however many workers saved it, and
 :meth:`load` returns a thread's messages in ``seq`` order.
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +47,7 @@ from ._messages import Message
 __all__ = ["PostgresStore", "SQLiteStore", "open_store"]
 
 _TABLE = "hookstream_messages"
+_THREADS = "hookstream_threads"
 _BUSY_TIMEOUT_S = 30.0
 
 
@@ -101,7 +108,25 @@ class SQLiteStore(_PerThread):
         conn.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
                      "thread_id TEXT NOT NULL, message_key TEXT NOT NULL, body TEXT NOT NULL, "
                      "UNIQUE (thread_id, message_key))")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
+                     "created_at REAL NOT NULL)")
         return conn
+
+    def claim(self, thread_id: str, owner: str | None) -> bool:
+        conn = self.get()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
+            if row is None:
+                legacy = conn.execute(f"SELECT 1 FROM {_TABLE} WHERE thread_id = ? LIMIT 1", (thread_id,)).fetchone()
+                row = (None if legacy else owner,)
+                conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) VALUES (?, ?, ?)",
+                             (thread_id, row[0], time.time()))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return bool(row[0] == owner)
 
     def load(self, thread_id: str) -> list[Message]:
         cur = self.get().execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq",
@@ -145,7 +170,20 @@ class PostgresStore(_PerThread):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {_TABLE} (seq BIGSERIAL PRIMARY KEY, "
                          "thread_id TEXT NOT NULL, message_key TEXT NOT NULL, body TEXT NOT NULL, "
                          "UNIQUE (thread_id, message_key))")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
+                         "created_at DOUBLE PRECISION NOT NULL)")
         self._release()
+
+    def claim(self, thread_id: str, owner: str | None) -> bool:
+        conn = self.get()
+        with conn.transaction():
+            # The legacy check and the insert are one statement: of two claims at once, the primary key
+            # lets exactly one row in and both read it back.
+            conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) SELECT %s, CASE WHEN EXISTS "
+                         f"(SELECT 1 FROM {_TABLE} WHERE thread_id = %s) THEN NULL ELSE %s END, %s "
+                         "ON CONFLICT (thread_id) DO NOTHING", (thread_id, thread_id, owner, time.time()))
+            row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = %s", (thread_id,)).fetchone()
+        return bool(row is not None and row[0] == owner)
 
     def _connect(self) -> Any:
         import psycopg

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._accumulate import StepResult, merge_metadata
+from ._auth import Principal
 from ._builder import StreamBuilder, new_id
 from ._credentials import RefreshingToken
 from ._errors import (
@@ -82,6 +83,7 @@ from ._events import (
 )
 from ._framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
 from ._hookspecs import (
+    AuthenticatorRegistrar,
     ChunkStrategyRegistrar,
     ObserverRegistrar,
     ProviderRegistrar,
@@ -146,6 +148,7 @@ __all__ = [
     "SSE",
     "AGUIInputError",
     "AuthenticationError",
+    "AuthenticatorRegistrar",
     "BadRequestError",
     "BaseEvent",
     "BatchInput",
@@ -192,6 +195,7 @@ __all__ = [
     "PluginError",
     "PluginFailure",
     "PluginInfo",
+    "Principal",
     "Provider",
     "ProviderError",
     "ProviderRegistrar",

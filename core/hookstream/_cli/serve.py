@@ -7,6 +7,14 @@ with several workers a store is what lets any worker serve any turn, so ``--work
 uses ``sqlite:///hookstream-threads.db`` (not with ``--demo``, whose recording repeats its tool call ids
 every turn).
 
+Authentication (``docs/agui-server.md``, "Deployment"): ``--auth-tokens FILE`` (or
+``$HOOKSTREAM_AUTH_TOKENS``, the same ``TOKEN PRINCIPAL`` pairs inline), ``--jwt-issuer`` with
+``--jwt-audience`` (OIDC bearer JWTs), ``--auth NAME`` (a plugin's authenticator); several may be
+given, the first that knows the caller wins. A non-loopback ``--host`` without one of them is refused
+unless ``--no-auth`` says so. Limits per principal and per request: ``--max-concurrent-runs``,
+``--max-runs-per-minute``, ``--max-messages``, ``--max-message-bytes``, ``--max-run-seconds``;
+``--cors-origin`` (repeatable) names the browser origins allowed to call.
+
 waitress is a well-kept, pure-Python, multi-threaded WSGI server; with its default ``send_bytes=1`` each
 SSE frame the application yields is written to the socket at once (chunked transfer encoding), so events
 reach the client as they are produced. It is an optional dependency: ``pip install 'hookstream[serve]'``.
@@ -14,30 +22,83 @@ reach the client as they are produced. It is an optional dependency: ``pip insta
 
 from __future__ import annotations
 
+import ipaddress
+import os
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from .._agui_server import make_app
+from .._auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
+from .._limits import ServerLimits
 from .._memory import ConversationStore, InMemoryStore
 from .._sqlstore import open_store
 from .chat import load_tool
 
+TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
+
 
 def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | None, system: str | None,
-              max_steps: int, demo: bool, delay: float, store: ConversationStore | None = None) -> Any:
+              max_steps: int, demo: bool, delay: float, store: ConversationStore | None = None, *,
+              authenticate: Authenticator | None = None, limits: ServerLimits | None = None,
+              cors_origins: Sequence[str] = ()) -> Any:
     """The WSGI application ``serve`` runs (also what tests mount). Raises :class:`click.UsageError`."""
-    if demo:
-        from .._agui_demo import demo_factory
-
-        return make_app(stream_factory=demo_factory(delay=delay), store=store)
-    if not model:
-        raise click.UsageError("--model PROVIDER:MODEL is required (or --demo for the offline demo)")
-    tools = [load_tool(s) for s in tool_specs]
+    guard: dict[str, Any] = {"store": store, "authenticate": authenticate, "limits": limits,
+                             "cors_origins": cors_origins}
     try:
-        return make_app(model, tools=tools, base_url=base_url, system=system, max_steps=max_steps, store=store)
-    except (ValueError, LookupError) as exc:
+        if demo:
+            from .._agui_demo import demo_factory
+
+            return make_app(stream_factory=demo_factory(delay=delay), **guard)
+        if not model:
+            raise click.UsageError("--model PROVIDER:MODEL is required (or --demo for the offline demo)")
+        tools = [load_tool(s) for s in tool_specs]
+        return make_app(model, tools=tools, base_url=base_url, system=system, max_steps=max_steps, **guard)
+    except (ValueError, LookupError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` binds only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience: tuple[str, ...],
+                  jwks_url: str | None, plugin_names: tuple[str, ...]) -> Authenticator | None:
+    """The server's authenticator from the flags (``None``: none given). Raises
+    :class:`click.UsageError` naming the flag for an unreadable or malformed setting (never a token)."""
+    chain: list[Authenticator] = []
+    try:
+        if tokens_file:
+            chain.append(TokenAuthenticator.from_file(tokens_file))
+        if os.environ.get(TOKENS_ENV):
+            chain.append(TokenAuthenticator.parse(os.environ[TOKENS_ENV]))
+    except (OSError, ValueError) as exc:
+        raise click.UsageError(f"--auth-tokens / ${TOKENS_ENV}: {exc}") from None
+    if jwt_issuer or jwt_audience:
+        if not (jwt_issuer and jwt_audience):
+            raise click.UsageError("--jwt-issuer and --jwt-audience go together")
+        try:
+            chain.append(JWTAuthenticator(jwt_issuer, jwt_audience, jwks_url=jwks_url))
+        except (ImportError, ValueError) as exc:
+            raise click.UsageError(f"--jwt-issuer: {exc}") from None
+    if plugin_names:
+        from .._registry import get_registry
+
+        for name in plugin_names:
+            try:
+                chain.append(get_registry().authenticator(name)())
+            except LookupError as exc:
+                raise click.UsageError(f"--auth {name}: {exc}") from None
+    if not chain:
+        return None
+    return chain[0] if len(chain) == 1 else first_of(*chain)
 
 
 @click.command("serve")
@@ -57,10 +118,48 @@ def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | No
                    "sqlite:///hookstream-threads.db, except with --demo).")
 @click.option("--demo", is_flag=True, help="Serve the bundled offline demo (no API key, no network).")
 @click.option("--delay", type=float, default=0.03, show_default=True, help="--demo: seconds between SSE events.")
+@click.option("--auth-tokens", "tokens_file", default=None, metavar="FILE",
+              help=f"Static bearer tokens: one 'TOKEN PRINCIPAL' line each (TOKEN may be sha256:HEX). "
+                   f"${TOKENS_ENV} holds the same pairs inline.")
+@click.option("--jwt-issuer", default=None, metavar="URL", help="Accept bearer JWTs from this OIDC issuer.")
+@click.option("--jwt-audience", multiple=True, metavar="AUD", help="The audience the JWTs must name (repeatable).")
+@click.option("--jwks-url", default=None, metavar="URL",
+              help="The issuer's JWKS (default: from its discovery document).")
+@click.option("--auth", "auth_plugins", multiple=True, metavar="NAME", help="A plugin's authenticator (repeatable).")
+@click.option("--no-auth", is_flag=True, help="Serve without authentication, even on a non-loopback --host.")
+@click.option("--max-concurrent-runs", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Runs of one principal at once (per worker).")
+@click.option("--max-runs-per-minute", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Runs one principal may start per minute (per worker).")
+@click.option("--max-messages", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Messages in one request.")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=16 * 1024 * 1024, show_default=True,
+              help="Bytes of one request's messages.")
+@click.option("--max-run-seconds", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+              help="Wall-clock seconds a run may take before it is cancelled.")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="A browser origin allowed to call (repeatable; none by default).")
 def command(model: str | None, tool_specs: tuple[str, ...], base_url: str | None, system: str | None,
             max_steps: int, host: str, port: int, threads: int, workers: int, store_url: str | None, demo: bool,
-            delay: float) -> None:
+            delay: float, tokens_file: str | None, jwt_issuer: str | None, jwt_audience: tuple[str, ...],
+            jwks_url: str | None, auth_plugins: tuple[str, ...], no_auth: bool, max_concurrent_runs: int,
+            max_runs_per_minute: int, max_messages: int, max_message_bytes: int, max_run_seconds: float,
+            cors_origins: tuple[str, ...]) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput) and a chat page at /."""
+    authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
+    if authenticate is not None and no_auth:
+        raise click.UsageError("--no-auth contradicts the authentication settings given")
+    if authenticate is None and not is_loopback(host):
+        if not no_auth:
+            raise click.UsageError(
+                f"refusing to serve on {host} without authentication: anyone who can reach it would be every "
+                f"user. Give --auth-tokens FILE (or ${TOKENS_ENV}), --jwt-issuer URL --jwt-audience AUD, or "
+                "--auth PLUGIN; or --no-auth to serve openly anyway.")
+        click.echo(f"warning: serving on {host} without authentication (--no-auth): anyone who can reach it can "
+                   "read and continue every thread", err=True)
+    limits = ServerLimits(max_concurrent_runs=max_concurrent_runs, runs_per_minute=max_runs_per_minute,
+                          max_messages=max_messages, max_message_bytes=max_message_bytes,
+                          max_run_seconds=max_run_seconds)
     if workers > 1 and store_url is None and not demo:
         # The demo is a recording: every question replays the same tool call ids, which a store would
         # take for messages it already holds. Without a store it stays stateless (full-history clients).
@@ -75,7 +174,8 @@ def command(model: str | None, tool_specs: tuple[str, ...], base_url: str | None
             raise click.UsageError(f"--store: cannot open the store: {type(exc).__name__}: {exc}") from None
     if workers > 1 and isinstance(store, InMemoryStore):
         raise click.UsageError("--store memory: lives in one process; with --workers use sqlite:/// or postgresql://")
-    app = build_app(model, tool_specs, base_url, system, max_steps, demo, delay, store)
+    app = build_app(model, tool_specs, base_url, system, max_steps, demo, delay, store,
+                    authenticate=authenticate, limits=limits, cors_origins=cors_origins)
     if workers > 1:
         from .workers import run_workers
 

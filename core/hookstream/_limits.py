@@ -1,0 +1,108 @@
+"""What one principal may ask of a server: runs at once, runs per minute, request size, run length.
+
+:class:`ServerLimits` holds the numbers (defaults suit one small team; ``hookstream serve`` flags set
+them); :class:`PrincipalLimits` enforces the per-principal ones in one server process: a counter of
+running runs and a :class:`~hookstream.RateLimiter` (``rpm``) per principal. With ``--workers N`` each
+worker process keeps its own counts, so a principal may run up to N times the limit at once across
+the server (say so to users; a shared limit would need the database on every request).
+
+Answers when a limit is passed (``hookstream._agui_server``): ``429 Too Many Requests`` with
+``Retry-After`` in whole seconds (RFC 6585 section 4, RFC 9110 section 10.2.3) for the run limits,
+``413 Content Too Large`` for a request with too many messages or message bytes, and a run past
+``max_run_seconds`` is cancelled (it ends with ``RUN_ERROR``).
+
+Thread safety: :class:`PrincipalLimits` is shared by all request threads of a process; its tables
+change under one lock, each principal's rate limiter under its own.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import attrs
+
+from ._ratelimit import Permit, RateLimiter
+
+__all__ = ["PrincipalLimits", "ServerLimits"]
+
+
+def _positive(instance: Any, attribute: Any, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise TypeError(f"{attribute.name} must be a positive number or None, not {value!r}")
+
+
+@attrs.frozen(slots=True)
+class ServerLimits:
+    """Per-principal and per-request limits of an AG-UI server; ``None`` turns one off.
+
+    * ``max_concurrent_runs``: runs of one principal streaming at once (per worker process).
+    * ``runs_per_minute``: runs one principal may start in any minute (sliding window).
+    * ``max_messages``: messages in one ``RunAgentInput``.
+    * ``max_message_bytes``: bytes of the request body's ``messages`` (JSON), in total.
+    * ``max_run_seconds``: wall-clock seconds a run may take before it is cancelled.
+    * ``max_body_bytes``: the request body, in bytes (larger: ``413`` before it is read).
+
+    Raises :class:`TypeError` at construction for a value that is not a positive number or ``None``.
+    """
+
+    max_concurrent_runs: int | None = attrs.field(default=4, validator=_positive)
+    runs_per_minute: float | None = attrs.field(default=60, validator=_positive)
+    max_messages: int | None = attrs.field(default=1000, validator=_positive)
+    max_message_bytes: int | None = attrs.field(default=16 * 1024 * 1024, validator=_positive)
+    max_run_seconds: float | None = attrs.field(default=600.0, validator=_positive)
+    max_body_bytes: int = attrs.field(default=32 * 1024 * 1024, validator=_positive)
+
+
+class PrincipalLimits:
+    """The run limits of :class:`ServerLimits`, counted per principal id (``None``: everyone of an
+    unauthenticated server counts as one principal)."""
+
+    def __init__(self, limits: ServerLimits) -> None:
+        self.limits = limits
+        self._running: dict[str | None, int] = {}
+        self._rates: dict[str | None, RateLimiter] = {}
+        self._lock = threading.Lock()
+
+    def start(self, principal: str | None) -> float | None:
+        """Count a new run of ``principal``: ``None`` when it may start (call :meth:`finish` when it
+        ends), else the seconds to wait before trying again (nothing counted)."""
+        limits = self.limits
+        with self._lock:
+            running = self._running.get(principal, 0)
+            if limits.max_concurrent_runs is not None and running >= limits.max_concurrent_runs:
+                return 1.0  # a run ends at an unknown time: ask again soon
+            rate = self._rates.get(principal)
+            if rate is None and limits.runs_per_minute is not None:
+                if len(self._rates) > 10_000:  # forget principals that have not run for a window
+                    self._rates = {p: r for p, r in self._rates.items() if r.usage()[0]}
+                # A one-minute window: a principal may start its whole minute's runs at once, as users expect.
+                rate = self._rates[principal] = RateLimiter(rpm=limits.runs_per_minute, window=60.0)
+            if rate is not None:
+                got = rate.try_acquire()
+                if not isinstance(got, Permit):
+                    return got
+            self._running[principal] = running + 1
+        return None
+
+    def finish(self, principal: str | None) -> None:
+        """One run of ``principal`` ended (however it ended)."""
+        with self._lock:
+            left = self._running.get(principal, 0) - 1
+            if left > 0:
+                self._running[principal] = left
+            else:
+                self._running.pop(principal, None)
+
+    def running(self, principal: str | None) -> int:
+        """Runs of ``principal`` streaming now."""
+        with self._lock:
+            return self._running.get(principal, 0)
+
+
+def retry_after(seconds: float) -> str:
+    """A ``Retry-After`` value: whole seconds, at least 1."""
+    return str(max(1, math.ceil(seconds)))
