@@ -116,7 +116,7 @@ from ._stop import StopCondition
 from ._structured import ResolvedOutput
 from ._timeouts import Timeouts, Watchdog
 from ._tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
-from ._tools import CancellationToken, Tool, as_tools
+from ._tools import LEFT_RUNNING, CancellationToken, Tool, as_tools
 
 __all__ = ["Engine", "EngineConfig", "RunResult"]
 
@@ -378,10 +378,12 @@ class Engine:
 
     def result(self) -> RunResult:
         outcome = self.outcome if self.outcome != "running" else "incomplete"
+        left = [p.tool_call_id for m in self.messages if m.role == "tool" for p in m.tool_results
+                if (p.provider_metadata or {}).get("hookstream", {}).get(LEFT_RUNNING)]
         return RunResult(
             list(self.steps), list(self.messages), self.usage, outcome, self.error,
             list(self.pending_approvals), list(self.pending_tool_calls), self.direct_result,
-            list(self.resumed_results), self.stopped_by, self.output,
+            list(self.resumed_results), self.stopped_by, self.output, left,
         )
 
     # -- the loop -------------------------------------------------------------------------------

@@ -240,6 +240,10 @@ class RunResult:
     ``output`` is the validated structured output of ``chat(..., output=SPEC)`` (an instance of the
     class, or the JSON value for a JSON Schema dict), ``None`` without one or when it was invalid
     (``error`` is then an :class:`~hookstream.OutputValidationError` keeping the raw text).
+    ``tools_left_running`` are the ids of tool calls whose code was still running when the run stopped
+    waiting for them (a cancel, a time limit): Python cannot kill a thread, so their token was set and
+    they were abandoned; a tool that ignores its :class:`~hookstream.CancellationToken` may still be
+    working (``on_finish`` receives this result, so it is reported, not silent).
     """
 
     steps: list[StepResult]
@@ -253,6 +257,7 @@ class RunResult:
     resumed_results: list[ToolResultPart] = attrs.Factory(list)
     stopped_by: str | None = None
     output: Any = None
+    tools_left_running: list[str] = attrs.Factory(list)
 
     @property
     def last_step(self) -> StepResult | None:

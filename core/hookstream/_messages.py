@@ -43,9 +43,31 @@ Role = Literal["system", "user", "assistant", "tool"]
 ProviderMetadata = dict[str, dict[str, Any]]
 
 
+def _typed(*types: type, optional: bool = False, hint: str = "") -> Any:
+    """An attrs validator raising :class:`TypeError` naming the field and the wrong type (never the
+    value: it may be megabytes of file data or a secret)."""
+    names = " or ".join(t.__name__ for t in types) + (" or None" if optional else "")
+
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool) and int in types):
+            raise TypeError(f"{type(instance).__name__}.{attribute.name} must be {names}, not "
+                            f"{type(value).__name__}{hint}")
+
+    return check
+
+
+_str = _typed(str)
+_opt_str = _typed(str, optional=True)
+
+
 @attrs.define(slots=True)
 class TextPart:
-    text: str
+    """Text of a message. Raises :class:`TypeError` at construction for text that is not a ``str``
+    (as every message value class does for a field of the wrong type)."""
+
+    text: str = attrs.field(validator=_str)
     provider_metadata: ProviderMetadata | None = None
     kind: Literal["text"] = "text"
 
@@ -54,7 +76,7 @@ class TextPart:
 class ReasoningPart:
     """Reasoning text. ``provider_metadata`` carries what the provider needs back (signatures...)."""
 
-    text: str
+    text: str = attrs.field(validator=_str)
     provider_metadata: ProviderMetadata | None = None
     kind: Literal["reasoning"] = "reasoning"
 
@@ -67,10 +89,10 @@ class ToolCallPart:
     (``arguments_raw`` then keeps the text that arrived). Such a call is never executed.
     """
 
-    id: str
-    name: str
-    arguments: dict[str, Any] | None
-    arguments_raw: str | None = None
+    id: str = attrs.field(validator=_str)
+    name: str = attrs.field(validator=_str)
+    arguments: dict[str, Any] | None = attrs.field(validator=_typed(dict, optional=True))
+    arguments_raw: str | None = attrs.field(default=None, validator=_opt_str)
     provider_metadata: ProviderMetadata | None = None
     kind: Literal["tool-call"] = "tool-call"
 
@@ -119,10 +141,12 @@ class FilePart:
     Thread safety: a value; do not mutate it once it is in a conversation.
     """
 
-    media_type: str
-    data: bytes | None = None
-    url: str | None = None
-    filename: str | None = None
+    media_type: str = attrs.field(validator=_str)
+    # bytes, not str: a base64 or data-URL string here would be sent as garbage (use from_data_url)
+    data: bytes | None = attrs.field(default=None, validator=_typed(
+        bytes, optional=True, hint=" (base64 or a data URL: use FilePart.from_data_url)"))
+    url: str | None = attrs.field(default=None, validator=_opt_str)
+    filename: str | None = attrs.field(default=None, validator=_opt_str)
     provider_metadata: ProviderMetadata | None = None
     kind: Literal["file"] = "file"
 
@@ -220,10 +244,10 @@ class ToolResultPart:
     (the output is then the error text the model receives). ``files`` are files the tool returned (a
     screenshot), sent back in each provider's form for tool-result images and documents."""
 
-    tool_call_id: str
-    tool_name: str
+    tool_call_id: str = attrs.field(validator=_str)
+    tool_name: str = attrs.field(validator=_str)
     output: Any
-    is_error: bool = False
+    is_error: bool = attrs.field(default=False, validator=_typed(bool))
     provider_metadata: ProviderMetadata | None = None
     kind: Literal["tool-result"] = "tool-result"
     files: list[FilePart] = attrs.Factory(list)
@@ -247,9 +271,9 @@ class Message:
     no part in equality (two messages with the same role and parts are equal).
     """
 
-    role: Role
-    parts: list[Part] = attrs.Factory(list)
-    id: str | None = attrs.field(default=None, eq=False, kw_only=True)
+    role: Role = attrs.field(validator=attrs.validators.in_(("system", "user", "assistant", "tool")))
+    parts: list[Part] = attrs.field(factory=list, validator=_typed(list))
+    id: str | None = attrs.field(default=None, eq=False, kw_only=True, validator=_opt_str)
 
     @classmethod
     def system(cls, text: str) -> Message:

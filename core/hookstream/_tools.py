@@ -387,6 +387,18 @@ def needs_approval(t: Tool, arguments: dict[str, Any] | None) -> bool:
     return bool(rule)
 
 
+LEFT_RUNNING = "left_running"
+"""``ToolResultPart.provider_metadata["hookstream"]`` key marking a result given while the tool's thread
+still ran: the run stopped waiting for it (cancel, time limit); ``RunResult.tools_left_running`` lists them."""
+
+
+def _left(thread: threading.Thread, result: ToolResultPart) -> ToolResultPart:
+    """``result``, marked when ``thread`` (the tool's) is still running: it is abandoned, not stopped."""
+    if thread.is_alive():
+        result.provider_metadata = {"hookstream": {LEFT_RUNNING: True}}
+    return result
+
+
 _POLL = 0.01  # seconds between checks of the run's token while a tool runs: bounds cancel latency
 
 
@@ -436,10 +448,11 @@ def _run_guarded(
     while not done.wait(_POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))):
         if run_token.cancelled:
             token.cancel(run_token.reason or "cancelled")
-            return ToolResultPart(call.id, call.name, f"Error: {call.name!r} was cancelled", is_error=True)
+            return _left(thread, ToolResultPart(call.id, call.name, f"Error: {call.name!r} was cancelled",
+                                                is_error=True))
         if deadline is not None and time.monotonic() >= deadline:
             token.cancel("timeout")
-            return ToolResultPart(
+            return _left(thread, ToolResultPart(
                 call.id, call.name, f"Error: {call.name!r} timed out after {timeout:g} s", is_error=True
-            )
+            ))
     return box[0] if box else ToolResultPart(call.id, call.name, f"Error: {call.name!r} stopped", is_error=True)
