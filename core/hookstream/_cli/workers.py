@@ -1,7 +1,9 @@
 """``hookstream serve --workers N``: the WSGI application in N worker processes under gunicorn.
 
 gunicorn's ``gthread`` worker class serves each process's requests on a pool of ``threads`` threads, as
-the engine expects (one engine per request, tools on threads; no asyncio). The application is built once
+the engine expects (one engine per request, tools on threads; no asyncio), with a deadline on reading
+each request so that slow senders cannot hold those threads (``hookstream._cli.gthread_worker``).
+The application is built once
 in the arbiter before the workers fork (``preload_app``), so a bad ``--model`` or ``--store`` stops the
 command instead of every worker failing to boot; each worker opens its own database connections
 (``hookstream._sqlstore`` reconnects after a fork). gunicorn runs on Unix only.
@@ -17,15 +19,20 @@ import click
 __all__ = ["run_workers"]
 
 
-def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, threads: int) -> None:
+def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, threads: int,
+                max_body: int = 32 * 1024 * 1024) -> None:
     """Serve ``app`` on ``host:port`` (0 picks a free port) with ``workers`` gthread workers of ``threads``
     threads each, until interrupted. Prints the ``listening on`` line once the socket is bound. Raises
-    :class:`click.ClickException` when gunicorn is not installed."""
+    :class:`click.ClickException` when gunicorn is not installed. ``max_body`` (bytes) is the largest
+    body read before the application sees the request."""
     try:
         from gunicorn.app.base import BaseApplication
+
+        from .gthread_worker import read_body_first
     except ImportError:
         raise click.ClickException(
             "hookstream serve --workers needs gunicorn: pip install 'hookstream[serve]'") from None
+    app = read_body_first(app, max_body)
 
     def when_ready(server: Any) -> None:
         bound = server.LISTENERS[0].sock.getsockname()
@@ -34,7 +41,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
     options: dict[str, Any] = {
         "bind": f"{host}:{port}",
         "workers": workers,
-        "worker_class": "gthread",
+        "worker_class": "hookstream._cli.gthread_worker.HookstreamWorker",
         "threads": threads,
         "preload_app": True,
         # A gthread worker keeps sending heartbeats while its threads stream, so this bounds a stuck
