@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 import bench_observer  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_processor  # noqa: E402
+import bench_serve_attack  # noqa: E402
 import peers  # noqa: E402
 
 
@@ -81,6 +82,8 @@ def main(argv: list[str]) -> int:
 
     rows = bench_pipeline.run_all(args.quick, rounds, args.peers, progress)
     rows += bench_observer.run_all(args.quick, rounds, progress)
+    progress("time to first event under a slowloris attack (gunicorn and waitress)")
+    rows += bench_serve_attack.run(2 if args.quick else 3)
     progress("StreamProcessor linearity")
     rows += bench_processor.main()
     print_table(rows)
