@@ -342,3 +342,53 @@ def _call(app: Any, environ: dict[str, Any]) -> tuple[str, dict[str, str], bytes
     if close is not None:
         close()
     return got["status"], got["headers"], out
+
+
+def test_a_plugin_authenticator_by_name() -> None:
+    from hookstream._registry import Registry, reset_registry
+    from hookstream.plugin import hookimpl
+
+    class Plugin:
+        @hookimpl
+        def hookstream_register_authenticators(self, register: Any) -> None:
+            def factory() -> Any:
+                def authenticate(environ: Any) -> Principal | None:
+                    return Principal("sso-user") if environ.get("HTTP_X_SSO") == "yes" else None
+                return authenticate
+            register("sso", factory)
+
+    registry = Registry(autoload=False)
+    registry.add_plugin(Plugin(), "sso-plugin")
+    reset_registry(registry)
+    try:
+        from hookstream._cli.serve import authenticator
+
+        auth = authenticator(None, None, (), None, ("sso",))
+        assert auth is not None and auth({"HTTP_X_SSO": "yes"}) == Principal("sso-user")
+        app = make_app(stream_factory=_instant, authenticate=auth)
+        assert _call(app, {"HTTP_X_SSO": "yes"})[0] == "200 OK"
+        assert _call(app, {})[0] == "401 Unauthorized"
+    finally:
+        reset_registry(None)
+
+
+def test_a_run_past_max_run_seconds_is_cancelled() -> None:
+    cancelled = threading.Event()
+
+    class Endless:
+        def __init__(self, run: Any) -> None:
+            self.run = run
+
+        def __iter__(self) -> Iterator[Any]:
+            from hookstream import RunError, RunStarted
+
+            yield RunStarted(self.run.thread_id, self.run.run_id)
+            cancelled.wait()
+            yield RunError("cancelled", code="cancelled")
+
+        def cancel(self) -> None:
+            cancelled.set()
+
+    app = make_app(stream_factory=Endless, limits=ServerLimits(max_run_seconds=0.05))
+    status, _, out = _call(app, {})
+    assert status == "200 OK" and b"RUN_ERROR" in out and cancelled.is_set()
