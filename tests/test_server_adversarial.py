@@ -22,7 +22,7 @@ import requests
 
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 
-from store_kit import Client, SimProvider, serve_workers  # noqa: E402
+from store_kit import Client, SimProvider, serve_workers
 
 TOKEN = "tok-adversary-" + "x" * 20
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
