@@ -10,11 +10,22 @@ that every stream obeys ``RUN_STARTED Content* (RUN_FINISHED | RUN_ERROR)`` with
 before ``RUN_FINISHED``. Text and reasoning blocks do not interleave: starting one closes the other.
 Tool calls may interleave with each other (by id).
 
+Every event it returns is valid AG-UI as a plain client reads it (``tests/test_agui_schema.py``):
+
+* No empty content. ``text("")``, ``reasoning("")`` and ``tool_args(id, "")`` return nothing, and do
+  not open a block either: a message with no content is not created for an empty delta (an adapter
+  with provider data to keep and no text carries it on another event, e.g. a
+  ``REASONING_ENCRYPTED_VALUE``, as the Anthropic and Responses adapters do for provider-executed tools).
+* Arguments on the wire. A tool call ended with ``input`` (arguments given whole) after no argument
+  text streamed gets one ``TOOL_CALL_ARGS`` with that input as JSON text before its ``TOOL_CALL_END``,
+  so a client that only joins ``TOOL_CALL_ARGS`` deltas (the AG-UI clients) sees the arguments too.
+
 Thread safety: one builder per model call, used by the thread that parses that call.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ._custom import FilePayload, SourcePayload
@@ -80,9 +91,13 @@ class StreamBuilder:
 
     # -- text -----------------------------------------------------------------------------------
     def text(self, delta: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
-        """``TEXT_MESSAGE_CONTENT`` with ``delta`` (a piece of the answer, any length); opens a text message
+        """``TEXT_MESSAGE_CONTENT`` with ``delta`` (a piece of the answer); opens a text message
         first (``TEXT_MESSAGE_START``, carrying ``metadata``), closing open reasoning, when none is open.
-        Consecutive calls add to the same message until :meth:`end_text` or another block starts."""
+        Consecutive calls add to the same message until :meth:`end_text` or another block starts.
+        Nothing for an empty ``delta``: no empty content event, and no message opened (``metadata`` with
+        it is not sent)."""
+        if not delta:
+            return []
         mid = self._text_id
         if mid is not None:
             return [TextMessageContent(mid, delta)]
@@ -105,7 +120,9 @@ class StreamBuilder:
     def reasoning(self, delta: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
         """``REASONING_MESSAGE_CONTENT`` with ``delta`` (the model's thinking, as text); opens a reasoning block
         first (``REASONING_START`` and ``REASONING_MESSAGE_START``, carrying ``metadata``), closing an open
-        text message, when none is open."""
+        text message, when none is open. Nothing for an empty ``delta`` (as :meth:`text`)."""
+        if not delta:
+            return []
         rid = self._reasoning_id
         if rid is not None:
             return [ReasoningMessageContent(rid, delta)]
@@ -172,12 +189,17 @@ class StreamBuilder:
         """Close a tool call (``TOOL_CALL_END``). ``input`` (a dict) is the call's arguments when the
         provider gives them whole rather than as streamed text (Gemini, an Anthropic ``tool_use`` block
         that streamed no ``input_json_delta``); it wins over the streamed ``TOOL_CALL_ARGS`` text. Do not
-        parse the streamed text for it: consumers parse that text themselves, once. ``metadata`` is
+        parse the streamed text for it: consumers parse that text themselves, once. When no argument text
+        streamed for the call, ``input`` is sent first as one ``TOOL_CALL_ARGS`` (its JSON text), so AG-UI
+        clients, which read the arguments from those deltas only, see them. ``metadata`` is
         provider data kept on the call. Nothing when the call is not open (a repeated end is a no-op)."""
         if self.open_tools.pop(tool_call_id, None) is None:
             return []
-        self._streamed.pop(tool_call_id, None)
-        return [ToolCallEnd(tool_call_id, input=input, metadata=metadata)]
+        out: list[BaseEvent] = []
+        if not self._streamed.pop(tool_call_id, 0) and input is not None:
+            out.append(ToolCallArgs(tool_call_id, json.dumps(input, ensure_ascii=False, separators=(",", ":"))))
+        out.append(ToolCallEnd(tool_call_id, input=input, metadata=metadata))
+        return out
 
     # -- output beyond text -------------------------------------------------------------------
     def source(self, part: SourcePart) -> list[BaseEvent]:

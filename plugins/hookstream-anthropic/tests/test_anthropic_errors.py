@@ -160,8 +160,31 @@ def test_anthropic_tool_input_given_at_block_start_is_kept() -> None:
             *message_end("tool_use"),
         ]
     )
-    _, step, _, _ = run_call(stream)
+    events, step, _, _ = run_call(stream)
     assert [c.arguments for c in step.complete_tool_calls] == [{"k": [1, 2]}]
+    # An AG-UI client reads the arguments from TOOL_CALL_ARGS only: the whole input is sent as one.
+    wire = [json.loads(to_json(e)) for e in events]
+    assert [(w["toolCallId"], w["delta"]) for w in wire if w["type"] == "TOOL_CALL_ARGS"] == [
+        ("toolu_s", '{"k":[1,2]}')]
+    assert [w.get("input") for w in wire if w["type"] == "TOOL_CALL_END"] == [{"k": [1, 2]}]
+
+
+@pytest.mark.parametrize("fragments", [(), ("",)], ids=["no-delta", "empty-delta"])
+def test_anthropic_tool_use_without_input_deltas_still_sends_args(fragments: tuple[str, ...]) -> None:
+    stream = body([message_start(), *tool_block(0, "toolu_e", "now", *fragments), *message_end("tool_use")])
+    events, step, _, _ = run_call(stream)
+    check_events(events, form="call")
+    wire = [json.loads(to_json(e)) for e in events]
+    assert [w["type"] for w in wire[1:-1]] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+    assert wire[2]["delta"] == "{}" and wire[3]["input"] == {}
+    assert [c.arguments for c in step.complete_tool_calls] == [{}]
+
+
+def test_anthropic_streamed_input_is_not_sent_twice() -> None:
+    stream = body([message_start(), *tool_block(0, "toolu_d", "f", '{"a":', "1}"), *message_end("tool_use")])
+    events, step, _, _ = run_call(stream)
+    assert [e.delta for e in events if e.type == "TOOL_CALL_ARGS"] == ['{"a":', "1}"]
+    assert [c.arguments for c in step.complete_tool_calls] == [{"a": 1}]
 
 
 @pytest.mark.parametrize("raw", sorted(STOP_REASONS))

@@ -191,6 +191,34 @@ def test_responses_annotations_images_and_provider_items() -> None:
         assert sent[3] == {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": img}
 
 
+def test_responses_provider_items_with_no_message_after_them_make_no_empty_text() -> None:
+    # A web search then the end of the response, no message item: the item must still go back on the
+    # next turn, without a TEXT_MESSAGE_CONTENT whose delta is empty (AG-UI clients reject it).
+    ws = {"id": "ws_2", "type": "web_search_call", "status": "completed",
+          "action": {"type": "search", "query": "hookstream"}}
+    stream_body = "".join(f"data: {json.dumps(e)}\n\n" for e in [
+        {"type": "response.output_item.added", "output_index": 0, "item": {**ws, "status": "in_progress"}},
+        {"type": "response.web_search_call.completed", "item_id": "ws_2"},
+        {"type": "response.output_item.done", "output_index": 0, "item": ws},
+        {"type": "response.completed", "response": {"id": "resp_w", "status": "completed"}},
+    ]).encode()
+    with LoopbackServer([Response(stream_body), Response(stream_body), Response(RESPONSES_OK)]) as srv:
+        provider = get_model("openai-responses:gpt-test", base_url=srv.url + "/v1", api_key="sk-test")
+        assert "TEXT_MESSAGE_START" not in [e.type for e in provider_events(provider)]
+        stream = chat(provider, "search", max_steps=1)
+        events = [json.loads(to_json(e)) for e in stream]
+        result = stream.result()
+        assert not [e for e in events if e["type"].startswith("TEXT_MESSAGE")]
+        (part,) = result.steps[0].message.parts
+        assert part.text == "" and part.provider_metadata == {"openai-responses": {"items_before": [ws]}}
+        again = chat(provider, [*result.messages, Message.user("more")], max_steps=1)
+        for _ in again:
+            pass
+        # The search goes back as it came, and nothing else stands for the empty assistant turn.
+        assert srv.requests[2].json()["input"][1:] == [ws, {"type": "message", "role": "user",
+                                                            "content": [{"type": "input_text", "text": "more"}]}]
+
+
 def test_raw_events_are_counted_but_not_streamed_by_default() -> None:
     body = (b'data: {"object":"chat.completion.chunk.extra","note":1}\n\n' + CHAT_OK)
     with LoopbackServer([Response(body)]) as srv:

@@ -146,6 +146,30 @@ def test_responses_done_arguments_shorter_than_the_deltas_win_as_input() -> None
     assert step.tool_calls[0].arguments == {"q": "x"}
 
 
+def test_calls_without_argument_text_send_empty_object_arguments() -> None:
+    # A function without parameters: some servers send no argument text at all. AG-UI clients read the
+    # arguments from TOOL_CALL_ARGS only, so the call still carries "{}" there (issue 23).
+    chat_body = chat(
+        delta({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "now"}}]}),
+        delta({"tool_calls": [{"index": 1, "id": "c2", "type": "function",
+                               "function": {"name": "now", "arguments": ""}}]}),
+        delta({}, "tool_calls"),
+    )
+    fc = {"id": "fc_7", "type": "function_call", "call_id": "call_7", "name": "now", "arguments": ""}
+    responses_body = responses(
+        {"type": "response.output_item.added", "item": fc},
+        {"type": "response.function_call_arguments.done", "item_id": "fc_7", "arguments": ""},
+        {"type": "response.output_item.done", "item": fc},
+        {"type": "response.completed", "response": {"id": "resp_7", "status": "completed", "usage": None}},
+    )
+    for provider, body, ids in (("openai", chat_body, ["c1", "c2"]), ("openai-responses", responses_body, ["call_7"])):
+        events, step = replay(provider, body)
+        check_events(events, form="call")
+        assert [(e.tool_call_id, e.delta) for e in events if e.type == "TOOL_CALL_ARGS"] == [(i, "{}") for i in ids]
+        assert [e.input for e in events if e.type == "TOOL_CALL_END"] == [{}] * len(ids)
+        assert [c.arguments for c in step.complete_tool_calls] == [{}] * len(ids)
+
+
 def test_responses_error_without_failed_event_keeps_text() -> None:
     body = responses({"type": "response.output_text.delta", "delta": "so far"},
                      {"type": "error", "code": "server_error", "message": "boom", "param": None})

@@ -17,8 +17,11 @@ What each block becomes:
   omitted) and a ``redacted_thinking`` block become ``REASONING_ENCRYPTED_VALUE`` with the same
   metadata (``redacted_data`` for the latter), so the part still goes back to the API.
 * ``tool_use`` -> ``TOOL_CALL_START`` / ``TOOL_CALL_ARGS`` (the ``partial_json`` fragments) /
-  ``TOOL_CALL_END`` at ``content_block_stop``, with the parsed ``input`` (``None`` when the fragments
-  do not parse). A block still open when the message ends (``max_tokens``
+  ``TOOL_CALL_END`` at ``content_block_stop``. A block whose input arrives whole (no
+  ``input_json_delta``: a tool called with ``{}``, or an Anthropic-compatible server that puts the input
+  on ``content_block_start``) still sends it as one ``TOOL_CALL_ARGS`` (the input as JSON text, from
+  :meth:`StreamBuilder.tool_end`) and as ``TOOL_CALL_END`` ``input``, so a plain AG-UI client sees the
+  arguments. A block still open when the message ends (``max_tokens``
   mid tool call) is closed by the final ``RUN_FINISHED`` bookkeeping; its arguments then do not parse
   and the call stays incomplete (``arguments: None``), so it is never executed.
 * Server tools (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use`` and any other block
@@ -392,7 +395,7 @@ class MessageStreamParser:
         if kind == "tool_use":
             start = block.start_input
             # Deltas win (consumers parse their text); a block that streamed none keeps the input it
-            # started with ({} normally).
+            # started with ({} normally), which the builder also sends as the call's one TOOL_CALL_ARGS.
             if self.builder.tool_args_length(block.id):
                 return self.builder.tool_end(block.id)
             return self.builder.tool_end(block.id, input=start if isinstance(start, dict) else {})

@@ -87,7 +87,8 @@ def parse_stream(values: Iterable[Any], context: CallContext) -> Iterator[BaseEv
                 call_id = call.get("id") or f"call_{context.run_id}_{calls}"
                 calls += 1
                 yield from b.tool_start(call_id, function["name"])
-                yield from b.tool_args(call_id, text)
+                if text.strip():  # whitespace is no arguments: the builder then sends ``input`` itself
+                    yield from b.tool_args(call_id, text)
                 yield from b.tool_end(call_id, input=arguments)
         if value.get("done"):
             yield from _finish(b, value, calls)

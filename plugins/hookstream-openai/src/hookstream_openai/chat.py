@@ -342,11 +342,15 @@ class _ChatParse:
         return out
 
     def end_tools(self) -> list[BaseEvent]:
-        """``TOOL_CALL_END`` for every call still open (its arguments are the streamed text)."""
+        """``TOOL_CALL_END`` for every call still open (its arguments are the streamed text). A call that
+        streamed no argument text (``arguments`` empty or absent: a function without parameters on some
+        servers) ends with ``input={}``, what empty arguments mean, which the builder also sends as its
+        one ``TOOL_CALL_ARGS`` so AG-UI clients get an object too."""
         out: list[BaseEvent] = []
+        b = self.b
         for slot in self.slots.values():
-            if slot.started and slot.id is not None and slot.id in self.b.open_tools:
-                out.extend(self.b.tool_end(slot.id))
+            if slot.started and slot.id is not None and slot.id in b.open_tools:
+                out.extend(b.tool_end(slot.id, input=None if b.tool_args_length(slot.id) else {}))
         return out
 
     def tool_deltas(self, deltas: list[Any]) -> list[BaseEvent]:

@@ -187,7 +187,9 @@ def _assistant_items(m: Message) -> list[dict[str, Any]]:
             items.append(item)
         elif isinstance(p, ReasoningPart):
             if not meta or not meta.get("item_id"):
-                continue  # another provider's thinking: Responses cannot take it
+                # Another provider's thinking (Responses cannot take it), or the part that only
+                # carries trailing provider-executed items (sent just above).
+                continue
             # The summary is informational (the encrypted content carries the state): one part is enough.
             summary = [{"type": "summary_text", "text": p.text}] if p.text else []
             reasoning: dict[str, Any] = {"type": "reasoning", "id": meta["item_id"], "summary": summary}
@@ -318,6 +320,20 @@ class _ResponsesParse:
         items, self.items = self.items, []
         return {KEY: {**(meta or {}), "items_before": items}}
 
+    def trailing_items(self) -> list[BaseEvent]:
+        """Provider-executed items after the last part (a web search with no message after it): one
+        ``REASONING_ENCRYPTED_VALUE`` (the last item's id as the value) whose ``items_before`` metadata
+        makes it a part of the assistant message, so the items go back on the next turn. Not an empty
+        text message: AG-UI clients reject an empty ``TEXT_MESSAGE_CONTENT``, and a message with no text
+        would show as one. Open text and reasoning are closed first, so the part comes last."""
+        b = self.b
+        out = b.end_text()
+        out.extend(b.end_reasoning())
+        last = self.items[-1].get("id")
+        value = last if isinstance(last, str) else ""
+        out.append(ReasoningEncryptedValue("message", new_id("srv"), value, metadata=self.take_items()))
+        return out
+
     def text(self, delta: str) -> list[BaseEvent]:
         b = self.b
         if b.text_open or not self.items:
@@ -398,7 +414,8 @@ class _ResponsesParse:
         """End a function call. The done event's ``arguments`` are the deltas joined
         (``response.function_call_arguments.done``); when they are longer than what streamed (a
         recording whose deltas were cut), the missing tail is streamed first, and when they are shorter
-        they win as ``input``."""
+        they win as ``input``. A call with no argument text at all ends with ``input={}`` (sent as its
+        one ``TOOL_CALL_ARGS`` by the builder)."""
         call_id = self.calls.pop(item_id, None)
         if call_id is None:
             return []
@@ -411,6 +428,8 @@ class _ResponsesParse:
                 out.extend(self.b.tool_args(call_id, arguments[sent:]))
             elif len(arguments) < sent:
                 given = parse_arguments(arguments)
+        if given is None and not self.b.tool_args_length(call_id):
+            given = {}  # empty arguments, as the engine reads them
         out.extend(self.b.tool_end(call_id, input=given))
         return out
 
@@ -488,9 +507,10 @@ class OpenAIResponsesProvider(Provider):
       ``openai-responses`` metadata, so the image goes back as that item).
     * Other output items (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
       ``mcp_call``, ``mcp_list_tools``...) ran at the provider: each is kept whole in the
-      ``items_before`` metadata of the next part (an empty text part when none follows) and sent back
-      before that part on the next turn. Their progress events are not mapped; any other event type ->
-      ``RAW`` (counted; streamed with ``include_raw``).
+      ``items_before`` metadata of the next part (a ``REASONING_ENCRYPTED_VALUE`` part when none
+      follows, never an empty text message) and sent back before that part on the next turn. Their
+      progress events are not mapped; any other event type -> ``RAW`` (counted; streamed with
+      ``include_raw``).
     * Every ``TOOL_CALL_END`` carries ``input`` (the parsed arguments).
     * ``response.completed`` -> ``RUN_FINISHED`` (with ``response.id`` and ``response.model`` as
       ``response_id`` / ``model``) (``stop``, or ``tool_calls`` when the model called
@@ -590,8 +610,7 @@ class OpenAIResponsesProvider(Provider):
         if st.refusal and finish == "stop":
             finish = "content_filter"
         if st.items:
-            # Provider-executed items after the last part: an empty text part keeps them in history.
-            yield from b.text("", metadata=st.take_items())
+            yield from st.trailing_items()
         model = response.get("model")
         yield from b.finish(finish, status, usage, metadata=metadata, response_id=response.get("id") or None,
                             model=model if isinstance(model, str) and model else None)
