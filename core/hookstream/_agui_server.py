@@ -22,7 +22,8 @@ user/system message; a user message's media parts become :class:`~hookstream.Fil
 moved to ``ag_ui.core.deprecated``; older clients still send it). A ``{"type": "file"}`` source or a
 binary ``id`` (a handle only its provider can read) cannot be resolved here and is an
 :class:`~hookstream.AGUIInputError`; an ``assistant``
-message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls``;
+message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls`` (a call's
+``approval: {"approved", "reason"?}``, an approval answered in the client, is kept for the engine);
 consecutive ``tool`` messages become one ``tool`` message of
 :class:`~hookstream.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
 not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model
@@ -171,7 +172,14 @@ def _tool_call_part(call: Any, where: str) -> ToolCallPart:
         parsed = json.loads(raw) if raw.strip() else {}
     except ValueError:
         parsed = None
-    return ToolCallPart(call["id"], fn["name"], parsed if isinstance(parsed, dict) else None, raw)
+    part = ToolCallPart(call["id"], fn["name"], parsed if isinstance(parsed, dict) else None, raw)
+    approval = call.get("approval")
+    if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
+        # An approval answered in the client and sent back on the call (as TanStack AI clients do):
+        # the engine runs or denies the call before the next model call (_loop.approval_in_messages).
+        part.provider_metadata = {"hookstream": {"approval": {"approved": approval["approved"],
+                                                              "reason": approval.get("reason")}}}
+    return part
 
 
 def messages_from_agui(messages: Any) -> list[Message]:

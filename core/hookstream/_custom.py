@@ -1,6 +1,6 @@
 """Typed values of the ``CUSTOM`` events the agent loop sends, and the one parser every reader uses.
 
-AG-UI's ``CUSTOM`` event carries an application ``name`` and a free ``value``. The engine sends five
+AG-UI's ``CUSTOM`` event carries an application ``name`` and a free ``value``. The engine sends six
 names and provider adapters two more (``source``, ``file``: output parts beyond text); each has a
 payload class here that builds the value (:meth:`to_value`, the camelCase wire dict that AG-UI
 clients and the browser page read) and parses it back strictly (:meth:`from_value`). Readers
@@ -15,6 +15,7 @@ each value is written down once:
 ``approval-requested``     ``{"toolCallId": str, "approvalId": str, "toolName": str, "input": object}``
 ``approval-responded``     ``{"toolCallId": str, "approvalId": str, "approved": bool}``
 ``loop-stopped``           ``{"stoppedBy": "max_steps" | "stop_condition", "steps": int, "maxSteps": int}``
+``tool-calls-unanswered``  ``{"toolCallIds": [str], "message": str}``
 ``source``                 ``{"id": str, "sourceType": "url" | "document", "url"?: str, "title"?: str,
                            "citedText"?: str, "startIndex"?: int, "endIndex"?: int,
                            "documentIndex"?: int, "providerMetadata"?: object}``
@@ -47,6 +48,7 @@ __all__ = [
     "LoopStoppedPayload",
     "SourcePayload",
     "ToolCallRepairedPayload",
+    "ToolCallsUnansweredPayload",
     "ToolInputAvailablePayload",
     "parse_custom",
 ]
@@ -239,6 +241,34 @@ class LoopStoppedPayload:
         return Custom(self.name, self.to_value())
 
 
+@attrs.define(slots=True, frozen=True)
+class ToolCallsUnansweredPayload:
+    """``tool-calls-unanswered``: the conversation a run was given holds assistant tool calls that no
+    tool message answers and nothing will answer now (a later user message followed them); the engine
+    gave each an error result so that no provider is sent an unpaired history (OpenAI and Anthropic
+    reject one). ``tool_call_ids`` are those calls, ``message`` the error result they got."""
+
+    name: ClassVar[str] = "tool-calls-unanswered"
+    tool_call_ids: list[str]
+    message: str
+
+    def to_value(self) -> dict[str, Any]:
+        """The wire value: ``{"toolCallIds": [str], "message": str}``."""
+        return {"toolCallIds": list(self.tool_call_ids), "message": self.message}
+
+    @classmethod
+    def from_value(cls, value: object) -> ToolCallsUnansweredPayload:
+        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        f = _Fields(cls.name, value)
+        ids = f.value.get("toolCallIds")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise MalformedCustomEventError(cls.name, "'toolCallIds' must be a list of strings")
+        return cls(list(ids), f.str_("message"))
+
+    def to_event(self) -> Custom:
+        return Custom(self.name, self.to_value())
+
+
 def _compact(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if v is not None}
 
@@ -322,6 +352,7 @@ CustomPayload: TypeAlias = (
     | ApprovalRequestedPayload
     | ApprovalRespondedPayload
     | LoopStoppedPayload
+    | ToolCallsUnansweredPayload
     | SourcePayload
     | FilePayload
 )
@@ -329,7 +360,8 @@ CustomPayload: TypeAlias = (
 _REGISTRY: dict[str, type[CustomPayload]] = {
     cls.name: cls
     for cls in (ToolCallRepairedPayload, ToolInputAvailablePayload, ApprovalRequestedPayload,
-                ApprovalRespondedPayload, LoopStoppedPayload, SourcePayload, FilePayload)
+                ApprovalRespondedPayload, LoopStoppedPayload, ToolCallsUnansweredPayload, SourcePayload,
+                FilePayload)
 }
 
 

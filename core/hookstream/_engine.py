@@ -64,7 +64,7 @@ import attrs
 
 from ._accumulate import StepAccumulator, StepResult
 from ._call import CallOptions, ModelCall
-from ._custom import LoopStoppedPayload, StoppedBy
+from ._custom import LoopStoppedPayload, StoppedBy, ToolCallsUnansweredPayload
 from ._errors import (
     CallbackError,
     HookstreamError,
@@ -106,9 +106,10 @@ from ._loop import (
     RunResult,
     StepSettings,
     StepStart,
+    approval_in_messages,
 )
 from ._memory import ConversationStore
-from ._messages import Message, ToolCallPart, ToolResultPart
+from ._messages import Message, Part, ToolCallPart, ToolResultPart
 from ._observe import Observers, RunInfo
 from ._partial_output import OutputTracker
 from ._provider import CallContext, ModelRequest, Provider
@@ -119,6 +120,8 @@ from ._tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_resul
 from ._tools import LEFT_RUNNING, CancellationToken, Tool, as_tools
 
 __all__ = ["Engine", "EngineConfig", "RunResult"]
+
+_UNANSWERED = "Error: no result was given for this tool call"
 
 log = logging.getLogger("hookstream.engine")
 
@@ -436,8 +439,12 @@ class Engine:
 
     def _run(self) -> Iterator[BaseEvent]:
         cfg = self.config
-        if cfg.resume is not None:
-            kind = yield from self._resume(cfg.resume)
+        resume = cfg.resume
+        if resume is None:
+            yield from self._answer_unanswered()
+            resume = self._resume_in_messages()
+        if resume is not None:
+            kind = yield from self._resume(resume)
             if kind != "continue":
                 return
         number = 0
@@ -715,6 +722,57 @@ class Engine:
         return self.provider, model_name if sep else model
 
     # -- resume ---------------------------------------------------------------------------------
+    def _pending_tail(self) -> tuple[int, list[ToolCallPart]] | None:
+        """(index of the last assistant message, its calls no tool message answers) when the
+        conversation ends with that message and tool messages only, and some call is unanswered."""
+        ai = next((i for i in range(len(self.messages) - 1, -1, -1) if self.messages[i].role == "assistant"), None)
+        if ai is None or any(m.role != "tool" for m in self.messages[ai + 1:]):
+            return None
+        done = {r.tool_call_id for m in self.messages[ai + 1:] for r in m.tool_results}
+        calls = [c for c in self.messages[ai].tool_calls if c.id not in done]
+        return (ai, calls) if calls else None
+
+    def _resume_in_messages(self) -> Resume | None:
+        """An interrupted run's conversation passed back without ``resume=`` (an AG-UI or AI SDK client
+        posting its messages, approvals answered inside them): the same :class:`Resume` the explicit
+        form gives, so both send the provider the same requests. Approvals come from
+        :func:`~hookstream._loop.approval_in_messages`; a call with none stays pending (an approval is
+        asked again, a client tool waits again), never sent unanswered."""
+        tail = self._pending_tail()
+        if tail is None:
+            return None
+        approvals = {}
+        for call in tail[1]:
+            answer = approval_in_messages(call)
+            if answer is not None:
+                approvals[call.id] = answer
+        return Resume(None, approvals)
+
+    def _answer_unanswered(self) -> Iterator[BaseEvent]:
+        """Give an error result to every tool call in the middle of the conversation that no tool
+        message answers (a later user or assistant message follows it): no provider takes such a
+        history (OpenAI and Anthropic answer 400). Says so in a ``tool-calls-unanswered`` event."""
+        tail = self._pending_tail()
+        last = tail[0] if tail is not None else len(self.messages)
+        answered = {r.tool_call_id for m in self.messages for r in m.tool_results}
+        fixed: list[str] = []
+        rebuilt: list[Message] = []
+        owed: list[ToolResultPart] = []  # results to place once the assistant's own tool messages end
+        for i, m in enumerate(self.messages):
+            if owed and m.role != "tool":
+                rebuilt.append(Message("tool", list[Part](owed)))
+                owed = []
+            rebuilt.append(m)
+            if m.role == "assistant" and i < last:
+                missing = [c for c in m.tool_calls if c.id not in answered]
+                owed = [ToolResultPart(c.id, c.name, _UNANSWERED, is_error=True) for c in missing]
+                fixed += [c.id for c in missing]
+        if owed:
+            rebuilt.append(Message("tool", list[Part](owed)))
+        if fixed:
+            self.messages = rebuilt
+            yield ToolCallsUnansweredPayload(fixed, _UNANSWERED).to_event()
+
     def _resume(self, resume: Resume) -> Generator[BaseEvent, None, str]:
         cfg = self.config
         ai = next((i for i in range(len(self.messages) - 1, -1, -1)
@@ -730,7 +788,9 @@ class Engine:
         for key in [*resume.approvals, *resume.tool_outputs]:
             if key not in known and key.removeprefix("approval_") not in known:
                 raise ResumeError(f"resume answers {key!r}, which is not a pending tool call of the conversation")
-        self._saved = ai  # what came before was saved by the interrupted run
+        # What came before was saved by the interrupted run (an explicit resume); a conversation passed
+        # back by a client may hold new messages the store has not seen yet.
+        self._saved = ai if self.config.resume is not None else min(self._saved, ai)
         output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         # Replay the pending calls so this run's TOOL_CALL_RESULTs refer to calls it announced.
         replay: list[BaseEvent] = [StepStarted("resume")]

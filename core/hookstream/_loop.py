@@ -42,6 +42,19 @@ __all__ = [
 ]
 
 
+def approval_in_messages(call: ToolCallPart) -> bool | None:
+    """The approval answer a client sent inside the conversation for ``call``: ``True`` / ``False``, or
+    ``None`` when there is none. It rides in ``call.provider_metadata["hookstream"]["approval"]``
+    (``{"approved": bool, "reason"?: str}``), where the AG-UI and AI SDK message readers put an
+    approval answered in the client (AI SDK 6 ``addToolApprovalResponse``, a tool call's ``approval``
+    in AG-UI messages)."""
+    meta = (call.provider_metadata or {}).get("hookstream")
+    approval = meta.get("approval") if isinstance(meta, dict) else None
+    if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
+        return bool(approval["approved"])
+    return None
+
+
 def approval_id(tool_call_id: str) -> str:
     """The approval id of a tool call: ``approval_<tool call id>`` (stable, so a resume needs no state)."""
     return f"approval_{tool_call_id}"
