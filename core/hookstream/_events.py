@@ -5,7 +5,14 @@ Python (snake_case) spelling of the AG-UI fields; :func:`to_json` / :func:`from_
 from the wire form (camelCase keys, absent optional fields omitted, ``type`` discriminator), the shape
 the official ``ag-ui-protocol`` models and ``@ag-ui/core`` schemas accept.
 
-Source: AG-UI protocol 1.0, ``spec/1.0/schema.json`` (events, ``TokenUsage``, ``RunFinishedOutcome``).
+Source: AG-UI protocol 1.0, ``spec/1.0/schema.json`` (events, ``TokenUsage``, ``RunFinishedOutcome``,
+``Message``), as the ``ag-ui-protocol`` Python package (``ag_ui.core.events``) generates it: every one of
+its event types has a class here (``EVENT_TYPES``), including the ones hookstream's engine never emits but
+other AG-UI servers do (``TEXT_MESSAGE_CHUNK``, ``TOOL_CALL_CHUNK``, ``REASONING_MESSAGE_CHUNK``,
+``MESSAGES_SNAPSHOT`` with :class:`AGUIMessage` entries, ``ACTIVITY_SNAPSHOT``/``ACTIVITY_DELTA``,
+``SUBAGENT_STARTED``/``FINISHED``/``ERROR``). The deprecated ``THINKING_*`` events left the protocol in 1.0
+and are not read. Every event carries ``rawEvent`` and, except the run-scoped ones, ``subagentRunId``
+(:class:`Attributable`).
 Fields hookstream adds beyond the schema (``finishReason``/``rawFinishReason``/``responseId``/``model`` on
 ``RUN_FINISHED``; ``input``/``result`` on ``TOOL_CALL_END``; ``delta``, ``responseId``, ``model``,
 ``usage`` and ``finishReason`` on ``STEP_FINISHED``; ``error`` and ``files`` on ``TOOL_CALL_RESULT``) are allowed by the
@@ -29,16 +36,25 @@ if TYPE_CHECKING:
     import cattrs
 
 __all__ = [
+    "MESSAGE_ROLES",
     "PROTOCOL_VERSION",
+    "AGUIFunctionCall",
+    "AGUIMessage",
+    "AGUIToolCall",
+    "ActivityDelta",
+    "ActivitySnapshot",
+    "Attributable",
     "BaseEvent",
     "Custom",
     "Event",
     "FinishReason",
     "Interrupt",
+    "MessagesSnapshot",
     "Outcome",
     "Raw",
     "ReasoningEncryptedValue",
     "ReasoningEnd",
+    "ReasoningMessageChunk",
     "ReasoningMessageContent",
     "ReasoningMessageEnd",
     "ReasoningMessageStart",
@@ -50,10 +66,15 @@ __all__ = [
     "StateSnapshot",
     "StepFinished",
     "StepStarted",
+    "SubagentError",
+    "SubagentFinished",
+    "SubagentStarted",
+    "TextMessageChunk",
     "TextMessageContent",
     "TextMessageEnd",
     "TextMessageStart",
     "ToolCallArgs",
+    "ToolCallChunk",
     "ToolCallEnd",
     "ToolCallResult",
     "ToolCallStart",
@@ -141,12 +162,25 @@ class BaseEvent:
 
     ``metadata`` holds provider metadata that must survive a round trip (Anthropic thinking signatures, Gemini
     ``thoughtSignature``, Responses reasoning item ids), keyed by provider name:
-    ``{"anthropic": {"signature": "..."}}``.
+    ``{"anthropic": {"signature": "..."}}``. ``raw_event`` (wire ``rawEvent``) is the provider-native
+    event this one was translated from, any JSON value (hookstream's adapters leave it unset and use
+    ``RAW`` events instead); ``timestamp`` is milliseconds since the epoch when set.
     """
 
     type: ClassVar[str] = ""
     metadata: dict[str, Any] | None = attrs.field(default=None, kw_only=True)
     timestamp: int | None = attrs.field(default=None, kw_only=True)
+    raw_event: Any = attrs.field(default=None, kw_only=True)
+
+
+@attrs.define(slots=True)
+class Attributable(BaseEvent):
+    """An event that may belong to a subagent's work (AG-UI ``Attributable``): every event except the
+    run-scoped ``RUN_*`` and ``MESSAGES_SNAPSHOT`` (and ``SUBAGENT_*``, which name the subagent
+    themselves). ``subagent_run_id`` (wire ``subagentRunId``) is the subagent invocation that produced it;
+    ``None`` means the agent itself did."""
+
+    subagent_run_id: str | None = attrs.field(default=None, kw_only=True)
 
 
 @attrs.define(slots=True)
@@ -156,6 +190,7 @@ class RunStarted(BaseEvent):
     run_id: str
     protocol_version: str | None = PROTOCOL_VERSION
     parent_run_id: str | None = None
+    input: dict[str, Any] | None = None
 
 
 @attrs.define(slots=True)
@@ -196,27 +231,31 @@ class RunError(BaseEvent):
 
 
 @attrs.define(slots=True)
-class TextMessageStart(BaseEvent):
+class TextMessageStart(Attributable):
+    """Opens a streamed text message. ``role`` is ``assistant`` (default), ``user``, ``system`` or
+    ``developer`` (AG-UI ``TextMessageRole``); ``name`` an optional display name of the author."""
+
     type: ClassVar[str] = "TEXT_MESSAGE_START"
     message_id: str
     role: str = "assistant"
+    name: str | None = None
 
 
 @attrs.define(slots=True)
-class TextMessageContent(BaseEvent):
+class TextMessageContent(Attributable):
     type: ClassVar[str] = "TEXT_MESSAGE_CONTENT"
     message_id: str
     delta: str
 
 
 @attrs.define(slots=True)
-class TextMessageEnd(BaseEvent):
+class TextMessageEnd(Attributable):
     type: ClassVar[str] = "TEXT_MESSAGE_END"
     message_id: str
 
 
 @attrs.define(slots=True)
-class ToolCallStart(BaseEvent):
+class ToolCallStart(Attributable):
     type: ClassVar[str] = "TOOL_CALL_START"
     tool_call_id: str
     tool_call_name: str
@@ -224,14 +263,14 @@ class ToolCallStart(BaseEvent):
 
 
 @attrs.define(slots=True)
-class ToolCallArgs(BaseEvent):
+class ToolCallArgs(Attributable):
     type: ClassVar[str] = "TOOL_CALL_ARGS"
     tool_call_id: str
     delta: str
 
 
 @attrs.define(slots=True)
-class ToolCallEnd(BaseEvent):
+class ToolCallEnd(Attributable):
     """End of a tool call's arguments.
 
     ``input`` (optional) is the complete parsed arguments object, sent by an adapter whose provider
@@ -258,7 +297,7 @@ class ToolCallEnd(BaseEvent):
 
 
 @attrs.define(slots=True)
-class ToolCallResult(BaseEvent):
+class ToolCallResult(Attributable):
     """What a tool returned: ``content`` is text (JSON text for structured output). ``error`` is set
     when the tool failed, and then ``content`` holds the error text sent to the model. ``files`` (a
     hookstream addition) lists the files the tool returned, each in the ``file`` CUSTOM value shape
@@ -274,39 +313,39 @@ class ToolCallResult(BaseEvent):
 
 
 @attrs.define(slots=True)
-class ReasoningStart(BaseEvent):
+class ReasoningStart(Attributable):
     type: ClassVar[str] = "REASONING_START"
     message_id: str
 
 
 @attrs.define(slots=True)
-class ReasoningMessageStart(BaseEvent):
+class ReasoningMessageStart(Attributable):
     type: ClassVar[str] = "REASONING_MESSAGE_START"
     message_id: str
     role: str = "reasoning"
 
 
 @attrs.define(slots=True)
-class ReasoningMessageContent(BaseEvent):
+class ReasoningMessageContent(Attributable):
     type: ClassVar[str] = "REASONING_MESSAGE_CONTENT"
     message_id: str
     delta: str
 
 
 @attrs.define(slots=True)
-class ReasoningMessageEnd(BaseEvent):
+class ReasoningMessageEnd(Attributable):
     type: ClassVar[str] = "REASONING_MESSAGE_END"
     message_id: str
 
 
 @attrs.define(slots=True)
-class ReasoningEnd(BaseEvent):
+class ReasoningEnd(Attributable):
     type: ClassVar[str] = "REASONING_END"
     message_id: str
 
 
 @attrs.define(slots=True)
-class ReasoningEncryptedValue(BaseEvent):
+class ReasoningEncryptedValue(Attributable):
     """Opaque reasoning state for the provider (AG-UI 1.0); ``subtype`` is ``message`` or ``tool-call``."""
 
     type: ClassVar[str] = "REASONING_ENCRYPTED_VALUE"
@@ -316,13 +355,13 @@ class ReasoningEncryptedValue(BaseEvent):
 
 
 @attrs.define(slots=True)
-class StepStarted(BaseEvent):
+class StepStarted(Attributable):
     type: ClassVar[str] = "STEP_STARTED"
     step_name: str
 
 
 @attrs.define(slots=True)
-class StepFinished(BaseEvent):
+class StepFinished(Attributable):
     """End of a step. ``delta`` is the older TanStack form that carried reasoning text.
 
     The engine adds what the step's model call reported (AG-UI objects are open; each is omitted when
@@ -341,7 +380,7 @@ class StepFinished(BaseEvent):
 
 
 @attrs.define(slots=True)
-class StateSnapshot(BaseEvent):
+class StateSnapshot(Attributable):
     """The agent state as a whole (AG-UI ``STATE_SNAPSHOT``): ``snapshot`` is any JSON value."""
 
     type: ClassVar[str] = "STATE_SNAPSHOT"
@@ -349,7 +388,7 @@ class StateSnapshot(BaseEvent):
 
 
 @attrs.define(slots=True)
-class StateDelta(BaseEvent):
+class StateDelta(Attributable):
     """A change of the agent state (AG-UI ``STATE_DELTA``): ``delta`` is a list of JSON Patch
     operations (RFC 6902, ``{"op", "path", "value"}``). The engine sends ``add`` operations under
     ``/output`` while a structured output streams (see :mod:`hookstream._partial_output`)."""
@@ -359,7 +398,7 @@ class StateDelta(BaseEvent):
 
 
 @attrs.define(slots=True)
-class Custom(BaseEvent):
+class Custom(Attributable):
     """Application event. The engine sends ``approval-requested``, ``approval-responded``,
     ``tool-input-available``, ``tool-call-repaired`` and ``loop-stopped``; their values are typed by the
     payload classes of :mod:`hookstream._custom` (read one with :func:`hookstream.parse_custom`)."""
@@ -370,7 +409,7 @@ class Custom(BaseEvent):
 
 
 @attrs.define(slots=True)
-class Raw(BaseEvent):
+class Raw(Attributable):
     """A provider event the adapter did not understand, passed on as it arrived (AG-UI ``RAW``).
 
     ``event`` is the provider's event as a JSON value (the parsed SSE ``data``); ``source`` names the
@@ -383,6 +422,175 @@ class Raw(BaseEvent):
     type: ClassVar[str] = "RAW"
     event: Any
     source: str | None = None
+
+
+
+# -- AG-UI 1.0 events for other producers: chunk shorthands, snapshots, activities, subagents ----------
+
+
+@attrs.define(slots=True)
+class TextMessageChunk(Attributable):
+    """Shorthand for ``TEXT_MESSAGE_START``/``CONTENT``/``END`` (AG-UI ``TEXT_MESSAGE_CHUNK``), for
+    producers that do not know where a message begins. Every field is optional: a chunk with a new
+    ``message_id`` opens a message (``role``, default ``assistant``, and ``name`` apply then), a chunk
+    without one continues the open message, ``delta`` (may be ``""``) is appended. The message closes when
+    any other message, tool call, reasoning or lifecycle event arrives, or the stream ends (AG-UI
+    "Chunk events"; ``@ag-ui/client`` ``transformChunks``)."""
+
+    type: ClassVar[str] = "TEXT_MESSAGE_CHUNK"
+    message_id: str | None = None
+    role: str | None = None
+    delta: str | None = None
+    name: str | None = None
+
+
+@attrs.define(slots=True)
+class ToolCallChunk(Attributable):
+    """Shorthand for ``TOOL_CALL_START``/``ARGS``/``END`` (AG-UI ``TOOL_CALL_CHUNK``): the first chunk of
+    a call carries ``tool_call_id`` and ``tool_call_name`` (and optionally ``parent_message_id``); later
+    chunks carry argument text in ``delta``. Closed like :class:`TextMessageChunk`."""
+
+    type: ClassVar[str] = "TOOL_CALL_CHUNK"
+    tool_call_id: str | None = None
+    tool_call_name: str | None = None
+    parent_message_id: str | None = None
+    delta: str | None = None
+
+
+@attrs.define(slots=True)
+class ReasoningMessageChunk(Attributable):
+    """Shorthand for ``REASONING_MESSAGE_START``/``CONTENT``/``END`` (AG-UI
+    ``REASONING_MESSAGE_CHUNK``); closed like :class:`TextMessageChunk`."""
+
+    type: ClassVar[str] = "REASONING_MESSAGE_CHUNK"
+    message_id: str | None = None
+    delta: str | None = None
+
+
+@attrs.define(slots=True)
+class AGUIFunctionCall:
+    """AG-UI ``FunctionCall``: the tool's ``name`` and its ``arguments`` as JSON *text*."""
+
+    name: str
+    arguments: str
+
+
+@attrs.define(slots=True)
+class AGUIToolCall:
+    """AG-UI ``ToolCall`` of an assistant message: ``{"id", "type": "function", "function": {"name",
+    "arguments"}, "encryptedValue"?, "metadata"?}``."""
+
+    id: str
+    function: AGUIFunctionCall
+    type: str = "function"
+    encrypted_value: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@attrs.define(slots=True)
+class AGUIMessage:
+    """One AG-UI ``Message`` (a ``MESSAGES_SNAPSHOT`` entry), discriminated by ``role``:
+
+    * ``user``: ``content`` is text or a list of AG-UI input parts (``{"type": "text", "text"}``,
+      ``{"type": "image" | "audio" | "video" | "document", "source": {"type": "data", "value",
+      "mimeType"} | {"type": "url", "value", "mimeType"?}}``), kept as JSON values;
+    * ``system`` / ``developer``: ``content`` text (required);
+    * ``assistant``: ``content`` text or ``None``, ``tool_calls`` (:class:`AGUIToolCall`) or ``None``;
+    * ``tool``: ``content`` (text or parts), ``tool_call_id`` (required), ``error``;
+    * ``activity``: ``activity_type`` and ``content`` (a JSON object);
+    * ``reasoning``: ``content`` text, ``encrypted_value``.
+
+    ``name`` (user, assistant, system, developer), ``encrypted_value``, ``metadata`` and
+    ``subagent_run_id`` are optional on all of them (AG-UI ``BaseMessage``). Fields a role does not
+    have stay ``None`` and are omitted on the wire.
+    """
+
+    id: str
+    role: str
+    content: Any = None
+    name: str | None = None
+    tool_calls: list[AGUIToolCall] | None = None
+    tool_call_id: str | None = None
+    error: str | None = None
+    activity_type: str | None = None
+    encrypted_value: str | None = None
+    metadata: dict[str, Any] | None = None
+    subagent_run_id: str | None = None
+
+
+MESSAGE_ROLES = ("developer", "system", "assistant", "user", "tool", "activity", "reasoning")
+"""AG-UI 1.0 ``Role``: every role a message of a ``MESSAGES_SNAPSHOT`` may have."""
+
+
+@attrs.define(slots=True)
+class MessagesSnapshot(BaseEvent):
+    """The conversation as the producer holds it (AG-UI ``MESSAGES_SNAPSHOT``): ``messages`` in order.
+    Run-scoped: it carries no ``subagentRunId``. How a consumer reconciles it with messages of its own
+    is behavioural (see :class:`~hookstream.StreamProcessor`)."""
+
+    type: ClassVar[str] = "MESSAGES_SNAPSHOT"
+    messages: list[AGUIMessage] = attrs.Factory(list)
+
+
+@attrs.define(slots=True)
+class ActivitySnapshot(Attributable):
+    """Structured progress that is not conversation content (AG-UI ``ACTIVITY_SNAPSHOT``), kept as the
+    activity message ``message_id``: ``activity_type`` (open string), ``content`` (a JSON object).
+    ``replace`` ``None`` or ``True`` overwrites the activity's content; ``False`` leaves an existing
+    activity as it is."""
+
+    type: ClassVar[str] = "ACTIVITY_SNAPSHOT"
+    message_id: str
+    activity_type: str
+    content: dict[str, Any] = attrs.Factory(dict)
+    replace: bool | None = None
+
+
+@attrs.define(slots=True)
+class ActivityDelta(Attributable):
+    """A change of an activity message's content (AG-UI ``ACTIVITY_DELTA``): ``patch`` is a list of
+    JSON Patch operations (RFC 6902) against the content."""
+
+    type: ClassVar[str] = "ACTIVITY_DELTA"
+    message_id: str
+    activity_type: str
+    patch: list[Any] = attrs.Factory(list)
+
+
+@attrs.define(slots=True)
+class SubagentStarted(BaseEvent):
+    """A subagent invocation began (AG-UI ``SUBAGENT_STARTED``). ``subagent_run_id`` identifies the
+    invocation (later events carry it as their ``subagent_run_id``), ``name`` the subagent."""
+
+    type: ClassVar[str] = "SUBAGENT_STARTED"
+    subagent_run_id: str
+    name: str
+    description: str | None = None
+    parent_subagent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    parent_message_id: str | None = None
+
+
+@attrs.define(slots=True)
+class SubagentFinished(BaseEvent):
+    """A subagent invocation's segment of the run ended (AG-UI ``SUBAGENT_FINISHED``). ``outcome`` is
+    the JSON object ``{"type": "success"}`` or ``{"type": "suspended", "interruptIds"?: [...]}``,
+    ``None`` meaning success; ``result`` any JSON value."""
+
+    type: ClassVar[str] = "SUBAGENT_FINISHED"
+    subagent_run_id: str
+    result: Any = None
+    outcome: dict[str, Any] | None = None
+
+
+@attrs.define(slots=True)
+class SubagentError(BaseEvent):
+    """A subagent invocation failed (AG-UI ``SUBAGENT_ERROR``); the run may go on."""
+
+    type: ClassVar[str] = "SUBAGENT_ERROR"
+    subagent_run_id: str
+    message: str
+    code: str | None = None
 
 
 Event = (
@@ -408,6 +616,15 @@ Event = (
     | StateDelta
     | Custom
     | Raw
+    | TextMessageChunk
+    | ToolCallChunk
+    | ReasoningMessageChunk
+    | MessagesSnapshot
+    | ActivitySnapshot
+    | ActivityDelta
+    | SubagentStarted
+    | SubagentFinished
+    | SubagentError
 )
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
@@ -435,6 +652,15 @@ EVENT_TYPES: dict[str, type[BaseEvent]] = {
         StateDelta,
         Custom,
         Raw,
+        TextMessageChunk,
+        ToolCallChunk,
+        ReasoningMessageChunk,
+        MessagesSnapshot,
+        ActivitySnapshot,
+        ActivityDelta,
+        SubagentStarted,
+        SubagentFinished,
+        SubagentError,
     )
 }
 
@@ -454,6 +680,16 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
         return None
     return value if isinstance(value, dict) else None
 
+
+# What each AG-UI message role requires besides ``id`` (spec/1.0/schema.json ``Message``).
+_ROLE_REQUIRES: dict[str, tuple[str, ...]] = {
+    "developer": ("content",),
+    "system": ("content",),
+    "user": ("content",),
+    "tool": ("content", "toolCallId"),
+    "activity": ("activityType", "content"),
+    "reasoning": ("content",),
+}
 
 # Wire names that are not the camelCase of the Python name: AG-UI ``TokenUsage.cacheWriteInputTokens``.
 _WIRE_NAMES = {"cache_write_tokens": "cacheWriteInputTokens"}
@@ -503,8 +739,27 @@ def _converter() -> cattrs.Converter:
 
     conv.register_unstructure_hook(Usage | None, usage_to_wire)
     conv.register_structure_hook(Usage | None, usage_from_wire)
-    for cls in (Interrupt, Outcome, *EVENT_TYPES.values()):
+    for cls in (Interrupt, Outcome, AGUIFunctionCall, AGUIToolCall, AGUIMessage):
         _register(conv, cls)
+    message_struct = conv.get_structure_hook(AGUIMessage)
+
+    def message_from_wire(data: Any, _: Any) -> AGUIMessage:
+        # AG-UI ``Message`` is a union discriminated by ``role``; check what each role requires.
+        if not isinstance(data, dict):
+            raise ValueError(f"an AG-UI message is a JSON object, not {type(data).__name__}")
+        role = data.get("role")
+        if role not in MESSAGE_ROLES:
+            raise ValueError(f"unknown AG-UI message role {role!r}")
+        required = _ROLE_REQUIRES.get(role, ())
+        missing = [k for k in required if data.get(k) is None]
+        if missing:
+            raise ValueError(f"AG-UI {role} message {data.get('id')!r} lacks {', '.join(missing)}")
+        message: AGUIMessage = message_struct(data, AGUIMessage)
+        return message
+
+    conv.register_structure_hook(AGUIMessage, message_from_wire)
+    for event_cls in EVENT_TYPES.values():  # after the message hook: MESSAGES_SNAPSHOT's hook is built with it
+        _register(conv, event_cls)
     end_plain = conv.get_unstructure_hook(ToolCallEnd)
 
     def end_to_wire(event: ToolCallEnd) -> dict[str, Any]:

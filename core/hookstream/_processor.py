@@ -9,6 +9,56 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   per-call form (``RUN_STARTED … RUN_FINISHED`` per model call) and the engine's single run
   (``STEP_STARTED``/``STEP_FINISHED`` per call, ``TOOL_CALL_RESULT`` and ``CUSTOM`` inside, one
   ``RUN_FINISHED``). :meth:`StreamProcessor.finalize` ends it; the next event starts a new one.
+* Messages are kept apart by AG-UI ``messageId`` (AG-UI 1.0 "Messages", ``@ag-ui/client``
+  ``defaultApplyEvents``). Every id maps to exactly one UI message: content (or a start) for an id
+  already seen, or for a message already in :attr:`StreamProcessor.messages` (given at construction, from
+  a snapshot, from an earlier loop), continues that message, adding to its last text part when it ends
+  with one, so a reconnect that resumes or replays a message never duplicates it and two messages never
+  share an id. A ``TEXT_MESSAGE_START`` for a new id while another text message of the same run is open
+  starts a message of its own (interleaved messages stay two messages, each with its text part); when
+  none is open the block continues the loop's assistant message (the seeds' rule, kept because
+  hookstream's engine names every text block with a fresh id; the new id is recorded and routes later
+  content there). ``TEXT_MESSAGE_START`` with role ``user`` (or ``system``/``developer``, shown as
+  ``system``) creates that message at once. ``TOOL_CALL_START.parentMessageId`` naming a known assistant
+  message puts the call there; otherwise the call goes into the current run's assistant message, which
+  takes that id if the call creates it. ``TEXT_MESSAGE_CONTENT`` for an unknown id implies its start
+  (AG-UI clients drop it; the older TanStack streams relied on this).
+* Runs may overlap (AG-UI allows concurrent runs on one thread): a ``RUN_STARTED`` while another run is
+  active gives the new run its own assistant message; events without ids (tool calls, reasoning) go to
+  the latest active run. A tool call belongs to the run that was latest when it started; a
+  ``RUN_FINISHED`` completes only its own run's calls (so another run's call keeps streaming and keeps
+  its later ``TOOL_CALL_ARGS``) and ends only its own run's text segments. ``RUN_ERROR`` (no run id in
+  AG-UI) ends the latest active run. A ``RUN_FINISHED`` for a run never started completes every call
+  of no active run, as before.
+* Chunk events (AG-UI "Chunk events"; ``@ag-ui/client`` ``transformChunks``) behave as their
+  triplets: ``TEXT_MESSAGE_CHUNK`` with a ``messageId`` different from the open chunk block's opens a
+  message (``role`` default ``assistant``), one without continues the open block, ``delta`` is content;
+  likewise ``TOOL_CALL_CHUNK`` (``toolCallId`` + ``toolCallName`` open a call, ``delta`` is arguments) and
+  ``REASONING_MESSAGE_CHUNK``. The open block closes (its ``*_END`` is applied) when a chunk of another
+  kind or id arrives, before any other message, tool, reasoning, state, snapshot, custom or lifecycle
+  event, and at :meth:`~StreamProcessor.finalize`; ``RAW``, ``ACTIVITY_*``, ``REASONING_ENCRYPTED_VALUE``
+  and ``SUBAGENT_*`` do not close it. A first chunk without the ids it needs is an unusable event.
+* ``MESSAGES_SNAPSHOT`` replaces the list the AG-UI way (edit-based merge): messages the snapshot
+  names are kept in place (the same objects) and brought to the snapshot's version, messages it does not
+  name are dropped, new ones are appended in snapshot order. A kept message keeps what the AG-UI message
+  cannot carry: its text parts when the text is unchanged (segments, provider metadata), thinking,
+  sources and files, tool-call state, approval and output, and tool calls the snapshot omits (still
+  streaming: ``add_tool_result`` keeps working, as TanStack AI does). Roles: ``user`` (text and
+  ``data``/``url`` media parts as file parts), ``system`` and ``developer`` (both ``system``),
+  ``assistant`` (``content`` as a text part, ``toolCalls`` as ``input-complete`` tool-call parts), a
+  ``tool`` message as the result of its call (output, state ``output-available``/``output-error``, one
+  tool-result part, updated rather than repeated by a later snapshot; a result for no known call is
+  counted in ``orphan_results``), ``reasoning`` as a thinking part of the next assistant message,
+  ``activity`` into :attr:`StreamProcessor.activities` (a snapshot with activity messages declares the
+  whole activity set).
+* Activities (``ACTIVITY_SNAPSHOT``/``ACTIVITY_DELTA``) are kept by message id in
+  :attr:`StreamProcessor.activities` as :class:`Activity` values, not as UI messages (they are never
+  sent to a model); ``replace`` ``False`` leaves an existing one as it is; a delta is a JSON Patch of
+  the content (one that does not apply is counted in ``state_patch_errors``; one for an unknown activity
+  is an unusable event). ``on_activity_change(activity)`` fires after each change. ``SUBAGENT_*``,
+  ``RAW`` and ``REASONING_END`` change nothing.
+* Events the processor cannot use are counted in :attr:`ProcessorStats.unusable_events` and reported
+  to ``on_error`` without stopping the stream (see :meth:`StreamProcessor.process_chunk`).
 * Text: a segment is contiguous text. ``TEXT_MESSAGE_START``/``END`` and every new non-text part end
   the segment (pending text is published first). Published text goes into the segment's text part;
   a new segment pushes a new text part, so text that arrived is never overwritten.
@@ -41,9 +91,10 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   ``CUSTOM`` event go to ``on_custom_event``. ``source`` and ``file`` (adapters' citations and
   generated files) append a :class:`~hookstream.SourceUIPart` / :class:`~hookstream.FileUIPart` to the
   assistant message without ending the text part they arrive in.
-* Agent state: ``STATE_SNAPSHOT`` replaces :attr:`StreamProcessor.state`, ``STATE_DELTA`` applies its
-  JSON Patch operations (``add``/``replace``/``remove``; a delta that does not apply is counted in
-  :attr:`StreamProcessor.stats` and dropped). The state lives across agent loops, as AG-UI state does.
+* Agent state: ``STATE_SNAPSHOT`` replaces :attr:`StreamProcessor.state` (any JSON value),
+  ``STATE_DELTA`` applies its RFC 6902 JSON Patch operations (``add``/``replace``/``remove``/``move``/
+  ``copy``/``test``, in order, in place; at the first that does not apply the rest are dropped and the
+  delta is counted in :attr:`StreamProcessor.stats`). The state lives across agent loops, as AG-UI state does.
   A structured output (``chat(..., output=SPEC)``) streams into ``state["output"]``, also kept as
   :attr:`ProcessorResult.output`; ``on_state_change(state)`` fires after each applied state event.
 
@@ -58,14 +109,16 @@ Callbacks (all optional; they run while the processor holds :attr:`StreamProcess
 * ``on_text_update(message_id, text)``: at each publish, with the full text of the current text part.
 * ``on_tool_call_state_change(message_id, tool_call_id, state, arguments_text)``: on each state change.
 * ``on_stream_end(message)``: at :meth:`~StreamProcessor.finalize`, with the assistant message or None.
-* ``on_error(error)``: on ``RUN_ERROR``, with a :class:`RunFailedError` (``code``, ``message``).
+* ``on_error(error)``: on ``RUN_ERROR``, with a :class:`RunFailedError` (``code``, ``message``); also for
+  an event the processor cannot use (code ``unknown_event`` or ``unusable_event``; the run goes on).
 * ``on_tool_call(request)``: :class:`ToolInputRequest` for a client tool.
 * ``on_approval_request(request)``: :class:`ApprovalRequest`.
 * ``on_custom_event(name, value)``: any other ``CUSTOM`` event (``loop-stopped`` included).
 * ``on_state_change(state)``: after each ``STATE_SNAPSHOT``/``STATE_DELTA``, with the live state.
+* ``on_activity_change(activity)``: after each change of an :class:`Activity`.
 
-Threads: events are fed from one thread. A timer-driven strategy (debounce, throttle's trailing
-edge) publishes from its timer thread, so ``on_text_update`` and ``on_messages_change`` may arrive on
+Threads: events are fed from one thread. A timer-driven strategy (debounce, throttle's trailing edge)
+publishes from its timer thread, so ``on_text_update`` and ``on_messages_change`` may arrive on
 that thread; every state change happens under the re-entrant :attr:`StreamProcessor.lock`, so callbacks
 never run concurrently and may call back into the processor. Do not block inside a callback waiting for
 another thread that uses the processor.
@@ -73,11 +126,12 @@ another thread that uses the processor.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -92,12 +146,19 @@ from ._custom import (
     ToolInputAvailablePayload,
     parse_custom,
 )
-from ._errors import RunFailedError, UnknownPluginError, UnknownToolCallError
+from ._errors import MalformedCustomEventError, RunFailedError, UnknownPluginError, UnknownToolCallError
 from ._events import (
+    ActivityDelta,
+    ActivitySnapshot,
+    AGUIMessage,
     BaseEvent,
     Custom,
+    MessagesSnapshot,
     Outcome,
+    Raw,
     ReasoningEncryptedValue,
+    ReasoningEnd,
+    ReasoningMessageChunk,
     ReasoningMessageContent,
     ReasoningMessageEnd,
     ReasoningMessageStart,
@@ -109,10 +170,15 @@ from ._events import (
     StateSnapshot,
     StepFinished,
     StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
+    TextMessageChunk,
     TextMessageContent,
     TextMessageEnd,
     TextMessageStart,
     ToolCallArgs,
+    ToolCallChunk,
     ToolCallEnd,
     ToolCallResult,
     ToolCallStart,
@@ -138,6 +204,7 @@ from ._ui import (
 )
 
 __all__ = [
+    "Activity",
     "ApprovalRequest",
     "ProcessorResult",
     "ProcessorStats",
@@ -178,7 +245,21 @@ class ProcessorStats:
     duplicate_starts: int = 0  # TOOL_CALL_START for an id already known
     argument_parse_errors: int = 0  # tool calls whose argument text stopped being JSON
     orphan_results: int = 0  # results for a tool call no message holds
-    state_patch_errors: int = 0  # STATE_DELTA events whose JSON Patch did not apply to the state
+    state_patch_errors: int = 0  # STATE_DELTA / ACTIVITY_DELTA events whose JSON Patch did not apply
+    unusable_events: int = 0  # events that could not be applied at all (reported to on_error)
+
+
+@attrs.define(slots=True)
+class Activity:
+    """An AG-UI activity message (``ACTIVITY_SNAPSHOT``/``ACTIVITY_DELTA``, or a snapshot's ``activity``
+    message): structured progress that is not conversation content. ``content`` is a JSON object,
+    ``activity_type`` the producer's open string. Kept in :attr:`StreamProcessor.activities` by id, not in
+    the messages (it is not sent back to a model)."""
+
+    id: str
+    activity_type: str
+    content: dict[str, Any] = attrs.Factory(dict)
+    metadata: dict[str, Any] | None = None
 
 
 @attrs.define(slots=True)
@@ -231,14 +312,46 @@ def resolve_strategy(strategy: StrategySpec) -> ChunkStrategy:
 
 
 class _Tool:
-    """Bookkeeping of one streaming tool call (the part holds what the UI sees)."""
+    """Bookkeeping of one streaming tool call (the part holds what the UI sees). ``run`` is the AG-UI run
+    that was the latest active one when the call started (``None`` outside any run): only that run's
+    ``RUN_FINISHED`` completes the call."""
 
-    __slots__ = ("message", "parser", "part")
+    __slots__ = ("message", "parser", "part", "run")
 
-    def __init__(self, part: ToolCallUIPart, message: UIMessage) -> None:
+    def __init__(self, part: ToolCallUIPart, message: UIMessage, run: str | None) -> None:
         self.part = part
         self.message = message
+        self.run = run
         self.parser = PartialJSONParser()
+
+
+class _Target:
+    """Where text goes: one UI message (created lazily, with its first part, for assistant messages) and
+    its open text segment. ``message_id`` is the id the message gets when it is created; ``run`` the AG-UI
+    run the message streams in (its ``RUN_FINISHED`` ends the segment)."""
+
+    __slots__ = ("message", "message_id", "role", "run", "seg_meta", "seg_part")
+
+    def __init__(self, role: Role, message_id: str | None, run: str | None, message: UIMessage | None = None) -> None:
+        self.message = message
+        self.message_id = message_id
+        self.role = role
+        self.run = run
+        self.seg_part: TextUIPart | None = None
+        self.seg_meta: dict[str, Any] | None = None
+
+
+Role = Literal["system", "user", "assistant"]
+
+# Events before which an open ``*_CHUNK`` block is closed (``@ag-ui/client`` ``transformChunks``); the
+# rest (RAW, ACTIVITY_*, REASONING_ENCRYPTED_VALUE, SUBAGENT_*) pass through without closing it.
+_CLOSES_CHUNK: frozenset[type[BaseEvent]] = frozenset({
+    TextMessageStart, TextMessageContent, TextMessageEnd, ToolCallStart, ToolCallArgs, ToolCallEnd, ToolCallResult,
+    StateSnapshot, StateDelta, MessagesSnapshot, Custom, RunStarted, RunFinished, RunError, StepStarted,
+    StepFinished, ReasoningStart, ReasoningMessageStart, ReasoningMessageContent, ReasoningMessageEnd, ReasoningEnd,
+})
+# Events that may add to held-back text without publishing it first.
+_TEXT_FLOW: frozenset[type[BaseEvent]] = frozenset({TextMessageContent, TextMessageChunk})
 
 
 class StreamProcessor:
@@ -246,7 +359,10 @@ class StreamProcessor:
 
     ``strategy``: ``None`` (immediate), a registered name (``"word-boundary"``) or an object.
     ``messages``: earlier UI messages (e.g. the conversation so far); the new assistant message is
-    appended after them.
+    appended after them, and content for one of their ids continues that message.
+
+    Thread safety: every method takes :attr:`lock` (re-entrant); events are fed from one thread, a
+    timer strategy may publish from its own.
 
     Raises :class:`~hookstream.UnknownPluginError` for an unknown strategy name.
     """
@@ -264,6 +380,7 @@ class StreamProcessor:
         messages: Iterable[UIMessage] | None = None,
         on_custom_event: Callable[[str, Any], None] | None = None,
         on_state_change: Callable[[Any], None] | None = None,
+        on_activity_change: Callable[[Activity], None] | None = None,
     ) -> None:
         self.strategy = resolve_strategy(strategy)
         self.on_messages_change = on_messages_change
@@ -275,7 +392,9 @@ class StreamProcessor:
         self.on_approval_request = on_approval_request
         self.on_custom_event = on_custom_event
         self.on_state_change = on_state_change
+        self.on_activity_change = on_activity_change
         self.state: Any = {}
+        self.activities: dict[str, Activity] = {}
         self.lock = threading.RLock()
         self.messages: list[UIMessage] = list(messages or [])
         self.stats = ProcessorStats()
@@ -287,15 +406,21 @@ class StreamProcessor:
 
     # -- state of one agent loop ------------------------------------------------------------------
     def _new_loop(self) -> None:
-        self._message: UIMessage | None = None
-        self._message_id: str | None = None
-        self._seg_part: TextUIPart | None = None
-        self._seg_meta: dict[str, Any] | None = None
+        self._loop = _Target("assistant", None, None)  # the loop's assistant message
+        self._runs: dict[str, _Target] = {}  # active runs, in start order -> their default target
+        self._targets: dict[str, _Target] = {}  # AG-UI text message id -> target (several ids may share one)
+        self._open: dict[str, _Target] = {}  # text messages started and not ended
         self._pending = ""
+        self._pending_to: _Target | None = None
         self._reasoning_parts: dict[str, ReasoningUIPart] = {}
         self._tools: dict[str, _Tool] = {}
+        self._chunk: tuple[str, str] | None = None  # open *_CHUNK block: ("text" | "tool" | "reasoning", id)
         self._result = ProcessorResult()
         self._finalized = False
+
+    @property
+    def _message(self) -> UIMessage | None:
+        return self._loop.message
 
     # -- public API -------------------------------------------------------------------------------
     def process(self, events: Iterable[BaseEvent]) -> ProcessorResult:
@@ -305,34 +430,57 @@ class StreamProcessor:
         return self.finalize()
 
     def process_chunk(self, event: BaseEvent | dict[str, Any]) -> None:
-        """Apply one AG-UI event (an event object, or its JSON dict).
+        """Apply one AG-UI event (an event object, or its AG-UI JSON dict, camelCase keys).
 
-        Raises :class:`TypeError` for anything else, :class:`ValueError` for a dict of unknown type,
-        :class:`~hookstream.MalformedCustomEventError` (a ``ValueError``) for an engine ``CUSTOM`` event
-        whose value does not have its shape.
+        An event the processor cannot use (a dict of unknown ``type`` or shape, an event class it does not
+        know, a ``*_CHUNK`` that opens nothing, an ``ACTIVITY_DELTA`` for an unknown activity) changes
+        nothing, is counted in :attr:`stats` (``unusable_events``) and reported to ``on_error`` (a
+        :class:`RunFailedError` with code ``unknown_event`` or ``unusable_event``; the run goes on and the
+        result does not become an error). Only when no ``on_error`` is set is it raised, as a
+        :class:`ValueError`, so it is never lost silently. An engine ``CUSTOM`` event (``approval-requested``,
+        ``tool-input-available``...) whose value does not have its shape is counted too and raises
+        :class:`~hookstream.MalformedCustomEventError` (a ``ValueError``) with the messages untouched.
+        Raises :class:`TypeError` for anything that is neither an event nor a dict.
         """
-        if isinstance(event, dict):
-            event = from_dict(event)
-        if not isinstance(event, BaseEvent):
-            raise TypeError(f"expected an AG-UI event, got {type(event).__name__}")
         with self.lock:
+            if isinstance(event, dict):
+                try:
+                    event = from_dict(event)
+                except Exception as exc:  # cattrs raises its own validation groups besides ValueError
+                    self._unusable(f"not an AG-UI event: {exc}", "unknown_event", exc)
+                    return
+            if not isinstance(event, BaseEvent):
+                raise TypeError(f"expected an AG-UI event, got {type(event).__name__}")
             if self._finalized:
                 self._new_loop()
             t = type(event)
-            if self._pending and t is not TextMessageContent:
+            if self._pending and t not in _TEXT_FLOW:
                 self._publish()  # held-back text goes out before any non-text event
+            if self._chunk is not None and t in _CLOSES_CHUNK:
+                self._close_chunk()
             handler = _HANDLERS.get(t)
             if handler is not None:
-                handler(self, event)
+                try:
+                    handler(self, event)
+                except MalformedCustomEventError:
+                    # hookstream's own CUSTOM vocabulary with a value of the wrong shape: a broken
+                    # producer contract, raised as before (messages untouched), and counted.
+                    self.stats.unusable_events += 1
+                    raise
+            elif t not in _IGNORED:
+                self._unusable(f"{t.__name__} is not an event the processor applies", "unknown_event")
             self._changed()
 
     def finalize(self) -> ProcessorResult:
-        """End the agent loop: publish pending text, complete open tool calls (safety net), reset the
-        strategy, fire ``on_stream_end``. Returns the result; calling it again returns the same result."""
+        """End the agent loop: close an open ``*_CHUNK`` block, publish pending text, complete open tool
+        calls (safety net), reset the strategy, fire ``on_stream_end``. Returns the result; calling it
+        again returns the same result."""
         with self.lock:
             if self._finalized:
                 return self._result
-            self._end_segment()
+            if self._chunk is not None:
+                self._close_chunk()
+            self._end_all_segments()
             for tool in self._tools.values():
                 self._complete_tool(tool, None)
             self._changed()
@@ -384,65 +532,145 @@ class StreamProcessor:
             self._set_state(message, part, "approval-responded")
             self._changed()
 
-    # -- lifecycle and text handlers (see _HANDLERS) ----------------------------------------------
-    def _new_call(self, event: RunStarted | StepStarted) -> None:
-        self._end_segment()
+    # -- errors that do not stop the stream ----------------------------------------------------------
+    def _unusable(self, reason: str, code: str = "unusable_event", exc: Exception | None = None) -> None:
+        self.stats.unusable_events += 1
+        log.warning("AG-UI event not applied: %s", reason)
+        if self.on_error is not None:
+            self.on_error(RunFailedError(reason, code))
+        elif exc is not None:
+            raise exc
+        else:
+            raise ValueError(reason)
+
+    # -- runs ---------------------------------------------------------------------------------------
+    def _current_run(self) -> str | None:
+        return next(reversed(self._runs)) if self._runs else None
+
+    def _slot(self) -> _Target:
+        """The assistant target of the latest active run: where content without a message id goes."""
+        return self._runs[next(reversed(self._runs))] if self._runs else self._loop
+
+    def _run_started(self, event: RunStarted) -> None:
+        run_id = event.run_id
+        if self._runs and run_id not in self._runs:
+            # Another run is still streaming (AG-UI runs may overlap): this one gets its own message.
+            self._runs[run_id] = _Target("assistant", None, run_id)
+            return
+        self._runs[run_id] = self._loop
+        self._loop.run = run_id
+        self._end_all_segments()
         self._reasoning_parts = {}  # a new model call: its reasoning blocks are new parts
 
+    def _step(self, event: StepStarted) -> None:
+        self._end_run_segments(self._current_run())
+        self._reasoning_parts = {}
+
     def _step_finished(self, event: StepFinished) -> None:
-        self._end_segment()
+        self._end_run_segments(self._current_run())
         if event.delta:  # the older TanStack form: reasoning text rides on STEP_FINISHED
             self._reasoning_delta(f"step:{event.step_name}", event.delta, None)
 
-    def _text_start(self, event: TextMessageStart) -> None:
-        self._end_segment()
-        self._message_id = self._message_id or event.message_id
-        self._seg_meta = event.metadata
+    def _run_finished(self, event: RunFinished) -> None:
+        run_id = event.run_id
+        known = run_id in self._runs
+        self._end_run_segments(run_id if known else None, every=not known)
+        active = set(self._runs) - {run_id}
+        for tool in self._tools.values():
+            # Only this run's calls: a run finishing never completes (or cuts off) another run's call.
+            if tool.run == run_id or (not known and tool.run not in active):
+                self._complete_tool(tool, None)
+        self._runs.pop(run_id, None)
+        r = self._result
+        if event.finish_reason is not None:
+            r.finish_reason = event.finish_reason
+            r.raw_finish_reason = event.raw_finish_reason
+        if event.usage is not None:
+            r.usage = event.usage
+        if event.outcome is not None:
+            r.outcome = event.outcome
 
-    def _text_end(self, event: TextMessageEnd) -> None:
-        part = self._seg_part
-        if event.metadata and part is not None:
-            part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
-            self._dirty = True
-        self._end_segment()
-
-    def _reasoning_content(self, event: ReasoningMessageContent) -> None:
-        self._message_id = self._message_id or event.message_id
-        self._reasoning_delta(event.message_id, event.delta, None)
-
-    def _reasoning_block(self, event: ReasoningStart | ReasoningMessageStart | ReasoningMessageEnd) -> None:
-        self._message_id = self._message_id or event.message_id
-        if event.metadata:
-            self._reasoning_delta(event.message_id, "", event.metadata)
-
-    # -- messages and parts -----------------------------------------------------------------------
-    def _ensure_message(self) -> UIMessage:
-        if self._message is None:
-            self._message = UIMessage(self._message_id or new_message_id(), "assistant")
-            self.messages.append(self._message)
-            self._dirty = True
-        return self._message
-
-    def _push(self, part: UIPart) -> UIMessage:
-        """Append a part to the loop's message. A non-text part ends the text segment."""
-        if not isinstance(part, TextUIPart):
-            self._end_segment()
-        msg = self._ensure_message()
-        msg.parts.append(part)
-        self._dirty = True
-        return msg
-
-    def _changed(self) -> None:
-        if self._dirty:
-            self._dirty = False
-            if self.on_messages_change is not None:
-                self.on_messages_change(self.messages)
+    def _run_error(self, event: RunError) -> None:
+        # RUN_ERROR names no run: it ends the latest active one.
+        run_id = self._current_run()
+        target = self._slot()
+        self._end_run_segments(run_id, every=run_id is None)
+        self._ensure(target)
+        if run_id is not None:
+            self._runs.pop(run_id)
+        r = self._result
+        r.finish_reason = "error"
+        r.error = (event.code or "error", event.message)
+        if event.usage is not None:
+            r.usage = event.usage
+        if self.on_error is not None:
+            self.on_error(RunFailedError(event.message, event.code))
 
     # -- text ---------------------------------------------------------------------------------------
+    def _lookup(self, message_id: str) -> _Target | None:
+        """The target of an AG-UI message id: one seen in this loop, or a message already in the list
+        (given at construction, hydrated by a snapshot, or streamed in an earlier loop), whose last text
+        part then continues (a reconnect that resumes a message adds to it instead of duplicating it)."""
+        target = self._targets.get(message_id)
+        if target is not None:
+            return target
+        for target in (self._loop, *self._runs.values()):
+            if target.message is not None and target.message.id == message_id:
+                self._targets[message_id] = target
+                return target
+        for message in reversed(self.messages):
+            if message.id == message_id:
+                target = _Target(message.role, message_id, self._current_run(), message)
+                if message.parts and isinstance(message.parts[-1], TextUIPart):
+                    target.seg_part = message.parts[-1]
+                self._targets[message_id] = target
+                return target
+        return None
+
+    def _open_text(self, message_id: str, role: str, metadata: dict[str, Any] | None) -> _Target:
+        """The target of a text message that starts (explicitly or by its first content)."""
+        target = self._lookup(message_id)
+        if target is None:
+            ui_role: Role = "user" if role == "user" else "system" if role in ("system", "developer") else "assistant"
+            slot = self._slot()
+            if ui_role != "assistant":
+                # A user (or system) message the agent streams: created now, as AG-UI clients do.
+                message = UIMessage(message_id, ui_role)
+                self.messages.append(message)
+                self._dirty = True
+                target = _Target(ui_role, message_id, self._current_run(), message)
+            elif any(t is slot for t in self._open.values()):
+                # Interleaved: another text message of this run is still open, so this one is a message
+                # of its own (AG-UI keeps messages apart by messageId).
+                target = _Target("assistant", message_id, slot.run)
+            else:
+                # Sequential: one more text block of the loop's assistant message (the seeds' rule:
+                # hookstream's engine names every text block with a fresh id).
+                target = slot
+                target.message_id = target.message_id or message_id
+                self._end_segment(target)
+            self._targets[message_id] = target
+        if metadata and target.seg_part is None:
+            target.seg_meta = metadata
+        elif metadata and target.seg_part is not None:
+            target.seg_part.provider_metadata = merge_metadata(target.seg_part.provider_metadata, metadata)
+            self._dirty = True
+        self._open[message_id] = target
+        return target
+
+    def _text_start(self, event: TextMessageStart) -> None:
+        self._open_text(event.message_id, event.role, event.metadata)
+
     def _text_content(self, event: TextMessageContent) -> None:
+        target = self._targets.get(event.message_id) or self._lookup(event.message_id)
+        if target is None:  # content without a start: the start is implied
+            target = self._open_text(event.message_id, "assistant", None)
         delta = event.delta
         if not delta:
             return
+        if self._pending_to is not target:
+            self._publish()
+            self._pending_to = target
         # Grow the pending text in place: after the swap this frame holds the only reference.
         pending = self._pending
         self._pending = ""
@@ -451,15 +679,26 @@ class StreamProcessor:
         if self.strategy.should_emit(delta, pending):
             self._publish()
 
+    def _text_end(self, event: TextMessageEnd) -> None:
+        target = self._open.pop(event.message_id, None) or self._targets.get(event.message_id)
+        if target is None:
+            return
+        part = target.seg_part
+        if event.metadata and part is not None:
+            part.provider_metadata = merge_metadata(part.provider_metadata, event.metadata)
+            self._dirty = True
+        self._end_segment(target)
+
     def _publish(self) -> None:
         pending = self._pending
-        if not pending:
+        target = self._pending_to
+        if not pending or target is None:
             return
         self._pending = ""
-        part = self._seg_part
+        part = target.seg_part
         if part is None:
-            part = self._seg_part = TextUIPart(pending, self._seg_meta)
-            self._push(part)
+            part = target.seg_part = TextUIPart(pending, target.seg_meta)
+            self._push(part, target)
             text = pending
         else:
             text = part.content
@@ -468,14 +707,28 @@ class StreamProcessor:
             part.content = text
             self._dirty = True
         if self.on_text_update is not None:
-            self.on_text_update(self._ensure_message().id, text)
+            self.on_text_update(self._ensure(target).id, text)
 
-    def _end_segment(self) -> None:
-        self._publish()
-        if self._seg_part is not None or self._seg_meta is not None:
-            self._seg_part = None
-            self._seg_meta = None
+    def _end_segment(self, target: _Target) -> None:
+        if self._pending_to is target:
+            self._publish()
+        if target.seg_part is not None or target.seg_meta is not None:
+            target.seg_part = None
+            target.seg_meta = None
             self.strategy.reset()
+
+    def _end_run_segments(self, run_id: str | None, every: bool = False) -> None:
+        """End the text segments of one run's messages (every message's with ``every``) and close their
+        open text messages."""
+        targets = {id(t): t for t in (self._loop, *self._runs.values(), *self._targets.values())}
+        for target in targets.values():
+            if every or target.run == run_id:
+                self._end_segment(target)
+        for mid in [m for m, t in self._open.items() if every or t.run == run_id]:
+            del self._open[mid]
+
+    def _end_all_segments(self) -> None:
+        self._end_run_segments(None, every=True)
 
     def _timer_flush(self) -> None:
         """Publish pending text; called by timer-driven strategies from their own thread."""
@@ -488,7 +741,76 @@ class StreamProcessor:
             except Exception:  # a callback failed on the timer thread: nobody else would see it
                 log.exception("chunk-strategy flush failed")
 
+    # -- chunk events (AG-UI "Chunk events": start/content/end in one) -------------------------------
+    def _close_chunk(self) -> None:
+        assert self._chunk is not None
+        kind, ident = self._chunk
+        self._chunk = None
+        if kind == "text":
+            self._text_end(TextMessageEnd(ident))
+        elif kind == "tool":
+            self._tool_end(ToolCallEnd(ident))
+        else:
+            self._reasoning_block(ReasoningMessageEnd(ident))
+
+    def _text_chunk(self, event: TextMessageChunk) -> None:
+        mid = event.message_id
+        chunk = self._chunk
+        if chunk is not None and (chunk[0] != "text" or (mid is not None and mid != chunk[1])):
+            self._close_chunk()
+        if self._chunk is None:
+            if mid is None:
+                self._unusable("the first TEXT_MESSAGE_CHUNK of a message needs a messageId")
+                return
+            self._publish()
+            self._open_text(mid, event.role or "assistant", event.metadata)
+            self._chunk = ("text", mid)
+        if event.delta is not None:
+            self._text_content(TextMessageContent(self._chunk[1], event.delta))
+
+    def _tool_chunk(self, event: ToolCallChunk) -> None:
+        tid = event.tool_call_id
+        chunk = self._chunk
+        if chunk is not None and (chunk[0] != "tool" or (tid is not None and tid != chunk[1])):
+            self._close_chunk()
+        if self._chunk is None:
+            if tid is None or event.tool_call_name is None:
+                self._unusable("the first TOOL_CALL_CHUNK of a call needs a toolCallId and a toolCallName")
+                return
+            self._publish()
+            self._tool_start(ToolCallStart(tid, event.tool_call_name, event.parent_message_id,
+                                           metadata=event.metadata))
+            self._chunk = ("tool", tid)
+        if event.delta is not None:
+            self._tool_args(ToolCallArgs(self._chunk[1], event.delta))
+
+    def _reasoning_chunk(self, event: ReasoningMessageChunk) -> None:
+        mid = event.message_id
+        chunk = self._chunk
+        if chunk is not None and (chunk[0] != "reasoning" or (mid is not None and mid != chunk[1])):
+            self._close_chunk()
+        if self._chunk is None:
+            if mid is None:
+                self._unusable("the first REASONING_MESSAGE_CHUNK of a message needs a messageId")
+                return
+            self._publish()
+            self._reasoning_block(ReasoningMessageStart(mid, metadata=event.metadata))
+            self._chunk = ("reasoning", mid)
+        if event.delta is not None:
+            self._reasoning_content(ReasoningMessageContent(self._chunk[1], event.delta))
+
     # -- reasoning ----------------------------------------------------------------------------------
+    def _reasoning_content(self, event: ReasoningMessageContent) -> None:
+        slot = self._slot()
+        slot.message_id = slot.message_id or event.message_id
+        self._reasoning_delta(event.message_id, event.delta, None)
+
+    def _reasoning_block(self, event: ReasoningStart | ReasoningMessageStart | ReasoningMessageEnd) -> None:
+        slot = self._slot()
+        slot.message_id = slot.message_id or event.message_id
+        if event.metadata:
+            self._reasoning_delta(event.message_id, "", event.metadata)
+
     def _reasoning_delta(self, key: str, delta: str, metadata: dict[str, Any] | None) -> None:
         part = self._reasoning_parts.get(key)
         if part is None:
@@ -516,14 +838,57 @@ class StreamProcessor:
             # Reasoning that is only an encrypted value (no summary text) is still a part to send back.
             self._reasoning_delta(event.entity_id, "", meta)
 
+    # -- messages and parts -----------------------------------------------------------------------
+    def _ensure(self, target: _Target) -> UIMessage:
+        if target.message is None:
+            target.message = UIMessage(target.message_id or new_message_id(), target.role)
+            self.messages.append(target.message)
+            self._dirty = True
+        return target.message
+
+    def _ensure_message(self) -> UIMessage:
+        return self._ensure(self._slot())
+
+    def _push(self, part: UIPart, target: _Target | None = None) -> UIMessage:
+        """Append a part to a target's message (the current run's assistant message by default). A
+        non-text part ends that message's text segment."""
+        target = target or self._slot()
+        if not isinstance(part, TextUIPart):
+            self._end_segment(target)
+        msg = self._ensure(target)
+        msg.parts.append(part)
+        self._dirty = True
+        return msg
+
+    def _target_of(self, message: UIMessage) -> _Target | None:
+        for target in (self._loop, *self._runs.values(), *self._targets.values()):
+            if target.message is message:
+                return target
+        return None
+
+    def _changed(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            if self.on_messages_change is not None:
+                self.on_messages_change(self.messages)
+
     # -- tool calls ---------------------------------------------------------------------------------
     def _tool_start(self, event: ToolCallStart) -> None:
         if event.tool_call_id in self._tools:
             self.stats.duplicate_starts += 1
             return
+        parent = event.parent_message_id
+        target = self._lookup(parent) if parent else None
+        if target is None or target.role != "assistant":
+            target = self._slot()
+            if parent:
+                # The producer's id for the loop's message (AG-UI ``parentMessageId``): the message takes
+                # it when this call creates it, and content under that id continues it.
+                target.message_id = target.message_id or parent
+                self._targets.setdefault(parent, target)
         part = ToolCallUIPart(event.tool_call_id, event.tool_call_name, provider_metadata=event.metadata)
-        msg = self._push(part)
-        self._tools[event.tool_call_id] = _Tool(part, msg)
+        msg = self._push(part, target)
+        self._tools[event.tool_call_id] = _Tool(part, msg, self._current_run())
         self._state_changed(msg, part)
 
     def _tool_args(self, event: ToolCallArgs) -> None:
@@ -616,8 +981,9 @@ class StreamProcessor:
         call.output = output
         part = ToolResultUIPart(tool_call_id, content, "error" if error is not None else "complete", error,
                                 provider_metadata=metadata, files=files or [])
-        if message is self._message and not self._finalized:
-            self._push(part)
+        target = None if self._finalized else self._target_of(message)
+        if target is not None:
+            self._push(part, target)
         else:  # a call of an earlier message (a client tool answered after its stream ended)
             message.parts.append(part)
             self._dirty = True
@@ -640,31 +1006,7 @@ class StreamProcessor:
         if self.on_tool_call_state_change is not None:
             self.on_tool_call_state_change(message.id, part.id, part.state, part.arguments)
 
-    # -- run end, errors, custom events -------------------------------------------------------------
-    def _run_finished(self, event: RunFinished) -> None:
-        self._end_segment()
-        for tool in self._tools.values():
-            self._complete_tool(tool, None)
-        r = self._result
-        if event.finish_reason is not None:
-            r.finish_reason = event.finish_reason
-            r.raw_finish_reason = event.raw_finish_reason
-        if event.usage is not None:
-            r.usage = event.usage
-        if event.outcome is not None:
-            r.outcome = event.outcome
-
-    def _run_error(self, event: RunError) -> None:
-        self._end_segment()
-        self._ensure_message()
-        r = self._result
-        r.finish_reason = "error"
-        r.error = (event.code or "error", event.message)
-        if event.usage is not None:
-            r.usage = event.usage
-        if self.on_error is not None:
-            self.on_error(RunFailedError(event.message, event.code))
-
+    # -- agent state, custom events -----------------------------------------------------------------
     def _state_snapshot(self, event: StateSnapshot) -> None:
         self.state = event.snapshot
         if self.on_state_change is not None:
@@ -672,7 +1014,7 @@ class StreamProcessor:
 
     def _state_delta(self, event: StateDelta) -> None:
         try:
-            self.state = apply_patch(self.state, event.delta)
+            self.state = _apply_json_patch(self.state, event.delta)
         except ValueError:
             self.stats.state_patch_errors += 1
             log.warning("STATE_DELTA did not apply to the state; dropped")
@@ -759,9 +1101,95 @@ class StreamProcessor:
         self._dirty = True
         self._state_changed(message, part)
 
+    # -- snapshots and activities (AG-UI "State Management" and "Activity" events) --------------------
+    def _messages_snapshot(self, event: MessagesSnapshot) -> None:
+        """Reconcile the list with the producer's messages (see the module docstring)."""
+        self._end_all_segments()
+        snapshot = event.messages
+        if any(m.role == "activity" for m in snapshot):  # the snapshot declares the whole activity set
+            kept = {m.id for m in snapshot if m.role == "activity"}
+            for mid in [a for a in self.activities if a not in kept]:
+                del self.activities[mid]
+        by_id = {m.id: m for m in self.messages}
+        incoming = _snapshot_messages(snapshot, self)
+        wanted = {m.id for m in incoming}
+        merged: list[UIMessage] = [m for m in self.messages if m.id in wanted]
+        fresh: list[UIMessage] = []
+        for new in incoming:
+            old = by_id.get(new.id)
+            if old is not None:
+                _merge_message(old, new)
+            else:
+                fresh.append(new)
+        self.messages[:] = merged + fresh
+        for result in _snapshot_results(snapshot):
+            self._snapshot_result(result)
+        # Streaming bookkeeping that points at a message the snapshot dropped is forgotten.
+        live = {id(m) for m in self.messages}
+        for target in (self._loop, *self._runs.values()):
+            if target.message is not None and id(target.message) not in live:
+                target.message = None
+                target.message_id = None
+        self._targets = {k: t for k, t in self._targets.items() if t.message is None or id(t.message) in live}
+        self._open = {k: t for k, t in self._open.items() if k in self._targets}
+        for tid in [k for k, tool in self._tools.items()
+                    if id(tool.message) not in live or not any(p is tool.part for p in tool.message.parts)]:
+            del self._tools[tid]
+        self._reasoning_parts = {}
+        self._dirty = True
 
-# One typed handler per event class the processor applies; other events (ReasoningEnd, state and
-# activity events...) only publish held-back text. TEXT_MESSAGE_CONTENT and TOOL_CALL_ARGS, one per
+    def _snapshot_result(self, message: AGUIMessage) -> None:
+        """A ``tool`` message of a snapshot: the result of a call some assistant message holds."""
+        assert message.tool_call_id is not None
+        content = message.content if isinstance(message.content, str) else tool_output_text(message.content)
+        found = self._find_call(lambda p: p.id == message.tool_call_id)
+        if found is None:
+            self.stats.orphan_results += 1
+            log.warning("MESSAGES_SNAPSHOT: tool message %r answers no known tool call", message.id)
+            return
+        owner, call = found
+        state: ToolCallState = "output-error" if message.error is not None else "output-available"
+        for part in owner.parts:
+            if isinstance(part, ToolResultUIPart) and part.tool_call_id == call.id:
+                part.content, part.error = content, message.error
+                part.state = "error" if message.error is not None else "complete"
+                break
+        else:
+            owner.parts.append(ToolResultUIPart(call.id, content, "error" if message.error is not None else "complete",
+                                                message.error, provider_metadata=message.metadata))
+        call.output = _output_of(content)
+        self._set_state(owner, call, state)
+
+    def _activity_snapshot(self, event: ActivitySnapshot) -> None:
+        current = self.activities.get(event.message_id)
+        if current is not None and event.replace is False:
+            return
+        if current is None:
+            current = self.activities[event.message_id] = Activity(event.message_id, event.activity_type, {})
+        current.activity_type = event.activity_type
+        current.content = copy.deepcopy(event.content)
+        if event.metadata:
+            current.metadata = merge_metadata(current.metadata, event.metadata)
+        if self.on_activity_change is not None:
+            self.on_activity_change(current)
+
+    def _activity_delta(self, event: ActivityDelta) -> None:
+        current = self.activities.get(event.message_id)
+        if current is None:
+            self._unusable(f"ACTIVITY_DELTA for unknown activity {event.message_id!r}")
+            return
+        try:
+            content = _apply_json_patch(copy.deepcopy(current.content), event.patch)
+        except ValueError as exc:
+            self.stats.state_patch_errors += 1
+            log.warning("ACTIVITY_DELTA did not apply to activity %r: %s", event.message_id, exc)
+            return
+        current.content = content
+        current.activity_type = event.activity_type
+        if self.on_activity_change is not None:
+            self.on_activity_change(current)
+
+# One typed handler per event class the processor applies. TEXT_MESSAGE_CONTENT and TOOL_CALL_ARGS, one per
 # chunk, cost this one dict lookup and one call.
 _HANDLERS: dict[type[BaseEvent], Callable[[StreamProcessor, Any], None]] = {
     TextMessageContent: StreamProcessor._text_content,
@@ -769,22 +1197,170 @@ _HANDLERS: dict[type[BaseEvent], Callable[[StreamProcessor, Any], None]] = {
     ReasoningMessageContent: StreamProcessor._reasoning_content,
     TextMessageStart: StreamProcessor._text_start,
     TextMessageEnd: StreamProcessor._text_end,
+    TextMessageChunk: StreamProcessor._text_chunk,
     ToolCallStart: StreamProcessor._tool_start,
     ToolCallEnd: StreamProcessor._tool_end,
+    ToolCallChunk: StreamProcessor._tool_chunk,
     ToolCallResult: StreamProcessor._tool_result,
     ReasoningStart: StreamProcessor._reasoning_block,
     ReasoningMessageStart: StreamProcessor._reasoning_block,
     ReasoningMessageEnd: StreamProcessor._reasoning_block,
+    ReasoningMessageChunk: StreamProcessor._reasoning_chunk,
     ReasoningEncryptedValue: StreamProcessor._encrypted,
-    RunStarted: StreamProcessor._new_call,
-    StepStarted: StreamProcessor._new_call,
+    RunStarted: StreamProcessor._run_started,
+    StepStarted: StreamProcessor._step,
     StepFinished: StreamProcessor._step_finished,
     RunFinished: StreamProcessor._run_finished,
     RunError: StreamProcessor._run_error,
     Custom: StreamProcessor._custom,
     StateSnapshot: StreamProcessor._state_snapshot,
     StateDelta: StreamProcessor._state_delta,
+    MessagesSnapshot: StreamProcessor._messages_snapshot,
+    ActivitySnapshot: StreamProcessor._activity_snapshot,
+    ActivityDelta: StreamProcessor._activity_delta,
 }
+
+# Events the processor reads and that change nothing in the UI state: they only publish held-back text.
+# REASONING_END closes a block the parts already hold; RAW is a provider's own event; SUBAGENT_* mark
+# whose work the following events are (attribution the UI messages do not model).
+_IGNORED: frozenset[type[BaseEvent]] = frozenset({ReasoningEnd, Raw, SubagentStarted, SubagentFinished, SubagentError})
+
+
+def _pointer(path: Any) -> list[str]:
+    if not isinstance(path, str) or (path and not path.startswith("/")):
+        raise ValueError(f"not a JSON Pointer: {path!r:.100}")
+    return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")] if path else []
+
+
+def _get(doc: Any, path: Any) -> Any:
+    value = doc
+    try:
+        for token in _pointer(path):
+            value = value[int(token)] if isinstance(value, list) else value[token]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise ValueError(f"JSON Pointer {path!r:.100} does not exist") from exc
+    return value
+
+
+def _apply_json_patch(doc: Any, ops: list[Any]) -> Any:
+    """RFC 6902 JSON Patch on ``doc`` (in place; returns the document): ``add``, ``replace`` and ``remove``
+    through :func:`hookstream._partial_output.apply_patch`, ``move``, ``copy`` and ``test`` here.
+    Raises :class:`ValueError` for an operation that does not apply (those before it stay applied)."""
+    if not isinstance(ops, list):
+        raise ValueError("a JSON Patch is a list of operations")
+    for op in ops:
+        kind = op.get("op") if isinstance(op, dict) else None
+        if kind == "test":
+            if _get(doc, op.get("path")) != op.get("value"):
+                raise ValueError(f"JSON Patch test failed at {op.get('path')!r:.100}")
+        elif kind in ("move", "copy"):
+            value = copy.deepcopy(_get(doc, op.get("from")))
+            if kind == "move":
+                doc = apply_patch(doc, [{"op": "remove", "path": op.get("from")}])
+            doc = apply_patch(doc, [{"op": "add", "path": op.get("path"), "value": value}])
+        else:
+            doc = apply_patch(doc, [op])
+    return doc
+
+
+def _user_part(item: Any) -> UIPart | None:
+    """One AG-UI input part (``text`` or a media part with a ``data``/``url`` source) as a UI part; a
+    part the UI cannot show (a provider ``file`` handle, an unknown type) is ``None``."""
+    if not isinstance(item, dict):
+        return None
+    if item.get("type") == "text":
+        return TextUIPart(str(item.get("text", "")), item.get("metadata") if isinstance(item.get("metadata"), dict)
+                          else None)
+    source = item.get("source")
+    if not isinstance(source, dict) or not isinstance(source.get("value"), str):
+        return None
+    media_type = str(source.get("mimeType") or "application/octet-stream")
+    if source.get("type") == "data":
+        return FileUIPart(media_type, f"data:{media_type};base64,{source['value']}")
+    if source.get("type") == "url":
+        return FileUIPart(media_type, source["value"])
+    return None
+
+
+def _snapshot_messages(messages: list[AGUIMessage], processor: StreamProcessor) -> list[UIMessage]:
+    """AG-UI messages as UI messages: ``user``/``system``/``developer`` (as ``system``) with their text and
+    files, ``assistant`` with its text and tool calls (state ``input-complete``), a ``reasoning`` message as
+    a thinking part of the next assistant message (of the previous one when none follows). ``tool``
+    messages become results afterwards (:func:`_snapshot_results`); ``activity`` messages go to
+    :attr:`StreamProcessor.activities`."""
+    out: list[UIMessage] = []
+    reasoning: list[ReasoningUIPart] = []
+    for m in messages:
+        if m.role == "tool":
+            continue
+        if m.role == "activity":
+            content = m.content if isinstance(m.content, dict) else {}
+            activity = processor.activities.get(m.id)
+            if activity is None:
+                activity = processor.activities[m.id] = Activity(m.id, m.activity_type or "", {})
+            activity.activity_type, activity.content = m.activity_type or "", copy.deepcopy(content)
+            if processor.on_activity_change is not None:
+                processor.on_activity_change(activity)
+            continue
+        if m.role == "reasoning":
+            meta = {"encrypted": {"value": m.encrypted_value}} if m.encrypted_value else None
+            reasoning.append(ReasoningUIPart(str(m.content or ""), merge_metadata(meta, m.metadata or {}) or None))
+            continue
+        parts: list[UIPart] = []
+        if m.role == "assistant":
+            parts.extend(reasoning)
+            reasoning = []
+            if m.content:
+                parts.append(TextUIPart(str(m.content)))
+            for call in m.tool_calls or ():
+                args = call.function.arguments
+                parts.append(ToolCallUIPart(call.id, call.function.name, args, "input-complete",
+                                            parse_arguments(args), provider_metadata=call.metadata))
+            out.append(UIMessage(m.id, "assistant", parts))
+            continue
+        if isinstance(m.content, str):
+            parts.append(TextUIPart(m.content))
+        elif isinstance(m.content, list):
+            parts.extend(p for p in map(_user_part, m.content) if p is not None)
+        out.append(UIMessage(m.id, "user" if m.role == "user" else "system", parts))
+    if reasoning:
+        last = next((u for u in reversed(out) if u.role == "assistant"), None)
+        if last is not None:
+            last.parts.extend(reasoning)
+    return out
+
+
+def _snapshot_results(messages: list[AGUIMessage]) -> list[AGUIMessage]:
+    return [m for m in messages if m.role == "tool"]
+
+
+def _merge_message(old: UIMessage, new: UIMessage) -> None:
+    """Bring ``old`` (kept, same object, so streaming bookkeeping stays valid) to the snapshot's ``new``
+    version of it. The snapshot decides the role, the text and which tool calls exist with which
+    arguments; what it cannot carry stays: parts the text equals, thinking, sources and files of an
+    assistant message, tool-call state, approval and output, and calls it omits (still streaming)."""
+    old.role = new.role
+    new_text = "".join(p.content for p in new.parts if isinstance(p, TextUIPart))
+    if old.role != "assistant":
+        if old.text != new_text or any(isinstance(p, FileUIPart) for p in new.parts):
+            old.parts[:] = new.parts
+        return
+    if old.text != new_text:
+        first = next((i for i, p in enumerate(old.parts) if isinstance(p, TextUIPart)), 0)
+        rest: list[UIPart] = [p for p in old.parts if not isinstance(p, TextUIPart)]
+        text: list[UIPart] = [TextUIPart(new_text)] if new_text else []
+        old.parts[:] = rest[:first] + text + rest[first:]
+    calls = {p.id: p for p in old.parts if isinstance(p, ToolCallUIPart)}
+    has_thinking = any(isinstance(p, ReasoningUIPart) for p in old.parts)
+    for part in new.parts:
+        if isinstance(part, ToolCallUIPart):
+            mine = calls.get(part.id)
+            if mine is None:
+                old.parts.append(part)
+            elif mine.arguments != part.arguments and mine.state not in ("awaiting-input", "input-streaming"):
+                mine.name, mine.arguments, mine.input = part.name, part.arguments, part.input
+        elif isinstance(part, ReasoningUIPart) and not has_thinking:
+            old.parts.insert(0, part)
 
 
 def _reject_constant(name: str) -> Any:
