@@ -45,3 +45,11 @@ def hookstream_register_stop_conditions(register: Callable[[str, Callable[..., A
 
     for name, factory in BUILTIN.items():
         register(name, factory)
+
+
+@hookimpl
+def hookstream_register_providers(register: Callable[[str, Any], None]) -> None:
+    # The AG-UI client provider (``agui:URL``) is part of the core: it speaks AG-UI, which the core owns.
+    from ._agui_client import AGUIProvider
+
+    register("agui", AGUIProvider)
