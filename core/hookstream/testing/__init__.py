@@ -1,5 +1,6 @@
 """The public testing kit: loopback server, fault server, grammar checker, recorded-body replay,
-conformance runner and the offline demo's server and tools.
+conformance runner, the offline demo's server and tools, and fake models (``FunctionModel``,
+``TestModel``) that stand in for a provider without HTTP.
 
 Plugin authors use these in their own test suites; hookstream's own tests use nothing else. Everything
 is importable from here; the submodules (``server``, ``faults``, ``grammar``, ``conformance``...) hold
@@ -8,9 +9,11 @@ the implementation and their docstrings.
 
 from .conformance import Recording, check_recording, find_corpus, recordings
 from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_server, demo_tools
+from .fake_models import FunctionModel, ModelError, ModelInfo, Reply, TestModel, ToolCall
 from .faults import FAULTS, FaultServer
 from .grammar import GrammarError, check_events
 from .recorded import replay_body
+from .schema_example import schema_example
 from .server import CapturedRequest, LoopbackServer, Response
 
 __all__ = [
@@ -20,10 +23,16 @@ __all__ = [
     "FAULTS",
     "CapturedRequest",
     "FaultServer",
+    "FunctionModel",
     "GrammarError",
     "LoopbackServer",
+    "ModelError",
+    "ModelInfo",
     "Recording",
+    "Reply",
     "Response",
+    "TestModel",
+    "ToolCall",
     "check_events",
     "check_recording",
     "demo_server",
@@ -31,4 +40,5 @@ __all__ = [
     "find_corpus",
     "recordings",
     "replay_body",
+    "schema_example",
 ]
