@@ -29,6 +29,14 @@ consecutive ``tool`` messages become one ``tool`` message of
 not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model
 may call them, the run then ends and the frontend answers with a ``tool`` message in its next POST.
 
+``POST /api/chat`` speaks the Vercel AI SDK UI message stream protocol instead (what ``useChat`` and its
+``DefaultChatTransport`` send and read): the body ``{"id", "messages": [UIMessage...], "trigger",
+"messageId"?}`` is read by :func:`hookstream._ui_stream.parse_chat_request` (``id`` is the thread id; an
+``approval-responded`` tool part answers the pending approval, passed to the run as its ``resume``),
+and the answer is the run framed by :func:`hookstream._ui_stream.to_ui_message_stream` with
+``x-vercel-ai-ui-message-stream: v1``. Authentication, limits, thread ownership and the store apply
+exactly as for AG-UI runs.
+
 Thread safety: the application object is immutable after :func:`make_app` and serves concurrent requests
 (one engine per request). A client that disconnects cancels its run.
 """
@@ -39,6 +47,7 @@ import inspect
 import json
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol
@@ -55,6 +64,7 @@ from ._loop import LoopSettings
 from ._memory import ConversationStore, OwnedStore
 from ._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from ._tools import Tool, as_tools
+from ._ui_stream import UI_MESSAGE_STREAM_HEADERS, ChatRequest, parse_chat_request, resume_entries, to_ui_message_stream
 
 __all__ = [
     "AGUIInputError",
@@ -66,6 +76,7 @@ __all__ = [
     "messages_from_agui",
     "parse_run_input",
     "to_sse",
+    "to_ui_message_stream",
 ]
 
 log = logging.getLogger("hookstream.agui")
@@ -277,6 +288,37 @@ def _parse_stored(keeper: ThreadKeeper, doc: Any) -> tuple[RunInput, list[Messag
     return run, new
 
 
+# -- the AI SDK chat request --------------------------------------------------------------------------
+
+UI_CHAT_PATH = "/api/chat"
+"""Where ``POST`` speaks the AI SDK UI message stream protocol (``useChat``'s default ``api``)."""
+
+
+def _ui_run(doc: Any, keeper: ThreadKeeper | None
+            ) -> tuple[RunInput, list[Message], Callable[[RunStream], Generator[bytes, None, None]]]:
+    """An AI SDK chat request (:func:`~hookstream._ui_stream.parse_chat_request`) as a :class:`RunInput`
+    (thread id = the chat ``id``, a fresh run id; with ``keeper``, the stored history plus the request's
+    new messages, merged by id as for AG-UI), the request's new messages, and the framing of the answer.
+    Approvals answered in the messages become the run's ``resume`` for the calls still pending, so the
+    approved tool runs (or is denied) before the next model call. Raises :class:`AGUIInputError`,
+    :class:`StoreUnavailableError`."""
+    chat: ChatRequest = parse_chat_request(doc)
+    messages, new = chat.messages, list(chat.messages)
+    if keeper is not None:
+        history = keeper.history(chat.chat_id)
+        new = merge(history, chat.messages)
+        messages = [*history, *new]
+    run = RunInput(chat.chat_id, f"run_{uuid.uuid4().hex}", messages, [], None,
+                   resume_entries(messages, chat.approvals), chat.extra or None)
+    denied = chat.denied
+
+    def frames(stream: RunStream) -> Generator[bytes, None, None]:
+        # An answer to an approval continues the client's assistant message: same id in ``start``.
+        return to_ui_message_stream(stream, message_id=chat.continues, denied=denied)
+
+    return run, new, frames
+
+
 # -- the WSGI application -----------------------------------------------------------------------------
 
 class RunStream(Protocol):
@@ -346,9 +388,10 @@ class _RunBody:
     principal's running-run count); a run still going after ``max_seconds`` is cancelled."""
 
     def __init__(self, stream: RunStream, release: Callable[[], None] | None = None,
-                 max_seconds: float | None = None) -> None:
+                 max_seconds: float | None = None,
+                 frames: Callable[[RunStream], Generator[bytes, None, None]] = to_sse) -> None:
         self._stream = stream
-        self._frames: Generator[bytes, None, None] = to_sse(stream)
+        self._frames: Generator[bytes, None, None] = frames(stream)
         self._finished = False
         self._release = release
         self._timer: threading.Timer | None = None
@@ -436,6 +479,8 @@ def make_app(
     """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with ``tools``.
 
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
+    ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
+    UI message stream (:mod:`hookstream._ui_stream`), through the same authentication, limits and store.
     Bad input answers ``400`` with ``{"error": {"message": ...}}`` (invalid JSON or UTF-8, values
     nested deeper than 64, a malformed ``RunAgentInput``); a failure during the run ends the
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
@@ -481,7 +526,7 @@ def make_app(
     origins = frozenset(cors_origins)
 
     def post(environ: Mapping[str, Any], start_response: Callable[..., Any],
-             cors: list[tuple[str, str]]) -> Iterable[bytes]:
+             cors: list[tuple[str, str]], ui: bool = False) -> Iterable[bytes]:
         def error(status: str, message: str, *headers: tuple[str, str]) -> list[bytes]:
             return _json_error(start_response, status, message, [*headers, *cors])
 
@@ -515,7 +560,7 @@ def make_app(
                     and len(json.dumps(messages).encode()) > limits.max_message_bytes):
                 return error("413 Payload Too Large", f"messages over {limits.max_message_bytes} bytes")
         who = principal.id if principal is not None else None
-        thread_id = doc.get("threadId") if isinstance(doc, dict) else None
+        thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         if owned is not None and isinstance(thread_id, str) and thread_id:
             try:
                 mine = owned.claim(thread_id, who)
@@ -530,11 +575,17 @@ def make_app(
         if wait is not None:
             return error("429 Too Many Requests", "too many runs: try again later", ("Retry-After", retry_after(wait)))
         started = False
+        frames: Callable[[RunStream], Generator[bytes, None, None]] = to_sse
         try:
-            if keeper is None:
+            if ui:
+                run, new, frames = _ui_run(doc, keeper)
+                run.principal = principal
+                stream: RunStream = (factory(run) if keeper is None
+                                     else keeper.wrap(run.thread_id, run.messages, new, factory(run)))
+            elif keeper is None:
                 run = parse_run_input(doc)
                 run.principal = principal
-                stream: RunStream = factory(run)
+                stream = factory(run)
             else:
                 run, new = _parse_stored(keeper, doc)
                 run.principal = principal
@@ -550,15 +601,16 @@ def make_app(
         finally:
             if not started and who is not None:
                 counts.finish(who)
-        start_response("200 OK", [*SSE_HEADERS, *cors])
-        return _RunBody(stream, (lambda: counts.finish(who)) if who is not None else None, limits.max_run_seconds)
+        start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+        return _RunBody(stream, (lambda: counts.finish(who)) if who is not None else None, limits.max_run_seconds,
+                        frames)
 
     def app(environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
         path = environ.get("PATH_INFO") or "/"
         cors = _cors_headers(environ, origins)
         if method == "POST":
-            return post(environ, start_response, cors)
+            return post(environ, start_response, cors, ui=path == UI_CHAT_PATH)
         if method == "OPTIONS":  # a CORS preflight (Fetch standard, "CORS protocol")
             headers = [("Content-Length", "0"), *cors]
             if any(k == "Access-Control-Allow-Origin" for k, _ in cors):
