@@ -98,13 +98,20 @@ def check_request(index: int, request: CapturedRequest) -> str | None:
         return f"tool results answer {sorted(k or '' for k in results)}, not {sorted(call_ids)}"
     if msgs.index(assistant[0]) > min(i for i, m in enumerate(msgs) if m.get("role") == "tool"):
         return "tool results must follow the assistant tool-call message"
-    weather = json.loads(results["call_hsdemo_weather01"] or "null")
-    money = json.loads(results["call_hsdemo_currency02"] or "null")
+    weather, money = (_json_or_text(results[k]) for k in ("call_hsdemo_weather01", "call_hsdemo_currency02"))
     if not isinstance(weather, dict) or weather.get("city") != "Paris":
         return f"weather result is {weather!r}"
     if not isinstance(money, dict) or money.get("converted") != 40575.0:
         return f"currency result is {money!r}"
     return None
+
+
+def _json_or_text(content: Any) -> Any:
+    """A tool result's content as JSON, or the text itself (a denial: ``Denied: ...``)."""
+    try:
+        return json.loads(content or "null")
+    except (TypeError, ValueError):
+        return content
 
 
 def demo_stream(
