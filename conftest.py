@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -61,3 +62,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leaks:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print("\nsecrets scan: API keys found in files the tests wrote:\n  " + "\n  ".join(leaks[:20]))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _hookstream_user_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``hookstream chat`` keeps a conversation log in the user data directory: tests (and the CLI
+    processes they start, which inherit the environment) keep theirs in a temporary one."""
+    os.environ.setdefault("HOOKSTREAM_USER_DIR", str(tmp_path_factory.mktemp("hookstream-user")))

@@ -3,8 +3,10 @@
 The engine calls :meth:`ConversationStore.load` once when a run starts (the stored history goes before
 the new input) and :meth:`ConversationStore.save` with the messages that are new since the last save.
 A step's assistant message and its tool results are saved together, before the next step's request
-is sent, never after; an assistant message whose tool calls still wait for approval or a client is
-saved only once the resumed run has their results, so a stored history is always paired.
+is sent, never after. An assistant message whose tool calls wait for approval or a client is saved
+with the interrupted run, so a later run resumes from the thread alone; the engine never sends such a
+history unpaired (it resumes the calls, or answers calls followed by newer messages with an error
+result: ``hookstream._engine``).
 
 A store that a server shares between users also keeps each thread's owner (:class:`OwnedStore`,
 :meth:`~OwnedStore.claim`): the principal that created it. The built-in stores all do.
@@ -16,12 +18,15 @@ several runs must be thread-safe (:class:`InMemoryStore` is).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+import attrs
+
 from ._messages import Message
 
-__all__ = ["ConversationStore", "InMemoryStore", "OwnedStore"]
+__all__ = ["ConversationStore", "InMemoryStore", "OwnedStore", "ThreadInfo", "thread_title"]
 
 
 @runtime_checkable
@@ -32,10 +37,36 @@ class ConversationStore(Protocol):
         """The stored messages of ``thread_id`` in order (empty when unknown)."""
         ...
 
+    # The built-in stores also have ``list_threads(limit, before) -> list[ThreadInfo]`` and
+    # ``delete(thread_id) -> bool``: optional for a store of your own (the CLI's ``logs`` needs them).
+
     def save(self, thread_id: str, messages: Sequence[Message]) -> None:
         """Append ``messages`` to ``thread_id``'s history; a message whose ``id`` the thread already
         holds is skipped (saving is idempotent by message id; messages without an id always append)."""
         ...
+
+
+@attrs.frozen(slots=True)
+class ThreadInfo:
+    """One stored conversation, as :meth:`InMemoryStore.list_threads` (and the SQLite and PostgreSQL
+    stores) list it: ``id``; ``title`` (the first user message's text, at most 80 characters, or
+    ``""``); ``created`` and ``updated`` (Unix seconds of its first and last saved message; ``None``
+    for messages saved before a store kept times); ``message_count``."""
+
+    id: str
+    title: str
+    created: float | None
+    updated: float | None
+    message_count: int
+
+
+def thread_title(messages: Sequence[Message]) -> str:
+    """A conversation's title: its first user message's text, on one line, at most 80 characters."""
+    for m in messages:
+        if m.role == "user":
+            text = " ".join(m.text.split())
+            return text if len(text) <= 80 else text[:79] + "…"
+    return ""
 
 
 @runtime_checkable
@@ -59,7 +90,26 @@ class InMemoryStore:
         self._threads: dict[str, list[Message]] = {}
         self._ids: dict[str, set[str]] = {}
         self._owners: dict[str, str | None] = {}
+        self._times: dict[str, tuple[float, float]] = {}  # thread -> (first save, last save), Unix seconds
         self._lock = threading.Lock()
+
+    def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
+        """The ``limit`` most recently updated threads, newest first; with ``before`` (Unix seconds),
+        only threads last updated before it (the next page: pass the last one's ``updated``)."""
+        with self._lock:
+            rows = [ThreadInfo(t, thread_title(ms), *self._times.get(t, (0.0, 0.0)), len(ms))
+                    for t, ms in self._threads.items()]
+        rows = [r for r in rows if before is None or (r.updated or 0.0) < before]
+        rows.sort(key=lambda r: r.updated or 0.0, reverse=True)
+        return rows[:limit]
+
+    def delete(self, thread_id: str) -> bool:
+        """Forget ``thread_id`` (its messages and owner); whether it existed."""
+        with self._lock:
+            self._ids.pop(thread_id, None)
+            self._owners.pop(thread_id, None)
+            self._times.pop(thread_id, None)
+            return self._threads.pop(thread_id, None) is not None
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         with self._lock:
@@ -74,6 +124,9 @@ class InMemoryStore:
 
     def save(self, thread_id: str, messages: Sequence[Message]) -> None:
         with self._lock:
+            now = time.time()
+            first = self._times.get(thread_id, (now, now))[0]
+            self._times[thread_id] = (first, now)
             history = self._threads.setdefault(thread_id, [])
             seen = self._ids.setdefault(thread_id, set())
             for m in messages:

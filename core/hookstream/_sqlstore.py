@@ -11,6 +11,7 @@ Both database stores keep one table, ``hookstream_messages``::
     thread_id  text
     message_key text      the message's id (a fresh uuid for a message without one)
     body       text       the message as JSON (hookstream._message_codec: cattrs, file bytes base64)
+    created_at real       Unix seconds it was saved (NULL for rows of a store made before it was kept)
     UNIQUE (thread_id, message_key)
 
 and a second, ``hookstream_threads`` (``thread_id`` primary key, ``owner`` text or NULL, ``created_at``
@@ -40,7 +41,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ._memory import ConversationStore, InMemoryStore
+from ._memory import ConversationStore, InMemoryStore, ThreadInfo, thread_title
 from ._message_codec import dumps_message, loads_message
 from ._messages import Message
 
@@ -48,11 +49,22 @@ __all__ = ["PostgresStore", "SQLiteStore", "open_store"]
 
 _TABLE = "hookstream_messages"
 _THREADS = "hookstream_threads"
+_TITLE_ROWS = 8  # messages read to find a thread's first user message
 _BUSY_TIMEOUT_S = 30.0
 
 
-def _rows(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, str, str]]:
-    return [(thread_id, m.id or f"anon-{uuid.uuid4().hex}", dumps_message(m)) for m in messages]
+def _rows(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, str, str, float]]:
+    now = time.time()
+    return [(thread_id, m.id or f"anon-{uuid.uuid4().hex}", dumps_message(m), now) for m in messages]
+
+
+_LIST = (f"SELECT thread_id, COUNT(*), MIN(created_at), MAX(created_at), MAX(seq) FROM {_TABLE} GROUP BY thread_id "
+         "HAVING ({before} IS NULL OR COALESCE(MAX(created_at), 0) < {before}) "
+         "ORDER BY COALESCE(MAX(created_at), 0) DESC, MAX(seq) DESC LIMIT {limit}")
+
+
+def _infos(rows: Sequence[tuple[Any, ...]], first_messages: Any) -> list[ThreadInfo]:
+    return [ThreadInfo(t, thread_title(first_messages(t)), lo, hi, int(n)) for t, n, lo, hi, _ in rows]
 
 
 def _messages(rows: Sequence[tuple[str, str]]) -> list[Message]:
@@ -110,7 +122,34 @@ class SQLiteStore(_PerThread):
                      "UNIQUE (thread_id, message_key))")
         conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
                      "created_at REAL NOT NULL)")
+        # The migration of a store made by the previous release: message times were not kept.
+        if not any(row[1] == "created_at" for row in conn.execute(f"PRAGMA table_info({_TABLE})")):
+            try:
+                conn.execute(f"ALTER TABLE {_TABLE} ADD COLUMN created_at REAL")
+            except sqlite3.OperationalError:  # another process added it first
+                pass
         return conn
+
+    def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
+        """See :meth:`hookstream.InMemoryStore.list_threads`."""
+        conn = self.get()
+        rows = conn.execute(_LIST.format(before="?", limit="?"), (before, before, int(limit))).fetchall()
+        return _infos(rows, lambda t: _messages(conn.execute(
+            f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq LIMIT {_TITLE_ROWS}",
+            (t,)).fetchall()))
+
+    def delete(self, thread_id: str) -> bool:
+        """Forget ``thread_id`` (its messages and owner); whether it had messages."""
+        conn = self.get()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            gone = conn.execute(f"DELETE FROM {_TABLE} WHERE thread_id = ?", (thread_id,)).rowcount
+            conn.execute(f"DELETE FROM {_THREADS} WHERE thread_id = ?", (thread_id,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return bool(gone)
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         conn = self.get()
@@ -140,7 +179,7 @@ class SQLiteStore(_PerThread):
         rows = _rows(thread_id, messages)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body) VALUES (?, ?, ?) "
+            conn.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body, created_at) VALUES (?, ?, ?, ?) "
                              "ON CONFLICT (thread_id, message_key) DO NOTHING", rows)
         except BaseException:
             conn.execute("ROLLBACK")
@@ -172,7 +211,25 @@ class PostgresStore(_PerThread):
                          "UNIQUE (thread_id, message_key))")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
                          "created_at DOUBLE PRECISION NOT NULL)")
+            conn.execute(f"ALTER TABLE {_TABLE} ADD COLUMN IF NOT EXISTS created_at DOUBLE PRECISION")
         self._release()
+
+    def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
+        """See :meth:`hookstream.InMemoryStore.list_threads`."""
+        conn = self.get()
+        rows = conn.execute(_LIST.format(before="%s::double precision", limit="%s"),
+                            (before, before, int(limit))).fetchall()
+        return _infos(rows, lambda t: _messages(conn.execute(
+            f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = %s ORDER BY seq LIMIT {_TITLE_ROWS}",
+            (t,)).fetchall()))
+
+    def delete(self, thread_id: str) -> bool:
+        """Forget ``thread_id`` (its messages and owner); whether it had messages."""
+        conn = self.get()
+        with conn.transaction():
+            gone = conn.execute(f"DELETE FROM {_TABLE} WHERE thread_id = %s", (thread_id,)).rowcount
+            conn.execute(f"DELETE FROM {_THREADS} WHERE thread_id = %s", (thread_id,))
+        return bool(gone)
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         conn = self.get()
@@ -200,8 +257,9 @@ class PostgresStore(_PerThread):
             return
         conn = self.get()
         with conn.transaction(), conn.cursor() as cur:
-            cur.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body) VALUES (%s, %s, %s) "
-                            "ON CONFLICT (thread_id, message_key) DO NOTHING", _rows(thread_id, messages))
+            cur.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body, created_at) "
+                            "VALUES (%s, %s, %s, %s) ON CONFLICT (thread_id, message_key) DO NOTHING",
+                            _rows(thread_id, messages))
 
     def __repr__(self) -> str:  # the URL may hold a password
         return "PostgresStore(<url>)"

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -167,6 +168,10 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="Record each model call (request without secrets, raw response) into DIR; "
                    "replay with --model replay:DIR.")
+@click.option("-c", "--continue", "continue_latest", is_flag=True,
+              help="Continue the latest conversation (hookstream logs lists them).")
+@click.option("--cid", default=None, help="Continue conversation CID.")
+@click.option("--no-log", is_flag=True, help="Keep no record of this conversation.")
 @click.option("--timing", "show_timing", is_flag=True,
               help="After the run, print time to first chunk, tokens per second and per-step and per-tool "
                    "durations on stderr.")
@@ -186,6 +191,9 @@ def command(
     show_timing: bool = False,
     attachments: tuple[str, ...] = (),
     schema_file: str | None = None,
+    continue_latest: bool = False,
+    cid: str | None = None,
+    no_log: bool = False,
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
 
@@ -197,6 +205,7 @@ def command(
     message = Message.user(prompt, *(_attachment(a) for a in attachments))
     options: dict[str, Any] = {"system": system, "max_steps": max_steps, "max_tokens": max_tokens,
                                "output": load_schema(schema_file) if schema_file is not None else None}
+    options.update(_conversation(continue_latest, cid, no_log))
     # MCP servers run for the whole command: started before the run, stopped by the ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
     with ExitStack() as servers:
@@ -207,6 +216,27 @@ def command(
             raise SystemExit(EXIT_INTERRUPTED) from None
         _run(message, model, base_url, tools, options, output=output, strategy=strategy, record_dir=record_dir,
              ask_approval=ask_approval, show_timing=show_timing)
+
+
+def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> dict[str, Any]:
+    """chat()'s ``memory`` and ``thread_id`` for the conversation log (``hookstream._cli.logs``)."""
+    if no_log:
+        if continue_latest or cid:
+            raise click.UsageError("--no-log keeps no conversation to continue: drop -c/--cid or --no-log")
+        return {}
+    if continue_latest and cid:
+        raise click.UsageError("give -c (the latest conversation) or --cid ID, not both")
+    from .logs import open_logs
+
+    store = open_logs()
+    if continue_latest:
+        latest = store.list_threads(limit=1)
+        if not latest:
+            raise click.UsageError("no conversation to continue yet")
+        cid = latest[0].id
+    elif cid is not None and not store.load(cid):
+        raise click.UsageError(f"no conversation {cid!r} (hookstream logs lists them)")
+    return {"memory": store, "thread_id": cid or f"cli-{uuid.uuid4().hex[:12]}"}
 
 
 def _run(message: Message, model: str, base_url: str | None, tools: list[Any], options: dict[str, Any], *,

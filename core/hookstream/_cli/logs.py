@@ -1,0 +1,88 @@
+"""``hookstream logs``: the conversations ``hookstream chat`` kept, and where they are kept.
+
+``hookstream chat`` saves every conversation in a SQLite store (:func:`logs_url`) unless ``--no-log``:
+``$HOOKSTREAM_USER_DIR/logs.db``, by default under the user data directory platformdirs names
+(``~/.local/share/hookstream`` on Linux, ``~/Library/Application Support/hookstream`` on macOS). As in
+simonw/llm: ``hookstream chat -c`` continues the latest conversation, ``--cid ID`` a given one;
+``hookstream logs`` lists them (``-n``, ``--json``), ``hookstream logs --cid ID`` shows one and
+``hookstream logs delete ID`` forgets one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+import click
+
+from .._userdir import user_dir  # shared with model aliases (hookstream._aliases)
+
+
+def logs_url() -> str:
+    """The SQLite URL of the conversation log (its directory is created)."""
+    where = user_dir()
+    where.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{where / 'logs.db'}"
+
+
+def open_logs() -> Any:
+    """The conversation log store. Raises :class:`click.ClickException` when it cannot be opened."""
+    from .._sqlstore import open_store
+
+    try:
+        return open_store(logs_url())
+    except Exception as exc:  # sqlite3.Error, OSError: say where, not a traceback
+        raise click.ClickException(f"cannot open the conversation log {logs_url()}: {exc}") from None
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
+
+
+@click.group("logs", invoke_without_command=True)
+@click.option("-n", "count", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many conversations to list, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
+@click.option("--cid", default=None, help="Show the messages of this conversation.")
+@click.pass_context
+def command(ctx: click.Context, count: int, as_json: bool, cid: str | None) -> None:
+    """List the conversations hookstream chat kept, or show one (--cid)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    store = open_logs()
+    if cid is not None:
+        from .._message_codec import dumps_message
+
+        messages = store.load(cid)
+        if not messages:
+            raise click.ClickException(f"no conversation {cid!r} (hookstream logs lists them)")
+        if as_json:
+            click.echo(json.dumps({"id": cid, "messages": [json.loads(dumps_message(m)) for m in messages]},
+                                  ensure_ascii=False, indent=1))
+            return
+        for m in messages:
+            body = m.text or " ".join(f"[tool call {c.name} {json.dumps(c.arguments)}]" for c in m.tool_calls) or \
+                " ".join(f"[{r.tool_name} -> {str(r.output)[:200]}]" for r in m.tool_results)
+            click.echo(f"## {m.role}\n{body}\n")
+        return
+    threads = store.list_threads(limit=count)
+    if as_json:
+        click.echo(json.dumps([{"id": t.id, "title": t.title, "created": t.created, "updated": t.updated,
+                                "messages": t.message_count} for t in threads], ensure_ascii=False, indent=1))
+        return
+    if not threads:
+        click.echo(f"no conversations yet ({logs_url()})")
+    for t in threads:
+        click.echo(f"{t.id}  {_when(t.updated)}  {t.message_count:>3} messages  {t.title}")
+
+
+@command.command("delete")
+@click.argument("cid")
+def delete(cid: str) -> None:
+    """Forget conversation CID."""
+    if not open_logs().delete(cid):
+        raise click.ClickException(f"no conversation {cid!r}")
+    click.echo(f"deleted {cid}")
