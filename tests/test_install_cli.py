@@ -34,7 +34,7 @@ def test_plugins_json_is_one_document_with_plugins_and_failures(tmp_path: Path) 
         "name": "goodjson", "distribution": "goodjson", "version": "1.2.3",
         "hooks": ["hookstream_register_chunk_strategies"],
         "registered": {"providers": [], "chunk_strategies": ["good-json-immediate"], "tool_executors": [],
-                       "stop_conditions": [], "observers": [], "authenticators": []},
+                       "stop_conditions": [], "observers": [], "authenticators": [], "models": []},
     }
     assert list(by_name["builtins"]["registered"]) == list(KINDS)
     assert "replay" in by_name["replay"]["registered"]["providers"]

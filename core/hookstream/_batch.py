@@ -69,7 +69,9 @@ class BatchResult:
 
     @classmethod
     def from_run(cls, ident: str, result: RunResult) -> BatchResult:
-        usage = {k: v for k, v in attrs.asdict(result.usage).items() if v is not None} or None
+        # Token counts only (``usage: dict[str, int]``); the run's cost is not on the line yet.
+        usage = {k: v for k, v in attrs.asdict(result.usage, recurse=False).items()
+                 if v is not None and k != "cost"} or None
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
         error = None
         if result.outcome == "error":

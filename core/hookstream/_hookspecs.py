@@ -1,4 +1,4 @@
-"""Hook specifications: the six kinds of hookstream plugin.
+"""Hook specifications: the seven kinds of hookstream plugin.
 
 A plugin is a module (or object) with functions named after these hooks, decorated with
 ``hookstream.plugin.hookimpl``, and listed under the ``hookstream`` entry-point group of its distribution::
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._auth import Authenticator
     from ._executors import ToolExecutor
     from ._observe import Observer
+    from ._prices import ModelCapabilities
     from ._provider import Provider
     from ._stop import StopCondition
     from ._strategies import ChunkStrategy
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AuthenticatorRegistrar",
     "ChunkStrategyRegistrar",
+    "ModelRegistrar",
     "ObserverRegistrar",
     "ProviderRegistrar",
     "StopConditionRegistrar",
@@ -49,6 +51,8 @@ ObserverRegistrar = Callable[[str, "Callable[[], Observer | None]"], None]
 """``register(name, factory)``, given to :func:`hookstream_register_observers`."""
 AuthenticatorRegistrar = Callable[[str, "Callable[[], Authenticator]"], None]
 """``register(name, factory)``, given to :func:`hookstream_register_authenticators`."""
+ModelRegistrar = Callable[[str, "ModelCapabilities"], None]
+"""``register("PROVIDER:MODEL", capabilities)``, given to :func:`hookstream_register_models`."""
 
 hookspec = pluggy.HookspecMarker("hookstream")
 hookimpl = pluggy.HookimplMarker("hookstream")
@@ -152,5 +156,22 @@ def hookstream_register_authenticators(register: AuthenticatorRegistrar) -> None
         the caller as a :class:`hookstream.plugin.Principal`, or ``None`` for a request that names
         nobody (the server answers ``401``). It is called from every request thread at once, so it
         must be thread-safe; an exception counts as ``None``, logged.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def hookstream_register_models(register: ModelRegistrar) -> None:
+    """Register models a provider serves and what they can do, for the model catalogue
+    (:func:`hookstream.models`, ``hookstream models [PROVIDER]``).
+
+    Called once, when the registry is first used. Nothing here is needed to use a model: any model
+    name the provider accepts works in ``"PROVIDER:MODEL"``; the catalogue only lists what is known.
+
+    :param register: ``register("PROVIDER:MODEL", capabilities)``: the model as users write it
+        (``"openai:gpt-4o-mini"``) and a :class:`hookstream.plugin.ModelCapabilities` (``vision``,
+        ``tools``, ``reasoning``, ``context_window``, ``description``; ``None`` where not known).
+        Prices are never registered here: the catalogue and run costs take them from genai-prices
+        (``hookstream[prices]``), matched by provider and model name.
     :returns: nothing.
     """

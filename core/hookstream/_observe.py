@@ -48,6 +48,7 @@ import attrs
 
 from ._events import BaseEvent, RunFinished, Usage
 from ._messages import ToolCallPart, ToolResultPart
+from ._prices import priced
 from ._provider import ModelRequest
 
 if TYPE_CHECKING:
@@ -86,7 +87,8 @@ class ModelCallInfo:
     ``provider`` is the provider's registered name, ``base_url`` its API root (no credentials),
     ``request`` the :class:`~hookstream.plugin.ModelRequest` (messages, tools, ``temperature``,
     ``max_tokens``). ``attempts`` counts HTTP requests sent (retries included). On ``RUN_FINISHED``:
-    ``finish_reason`` (normalised), ``raw_finish_reason``, ``usage``, and ``response_id`` /
+    ``finish_reason`` (normalised), ``raw_finish_reason``, ``usage`` (with its ``cost`` when genai-prices
+    prices the model), and ``response_id`` /
     ``response_model`` when the provider's events carried them (``None`` otherwise). On failure:
     ``error_type``, the ``RUN_ERROR`` code.
     """
@@ -107,6 +109,7 @@ class ModelCallInfo:
     response_id: str | None = None
     response_model: str | None = None
     error_type: str | None = None
+    priced_as: str | None = attrs.field(default=None, repr=False)  # Provider.priced_as, for Usage.cost
 
     @property
     def temperature(self) -> float | None:
@@ -265,7 +268,8 @@ class Observers:
 
     # -- model calls ----------------------------------------------------------------------------
     def model_call_start(self, provider: Provider, request: ModelRequest, thread_id: str, run_id: str) -> ModelCallInfo:
-        call = ModelCallInfo(provider.name, request.model, request, thread_id, run_id, provider.base_url)
+        call = ModelCallInfo(provider.name, request.model, request, thread_id, run_id, provider.base_url,
+                             priced_as=provider.priced_as)
         self._emit("model_call_start", call)
         return call
 
@@ -287,10 +291,10 @@ class Observers:
         if call.ended_at is not None:
             return
         call.ended_at = time.monotonic()
-        call.usage = event.usage
         call.finish_reason = event.finish_reason
         call.raw_finish_reason = event.raw_finish_reason
         call.response_id, call.response_model = _response_ids(event.metadata)
+        call.usage = priced(event.usage, call.priced_as or call.provider, call.response_model, call.model)
         self._emit("model_call_end", call)
 
     def model_call_error(self, call: ModelCallInfo, error: BaseException, code: str | None) -> None:

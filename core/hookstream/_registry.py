@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._auth import Authenticator
     from ._executors import ToolExecutor
     from ._observe import Observer
+    from ._prices import ModelCapabilities
     from ._provider import Provider
     from ._stop import StopCondition
     from ._strategies import ChunkStrategy
@@ -44,9 +45,11 @@ log = logging.getLogger("hookstream.registry")
 GROUP = "hookstream"
 BLOCK_ENV = "HOOKSTREAM_BLOCK_PLUGINS"
 DISABLE_ENV = "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"
-KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions", "observers", "authenticators")
+KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions", "observers", "authenticators",
+         "models")
 _SINGULAR = {"providers": "provider", "chunk_strategies": "chunk strategy", "tool_executors": "tool executor",
-             "stop_conditions": "stop condition", "observers": "observer", "authenticators": "authenticator"}
+             "stop_conditions": "stop condition", "observers": "observer", "authenticators": "authenticator",
+             "models": "model"}
 # Which first-party distribution registers each name, so "no provider named 'gemini'" can say what to install.
 # Names nobody here ships get no guessed distribution name: a guess like "hookstream-NAME" would send people to
 # whatever a stranger uploaded under that name on the package index (and pip no longer has a search command).
@@ -232,6 +235,15 @@ class Registry:
         """The authenticator factory registered as ``name``; raises :class:`UnknownPluginError`."""
         factory: Callable[[], Authenticator] = self.get("authenticators", name)
         return factory
+
+    def model(self, name: str) -> ModelCapabilities:
+        """The capabilities registered for ``"PROVIDER:MODEL"``; raises :class:`UnknownPluginError`."""
+        capabilities: ModelCapabilities = self.get("models", name)
+        return capabilities
+
+    def models(self) -> dict[str, ModelCapabilities]:
+        """Every registered model, ``"PROVIDER:MODEL"`` -> capabilities."""
+        return dict(self._items["models"])
 
     def observers(self) -> list[Observer]:
         """One observer from each registered factory, for a new run (factories returning ``None`` and

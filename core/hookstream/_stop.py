@@ -10,11 +10,12 @@ Thread safety: conditions are pure functions of the steps and may be shared.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import Any
 
 from ._accumulate import StepResult
 
-__all__ = ["StopCondition", "finish_reason_is", "has_tool_call", "step_count_is", "total_tokens_exceed"]
+__all__ = ["StopCondition", "cost_exceeds", "finish_reason_is", "has_tool_call", "step_count_is", "total_tokens_exceed"]
 
 StopCondition = Callable[[Sequence[StepResult]], bool]
 
@@ -51,9 +52,30 @@ def total_tokens_exceed(n: int) -> StopCondition:
     return check
 
 
+def cost_exceeds(amount: float | Decimal | str, currency: str = "USD") -> StopCondition:
+    """Stop once the cost summed over all steps passes ``amount`` (in ``currency``, USD by default).
+
+    Each step's cost is ``step.usage.cost`` (priced by genai-prices, ``hookstream[prices]``); steps
+    whose cost is not known (no price for the model, the package not installed) count as nothing, so
+    the condition never stops a run it cannot price. Like every stop condition it is asked between
+    steps: the step that passes the limit has already been paid for."""
+    limit = Decimal(repr(amount)) if isinstance(amount, float) else Decimal(amount)
+
+    def check(steps: Sequence[StepResult]) -> bool:
+        total = Decimal(0)
+        for s in steps:
+            cost = s.usage.cost if s.usage is not None else None
+            if cost is not None and cost.currency == currency:
+                total += cost.amount
+        return total > limit
+
+    return check
+
+
 BUILTIN: dict[str, Callable[..., Any]] = {
     "step_count_is": step_count_is,
     "has_tool_call": has_tool_call,
     "finish_reason_is": finish_reason_is,
     "total_tokens_exceed": total_tokens_exceed,
+    "cost_exceeds": cost_exceeds,
 }

@@ -52,6 +52,7 @@ from ._errors import (
 from ._events import (
     PROTOCOL_VERSION,
     BaseEvent,
+    Cost,
     Custom,
     Event,
     FinishReason,
@@ -85,6 +86,7 @@ from ._framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_typ
 from ._hookspecs import (
     AuthenticatorRegistrar,
     ChunkStrategyRegistrar,
+    ModelRegistrar,
     ObserverRegistrar,
     ProviderRegistrar,
     StopConditionRegistrar,
@@ -109,6 +111,7 @@ from ._messages import (
     tool_output_text,
 )
 from ._observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
+from ._prices import ModelCapabilities
 from ._processor import resolve_strategy
 from ._provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
@@ -164,6 +167,7 @@ __all__ = [
     "ConnectError",
     "ConnectionClosedError",
     "CorruptFrameError",
+    "Cost",
     "Custom",
     "Event",
     "FilePart",
@@ -181,6 +185,8 @@ __all__ = [
     "MissingAPIKeyError",
     "MissingCredentialsError",
     "ModelCallInfo",
+    "ModelCapabilities",
+    "ModelRegistrar",
     "ModelRequest",
     "NDJSONFraming",
     "NotEventStreamError",

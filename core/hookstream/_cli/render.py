@@ -91,7 +91,7 @@ def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
     """Consume ``stream`` printing it in ``output`` form; return the exit code (1 when the run failed).
 
     ``final-json`` describes the run's last model call (see :func:`hookstream.final_json`), with the
-    sources of every step.
+    sources of every step and the cost of the whole run.
     """
     if output == "events":
         for ev in stream:
@@ -106,5 +106,6 @@ def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
         step = result.last_step or StepResult()
         err = result.error
         run_error = (err.code, err.message) if isinstance(err, HookstreamError) else None
-        click.echo(json.dumps(final_json(step, result.sources, result.output, run_error), ensure_ascii=False))
+        doc = final_json(step, result.sources, result.output, run_error, result.usage)
+        click.echo(json.dumps(doc, ensure_ascii=False))
     return 1 if result.outcome == "error" else 0

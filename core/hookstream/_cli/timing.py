@@ -2,16 +2,18 @@
 
 After the run::
 
-    timing: 1.62 s in total; first chunk after 210 ms; 41.3 output tokens/s
-      step 1  chat gpt-4o-mini  840 ms  first chunk 210 ms  tool_calls  12 in / 30 out tokens
+    timing: 1.62 s in total; first chunk after 210 ms; 41.3 output tokens/s; cost 0.0000876 USD
+      step 1  chat gpt-4o-mini  840 ms  first chunk 210 ms  tool_calls  12 in / 30 out tokens  0.0000198 USD
         tool get_weather       201 ms
         tool convert_currency  203 ms  error
-      step 2  chat gpt-4o-mini  550 ms  first chunk 90 ms  stop  80 in / 25 out tokens
+      step 2  chat gpt-4o-mini  550 ms  first chunk 90 ms  stop  80 in / 25 out tokens  0.000027 USD
 
 "first chunk" is the time from sending the request to the first event of the response (retries
 included); tokens per second are the provider's output tokens over the time the calls streamed after
 their first chunk (``unknown`` when the provider reported no usage). Times are ``time.monotonic()``
-differences, shown in milliseconds under a second.
+differences, shown in milliseconds under a second. Costs are each call's ``usage.cost`` (genai-prices,
+``hookstream[prices]``) and their sum; ``cost unknown`` when no call could be priced, ``at least`` when
+some could not.
 
 Thread safety: tool observations arrive on executor threads; they are appended under a lock.
 """
@@ -23,6 +25,7 @@ from typing import Any
 
 import click
 
+from .._events import Cost
 from .._messages import ToolResultPart
 from .._observe import ModelCallInfo, Observer, RunInfo, ToolInfo
 
@@ -59,6 +62,7 @@ class Timing(Observer):
         if first is not None:
             head.append(f"first chunk after {_secs(first - self.calls[0].started_at)}")
         head.append(_rate(self.calls))
+        head.append(_cost(self.calls))
         lines = ["; ".join(head)]
         for number, call in enumerate(self.calls, 1):
             parts = [f"  step {number}  chat {call.model}  {_span(call.started_at, call.ended_at)}"]
@@ -69,6 +73,8 @@ class Timing(Observer):
             parts.append(call.finish_reason or (f"error {call.error_type}" if call.error_type else "unfinished"))
             if call.usage is not None and (call.usage.input_tokens is not None or call.usage.output_tokens is not None):
                 parts.append(f"{_n(call.usage.input_tokens)} in / {_n(call.usage.output_tokens)} out tokens")
+            if call.usage is not None and call.usage.cost is not None:
+                parts.append(str(call.usage.cost))
             lines.append("  ".join(parts))
             with self._lock:
                 tools = sorted((t for n, t in self.tools if n == number), key=lambda t: t.started_at)
@@ -110,3 +116,14 @@ def _rate(calls: list[ModelCallInfo]) -> str:
     if seconds <= 0:
         return f"{tokens} output tokens"
     return f"{tokens / seconds:.1f} output tokens/s"
+
+
+def _cost(calls: list[ModelCallInfo]) -> str:
+    costs = [c.usage.cost if c.usage is not None else None for c in calls]
+    known = [c for c in costs if c is not None]
+    if not known:
+        return "cost unknown"
+    total = known[0]
+    for c in known[1:]:
+        total = Cost(total.amount + c.amount, total.currency) if c.currency == total.currency else total
+    return f"cost {total}" if len(known) == len(costs) else f"cost at least {total} (some calls not priced)"

@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hookstream.plugin import hookimpl
+from hookstream.plugin import ModelRegistrar, hookimpl
+
+# Capabilities of well-known models, from Anthropic's models overview: (image input, tool calls, extended
+# thinking, context window in tokens). Prices are not here: hookstream takes them from genai-prices.
+MODELS: dict[str, tuple[bool, bool, bool, int]] = {
+    "claude-3-7-sonnet-20250219": (True, True, True, 200_000),
+    "claude-sonnet-4-20250514": (True, True, True, 200_000),
+    "claude-opus-4-20250514": (True, True, True, 200_000),
+    "claude-opus-4-1": (True, True, True, 200_000),
+    "claude-sonnet-4-5": (True, True, True, 200_000),
+    "claude-haiku-4-5": (True, True, True, 200_000),
+}
 
 
 @hookimpl
@@ -14,3 +25,13 @@ def hookstream_register_providers(register: Callable[[str, type[Any]], None]) ->
     from .provider import AnthropicProvider
 
     register("anthropic", AnthropicProvider)
+
+
+@hookimpl
+def hookstream_register_models(register: ModelRegistrar) -> None:
+    """Register the capabilities of :data:`MODELS` under ``anthropic``."""
+    from hookstream.plugin import ModelCapabilities
+
+    for model, (vision, tools, reasoning, window) in MODELS.items():
+        register(f"anthropic:{model}",
+                 ModelCapabilities(vision=vision, tools=tools, reasoning=reasoning, context_window=window))

@@ -5,7 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hookstream.plugin import hookimpl
+from hookstream.plugin import ModelRegistrar, hookimpl
+
+# Capabilities of well-known models, from OpenAI's model pages: (image input, tool calls, reasoning,
+# context window in tokens). Prices are not here: hookstream takes them from genai-prices.
+MODELS: dict[str, tuple[bool, bool, bool, int]] = {
+    "gpt-4o": (True, True, False, 128_000),
+    "gpt-4o-mini": (True, True, False, 128_000),
+    "gpt-4.1": (True, True, False, 1_047_576),
+    "gpt-4.1-mini": (True, True, False, 1_047_576),
+    "gpt-4.1-nano": (True, True, False, 1_047_576),
+    "o3": (True, True, True, 200_000),
+    "o3-mini": (False, True, True, 200_000),
+    "o4-mini": (True, True, True, 200_000),
+    "gpt-5": (True, True, True, 400_000),
+    "gpt-5-mini": (True, True, True, 400_000),
+}
 
 
 @hookimpl
@@ -16,3 +31,14 @@ def hookstream_register_providers(register: Callable[[str, type[Any]], None]) ->
 
     register(OpenAIChatProvider.name, OpenAIChatProvider)
     register(OpenAIResponsesProvider.name, OpenAIResponsesProvider)
+
+
+@hookimpl
+def hookstream_register_models(register: ModelRegistrar) -> None:
+    """Register the capabilities of :data:`MODELS` under ``openai`` and ``openai-responses``."""
+    from hookstream.plugin import ModelCapabilities
+
+    for model, (vision, tools, reasoning, window) in MODELS.items():
+        capabilities = ModelCapabilities(vision=vision, tools=tools, reasoning=reasoning, context_window=window)
+        for provider in ("openai", "openai-responses"):
+            register(f"{provider}:{model}", capabilities)
