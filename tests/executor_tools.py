@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
 
+from hookstream import ToolContext
 from hookstream._tools import tool
 
 
@@ -61,3 +63,19 @@ def decorated(label: str) -> dict[str, object]:
         label: echoed back.
     """
     return {"label": label, "pid": os.getpid()}
+
+
+@dataclasses.dataclass(frozen=True)
+class AppContext:
+    """An application's context for ``chat(context=...)``: pickles, so it reaches worker processes."""
+
+    user: str
+
+
+def whoami(greeting: str, ctx: ToolContext[AppContext]) -> dict[str, object]:
+    """Greet the user of the run's context, from whatever process runs the call.
+
+    Args:
+        greeting: the word to greet with.
+    """
+    return {"text": f"{greeting}, {ctx.deps.user}", "pid": os.getpid(), "call": ctx.tool_call_id}

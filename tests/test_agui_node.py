@@ -39,6 +39,7 @@ pytestmark = [
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
+from hookstream import ToolContext  # noqa: E402
 from hookstream._agui_demo import demo_factory  # noqa: E402
 from hookstream._agui_server import RunInput, RunStream, make_app  # noqa: E402
 from hookstream._events import BaseEvent, to_dict  # noqa: E402
@@ -50,7 +51,9 @@ from hookstream.testing.conformance import corpus_providers, require_corpus  # n
 EXTENSION_FIELDS = ("/finishReason", "/rawFinishReason", "/input'", "/result'", "/delta'", "/error'",
                     # a step's response details (issue 12): response id, model version and usage per step
                     "'/responseId' on", "'/model' on STEP_FINISHED", "'/model' on RUN_FINISHED",
-                    "'/usage' on STEP_FINISHED")
+                    "'/usage' on STEP_FINISHED",
+                    # a usage entry's price (issue 25, hookstream._events: ``cost`` in a ``usage`` entry)
+                    "/cost' on")
 
 
 def node(*args: str, timeout: float = 60) -> dict[str, Any]:
@@ -234,3 +237,77 @@ def test_every_corpus_stream_passes_enforce_and_verify(tmp_path: Path) -> None:
     assert len(result["results"]) == len(streams)
     if os.environ.get("CI") and missing:
         pytest.fail(f"corpus streams without an installed provider: {missing}")
+
+
+def _agent_tool_runs() -> list[dict[str, Any]]:
+    """Runs whose agent tools stream nested runs: a success (the sub-agent calls a tool of its own), a
+    sub-agent that fails, a parent cancelled while the sub-agent's tool waits, and an agent tool inside an
+    agent tool; each as AG-UI JSON events."""
+    from engine_kit import text_body, tool_body
+    from hookstream import Agent, chat, get_model
+    from hookstream.testing import LoopbackServer, Response
+
+    def at(server: LoopbackServer) -> Any:
+        return get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="sk-test")
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"{key}=42"
+
+    streams: list[dict[str, Any]] = []
+    call = tool_body(("call_p1", "research", {"prompt": "find x"}))
+    with LoopbackServer([Response(call), Response(text_body("x is 42."))]) as parent, \
+            LoopbackServer([Response(tool_body(("call_s1", "lookup", {"key": "x"}))),
+                            Response(text_body("Found x=42."))]) as sub:
+        tool = Agent(at(sub), tools=[lookup]).as_tool("research", "Research.")
+        streams.append({"name": "agent-tool", "events": [to_dict(e) for e in chat(at(parent), "x?", tools=[tool])]})
+
+    bad = Response(b'{"error": {"message": "nope", "type": "invalid_request_error"}}', status=400,
+                   content_type="application/json")
+    with LoopbackServer([Response(call), Response(text_body("failed."))]) as parent, LoopbackServer([bad]) as sub:
+        tool = Agent(at(sub)).as_tool("research", "Research.")
+        streams.append({"name": "agent-tool-fails",
+                        "events": [to_dict(e) for e in chat(at(parent), "x?", tools=[tool])]})
+
+    started = threading.Event()
+
+    def wait(ctx: ToolContext[Any]) -> str:
+        """Wait until cancelled."""
+        started.set()
+        ctx.cancellation.wait(30)
+        return "stopped"
+
+    with LoopbackServer([Response(call)]) as parent, \
+            LoopbackServer([Response(tool_body(("call_s1", "wait", {})))]) as sub:
+        tool = Agent(at(sub), tools=[wait]).as_tool("research", "Research.")
+        stream = chat(at(parent), "x?", tools=[tool])
+        events = []
+        for ev in stream:
+            events.append(to_dict(ev))
+            if ev.type == "TOOL_CALL_END" and getattr(ev, "subagent_run_id", None):
+                assert started.wait(30)
+                stream.cancel()
+        streams.append({"name": "agent-tool-cancelled", "events": events})
+
+    with LoopbackServer([Response(call), Response(text_body("deep."))]) as parent, \
+            LoopbackServer([Response(tool_body(("call_s1", "deeper", {"prompt": "go on"}))),
+                            Response(text_body("mid."))]) as mid, \
+            LoopbackServer([Response(text_body("bottom."))]) as bottom:
+        deeper = Agent(at(bottom)).as_tool("deeper", "Go deeper.")
+        tool = Agent(at(mid), tools=[deeper]).as_tool("research", "Research.")
+        streams.append({"name": "agent-tool-nested-twice",
+                        "events": [to_dict(e) for e in chat(at(parent), "x?", tools=[tool])]})
+    return streams
+
+
+def test_agent_tool_runs_pass_enforce_and_verify(tmp_path: Path) -> None:
+    streams = _agent_tool_runs()
+    kinds = {s["name"]: [e["type"] for e in s["events"]] for s in streams}
+    assert kinds["agent-tool"].count("SUBAGENT_STARTED") == 1 and "SUBAGENT_FINISHED" in kinds["agent-tool"]
+    assert "SUBAGENT_ERROR" in kinds["agent-tool-fails"] and "SUBAGENT_ERROR" in kinds["agent-tool-cancelled"]
+    assert kinds["agent-tool-nested-twice"].count("SUBAGENT_STARTED") == 2
+    path = tmp_path / "streams.json"
+    path.write_text(json.dumps(streams))
+    result = node("verify", str(path), timeout=120)
+    bad = [r for r in result["results"] if not r["ok"]]
+    assert not bad, bad

@@ -127,3 +127,23 @@ def test_an_agui_client_sends_the_approval_inside_its_messages() -> None:
         sent = srv.requests[0].json()["messages"]
     assert got["status"] == "200 OK" and ran == [5]
     assert b"TOOL_CALL_RESULT" in out and sent[-1]["role"] == "tool" and "sent 5" in sent[-1]["content"]
+
+
+def test_a_denial_reason_reaches_the_model_in_both_forms() -> None:
+    ran.clear()
+    with LoopbackServer([Response(CALL), Response(DONE), Response(CALL), Response(DONE)]) as srv:
+        first = _interrupted(srv.url)
+        chat(get_model("openai:m", base_url=srv.url + "/v1", api_key="k"), first.messages, tools=[transfer],
+             resume=attrs.evolve(first.resume({"call_t1": False}), reasons={"call_t1": "too much"})).result()
+        second = _interrupted(srv.url)
+        denied = []
+        for m in second.messages:
+            if m.role == "assistant" and m.tool_calls:
+                parts = [attrs.evolve(p, provider_metadata={"hookstream": {"approval": {
+                    "approved": False, "reason": "too much"}}}) if isinstance(p, ToolCallPart) else p for p in m.parts]
+                m = attrs.evolve(m, parts=parts, id=m.id)
+            denied.append(m)
+        chat(get_model("openai:m", base_url=srv.url + "/v1", api_key="k"), denied, tools=[transfer]).result()
+        explicit, implicit = srv.requests[1].json()["messages"], srv.requests[3].json()["messages"]
+    assert ran == []
+    assert explicit[-1]["content"].endswith("Their reason: too much") and explicit == implicit

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._accumulate import (
         StepResult,
     )
+    from ._agent import Agent, AgentToolError
     from ._agui_server import (
         RunInput,
         chat_factory,
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from ._events import (
         PROTOCOL_VERSION,
         BaseEvent,
+        Cost,
         Custom,
         Event,
         FinishReason,
@@ -130,6 +132,8 @@ if TYPE_CHECKING:
         ToolCallRequest,
         ToolExecutor,
     )
+    from ._fallback import FallbackModel
+    from ._history import History
     from ._hookspecs import (
         hookimpl,
     )
@@ -147,6 +151,7 @@ if TYPE_CHECKING:
     from ._memory import (
         ConversationStore,
         InMemoryStore,
+        ThreadInfo,
     )
     from ._messages import (
         FilePart,
@@ -159,17 +164,20 @@ if TYPE_CHECKING:
         ToolCallPart,
         ToolResultPart,
     )
+    from ._models import models
     from ._observe import (
         Observer,
     )
     from ._output import (
         final_json,
     )
+    from ._prices import ModelCapabilities, ModelInfo
     from ._processor import (
         ApprovalRequest,
         ProcessorResult,
         ProcessorStats,
         StreamProcessor,
+        SubagentRun,
         ToolInputRequest,
     )
     from ._provider import (
@@ -197,6 +205,7 @@ if TYPE_CHECKING:
     )
     from ._stop import (
         StopCondition,
+        cost_exceeds,
         finish_reason_is,
         has_tool_call,
         step_count_is,
@@ -229,6 +238,7 @@ if TYPE_CHECKING:
         UIMessage,
         UIPart,
     )
+    from ._ui_stream import to_ui_message_stream
 
 _LAZY: dict[str, str] = {
     "batch": "_batch",
@@ -251,6 +261,9 @@ _LAZY: dict[str, str] = {
     "NotEventStreamError": "_errors",
     "MissingAPIKeyError": "_errors",
     "Principal": "_auth",
+    "History": "_history",
+    "SubagentRun": "_processor",
+    "ThreadInfo": "_memory",
     "TokenAuthenticator": "_auth",
     "JWTAuthenticator": "_auth",
     "ServerLimits": "_limits",
@@ -275,6 +288,7 @@ _LAZY: dict[str, str] = {
     "ConnectError": "_errors",
     "ConnectionClosedError": "_errors",
     "ConversationStore": "_memory",
+    "Cost": "_events",
     "Custom": "_events",
     "CustomPayload": "_custom",
     "Event": "_events",
@@ -302,7 +316,10 @@ _LAZY: dict[str, str] = {
     "MalformedCustomEventError": "_errors",
     "Message": "_messages",
     "model_messages_to_ui_messages": "_convert",
+    "ModelCapabilities": "_prices",
+    "ModelInfo": "_prices",
     "ModelRequest": "_provider",
+    "models": "_models",
     "NotFoundError": "_errors",
     "Outcome": "_events",
     "parse_custom": "_custom",
@@ -346,6 +363,9 @@ _LAZY: dict[str, str] = {
     "step_count_is": "_stop",
     "StepFinished": "_events",
     "StepResult": "_accumulate",
+    "FallbackModel": "_fallback",
+    "Agent": "_agent",
+    "AgentToolError": "_agent",
     "StepSettings": "_loop",
     "StepStart": "_loop",
     "StepStarted": "_events",
@@ -361,6 +381,7 @@ _LAZY: dict[str, str] = {
     "Timeouts": "_timeouts",
     "to_json": "_events",
     "to_sse": "_events",
+    "to_ui_message_stream": "_ui_stream",
     "Tool": "_tools",
     "tool": "_tools",
     "ToolApproval": "_ui",
@@ -380,6 +401,7 @@ _LAZY: dict[str, str] = {
     "ToolResultUIPart": "_ui",
     "ToolSpec": "_provider",
     "total_tokens_exceed": "_stop",
+    "cost_exceeds": "_stop",
     "TransportError": "_errors",
     "ui_messages_to_model_messages": "_convert",
     "UIMessage": "_ui",
@@ -392,6 +414,8 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "PROTOCOL_VERSION",
     "AGUIInputError",
+    "Agent",
+    "AgentToolError",
     "ApprovalRequest",
     "ApprovalRequestedPayload",
     "ApprovalRespondedPayload",
@@ -413,14 +437,17 @@ __all__ = [
     "ConnectionClosedError",
     "ConversationStore",
     "CorruptFrameError",
+    "Cost",
     "Custom",
     "CustomPayload",
     "Event",
+    "FallbackModel",
     "FilePart",
     "FilePayload",
     "FileUIPart",
     "FinishReason",
     "HTTPStatusError",
+    "History",
     "HookstreamError",
     "ImmediateStrategy",
     "InMemoryStore",
@@ -434,6 +461,8 @@ __all__ = [
     "Message",
     "MissingAPIKeyError",
     "MissingCredentialsError",
+    "ModelCapabilities",
+    "ModelInfo",
     "ModelRequest",
     "NotEventStreamError",
     "NotFoundError",
@@ -493,12 +522,14 @@ __all__ = [
     "StopCondition",
     "StreamProcessor",
     "StreamTimeoutError",
+    "SubagentRun",
     "TextMessageContent",
     "TextMessageEnd",
     "TextMessageStart",
     "TextPart",
     "TextUIPart",
     "ThreadExecutor",
+    "ThreadInfo",
     "Timeouts",
     "TokenAuthenticator",
     "Tool",
@@ -530,6 +561,7 @@ __all__ = [
     "batch",
     "chat",
     "chat_factory",
+    "cost_exceeds",
     "final_json",
     "finish_reason_is",
     "from_json",
@@ -539,11 +571,13 @@ __all__ = [
     "hookimpl",
     "make_app",
     "model_messages_to_ui_messages",
+    "models",
     "open_store",
     "parse_custom",
     "step_count_is",
     "to_json",
     "to_sse",
+    "to_ui_message_stream",
     "tool",
     "total_tokens_exceed",
     "ui_messages_to_model_messages",

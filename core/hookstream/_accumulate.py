@@ -72,6 +72,10 @@ class StepResult:
     keeps them. ``response_id`` and ``model`` are the provider's response id and the model version
     that answered, when the adapter reported them. ``unknown_events`` counts the provider events the
     adapter did not understand (``RAW`` events; forwarded only with ``include_raw``).
+    ``provider`` is the model the engine asked, as ``"NAME:MODEL"`` (with a
+    :class:`~hookstream.FallbackModel`, the entry that answered; also on the step's ``STEP_FINISHED`` as
+    ``metadata["hookstream"]["provider"]``); ``fallbacks`` the entries tried before it, which failed
+    before any content (empty without a fallback).
     """
 
     number: int = 0
@@ -89,6 +93,8 @@ class StepResult:
     response_id: str | None = None
     model: str | None = None
     unknown_events: int = 0
+    provider: str | None = None
+    fallbacks: list[str] = attrs.Factory(list)
 
     @property
     def complete_tool_calls(self) -> list[ToolCallPart]:

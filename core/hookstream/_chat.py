@@ -22,6 +22,8 @@ from ._call import CallOptions
 from ._engine import Engine, EngineConfig
 from ._events import BaseEvent, TextMessageContent, to_json, to_sse
 from ._executors import ToolExecutor
+from ._fallback import FallbackModel
+from ._history import History, summary_request
 from ._loop import Callbacks, LoopSettings, Resume, RunResult
 from ._memory import ConversationStore
 from ._messages import Message, ToolCallPart, coerce_messages
@@ -43,7 +45,7 @@ StopSpec = StopCondition | str | tuple[Any, ...]
 
 
 def get_model(
-    model: str,
+    model: str | Provider,
     *,
     base_url: str | None = None,
     api_key: str | Secret | None = None,
@@ -61,10 +63,24 @@ def get_model(
     arguments (``vertex``: ``project``, ``location``, ``credentials``; ``bedrock``: ``region``,
     ``profile``; see each provider's page under ``docs/providers/``).
 
+    A provider object (say a :class:`~hookstream.FallbackModel`) is returned as it is, so code that
+    takes ``"PROVIDER:MODEL"`` and calls ``get_model`` (``chat_factory``, ``make_app``) takes one too;
+    ``base_url``, ``api_key``, ``session`` and ``options`` must then be unset.
+
     Raises :class:`TypeError` for an option the provider does not take, :class:`ValueError` without a
-    provider prefix and :class:`~hookstream.UnknownPluginError`
+    provider prefix (or with settings beside a provider object) and :class:`~hookstream.UnknownPluginError`
     for a provider no installed plugin registers.
     """
+    if isinstance(model, str) and ":" not in model:  # an alias of the user's (hookstream aliases set NAME MODEL)
+        from ._aliases import resolve_alias
+
+        model = resolve_alias(model)
+    if isinstance(model, Provider):
+        if base_url is not None or api_key is not None or session is not None or options:
+            raise ValueError("get_model() takes no base_url, api_key, session or options with a provider object")
+        if isinstance(model, FallbackModel):
+            model.resolve(get_model)
+        return model
     name, sep, model_name = model.partition(":")
     if not sep or not name or not model_name:
         raise ValueError(f"model must be 'PROVIDER:MODEL' (e.g. 'openai:gpt-4o-mini'), got {model!r}")
@@ -72,6 +88,21 @@ def get_model(
     if session is not None:
         options["session"] = session
     return provider_cls(model_name, base_url=base_url, api_key=api_key, **options)
+
+
+def _summarizer(history: History | None) -> Callable[[list[Message]], str] | None:
+    """What writes a summary for ``History.summarize(model)``: one call to that model, no tools."""
+    if history is None or history.kind != "summary" or history.model is None:
+        return None
+    model = history.model
+
+    def summarize(messages: list[Message]) -> str:
+        result = chat(model, summary_request(messages), max_steps=1).result()
+        if result.error is not None:
+            raise result.error
+        return result.text
+
+    return summarize
 
 
 def _stop_conditions(stop_when: Iterable[StopSpec] | None) -> list[StopCondition]:
@@ -187,11 +218,15 @@ def chat(
     loop: LoopSettings | dict[str, Any] | None = None,
     observers: Iterable[Any] | None = None,
     output: Output | dict[str, Any] | type | None = None,
+    context: Any = None,
+    history: History | None = None,
 ) -> ChatStream:
     """Start a chat run and return its :class:`ChatStream` (nothing is sent until it is iterated).
 
-    ``model`` is ``"PROVIDER:MODEL"`` (the provider's own endpoint, key from its environment variable)
-    or a provider object from :func:`get_model` (base URL, API key and connection pool set once). With
+    ``model`` is ``"PROVIDER:MODEL"`` (the provider's own endpoint, key from its environment variable),
+    a provider object from :func:`get_model` (base URL, API key and connection pool set once), or a
+    :class:`~hookstream.FallbackModel` (each step goes to the next of its models when one fails with 429,
+    5xx, an overload, a connect error or a first-event timeout before any content; docs/fallback.md). With
     no API key, a run against the provider's own endpoint ends at once with ``RUN_ERROR``
     ``missing_api_key`` naming the environment variable (a custom ``base_url`` is called without one).
     ``messages_or_prompt`` is a prompt string, a :class:`~hookstream.Message`, or a list of messages /
@@ -208,7 +243,13 @@ def chat(
     run ends with an ``interrupt`` outcome and ``chat(model, resume=result.resume({...}))`` continues
     it; client tools resume the same way with ``tool_outputs``; ``resume`` is a
     :class:`~hookstream.Resume`, a dict of its fields, or AG-UI ``RunAgentInput.resume`` entries).
-    ``memory`` loads/saves the conversation under ``thread_id``.
+    ``context`` is the application's own object (a database handle, the current user) that a tool
+    receives as ``ctx.deps`` through a parameter annotated ``ToolContext[T]`` (never in the tool's JSON
+    schema; pickled for ``process``/``ray`` executors, an error result for that call when it cannot be).
+    ``memory`` loads/saves the conversation under ``thread_id``; ``history`` (a
+    :class:`~hookstream.History`) is how much of it the model is sent (default: all). With ``memory``,
+    ``messages_or_prompt`` may be ``None``: the run continues the stored thread (an interrupted run's
+    pending calls are stored with it, so ``resume=`` needs nothing else).
 
     Option objects: ``timeouts`` (:class:`~hookstream.Timeouts` or a dict: ``connect``, ``read``,
     ``first_event``, ``idle``, ``step``, ``run``, ``tool``, in seconds), ``callbacks``
@@ -238,12 +279,15 @@ def chat(
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     own_provider = isinstance(model, str)
-    provider = get_model(model) if isinstance(model, str) else model
+    provider = get_model(model)  # a FallbackModel's "PROVIDER:MODEL" entries are built here, once
     if resume is not None:
         resume = Resume.coerce(resume)
+    if history is not None and not isinstance(history, History):
+        raise TypeError(f"history must be a hookstream.History, not {type(history).__name__}")
     if messages_or_prompt is None:
-        if resume is None or resume.messages is None:
-            raise ValueError("chat() needs messages_or_prompt (or resume= with the interrupted run's messages)")
+        if memory is None and (resume is None or resume.messages is None):
+            raise ValueError("chat() needs messages_or_prompt (or resume= with the interrupted run's messages, "
+                             "or memory= with a thread_id to continue)")
         msgs: list[Message] = []
     else:
         msgs = coerce_messages(messages_or_prompt)
@@ -280,6 +324,10 @@ def chat(
         include_raw=settings.include_raw,
         output=resolved,
         output_retries=settings.output_retries,
+        context=context,
+        parent_run_id=settings.parent_run_id,
+        history=history,
+        summarizer=_summarizer(history),
     )
     if thread_id:
         config.thread_id = thread_id

@@ -43,6 +43,14 @@ The step loop lives here; the tool phase of a step (validate, repair, approve, r
 is :mod:`hookstream._tool_phase`. A step's events go through one :class:`_StepOutput`, which streams them
 or, with ``stream_tool_call_responses=False``, holds them until the step turns out to be the last one.
 
+With a :class:`~hookstream.FallbackModel` (``hookstream._fallback``) a step's model call may be made
+several times: an entry that fails with a fallible error (429, 5xx, an in-stream overload, a connect
+error, a first-event timeout; after the call's own retries) before any event of the step reached the
+caller is replaced by the next entry, with the same request. The failed attempts' events are dropped
+(observers still see their model calls fail); ``StepResult.provider`` names the entry that answered and
+``StepResult.fallbacks`` the ones that failed. After content, the step ends with the error as without a
+fallback, and the ``RUN_ERROR`` message says no fallback happens after content.
+
 A consumer that stops iterating (``break``, ``close()``) aborts the run exactly like :meth:`Engine.cancel`:
 the open step is closed and recorded, text and tool calls received so far stay in the history, memory is
 saved and the callbacks fire once.
@@ -57,6 +65,7 @@ import json
 import logging
 import operator
 import threading
+import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, Literal, TypeVar, cast
 
@@ -97,6 +106,8 @@ from ._events import (
     Usage,
 )
 from ._executors import ThreadExecutor, ToolExecutor
+from ._fallback import FallbackModel, fallible, label
+from ._history import History
 from ._ids import new_id
 from ._loop import (
     Callbacks,
@@ -107,11 +118,13 @@ from ._loop import (
     StepSettings,
     StepStart,
     approval_in_messages,
+    reason_in_messages,
 )
 from ._memory import ConversationStore
 from ._messages import Message, Part, ToolCallPart, ToolResultPart
 from ._observe import Observers, RunInfo
 from ._partial_output import OutputTracker
+from ._prices import priced
 from ._provider import CallContext, ModelRequest, Provider
 from ._stop import StopCondition
 from ._structured import ResolvedOutput
@@ -141,7 +154,8 @@ class EngineConfig:
     seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
     limits. ``observers`` watch the run (``hookstream._observe``; none: no cost). ``include_raw`` streams
     the adapters' ``RAW`` events (provider events they did not understand); they are counted in
-    ``StepResult.unknown_events`` either way.
+    ``StepResult.unknown_events`` either way. ``context`` is the application's object tools receive as
+    ``ToolContext.deps``.
     """
 
     model: str
@@ -169,14 +183,21 @@ class EngineConfig:
     include_raw: bool = False
     output: ResolvedOutput | None = None
     output_retries: int = 0
+    context: Any = None
+    parent_run_id: str | None = None
+    history: History | None = None
+    summarizer: Callable[[list[Message]], str] | None = None
 
 
 
 def _step_finished(step_name: str, step: StepResult) -> StepFinished:
     """``STEP_FINISHED`` carrying what the step's model call reported (response id, model version,
-    usage, normalised finish reason), for AG-UI clients that show per-step details."""
+    usage, normalised finish reason), for AG-UI clients that show per-step details, and in ``metadata``
+    ``{"hookstream": {"provider": "NAME:MODEL"}}`` the model that was asked (with a FallbackModel, the
+    entry that answered)."""
+    metadata = {"hookstream": {"provider": step.provider}} if step.provider else None
     return StepFinished(step_name, response_id=step.response_id, model=step.model, usage=step.usage,
-                        finish_reason=step.finish_reason)
+                        finish_reason=step.finish_reason, metadata=metadata)
 
 
 class _OpenBlocks:
@@ -332,14 +353,24 @@ class Engine:
         self._failure: StreamTimeoutError | None = None
         self._token = CancellationToken()
         self._call: ModelCall | None = None
+        self._watchdog: Watchdog | None = None
         self._lock = threading.Lock()
         self._saved = 0
+        self._stored: list[Message] = []  # the thread as loaded, summaries included (History needs them)
         self._ended_fired = False
         resume = config.resume
-        if resume is not None:
-            self.messages: list[Message] = list(resume.messages if resume.messages is not None else messages)
+        if resume is not None and resume.messages is None and config.memory is not None:
+            # A resume with nothing but the thread: the interrupted run saved its pending calls there.
+            stored, _ = History.all().apply(config.memory.load(config.thread_id))
+            self.messages: list[Message] = [*stored, *messages]
+            self._saved = len(stored)
+        elif resume is not None:
+            self.messages = list(resume.messages if resume.messages is not None else messages)
         elif config.memory is not None:
-            history = config.memory.load(config.thread_id)
+            # Summaries a History policy saved are not conversation: History.apply drops them (or sends
+            # the one that covers what the window leaves out, at the start).
+            self._stored = config.memory.load(config.thread_id)
+            history, _ = History.all().apply(self._stored)
             self.messages = [*history, *messages]
             self._saved = len(history)
         else:
@@ -393,7 +424,7 @@ class Engine:
     def events(self) -> Iterator[BaseEvent]:
         """The run's AG-UI events (run form of :func:`hookstream.testing.check_events`)."""
         cfg = self.config
-        watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
+        self._watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
         run = self._guarded()
         # Observers: the run's steps go on inside the run's own context (see hookstream._observe).
         observed = Observers.of(cfg.observers)
@@ -413,7 +444,8 @@ class Engine:
                 pass
             raise
         finally:
-            watchdog.stop()
+            if self._watchdog is not None:
+                self._watchdog.stop()
             for owned in self._owned:
                 owned.close()
             if self.outcome == "running":
@@ -428,7 +460,7 @@ class Engine:
                 observed.end_run(self.result())
 
     def _guarded(self) -> Iterator[BaseEvent]:
-        yield RunStarted(self.config.thread_id, self.config.run_id)
+        yield RunStarted(self.config.thread_id, self.config.run_id, parent_run_id=self.config.parent_run_id)
         try:
             yield from self._run()
         except HookstreamError as exc:
@@ -440,8 +472,11 @@ class Engine:
     def _run(self) -> Iterator[BaseEvent]:
         cfg = self.config
         resume = cfg.resume
+        if resume is None and cfg.memory is not None and cfg.history is not None and cfg.history.kind != "all":
+            self._apply_history()
+        # Calls in the middle of the history with no result get one, whichever way the run started.
+        yield from self._answer_unanswered()
         if resume is None:
-            yield from self._answer_unanswered()
             resume = self._resume_in_messages()
         if resume is not None:
             kind = yield from self._resume(resume)
@@ -459,59 +494,84 @@ class Engine:
         cfg = self.config
         cbs = cfg.callbacks
         plan = self._plan(number)
+        attempts = self._attempts(plan)
         output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         step_name = f"step-{number}"
         self._observe(cbs.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
                                                    plan.request.model, plan.tools, plan.request.tool_choice))
         yield from output.emit([StepStarted(step_name)])
-        acc = StepAccumulator(number)
-        blocks = _OpenBlocks()
-        call = ModelCall(plan.provider, plan.request, CallContext(cfg.thread_id, cfg.run_id), plan.provider.session,
-                         cfg.call_options)
-        with self._lock:
-            self._call = call
-        if self._cancelled.is_set():
-            call.abort()
-        elif self._failure is not None:
-            call.abort(self._failure)
         on_chunk = cbs.on_chunk
         held = output.held
         drop_raw = not cfg.include_raw
         fmt = cfg.output.format if cfg.output is not None else None
-        tracker: OutputTracker | None = None
-        self._tracker = None  # a retried answer starts from nothing
-        # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
-        for ev in call:
-            t = type(ev)
-            if t is RunStarted:
-                continue
-            ev = acc.add(ev)  # a TOOL_CALL_END comes back with the call's text, for consumers to share
-            if t is RunFinished or t is RunError:
+        tried: list[str] = []
+        # One model call per attempt; a FallbackModel gives several (hookstream._fallback): a fallible
+        # failure before any content of the step hands the same request to the next model.
+        for index, (provider, request) in enumerate(attempts):
+            last = index + 1 == len(attempts)
+            acc = StepAccumulator(number)
+            blocks = _OpenBlocks()
+            call = ModelCall(provider, request, CallContext(cfg.thread_id, cfg.run_id), provider.session,
+                             cfg.call_options)
+            with self._lock:
+                self._call = call
+            if self._cancelled.is_set():
+                call.abort()
+            elif self._failure is not None:
+                call.abort(self._failure)
+            tracker: OutputTracker | None = None
+            self._tracker = None  # a retried answer starts from nothing
+            content = False  # an event of this call reached the caller: no fallback any more
+            failed: RunError | None = None
+            # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
+            for ev in call:
+                t = type(ev)
+                if t is RunStarted:
+                    continue
+                if t is RunError and not content and not last:
+                    failed = cast("RunError", ev)  # maybe the next model's turn: decided below
+                    break
+                ev = acc.add(ev)  # a TOOL_CALL_END comes back with the call's text, for consumers to share
+                if t is RunFinished or t is RunError:
+                    break
+                if t is Raw and drop_raw:
+                    continue  # counted by the accumulator (StepResult.unknown_events)
+                content = True
+                blocks.see(ev)
+                if on_chunk is not None:
+                    try:
+                        on_chunk(ev)
+                    except Exception:
+                        log.exception("on_chunk failed")
+                if held is None:
+                    yield ev
+                else:
+                    held.append(ev)
+                if fmt is not None:
+                    tracker, ops = _track_output(ev, t, tracker, fmt.name, plan.tools)
+                    self._tracker = tracker
+                    if ops:
+                        delta = StateDelta(ops)
+                        if held is None:
+                            yield delta
+                        else:
+                            held.append(delta)
+            with self._lock:
+                self._call = None
+            if failed is None:
                 break
-            if t is Raw and drop_raw:
-                continue  # counted by the accumulator (StepResult.unknown_events)
-            blocks.see(ev)
-            if on_chunk is not None:
-                try:
-                    on_chunk(ev)
-                except Exception:
-                    log.exception("on_chunk failed")
-            if held is None:
-                yield ev
-            else:
-                held.append(ev)
-            if fmt is not None:
-                tracker, ops = _track_output(ev, t, tracker, fmt.name, plan.tools)
-                self._tracker = tracker
-                if ops:
-                    delta = StateDelta(ops)
-                    if held is None:
-                        yield delta
-                    else:
-                        held.append(delta)
-        with self._lock:
-            self._call = None
+            if self._may_fall_back(call, failed):
+                tried.append(label(provider, request.model))
+                following = label(attempts[index + 1][0], attempts[index + 1][1].model)
+                log.warning("model %s failed before any content (%s: %s); trying %s", tried[-1], failed.code,
+                            failed.message, following)
+                continue
+            acc.add(failed)  # not a failure another model would fix: the step ends with it
+            break
         step = acc.finish()
+        step.provider = label(provider, request.model)
+        step.fallbacks = tried
+        step.usage = priced(step.usage, provider.priced_as, step.model, request.model)  # Usage.cost (_prices)
         self.steps.append(step)
         if step.usage is not None:
             self.usage = self.usage + step.usage
@@ -528,6 +588,11 @@ class Engine:
             self._observe(cbs.on_step_finish, step)
             code, message = step.error
             exc = self._failure or call.exception or ProviderError(message, error_type=code)
+            if not last and isinstance(exc, HookstreamError) and fallible(exc, code, message):
+                # Content had streamed (else the next model would have been tried): say why it was not.
+                following = label(attempts[index + 1][0], attempts[index + 1][1].model)
+                exc.message += f" (not retried on {following}: no fallback once the step has streamed content)"
+                exc.args = (exc.message, *exc.args[1:])
             yield from self._fail(exc, code=code)
             return "error"
         yield from output.emit([_step_finished(step_name, step)])
@@ -624,18 +689,24 @@ class Engine:
         cfg = self.config
         phase = ToolPhase(
             ToolPhaseSettings(cfg.executor, cfg.timeouts.tool, cfg.repair_tool_call, cfg.approve,
-                              cfg.callbacks.on_chunk),
+                              cfg.callbacks.on_chunk, cfg.context, cfg.run_id, cfg.thread_id, self._add_usage),
             self.messages, self._token, self._cancelled, lambda: self._failure,
         )
         # The run's result shows what waits, also when a callback fails halfway through the phase.
         self.pending_approvals, self.pending_tool_calls = phase.pending_approvals, phase.pending_tool_calls
         return phase
 
+    def _add_usage(self, usage: Usage) -> None:
+        """Usage a tool reported while it ran (an agent used as a tool), on the run's thread."""
+        self.usage = self.usage + usage
+
     def _settle(self, out: ToolsOutcome, assistant_index: int) -> None:
         """Save the history the tool phase left: up to the assistant message while calls wait (a resume
         continues from there), all of it when every call has a result."""
         if out.kind == "interrupt":
-            self._persist(upto=assistant_index)
+            # The pending calls are saved too: a later run on the thread resumes from the store alone
+            # (chat(thread_id=..., memory=..., resume=...)) and never sends them unanswered.
+            self._persist()
         elif out.kind in ("continue", "direct"):
             self._persist()
         if out.kind == "direct":
@@ -709,6 +780,38 @@ class Engine:
         )
         return _Step(provider, request, tools)
 
+    def _attempts(self, plan: _Step) -> list[tuple[Provider, ModelRequest]]:
+        """The model calls a step may make, in order: one, or one per entry of a FallbackModel (the same
+        request with each entry's model name; the first keeps a model name ``prepare_step`` chose)."""
+        provider = plan.provider
+        if not isinstance(provider, FallbackModel):
+            return [(provider, plan.request)]
+        entries = provider.resolve(self.config.resolve_model)
+        return [(e, plan.request if i == 0 else attrs.evolve(plan.request, model=e.model))
+                for i, e in enumerate(entries)]
+
+    def _may_fall_back(self, call: ModelCall, failed: RunError) -> bool:
+        """Whether the step goes to the next model after ``call`` ended with ``failed`` before any content:
+        not when the run was cancelled or a run/step time limit passed; yes for a fallible failure
+        (:func:`hookstream._fallback.fallible`). A first-event timeout is forgotten and the watchdog
+        re-armed (it stops after reporting one limit), so the next model gets its own first-event time."""
+        if self._cancelled.is_set():
+            return False
+        failure = self._failure
+        if failure is not None and failure.limit not in ("first_event", "idle"):
+            return False
+        if not fallible(failure or call.exception, failed.code, failed.message):
+            return False
+        if failure is not None:
+            self._failure = None
+            old = self._watchdog
+            watchdog = Watchdog(self.config.timeouts, lambda: self._call, self._timed_out).start()
+            if old is not None:
+                watchdog.started_at = old.started_at  # the run limit still counts from the run's start
+                old.stop()
+            self._watchdog = watchdog
+        return True
+
     def _model(self, model: str | Provider) -> tuple[Provider, str]:
         if isinstance(model, Provider):
             return model, model.model
@@ -720,6 +823,18 @@ class Engine:
             self._owned.append(provider)
             return provider, provider.model
         return self.provider, model_name if sep else model
+
+    def _apply_history(self) -> None:
+        """Send only the window of the stored conversation the history policy allows (a summary of the
+        rest written now when the policy asks for one and none covers it; saved in the thread)."""
+        cfg = self.config
+        assert cfg.memory is not None and cfg.history is not None
+        new = self.messages[self._saved:]
+        sent, summary = cfg.history.apply(self._stored, cfg.summarizer)
+        if summary is not None:
+            cfg.memory.save(cfg.thread_id, [summary])
+        self.messages = [*sent, *new]
+        self._saved = len(sent)
 
     # -- resume ---------------------------------------------------------------------------------
     def _pending_tail(self) -> tuple[int, list[ToolCallPart]] | None:
@@ -741,12 +856,15 @@ class Engine:
         tail = self._pending_tail()
         if tail is None:
             return None
-        approvals = {}
+        approvals, reasons = {}, {}
         for call in tail[1]:
             answer = approval_in_messages(call)
             if answer is not None:
                 approvals[call.id] = answer
-        return Resume(None, approvals)
+            why = reason_in_messages(call)
+            if why is not None:
+                reasons[call.id] = why
+        return Resume(None, approvals, reasons=reasons)
 
     def _answer_unanswered(self) -> Iterator[BaseEvent]:
         """Give an error result to every tool call in the middle of the conversation that no tool
@@ -830,6 +948,9 @@ class Engine:
         end = len(self.messages) if upto is None else upto
         if store is None or end <= self._saved:
             return
+        for m in self.messages[self._saved:end]:
+            if m.id is None:  # saved again after a resume: an id makes that save a no-op
+                m.id = f"msg-{uuid.uuid4().hex}"
         store.save(self.config.thread_id, self.messages[self._saved:end])
         self._saved = end
 

@@ -15,8 +15,8 @@ and are not read. Every event carries ``rawEvent`` and, except the run-scoped on
 (:class:`Attributable`).
 Fields hookstream adds beyond the schema (``finishReason``/``rawFinishReason``/``responseId``/``model`` on
 ``RUN_FINISHED``; ``input``/``result`` on ``TOOL_CALL_END``; ``delta``, ``responseId``, ``model``,
-``usage`` and ``finishReason`` on ``STEP_FINISHED``; ``error`` and ``files`` on ``TOOL_CALL_RESULT``) are allowed by the
-protocol's open ("loose") objects and are omitted when unset.
+``usage`` and ``finishReason`` on ``STEP_FINISHED``; ``error`` and ``files`` on ``TOOL_CALL_RESULT``; ``cost`` in a
+``usage`` entry) are allowed by the protocol's open ("loose") objects and are omitted when unset.
 
 Thread safety: event objects are plain values. They are not mutated after they are yielded, so they may
 be handed between threads freely.
@@ -28,6 +28,7 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Generator, Iterable
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
@@ -45,6 +46,7 @@ __all__ = [
     "ActivitySnapshot",
     "Attributable",
     "BaseEvent",
+    "Cost",
     "Custom",
     "Event",
     "FinishReason",
@@ -97,6 +99,36 @@ FinishReason = Literal["stop", "length", "content_filter", "tool_calls", "error"
 """Normalised finish reason: every provider's raw value maps onto one of these."""
 
 
+def _decimal(value: Decimal | float | int | str) -> Decimal:
+    # A float goes through its shortest repr: Decimal(0.1) would keep the binary fraction's 55 digits.
+    return value if isinstance(value, Decimal) else Decimal(repr(value) if isinstance(value, float) else value)
+
+
+@attrs.frozen
+class Cost:
+    """What a model call, or summed a run, cost: ``amount`` in ``currency`` (ISO 4217, ``"USD"`` for
+    every price hookstream computes) and ``source``, where the price came from (``"genai-prices 0.2.3
+    (bundled data)"``). ``amount`` is a :class:`~decimal.Decimal` (floats and strings are converted),
+    so summing many small costs loses nothing; the JSON forms write it as a number.
+    ``str(cost)`` is ``"0.000435 USD"``.
+    """
+
+    amount: Decimal = attrs.field(converter=_decimal)
+    currency: str = "USD"
+    source: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.amount:f} {self.currency}"
+
+
+def _add_costs(a: Cost | None, b: Cost | None) -> Cost | None:
+    # Both known in one currency: their sum. Anything else is not known (see Usage.__add__).
+    if a is None or b is None or a.currency != b.currency:
+        return None
+    source = a.source if a.source == b.source else "; ".join(sorted({s for s in (a.source, b.source) if s}))
+    return Cost(a.amount + b.amount, a.currency, source or None)
+
+
 @attrs.define(slots=True)
 class Usage:
     """Token usage of one model call or, summed, of a run (AG-UI ``TokenUsage``).
@@ -109,6 +141,13 @@ class Usage:
     for ``gemini`` ``reasoning_tokens`` comes on top of ``output_tokens``.
     On the wire AG-UI carries usage as a list of ``TokenUsage`` entries; hookstream writes one entry
     and sums the entries it reads.
+
+    ``cost`` is what the tokens cost (:class:`Cost`), computed by the engine for each step from the
+    provider, the model and these counts (``hookstream[prices]``, genai-prices); ``None`` when it is
+    not known (the price package is not installed, the model is not in it, a local model). On the
+    wire it is the extra key ``cost`` of the usage entry, ``{"amount", "currency", "source"}``
+    (``TokenUsage`` is an open object). A sum has a cost only when every non-empty part has one, in
+    one currency: a run with one step of unknown price has an unknown cost, not a partial one.
     """
 
     input_tokens: int | None = None
@@ -117,6 +156,14 @@ class Usage:
     reasoning_tokens: int | None = None
     cached_input_tokens: int | None = None
     cache_write_tokens: int | None = None
+    cost: Cost | None = None
+
+    @property
+    def empty(self) -> bool:
+        """No count and no cost: the start of a sum (``Usage()``)."""
+        return self.cost is None and all(v is None for v in (
+            self.input_tokens, self.output_tokens, self.total_tokens, self.reasoning_tokens,
+            self.cached_input_tokens, self.cache_write_tokens))
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: int | None, b: int | None) -> int | None:
@@ -133,6 +180,7 @@ class Usage:
             add(self.reasoning_tokens, other.reasoning_tokens),
             add(self.cached_input_tokens, other.cached_input_tokens),
             add(self.cache_write_tokens, other.cache_write_tokens),
+            other.cost if self.empty else self.cost if other.empty else _add_costs(self.cost, other.cost),
         )
 
 
@@ -721,6 +769,27 @@ def _converter() -> cattrs.Converter:
     conv = cattrs.Converter()
     # ``metadata`` and free-form payloads (``value``, ``input``, ``result``) are JSON values already.
     conv.register_unstructure_hook(Any, lambda v: v)
+
+    def cost_to_wire(c: Cost) -> dict[str, Any]:
+        out: dict[str, Any] = {"amount": float(c.amount), "currency": c.currency}
+        if c.source is not None:
+            out["source"] = c.source
+        return out
+
+    def cost_from_wire(data: Any, _: Any) -> Cost | None:
+        # Another AG-UI server may write its own "cost" in a usage entry: one hookstream cannot read is
+        # left out (unknown), it does not make the whole event unreadable.
+        amount = data.get("amount") if isinstance(data, dict) else None
+        if isinstance(amount, bool) or not isinstance(amount, int | float | str):
+            return None
+        source = data.get("source")
+        try:
+            return Cost(amount, str(data.get("currency") or "USD"), source if isinstance(source, str) else None)
+        except ArithmeticError:  # decimal.InvalidOperation: not a number
+            return None
+
+    conv.register_unstructure_hook(Cost, cost_to_wire)
+    conv.register_structure_hook(Cost | None, lambda d, t: None if d is None else cost_from_wire(d, t))
     _register(conv, Usage)
     usage_plain = conv.get_unstructure_hook(Usage)
     usage_struct = conv.get_structure_hook(Usage)

@@ -36,7 +36,7 @@ import attrs
 
 from ._messages import Message, ToolCallPart, ToolResultPart
 from ._observe import current
-from ._tools import CancellationToken, Tool, ToolContext, _read_function, run_tool, run_tool_guarded
+from ._tools import CancellationToken, Tool, ToolChannel, ToolContext, _read_function, run_tool, run_tool_guarded
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -75,9 +75,13 @@ class ToolCallRequest:
     own monotonic clock, so a clock step during the call does not matter.
 
     ``messages`` is the conversation so far (what :class:`~hookstream.ToolContext` gives the tool);
+    ``deps`` the run's application context (``chat(..., context=obj)``, :attr:`ToolContext.deps`), only
+    for a tool that declares a ``ToolContext`` parameter (else ``None``); it goes with the request, so a
+    process or Ray worker receives a pickled copy;
     ``max_output_chars`` and ``structure_arguments`` carry the tool settings a worker must apply the same
     way (:func:`~hookstream.run_tool`): the output size limit and whether arguments are structured into
-    the function's annotations.
+    the function's annotations. ``channel`` (in-process only, dropped by :meth:`for_wire`) is how a tool
+    streams events and adds usage to the run while it runs (:meth:`~hookstream.ToolContext.emit`).
     """
 
     call: ToolCallPart
@@ -89,6 +93,8 @@ class ToolCallRequest:
     structure_arguments: bool = True
     resources: dict[str, float] = attrs.Factory(dict)
     tool: Tool | None = attrs.field(default=None, eq=False, repr=False)
+    deps: Any = attrs.field(default=None, eq=False, repr=False)
+    channel: ToolChannel | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -100,14 +106,18 @@ class ToolCallRequest:
 
     @classmethod
     def of(cls, t: Tool, call: ToolCallPart, messages: Sequence[Message] = (),
-           timeout: float | None = None) -> ToolCallRequest:
-        """The request to run ``call`` with ``t``; ``timeout`` defaults to the tool's own."""
+           timeout: float | None = None, deps: Any = None, channel: ToolChannel | None = None
+           ) -> ToolCallRequest:
+        """The request to run ``call`` with ``t``; ``timeout`` defaults to the tool's own; ``deps`` is kept
+        only when the tool takes a :class:`~hookstream.ToolContext`."""
         return cls(call, tool_ref(t), t.timeout if timeout is None else timeout, time.time(), tuple(messages),
-                   t.max_output_chars, bool(t.argument_types), dict(t.resources), t)
+                   t.max_output_chars, bool(t.argument_types), dict(t.resources), t,
+                   deps if t.context_param else None, channel if t.context_param else None)
 
     def for_wire(self) -> ToolCallRequest:
-        """This request without the in-process :class:`Tool` (its function may not pickle)."""
-        return attrs.evolve(self, tool=None)
+        """This request without what stays in this process: the :class:`Tool` (its function may not
+        pickle) and the run's :class:`~hookstream._tools.ToolChannel`."""
+        return attrs.evolve(self, tool=None, channel=None)
 
     def remaining(self, now: float | None = None) -> float | None:
         """Seconds left of the time limit (never below 0), ``None`` without one."""
@@ -200,7 +210,7 @@ def run_request(req: ToolCallRequest) -> ToolResultPart:
         t = resolve_tool(req)
     except Exception as exc:
         return error_part(req, str(exc))
-    return run_tool(t, req.call, ToolContext(req.id, list(req.messages), CancellationToken()))
+    return run_tool(t, req.call, ToolContext(req.id, list(req.messages), CancellationToken(), req.deps))
 
 
 # -- running calls ------------------------------------------------------------------------------------
@@ -242,7 +252,7 @@ def _in_process(req: ToolCallRequest, cancel: CancellationToken) -> ToolResultPa
         t = resolve_tool(req)
     except Exception as exc:
         return error_part(req, str(exc))
-    return run_tool_guarded(t, req.call, list(req.messages), cancel, req.timeout)
+    return run_tool_guarded(t, req.call, list(req.messages), cancel, req.timeout, req.deps, req.channel)
 
 
 class ThreadExecutor:
@@ -291,7 +301,9 @@ class ProcessExecutor:
     over as pickles and the result comes back as one (:class:`~hookstream.ToolResultPart`); a tool that
     raises, or a worker that dies, is an error result. ``max_concurrency`` bounds the processes at once
     (``None``: one per call). The tool receives a :class:`~hookstream.ToolContext` whose token is never
-    set: a stopped call is killed, not asked.
+    set: a stopped call is killed, not asked; its ``deps`` is a pickled copy of the run's context, and a
+    context that does not pickle gives the call the error result ``Error: 'name' cannot run in another
+    process: its context (chat(context=...)) cannot be pickled: ...`` without starting a process.
     """
 
     def __init__(self, max_concurrency: int | None = None, start_method: str = "forkserver") -> None:
@@ -308,6 +320,11 @@ class ProcessExecutor:
     def _one(self, req: ToolCallRequest, cancel: CancellationToken) -> ToolResultPart:
         if req.ref is None:
             return error_part(req, str(_lookup_error(req)))
+        if req.deps is not None:
+            problem = _unpicklable(req.deps)
+            if problem is not None:
+                return error_part(req, f"{req.name!r} cannot run in another process: its context "
+                                       f"(chat(context=...), a {type(req.deps).__name__}) cannot be pickled: {problem}")
         wire = req.for_wire()
         limit = req.remaining()
         deadline = None if limit is None else time.monotonic() + limit
@@ -335,6 +352,17 @@ class ProcessExecutor:
                     return timed_out(req)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _unpicklable(value: Any) -> str | None:
+    """Why ``value`` does not pickle, or ``None`` when it does."""
+    import pickle
+
+    try:
+        pickle.dumps(value)
+    except Exception as exc:  # PicklingError, TypeError ("cannot pickle '_thread.lock' object")...
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def _lookup_error(req: ToolCallRequest) -> LookupError:

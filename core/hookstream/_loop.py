@@ -48,11 +48,21 @@ def approval_in_messages(call: ToolCallPart) -> bool | None:
     (``{"approved": bool, "reason"?: str}``), where the AG-UI and AI SDK message readers put an
     approval answered in the client (AI SDK 6 ``addToolApprovalResponse``, a tool call's ``approval``
     in AG-UI messages)."""
+    approval = _approval_meta(call)
+    return bool(approval["approved"]) if approval is not None else None
+
+
+def reason_in_messages(call: ToolCallPart) -> str | None:
+    """The reason a client sent with its approval answer for ``call`` (see :func:`approval_in_messages`)."""
+    approval = _approval_meta(call)
+    reason = approval.get("reason") if approval is not None else None
+    return reason if isinstance(reason, str) and reason else None
+
+
+def _approval_meta(call: ToolCallPart) -> dict[str, Any] | None:
     meta = (call.provider_metadata or {}).get("hookstream")
     approval = meta.get("approval") if isinstance(meta, dict) else None
-    if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
-        return bool(approval["approved"])
-    return None
+    return approval if isinstance(approval, dict) and isinstance(approval.get("approved"), bool) else None
 
 
 def approval_id(tool_call_id: str) -> str:
@@ -128,11 +138,14 @@ class Resume:
     call id) to True (run the tool) or False (the model gets a denial result). ``tool_outputs`` maps a
     client tool's call id to its output (any JSON value, or a :class:`ToolResultPart` to mark an
     error). Calls with no answer stay pending and the resumed run ends the same way again.
+    ``reasons`` maps an approval id (or call id) to the text the user gave with a denial; the model
+    receives it in the denial result.
     """
 
     messages: list[Message] | None = None
     approvals: dict[str, bool] = attrs.Factory(dict)
     tool_outputs: dict[str, Any] = attrs.Factory(dict)
+    reasons: dict[str, str] = attrs.Factory(dict)
 
     @classmethod
     def coerce(cls, value: Resume | dict[str, Any] | list[dict[str, Any]]) -> Resume:
@@ -144,6 +157,7 @@ class Resume:
         if isinstance(value, dict):
             return cls(value.get("messages"), dict(value.get("approvals") or {}), dict(value.get("tool_outputs") or {}))
         approvals: dict[str, bool] = {}
+        reasons: dict[str, str] = {}
         for entry in value:
             if not isinstance(entry, dict) or not isinstance(entry.get("interruptId"), str):
                 raise ValueError(f"a resume entry needs an interruptId, got {entry!r:.200}")
@@ -152,7 +166,13 @@ class Resume:
             if approved and isinstance(payload, dict) and "approved" in payload:
                 approved = bool(payload["approved"])
             approvals[entry["interruptId"]] = approved
-        return cls(None, approvals)
+            if isinstance(payload, dict) and isinstance(payload.get("reason"), str) and payload["reason"]:
+                reasons[entry["interruptId"]] = payload["reason"]
+        return cls(None, approvals, reasons=reasons)
+
+    def reason_for(self, tool_call_id: str) -> str | None:
+        """The reason given with the answer for ``tool_call_id`` (by approval id or call id), if any."""
+        return self.reasons.get(approval_id(tool_call_id), self.reasons.get(tool_call_id))
 
     def approval_for(self, tool_call_id: str) -> bool | None:
         value = self.approvals.get(approval_id(tool_call_id), self.approvals.get(tool_call_id))
@@ -206,6 +226,8 @@ class LoopSettings:
     * ``max_event_bytes``: the largest SSE event accepted, in bytes (default 16 MiB); a longer one
       ends the run with ``RUN_ERROR`` ``line_too_long``.
     * ``run_id``: the AG-UI run id (default: a fresh ``run_<hex>``).
+    * ``parent_run_id``: the run this one was started by (``RUN_STARTED.parentRunId``), as an agent run
+      as a tool sets it (:meth:`hookstream.Agent.as_tool`).
     * ``include_raw``: forward the provider events an adapter did not understand as AG-UI ``RAW``
       events (``{"type": "RAW", "event": <provider JSON>, "source": <provider>}``). They are always
       counted (``StepResult.unknown_events``); without this flag they are not streamed.
@@ -223,6 +245,7 @@ class LoopSettings:
     run_id: str | None = None
     include_raw: bool = False
     output_retries: int = 0
+    parent_run_id: str | None = None
 
     @classmethod
     def coerce(cls, value: LoopSettings | dict[str, Any] | None) -> LoopSettings:

@@ -55,8 +55,32 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   :attr:`StreamProcessor.activities` as :class:`Activity` values, not as UI messages (they are never
   sent to a model); ``replace`` ``False`` leaves an existing one as it is; a delta is a JSON Patch of
   the content (one that does not apply is counted in ``state_patch_errors``; one for an unknown activity
-  is an unusable event). ``on_activity_change(activity)`` fires after each change. ``SUBAGENT_*``,
-  ``RAW`` and ``REASONING_END`` change nothing.
+  is an unusable event). ``on_activity_change(activity)`` fires after each change. ``RAW`` and
+  ``REASONING_END`` change nothing.
+* Subagents (AG-UI 1.0 ``SUBAGENT_*``; an agent tool's nested run, ``Agent.as_tool``): an event carrying
+  ``subagentRunId: R`` is the work of sub-run ``R``, never of the loop's assistant message, whatever its
+  kind. Each sub-run is a :class:`SubagentRun` in :attr:`StreamProcessor.subagents` (by ``R``, in start
+  order) with UI messages of its own (``SubagentRun.messages``: one assistant message with its own id,
+  holding the nested run's steps, text, reasoning, tool calls and their results, built by the rules here as
+  if the sub-run were a run of its own), its own ``state`` and ``activities`` (a nested structured output
+  does not touch :attr:`StreamProcessor.state`), and the link to where it was called from
+  (``parent_tool_call_id`` from ``SUBAGENT_STARTED.parentToolCallId``, ``parent_message_id``,
+  ``parent_subagent_run_id``; :meth:`StreamProcessor.subagents_of` finds a tool call's). AG-UI clients keep
+  such messages in the one message list tagged with ``subagentRunId``; a :class:`~hookstream.UIMessage`
+  carries no attribution and the list is the conversation sent back to the model (where the nested run's
+  messages never belong: only the tool's result does), so they are kept apart, as activities are. The
+  calling run's tool-call part of the agent tool gets its output, as any call, from the calling run's
+  ``TOOL_CALL_RESULT``. ``SUBAGENT_STARTED`` opens the sub-run (events of a sub-run never started open it
+  too, without a name); ``SUBAGENT_FINISHED`` ends it (its ``RUN_FINISHED``: open calls complete), status
+  ``success`` or ``suspended``, ``result`` and ``outcome`` kept; ``SUBAGENT_ERROR`` ends it as its
+  ``RUN_ERROR`` would, status ``error`` with ``error`` = ``(code, message)``, and is not reported to
+  ``on_error`` (the calling run goes on). Sub-run text is published at once (the chunk strategy paces the
+  loop's own text; the loop's held-back text is published before any sub-run event). A sub-run's unusable
+  event is counted in both processors' stats and reported to ``on_error``. ``MESSAGES_SNAPSHOT`` messages
+  with a ``subagentRunId`` reconcile that sub-run's list (one never started is not shown) and never the
+  loop's. ``*_CHUNK`` blocks close stream-wide as ``transformChunks`` closes them: an event that closes a
+  chunk block closes an open one of any run. ``on_subagent_change(subagent_run)`` fires after each event
+  that changed a sub-run (its start and end included).
 * Events the processor cannot use are counted in :attr:`ProcessorStats.unusable_events` and reported
   to ``on_error`` without stopping the stream (see :meth:`StreamProcessor.process_chunk`).
 * Text: a segment is contiguous text. ``TEXT_MESSAGE_START``/``END`` and every new non-text part end
@@ -116,6 +140,7 @@ Callbacks (all optional; they run while the processor holds :attr:`StreamProcess
 * ``on_custom_event(name, value)``: any other ``CUSTOM`` event (``loop-stopped`` included).
 * ``on_state_change(state)``: after each ``STATE_SNAPSHOT``/``STATE_DELTA``, with the live state.
 * ``on_activity_change(activity)``: after each change of an :class:`Activity`.
+* ``on_subagent_change(subagent_run)``: after each event that changed a :class:`SubagentRun`.
 
 Threads: events are fed from one thread. A timer-driven strategy (debounce, throttle's trailing edge)
 publishes from its timer thread, so ``on_text_update`` and ``on_messages_change`` may arrive on
@@ -210,6 +235,7 @@ __all__ = [
     "ProcessorStats",
     "RunFailedError",
     "StreamProcessor",
+    "SubagentRun",
     "ToolInputRequest",
     "UnknownToolCallError",
     "resolve_strategy",
@@ -286,6 +312,60 @@ class ProcessorResult:
     output: Any = None
 
 
+@attrs.define(slots=True, eq=False)
+class SubagentRun:
+    """One subagent invocation seen on the stream (AG-UI ``SUBAGENT_*``; an agent tool's nested run), kept in
+    :attr:`StreamProcessor.subagents` by ``run_id`` (its ``subagentRunId``), never in the calling run's
+    messages.
+
+    ``messages`` are its own UI messages, built from the events that carry its ``subagentRunId`` by the same
+    rules as the processor's (normally one assistant message, :attr:`message`, with its own id, holding every
+    step of the nested run). ``name``, ``description`` and the links to where it was called from
+    (``parent_tool_call_id``: the calling run's tool-call part; ``parent_message_id``;
+    ``parent_subagent_run_id`` for a subagent of a subagent) come from ``SUBAGENT_STARTED`` (``None`` for a
+    run whose events arrived without one). ``status`` is ``running`` until its ``SUBAGENT_FINISHED``
+    (``success``, or ``suspended`` for the outcome ``{"type": "suspended"}``; ``result`` and ``outcome`` as
+    sent) or ``SUBAGENT_ERROR`` (``error``: ``(code, message)``); a stream cut off before that leaves it
+    ``running``. ``state``, ``activities`` and ``stats`` are the nested run's own (its ``STATE_*``,
+    ``ACTIVITY_*`` and tolerated events)."""
+
+    run_id: str
+    name: str | None = None
+    description: str | None = None
+    parent_tool_call_id: str | None = None
+    parent_message_id: str | None = None
+    parent_subagent_run_id: str | None = None
+    status: Literal["running", "success", "suspended", "error"] = "running"
+    result: Any = None
+    outcome: dict[str, Any] | None = None
+    error: tuple[str, str] | None = None
+    messages: list[UIMessage] = attrs.Factory(list)
+    _processor: StreamProcessor | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def message(self) -> UIMessage | None:
+        """Its (last) assistant message: the nested run's steps; ``None`` before any content."""
+        return next((m for m in reversed(self.messages) if m.role == "assistant"), None)
+
+    @property
+    def text(self) -> str:
+        """The text of :attr:`message` (what the nested run said)."""
+        message = self.message
+        return message.text if message is not None else ""
+
+    @property
+    def state(self) -> Any:
+        return self._processor.state if self._processor is not None else {}
+
+    @property
+    def activities(self) -> dict[str, Activity]:
+        return self._processor.activities if self._processor is not None else {}
+
+    @property
+    def stats(self) -> ProcessorStats:
+        return self._processor.stats if self._processor is not None else ProcessorStats()
+
+
 StrategySpec = ChunkStrategy | str | None
 
 
@@ -350,6 +430,7 @@ _CLOSES_CHUNK: frozenset[type[BaseEvent]] = frozenset({
     StateSnapshot, StateDelta, MessagesSnapshot, Custom, RunStarted, RunFinished, RunError, StepStarted,
     StepFinished, ReasoningStart, ReasoningMessageStart, ReasoningMessageContent, ReasoningMessageEnd, ReasoningEnd,
 })
+_CHUNKS: frozenset[type[BaseEvent]] = frozenset({TextMessageChunk, ToolCallChunk, ReasoningMessageChunk})
 # Events that may add to held-back text without publishing it first.
 _TEXT_FLOW: frozenset[type[BaseEvent]] = frozenset({TextMessageContent, TextMessageChunk})
 
@@ -381,6 +462,7 @@ class StreamProcessor:
         on_custom_event: Callable[[str, Any], None] | None = None,
         on_state_change: Callable[[Any], None] | None = None,
         on_activity_change: Callable[[Activity], None] | None = None,
+        on_subagent_change: Callable[[SubagentRun], None] | None = None,
     ) -> None:
         self.strategy = resolve_strategy(strategy)
         self.on_messages_change = on_messages_change
@@ -393,11 +475,16 @@ class StreamProcessor:
         self.on_custom_event = on_custom_event
         self.on_state_change = on_state_change
         self.on_activity_change = on_activity_change
+        self.on_subagent_change = on_subagent_change
         self.state: Any = {}
         self.activities: dict[str, Activity] = {}
         self.lock = threading.RLock()
         self.messages: list[UIMessage] = list(messages or [])
         self.stats = ProcessorStats()
+        self.subagents: dict[str, SubagentRun] = {}  # subagentRunId -> its run, in start order
+        self._sub_changed: dict[str, SubagentRun] = {}  # sub-runs changed by the event being applied
+        self._sub_ending = False  # applying a sub-run's own end (its RUN_ERROR is no error of ours)
+        self._own_run: str | None = None  # a sub-run's processor: the subagentRunId it builds
         self._dirty = False
         self._new_loop()
         attach = getattr(self.strategy, "attach", None)
@@ -451,25 +538,39 @@ class StreamProcessor:
                     return
             if not isinstance(event, BaseEvent):
                 raise TypeError(f"expected an AG-UI event, got {type(event).__name__}")
-            if self._finalized:
-                self._new_loop()
             t = type(event)
-            if self._pending and t not in _TEXT_FLOW:
-                self._publish()  # held-back text goes out before any non-text event
-            if self._chunk is not None and t in _CLOSES_CHUNK:
-                self._close_chunk()
-            handler = _HANDLERS.get(t)
-            if handler is not None:
-                try:
-                    handler(self, event)
-                except MalformedCustomEventError:
-                    # hookstream's own CUSTOM vocabulary with a value of the wrong shape: a broken
-                    # producer contract, raised as before (messages untouched), and counted.
-                    self.stats.unusable_events += 1
-                    raise
-            elif t not in _IGNORED:
-                self._unusable(f"{t.__name__} is not an event the processor applies", "unknown_event")
-            self._changed()
+            if t in _SUBAGENT_EVENTS:
+                self._subagent_event(event)
+                return
+            sub = getattr(event, "subagent_run_id", None)
+            if sub is not None:
+                self._nested(event, sub)
+                return
+            if self.subagents and (t in _CLOSES_CHUNK or t in _CHUNKS):
+                self._close_nested_chunks(self)
+            self._apply(event)
+
+    def _apply(self, event: BaseEvent) -> None:
+        """Apply one event of this processor's own run(s) (the caller holds the lock)."""
+        if self._finalized:
+            self._new_loop()
+        t = type(event)
+        if self._pending and t not in _TEXT_FLOW:
+            self._publish()  # held-back text goes out before any non-text event
+        if self._chunk is not None and t in _CLOSES_CHUNK:
+            self._close_chunk()
+        handler = _HANDLERS.get(t)
+        if handler is not None:
+            try:
+                handler(self, event)
+            except MalformedCustomEventError:
+                # hookstream's own CUSTOM vocabulary with a value of the wrong shape: a broken
+                # producer contract, raised as before (messages untouched), and counted.
+                self.stats.unusable_events += 1
+                raise
+        elif t not in _IGNORED:
+            self._unusable(f"{t.__name__} is not an event the processor applies", "unknown_event")
+        self._changed()
 
     def finalize(self) -> ProcessorResult:
         """End the agent loop: close an open ``*_CHUNK`` block, publish pending text, complete open tool
@@ -483,7 +584,11 @@ class StreamProcessor:
             self._end_all_segments()
             for tool in self._tools.values():
                 self._complete_tool(tool, None)
+            for sub in self.subagents.values():  # a cut-off stream: their calls end too, they stay running
+                if sub._processor is not None and sub.status == "running" and not sub._processor._finalized:
+                    sub._processor.finalize()
             self._changed()
+            self._subagents_changed()
             self._finalized = True
             result = self.result
             if self.on_stream_end is not None:
@@ -542,6 +647,117 @@ class StreamProcessor:
             raise exc
         else:
             raise ValueError(reason)
+
+    # -- subagents (AG-UI 1.0 SUBAGENT_* and events with subagentRunId) -------------------------------
+    def subagents_of(self, tool_call_id: str) -> list[SubagentRun]:
+        """The subagent runs a tool call started (``SUBAGENT_STARTED.parentToolCallId``), in start order:
+        what an agent tool's part shows besides its output."""
+        with self.lock:
+            return [s for s in self.subagents.values() if s.parent_tool_call_id == tool_call_id]
+
+    def _subrun(self, run_id: str) -> SubagentRun:
+        """The sub-run ``run_id``, opened (with a processor of its own) when it is new."""
+        sub = self.subagents.get(run_id)
+        if sub is not None:
+            return sub
+        sub = self.subagents[run_id] = SubagentRun(run_id)
+
+        def changed(*_: Any) -> None:
+            self._sub_changed[run_id] = sub
+
+        child = StreamProcessor(on_messages_change=changed, on_error=self._nested_error, on_state_change=changed,
+                                on_activity_change=changed)
+        child.lock = self.lock  # one lock: its callbacks run under ours
+        child.messages = sub.messages
+        child._own_run = run_id
+        sub._processor = child
+        child._apply(RunStarted("", run_id))
+        self._sub_changed[run_id] = sub
+        return sub
+
+    def _nested(self, event: BaseEvent, run_id: str) -> None:
+        """An event of a sub-run: applied to that run's messages only."""
+        if self._pending:
+            self._publish()  # the calling run's held-back text goes out first
+        child = self._subrun(run_id)._processor
+        assert child is not None
+        t = type(event)
+        if t in _CLOSES_CHUNK or t in _CHUNKS:
+            self._close_nested_chunks(child)
+        try:
+            child._apply(event)
+        except MalformedCustomEventError:
+            self.stats.unusable_events += 1
+            raise
+        finally:
+            self._changed()
+            self._subagents_changed()
+
+    def _subagent_event(self, event: BaseEvent) -> None:
+        """``SUBAGENT_STARTED`` / ``SUBAGENT_FINISHED`` / ``SUBAGENT_ERROR``: a sub-run begins or ends."""
+        if self._pending:
+            self._publish()
+        if isinstance(event, SubagentStarted):
+            sub = self._subrun(event.subagent_run_id)
+            sub.name, sub.description = event.name, event.description
+            sub.parent_tool_call_id = event.parent_tool_call_id
+            sub.parent_message_id = event.parent_message_id
+            sub.parent_subagent_run_id = event.parent_subagent_run_id
+        elif isinstance(event, SubagentFinished):
+            sub = self._subrun(event.subagent_run_id)
+            if sub.status == "running":
+                self._end_subrun(sub, RunFinished("", sub.run_id))
+            outcome = event.outcome
+            sub.status = "suspended" if isinstance(outcome, dict) and outcome.get("type") == "suspended" else "success"
+            sub.result, sub.outcome = event.result, outcome
+        elif isinstance(event, SubagentError):
+            sub = self._subrun(event.subagent_run_id)
+            if sub.status == "running":
+                self._end_subrun(sub, RunError(event.message, code=event.code))
+            sub.status = "error"
+            sub.error = (event.code or "error", event.message)
+        else:  # pragma: no cover - _SUBAGENT_EVENTS holds the three
+            raise AssertionError(type(event))
+        self._sub_changed[sub.run_id] = sub
+        self._changed()
+        self._subagents_changed()
+
+    def _end_subrun(self, sub: SubagentRun, end: RunFinished | RunError) -> None:
+        child = sub._processor
+        assert child is not None
+        if child._finalized:
+            return
+        self._sub_ending = True
+        try:
+            child._apply(end)
+            child.finalize()
+        finally:
+            self._sub_ending = False
+
+    def _nested_error(self, error: RunFailedError) -> None:
+        """A sub-run's processor reports an event it cannot use: counted and reported here too."""
+        if self._sub_ending:
+            return  # the sub-run's own error end: recorded on its SubagentRun, the calling run goes on
+        self.stats.unusable_events += 1
+        if self.on_error is None:
+            raise ValueError(str(error))
+        self.on_error(error)
+
+    def _close_nested_chunks(self, owner: StreamProcessor) -> None:
+        """An open ``*_CHUNK`` block of another run than ``owner``'s closes before this event, as AG-UI's
+        ``transformChunks`` closes it (it reads the stream, not the runs)."""
+        for proc in (self, *(s._processor for s in self.subagents.values())):
+            if proc is not None and proc is not owner and proc._chunk is not None:
+                proc._close_chunk()
+                proc._changed()
+
+    def _subagents_changed(self) -> None:
+        if self._sub_changed:
+            changed = list(self._sub_changed.values())
+            self._sub_changed.clear()
+            if self.on_subagent_change is not None:
+                for sub in changed:
+                    self.on_subagent_change(sub)
 
     # -- runs ---------------------------------------------------------------------------------------
     def _current_run(self) -> str | None:
@@ -1105,7 +1321,16 @@ class StreamProcessor:
     def _messages_snapshot(self, event: MessagesSnapshot) -> None:
         """Reconcile the list with the producer's messages (see the module docstring)."""
         self._end_all_segments()
-        snapshot = event.messages
+        own = (None, self._own_run)
+        snapshot = [m for m in event.messages if m.subagent_run_id in own]
+        nested: dict[str, list[AGUIMessage]] = {}
+        for m in event.messages:
+            if m.subagent_run_id not in own and m.subagent_run_id in self.subagents:
+                nested.setdefault(m.subagent_run_id, []).append(m)
+        for run_id, messages in nested.items():  # a sub-run's messages: that run's list, not ours
+            child = self.subagents[run_id]._processor
+            assert child is not None
+            child._apply(MessagesSnapshot(messages))
         if any(m.role == "activity" for m in snapshot):  # the snapshot declares the whole activity set
             kept = {m.id for m in snapshot if m.role == "activity"}
             for mid in [a for a in self.activities if a not in kept]:
@@ -1221,9 +1446,10 @@ _HANDLERS: dict[type[BaseEvent], Callable[[StreamProcessor, Any], None]] = {
 }
 
 # Events the processor reads and that change nothing in the UI state: they only publish held-back text.
-# REASONING_END closes a block the parts already hold; RAW is a provider's own event; SUBAGENT_* mark
-# whose work the following events are (attribution the UI messages do not model).
-_IGNORED: frozenset[type[BaseEvent]] = frozenset({ReasoningEnd, Raw, SubagentStarted, SubagentFinished, SubagentError})
+# REASONING_END closes a block the parts already hold; RAW is a provider's own event.
+_IGNORED: frozenset[type[BaseEvent]] = frozenset({ReasoningEnd, Raw})
+# SUBAGENT_* open and end a sub-run (StreamProcessor.subagents), before any routing by subagentRunId.
+_SUBAGENT_EVENTS: frozenset[type[BaseEvent]] = frozenset({SubagentStarted, SubagentFinished, SubagentError})
 
 
 def _pointer(path: Any) -> list[str]:

@@ -175,6 +175,17 @@ class Provider(abc.ABC):
         message, exception, ``RUN_ERROR`` event and log line of a model call."""
         return self.api_key.redact(text)
 
+    def label(self, model: str | None = None) -> str:
+        """``"NAME:MODEL"`` naming this provider and ``model`` (default: its own) in results, events and
+        errors (``StepResult.provider``); a provider that wraps another (``replay``) names the wrapped one."""
+        return f"{self.name}:{model if model is not None else self.model}"
+
+    @property
+    def priced_as(self) -> str:
+        """The provider name a call's cost is looked up under (``Usage.cost``, genai-prices): :attr:`name`;
+        a provider that wraps another (the ``replay`` provider) answers with the wrapped one's."""
+        return self.name
+
     def check_api_key(self) -> None:
         """Called before each call's request is built. Raise :class:`hookstream.errors.MissingAPIKeyError`
         (naming :attr:`api_key_env`) when there is

@@ -155,6 +155,15 @@ class ReplayProvider(Provider):
         diff = first_difference(recorded["json"], got)
         return f"call {index + 1} differs from the recording at {diff}" if diff else None
 
+    @property
+    def priced_as(self) -> str:
+        # A replayed call costs what the recorded one did.
+        return self.inner.priced_as
+
+    def label(self, model: str | None = None) -> str:
+        # A replayed step is named after the recorded provider and model, as the recorded run named it.
+        return self.inner.label()
+
     def build_request(self, request: ModelRequest) -> HTTPRequest:
         # The engine asks for model=<the directory>; the adapter must send the recorded model name.
         return self.inner.build_request(attrs.evolve(request, model=self.manifest["model"]))

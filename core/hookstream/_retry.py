@@ -21,7 +21,7 @@ import random
 
 from ._errors import ConnectError, HTTPStatusError, ProviderError, StreamTimeoutError
 
-__all__ = ["RETRY_ERROR_TYPES", "RETRY_STATUSES", "backoff_delay", "retry_delay"]
+__all__ = ["RETRY_ERROR_TYPES", "RETRY_STATUSES", "backoff_delay", "retry_delay", "retryable"]
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 """Client statuses worth a retry; every 5xx is retried too."""
@@ -54,18 +54,24 @@ def retry_delay(exc: BaseException, attempt: int, *, max_wait: float = 60.0) -> 
     ``Retry-After`` wins over the backoff; one longer than ``max_wait`` seconds is not retried (the
     caller gets the typed error and its ``retry_after`` to decide).
     """
-    if isinstance(exc, ProviderError) and not isinstance(exc, HTTPStatusError):
-        if (exc.error_type or "").lower() not in RETRY_ERROR_TYPES:
-            return None
-    elif isinstance(exc, StreamTimeoutError):
-        if exc.limit != "connect":
-            return None
-    elif isinstance(exc, HTTPStatusError):
-        status = exc.status or 0
-        if status not in RETRY_STATUSES and status < 500:
-            return None
-        if exc.retry_after is not None:
-            return exc.retry_after if exc.retry_after <= max_wait else None
-    elif not isinstance(exc, ConnectError):
+    if not retryable(exc):
         return None
+    if isinstance(exc, HTTPStatusError) and exc.retry_after is not None:
+        return exc.retry_after if exc.retry_after <= max_wait else None
     return backoff_delay(attempt)
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure worth sending the request again (to the same model after a wait,
+    or to the next model of a :class:`~hookstream.FallbackModel`): a connect error or connect timeout,
+    HTTP 408/409/429/5xx (whatever ``Retry-After`` says), or an in-stream provider error whose type
+    is in :data:`RETRY_ERROR_TYPES`. Whether content had already reached the caller is the caller's
+    business (then nothing is retried)."""
+    if isinstance(exc, HTTPStatusError):
+        status = exc.status or 0
+        return status in RETRY_STATUSES or status >= 500
+    if isinstance(exc, ProviderError):
+        return (exc.error_type or "").lower() in RETRY_ERROR_TYPES
+    if isinstance(exc, StreamTimeoutError):
+        return exc.limit == "connect"
+    return isinstance(exc, ConnectError)

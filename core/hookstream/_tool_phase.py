@@ -25,11 +25,14 @@ streamed now or held (``stream_tool_call_responses=False``), and saves the histo
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
+import queue
 import threading
-from collections.abc import Callable, Generator
-from typing import Any, Literal
+import time
+from collections.abc import Callable, Generator, Iterator
+from typing import Any, Literal, cast
 
 import attrs
 
@@ -42,11 +45,28 @@ from ._custom import (
     ToolInputAvailablePayload,
 )
 from ._errors import CallbackError, StreamTimeoutError
-from ._events import BaseEvent, ToolCallResult
+from ._events import (
+    BaseEvent,
+    ReasoningEnd,
+    ReasoningMessageEnd,
+    ReasoningMessageStart,
+    ReasoningStart,
+    StepFinished,
+    StepStarted,
+    SubagentError,
+    SubagentFinished,
+    SubagentStarted,
+    TextMessageEnd,
+    TextMessageStart,
+    ToolCallEnd,
+    ToolCallResult,
+    ToolCallStart,
+    Usage,
+)
 from ._executors import ToolCallRequest, ToolExecutor
 from ._loop import PendingApproval, RepairRequest, Resume, approval_id
 from ._messages import Message, ToolCallPart, ToolResultPart, tool_output_text
-from ._tools import CancellationToken, Tool, needs_approval, validate_input
+from ._tools import CancellationToken, Tool, ToolChannel, needs_approval, validate_input
 
 __all__ = ["ToolPhase", "ToolPhaseSettings", "ToolsOutcome", "error_result"]
 
@@ -66,6 +86,14 @@ class ToolPhaseSettings:
     repair_tool_call: Callable[[RepairRequest], ToolCallPart | None] | None = None
     approve: Callable[[ToolCallPart], bool] | None = None
     on_chunk: Callable[[BaseEvent], None] | None = None
+    context: Any = None
+    """The application context (``chat(..., context=obj)``) for tools that take a ``ToolContext``."""
+    run_id: str | None = None
+    thread_id: str | None = None
+    on_usage: Callable[[Usage], None] | None = None
+    """With ``run_id`` and ``thread_id``: tools that take a ``ToolContext`` get a
+    :class:`~hookstream._tools.ToolChannel`; the events they emit are streamed while they run and the
+    usage they add goes to ``on_usage`` (the run's usage)."""
 
 
 @attrs.define(slots=True, frozen=True)
@@ -165,8 +193,10 @@ class ToolPhase:
                         raise CallbackError(f"approve failed: {type(exc).__name__}: {exc}") from exc
                     yield ApprovalRespondedPayload(call.id, aid, decided).to_event()
                 if not decided:
+                    why = resume.reason_for(call.id) if resume is not None else None
+                    text = f"Denied: the user did not approve running {call.name!r}."
                     results[call.id] = ToolResultPart(
-                        call.id, call.name, f"Denied: the user did not approve running {call.name!r}.", is_error=True
+                        call.id, call.name, f"{text} Their reason: {why}" if why else text, is_error=True
                     )
                     continue
             runnable.append((call, t))
@@ -175,7 +205,7 @@ class ToolPhase:
                 results[c.id] = error_result(c, "not run: the run was cancelled")
             runnable = []
         if runnable:
-            self._execute(runnable, results)
+            yield from self._execute(runnable, results)
         kept = self._pair(step, calls, results, assistant_index)
         yield from self._result_events(step.tool_results)
         if cancelled.is_set():
@@ -191,17 +221,90 @@ class ToolPhase:
             return ToolsOutcome("direct", direct_result=outputs[0] if len(outputs) == 1 else outputs)
         return ToolsOutcome("continue")
 
-    def _execute(self, runnable: list[tuple[ToolCallPart, Tool]], results: dict[str, ToolResultPart]) -> None:
-        """Run the calls through the executor; a tool's failure or time limit becomes its error result."""
+    def _execute(
+        self, runnable: list[tuple[ToolCallPart, Tool]], results: dict[str, ToolResultPart]
+    ) -> Generator[BaseEvent, None, None]:
+        """Run the calls through the executor; a tool's failure or time limit becomes its error result.
+        Yields what the tools emit while they run (see :meth:`_run_draining`)."""
         history = tuple(self._messages)
-        default_timeout = self._settings.tool_timeout
-        requests = [ToolCallRequest.of(tl, c, history, tl.timeout if tl.timeout is not None else default_timeout)
+        settings = self._settings
+        default_timeout = settings.tool_timeout
+        deps = settings.context
+        channel = None
+        if settings.run_id is not None and settings.thread_id is not None and any(tl.context_param
+                                                                                  for _, tl in runnable):
+            channel = ToolChannel(settings.run_id, settings.thread_id)
+        requests = [ToolCallRequest.of(tl, c, history, tl.timeout if tl.timeout is not None else default_timeout,
+                                       deps, channel)
                     for c, tl in runnable]
-        ran = self._settings.executor.run(requests, self._token)
+        if channel is None:
+            ran = settings.executor.run(requests, self._token)
+        else:
+            ran = yield from self._run_draining(requests, channel)
         if len(ran) != len(requests):
             raise RuntimeError(f"the tool executor returned {len(ran)} results for {len(requests)} calls")
         for (c, _), r in zip(runnable, ran, strict=True):
             results[c.id] = r
+
+    def _run_draining(
+        self, requests: list[ToolCallRequest], channel: ToolChannel
+    ) -> Generator[BaseEvent, None, list[ToolResultPart]]:
+        """Run the executor on a helper thread (in a copy of this thread's contextvars context, so the
+        run's observers reach it) while this thread, the run's, yields what the tools emit as it comes and
+        adds the usage they report. A nested run (``SUBAGENT_STARTED``) still open when the executor is
+        done (its tool was abandoned: a cancel, a time limit) gets up to :data:`NESTED_GRACE` seconds to
+        end; then its open blocks are closed and it ends with ``SUBAGENT_ERROR`` code ``abandoned``, so
+        the run's grammar holds."""
+        box: list[Any] = []
+        executor, token = self._settings.executor, self._token
+
+        def target() -> None:
+            try:
+                box.append(executor.run(requests, token))
+            except BaseException as exc:  # re-raised on the run's thread
+                box.append(exc)
+            finally:
+                channel.put_marker(_DONE)
+
+        ctx = contextvars.copy_context()
+        threading.Thread(target=ctx.run, args=(target,), name="hookstream-tool-phase", daemon=True).start()
+        nested = NestedBlocks()
+        while True:
+            item = channel.get()
+            if item is _DONE:
+                break
+            yield from self._take(item, nested)
+        deadline = time.monotonic() + NESTED_GRACE
+        while nested.open_runs():
+            try:
+                item = channel.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            yield from self._take(item, nested)
+        channel.close()
+        yield from self._emit_all(nested.close_all())
+        ran = box[0]
+        if isinstance(ran, BaseException):
+            raise ran
+        return cast("list[ToolResultPart]", ran)
+
+    def _take(self, item: Any, nested: NestedBlocks) -> Iterator[BaseEvent]:
+        if isinstance(item, Usage):
+            if self._settings.on_usage is not None:
+                self._settings.on_usage(item)
+        elif isinstance(item, BaseEvent):
+            nested.see(item)
+            yield from self._emit_all([item])
+
+    def _emit_all(self, events: list[BaseEvent]) -> Iterator[BaseEvent]:
+        on_chunk = self._settings.on_chunk
+        for ev in events:
+            if on_chunk is not None:
+                try:
+                    on_chunk(ev)
+                except Exception:  # an observer must not break the run; its failure is logged
+                    log.exception("callback %r failed", getattr(on_chunk, "__name__", on_chunk))
+            yield ev
 
     def _pair(
         self, step: StepResult, calls: list[ToolCallPart], results: dict[str, ToolResultPart], assistant_index: int
@@ -273,6 +376,85 @@ def _problem(call: ToolCallPart, tools: dict[str, Tool]) -> str | None:
         return f"the arguments for {call.name!r} are not a JSON object: {raw!r}"
     problem = validate_input(t, call.arguments)
     return f"invalid input for {call.name!r}: {problem}" if problem else None
+
+
+NESTED_GRACE = 5.0
+"""Seconds a nested run whose tool was abandoned may take to end before it is closed for it."""
+
+_DONE = object()
+
+_OPENERS: dict[type, tuple[str, Callable[[Any], str]]] = {
+    TextMessageStart: ("text", lambda e: e.message_id),
+    ReasoningStart: ("reasoning", lambda e: e.message_id),
+    ReasoningMessageStart: ("reasoning_message", lambda e: e.message_id),
+    ToolCallStart: ("tool", lambda e: e.tool_call_id),
+    StepStarted: ("step", lambda e: e.step_name),
+}
+_CLOSERS: dict[type, tuple[str, Callable[[Any], str]]] = {
+    TextMessageEnd: ("text", lambda e: e.message_id),
+    ReasoningEnd: ("reasoning", lambda e: e.message_id),
+    ReasoningMessageEnd: ("reasoning_message", lambda e: e.message_id),
+    ToolCallEnd: ("tool", lambda e: e.tool_call_id),
+    StepFinished: ("step", lambda e: e.step_name),
+}
+# The order blocks are closed in: contents before their containers.
+_CLOSE_ORDER: tuple[tuple[str, Callable[[str, str | None], BaseEvent]], ...] = (
+    ("text", lambda i, r: TextMessageEnd(i, subagent_run_id=r)),
+    ("reasoning_message", lambda i, r: ReasoningMessageEnd(i, subagent_run_id=r)),
+    ("reasoning", lambda i, r: ReasoningEnd(i, subagent_run_id=r)),
+    ("tool", lambda i, r: ToolCallEnd(i, subagent_run_id=r)),
+    ("step", lambda i, r: StepFinished(i, subagent_run_id=r)),
+)
+
+
+class NestedBlocks:
+    """What the events tools emitted left open, per subagent run (``None``: the run itself), so a run
+    that must stop reading them can close them."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+        self.blocks: dict[tuple[str, str | None], list[str]] = {}
+
+    def see(self, ev: BaseEvent) -> None:
+        t = type(ev)
+        if t is SubagentStarted:
+            self.runs.append(cast("SubagentStarted", ev).subagent_run_id)
+        elif t is SubagentFinished or t is SubagentError:
+            run = cast("SubagentFinished | SubagentError", ev).subagent_run_id
+            if run in self.runs:
+                self.runs.remove(run)
+            for kind, _ in _CLOSE_ORDER:  # its producer closed what it had to
+                self.blocks.pop((kind, run), None)
+        elif t in _OPENERS:
+            kind, ident = _OPENERS[t]
+            self.blocks.setdefault((kind, getattr(ev, "subagent_run_id", None)), []).append(ident(ev))
+        elif t in _CLOSERS:
+            kind, ident = _CLOSERS[t]
+            open_ = self.blocks.get((kind, getattr(ev, "subagent_run_id", None)))
+            if open_ and ident(ev) in open_:
+                open_.remove(ident(ev))
+
+    def open_runs(self) -> bool:
+        return bool(self.runs)
+
+    def close_blocks(self, owner: str | None) -> list[BaseEvent]:
+        """The end events of the blocks ``owner`` left open (contents first); forgets them."""
+        out: list[BaseEvent] = []
+        for kind, make in _CLOSE_ORDER:
+            for ident in reversed(self.blocks.pop((kind, owner), [])):
+                out.append(make(ident, owner))
+        return out
+
+    def close_all(self) -> list[BaseEvent]:
+        """Close every open block and end every open nested run (``SUBAGENT_ERROR`` ``abandoned``)."""
+        out: list[BaseEvent] = []
+        owners = {owner for (_, owner) in self.blocks}
+        for owner in [*(r for r in reversed(self.runs)), *(o for o in owners if o not in self.runs)]:
+            out.extend(self.close_blocks(owner))
+            if owner in self.runs:
+                out.append(SubagentError(owner, "the agent tool stopped before its run ended", code="abandoned"))
+        self.runs = []
+        return out
 
 
 def error_result(call: ToolCallPart, problem: str) -> ToolResultPart:

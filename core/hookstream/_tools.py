@@ -24,17 +24,20 @@ import contextvars
 import functools
 import inspect
 import json
+import logging
+import queue
 import sys
 import threading
 import time
 import types
 import typing
 from collections.abc import Callable, Iterable
-from typing import Any, get_args, get_origin
+from typing import Any, Generic, TypeVar, cast, get_args, get_origin
 
 import attrs
 
 from ._errors import ToolDefinitionError
+from ._events import BaseEvent, Usage
 from ._messages import FilePart, Message, ToolCallPart, ToolResultPart
 from ._observe import current
 from ._provider import ToolSpec
@@ -43,6 +46,7 @@ from ._tool_schema import Unsupported, describe, doc_params, json_default, schem
 __all__ = [
     "CancellationToken",
     "Tool",
+    "ToolChannel",
     "ToolContext",
     "as_tools",
     "needs_approval",
@@ -56,12 +60,15 @@ __all__ = [
 
 class CancellationToken:
     """Set when the run is cancelled or the tool's time limit passed; a tool polls :attr:`cancelled` or
-    waits on :meth:`wait`. ``reason`` says why (``"cancelled"``, ``"timeout"``). Safe from any thread."""
+    waits on :meth:`wait`, or registers a callback with :meth:`on_cancel`. ``reason`` says why
+    (``"cancelled"``, ``"timeout"``). Safe from any thread."""
 
-    __slots__ = ("_event", "reason")
+    __slots__ = ("_callbacks", "_event", "_lock", "reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
         self.reason: str | None = None
 
     @property
@@ -69,23 +76,123 @@ class CancellationToken:
         return self._event.is_set()
 
     def cancel(self, reason: str = "cancelled") -> None:
-        if self.reason is None:
-            self.reason = reason
-        self._event.set()
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:  # a callback must not stop the others (nor the canceller)
+                logging.getLogger("hookstream.tools").exception("cancellation callback failed")
+
+    def on_cancel(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once when the token is set, on the thread that sets it (at once, here, when it
+        is set already). For a tool that waits on something it can stop: a sub-agent's stream, a
+        subprocess."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(fn)
+                return
+        fn()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block up to ``timeout`` seconds; True when cancelled."""
         return self._event.wait(timeout)
 
 
+DepsT = TypeVar("DepsT")
+
+
+class ToolChannel:
+    """What the tools of one step send to their run while they run, in-process: AG-UI events the run
+    streams at once (a sub-agent's nested run, see :class:`~hookstream.Agent`) and token usage it adds to
+    its own. The tool phase drains it on the run's thread while it waits for the executor
+    (``hookstream._tool_phase``). ``run_id`` and ``thread_id`` are the run's.
+
+    Thread safety: :meth:`emit` and :meth:`add_usage` may be called from any thread; what arrives after
+    the tool phase stopped reading (an abandoned tool) is dropped.
+    """
+
+    __slots__ = ("_closed", "_queue", "run_id", "thread_id")
+
+    def __init__(self, run_id: str, thread_id: str) -> None:
+        self.run_id = run_id
+        self.thread_id = thread_id
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = False
+
+    def emit(self, event: BaseEvent) -> bool:
+        """Stream ``event`` in the run now; ``False`` when the run no longer listens."""
+        if self._closed:
+            return False
+        self._queue.put(event)
+        return True
+
+    def add_usage(self, usage: Usage) -> bool:
+        """Add ``usage`` to the run's (``RunResult.usage``, ``RUN_FINISHED.usage``)."""
+        if self._closed:
+            return False
+        self._queue.put(usage)
+        return True
+
+    def get(self, timeout: float | None = None) -> Any:
+        """The next item (an event, a :class:`~hookstream.Usage`, or what :meth:`put_marker` put);
+        raises :class:`queue.Empty` after ``timeout`` seconds. For the reader only."""
+        return self._queue.get(timeout=timeout)
+
+    def put_marker(self, marker: object) -> None:
+        """Put a reader's own marker (the executor finished) in the queue."""
+        self._queue.put(marker)
+
+    def close(self) -> None:
+        """Stop accepting items (the reader is done)."""
+        self._closed = True
+
+
 @attrs.define(slots=True)
-class ToolContext:
-    """What a tool may receive (declare a parameter annotated ``ToolContext``): the ``tool_call_id``,
-    the conversation ``messages`` so far, and a ``cancellation`` token to poll."""
+class ToolContext(Generic[DepsT]):
+    """What a tool may receive (declare a parameter annotated ``ToolContext`` or ``ToolContext[T]``): the
+    ``tool_call_id``, the conversation ``messages`` so far, a ``cancellation`` token to poll, and
+    ``deps``, the application's own context object given to ``chat(..., context=obj)`` (a database
+    handle, the current user; typed ``T``; ``None`` without one). The parameter never enters the tool's
+    JSON schema.
+
+    ``deps`` is the very object the caller passed for in-process executors (``thread``, ``sequential``,
+    ``bounded``), shared by every tool call of the run, possibly on several threads at once: what it
+    does must be safe for that. For ``process`` (and ``ray``) it is pickled with each call and the tool
+    gets a copy; one that cannot be pickled gives that call an error result.
+
+    In-process (``thread``, ``sequential``, ``bounded``) a tool may also stream AG-UI events in the run
+    while it runs (:meth:`emit`) and add token usage to the run's (:meth:`add_usage`), as an agent used
+    as a tool does (:meth:`hookstream.Agent.as_tool`); ``run_id``/``thread_id`` are then the run's. In
+    another process both return ``False`` and ``run_id`` is ``None``.
+    """
 
     tool_call_id: str
     messages: list[Message]
     cancellation: CancellationToken
+    deps: DepsT = attrs.field(default=cast("Any", None))
+    channel: ToolChannel | None = attrs.field(default=None, repr=False)
+
+    @property
+    def run_id(self) -> str | None:
+        return self.channel.run_id if self.channel is not None else None
+
+    @property
+    def thread_id(self) -> str | None:
+        return self.channel.thread_id if self.channel is not None else None
+
+    def emit(self, event: BaseEvent) -> bool:
+        """Stream ``event`` in the run now, before this call's ``TOOL_CALL_RESULT`` (events of a nested
+        run carry ``subagent_run_id``); ``False`` when that is not possible (another process, or the run
+        stopped waiting for this call). The event must keep the run's AG-UI grammar."""
+        return self.channel.emit(event) if self.channel is not None else False
+
+    def add_usage(self, usage: Usage) -> bool:
+        """Add ``usage`` (a sub-agent's tokens) to the run's; ``False`` when that is not possible."""
+        return self.channel.add_usage(usage) if self.channel is not None else False
 
 
 @attrs.define(slots=True, frozen=True)
@@ -144,6 +251,13 @@ def _is_union(annotation: Any) -> bool:
     return get_origin(annotation) in (typing.Union, types.UnionType)
 
 
+def _is_context(annotation: Any) -> bool:
+    """``ToolContext``, ``ToolContext[T]``, or a union holding one (``ToolContext[T] | None``)."""
+    if annotation is ToolContext or get_origin(annotation) is ToolContext:
+        return True
+    return _is_union(annotation) and any(_is_context(a) for a in get_args(annotation))
+
+
 def _fn_name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
@@ -173,7 +287,7 @@ def _read_function(
             if strict:
                 raise
             continue
-        if annotation is ToolContext or (_is_union(annotation) and ToolContext in get_args(annotation)):
+        if _is_context(annotation):
             context_param = name
             continue
         if annotation is inspect.Parameter.empty:
@@ -278,7 +392,7 @@ def as_tools(tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None)
     return out
 
 
-def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext) -> ToolResultPart:
+def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext[Any]) -> ToolResultPart:
     """Execute ``call`` with ``t`` and return its result part (``is_error`` on any failure).
 
     Arguments are first structured into ``t.argument_types`` (cattrs); a value that does not fit gives
@@ -403,7 +517,8 @@ _POLL = 0.01  # seconds between checks of the run's token while a tool runs: bou
 
 
 def run_tool_guarded(
-    t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None
+    t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None,
+    deps: Any = None, channel: ToolChannel | None = None,
 ) -> ToolResultPart:
     """Run ``call`` on a daemon thread and wait for it at most ``timeout`` seconds (``None``: no limit).
 
@@ -413,15 +528,17 @@ def run_tool_guarded(
 
     The tool's thread runs in a copy of the caller's :mod:`contextvars` context (an OpenTelemetry current
     span is the parent there too). The run's observers (:mod:`hookstream._observe`) get ``tool_start``
-    and ``tool_end`` here, on the caller's (executor's) thread, whatever way the call ends.
+    and ``tool_end`` here, on the caller's (executor's) thread, whatever way the call ends. ``deps`` is
+    the run's application context (:attr:`ToolContext.deps`), ``channel`` the run's
+    :class:`ToolChannel` (:meth:`ToolContext.emit`).
     """
     obs = current()
     if obs is None:
-        return _run_guarded(t, call, messages, run_token, timeout)
+        return _run_guarded(t, call, messages, run_token, timeout, deps, channel)
     info = obs.tool_start(call)
     result: ToolResultPart | None = None
     try:
-        result = _run_guarded(t, call, messages, run_token, timeout)
+        result = _run_guarded(t, call, messages, run_token, timeout, deps, channel)
         return result
     finally:
         obs.tool_end(info, result if result is not None else
@@ -429,7 +546,8 @@ def run_tool_guarded(
 
 
 def _run_guarded(
-    t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None
+    t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None,
+    deps: Any, channel: ToolChannel | None,
 ) -> ToolResultPart:
     token = CancellationToken()
     done = threading.Event()
@@ -437,7 +555,7 @@ def _run_guarded(
 
     def target() -> None:
         try:
-            box.append(run_tool(t, call, ToolContext(call.id, messages, token)))
+            box.append(run_tool(t, call, ToolContext(call.id, messages, token, deps, channel)))
         finally:
             done.set()
 

@@ -25,10 +25,13 @@ atexit.register(gc.freeze)
 
 # Command name -> (module of this package, attribute holding the click command).
 _COMMANDS = {
+    "aliases": ("aliases", "command"),
     "batch": ("batch", "command"),
     "chat": ("chat", "command"),
     "demo": ("demo", "command"),
     "install": ("install", "install_command"),
+    "logs": ("logs", "command"),
+    "models": ("models", "command"),
     "plugins": ("plugins", "command"),
     "process": ("process", "command"),
     "replay": ("replay", "command"),

@@ -226,6 +226,28 @@ def test_a_failed_call_and_a_retry(otel: Otel) -> None:
     assert [p.attributes.get("error.type") for p in durations] == [(span.attributes or {})["error.type"]]
 
 
+def test_a_fallback_model_gives_one_chat_span_per_model_tried(otel: Otel) -> None:
+    from hookstream import FallbackModel
+
+    busy = Response(b'{"error": {"message": "busy", "type": "server_error"}}', status=503,
+                    content_type="application/json")
+    with LoopbackServer([busy]) as first, LoopbackServer([Response(text_body("hi"))]) as second:
+        model = FallbackModel(get_model("openai:model-a", base_url=first.url + "/v1", api_key="sk-x"),
+                              get_model("openai:model-b", base_url=second.url + "/v1", api_key="sk-x"))
+        result = chat(model, "hi", observers=[otel.observer()], loop={"max_retries": 0}).result()
+    assert result.outcome == "success" and result.steps[0].provider == "openai:model-b"
+    failed, answered = by_name(otel.spans(), "chat ")
+    assert (failed.name, answered.name) == ("chat model-a", "chat model-b")
+    assert (failed.attributes or {})["gen_ai.request.model"] == "model-a"
+    assert failed.status.status_code is StatusCode.ERROR and (failed.attributes or {})["error.type"]
+    # the chat span of the model that answered carries its model
+    assert (answered.attributes or {})["gen_ai.request.model"] == "model-b"
+    assert answered.status.status_code is not StatusCode.ERROR
+    (agent,) = by_name(otel.spans(), "invoke_agent")
+    assert agent.status.status_code is not StatusCode.ERROR
+    assert parent_id(failed) == parent_id(answered) == agent.context.span_id
+
+
 def test_the_plugin_factory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     assert make_observer() is None

@@ -7,11 +7,18 @@ semantic-conventions 1.37 and later, ``gen_ai.provider.name``):
   run's context for the whole run; ``gen_ai.operation.name=invoke_agent``, ``gen_ai.provider.name``,
   ``gen_ai.request.model``, ``gen_ai.conversation.id`` (the AG-UI thread id), and at the end the summed
   ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.response.finish_reasons`` and
-  ``hookstream.run.outcome``/``hookstream.run.steps``.
+  ``hookstream.run.outcome``/``hookstream.run.steps``, and the run's summed cost when every step was
+  priced: ``hookstream.run.cost.amount`` (double) and ``hookstream.run.cost.currency``.
 * ``chat {model}``: one span per model call (kind CLIENT), child of the run span;
   ``gen_ai.request.temperature``/``max_tokens``, ``server.address``/``server.port``, and on
   ``RUN_FINISHED`` ``gen_ai.response.model``/``id`` (when the provider sent them),
-  ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens``/``output_tokens``. Each retry is a
+  ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens``/``output_tokens``, and the call's
+  cost when genai-prices prices the model (``hookstream[prices]``): ``hookstream.usage.cost.amount``
+  (double), ``hookstream.usage.cost.currency`` (ISO 4217, ``USD``), ``hookstream.usage.cost.source``
+  (where the price came from). The GenAI conventions have no cost attribute yet (a proposal,
+  ``gen_ai.usage.cost.amount``/``currency``/``source`` on inference spans, is open), so these are
+  hookstream's own names, in the proposal's shape; the run span's total has other names so that a
+  backend summing ``hookstream.usage.cost.amount`` over spans does not count a run twice. Each retry is a
   span event ``hookstream.retry`` (attempt, delay in seconds, ``error.type``); the first chunk is an
   event ``hookstream.first_chunk``.
 * ``execute_tool {name}``: one span per tool call (kind INTERNAL), child of the run span, started and
@@ -174,6 +181,7 @@ class OtelObserver(Observer):
             return
         usage = getattr(result, "usage", None)
         _set_usage(span, usage)
+        _set_cost(span, usage, "hookstream.run.cost")
         steps = getattr(result, "steps", []) or []
         span.set_attribute("hookstream.run.steps", len(steps))
         outcome = getattr(result, "outcome", None)
@@ -250,6 +258,7 @@ class OtelObserver(Observer):
         if call.finish_reason:
             span.set_attribute("gen_ai.response.finish_reasons", [call.finish_reason])
         _set_usage(span, call.usage)
+        _set_cost(span, call.usage, "hookstream.usage.cost", source=True)
         if self._captured is not None:
             got, self._captured = self._captured, None
             span.set_attribute("gen_ai.output.messages", json.dumps(
@@ -327,6 +336,16 @@ def _set_usage(span: trace.Span, usage: Any) -> None:
         span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
     if usage.output_tokens is not None:
         span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+
+
+def _set_cost(span: trace.Span, usage: Any, prefix: str, source: bool = False) -> None:
+    cost = getattr(usage, "cost", None)  # Usage.cost: a hookstream core with prices (hookstream[prices])
+    if cost is None:
+        return
+    span.set_attribute(f"{prefix}.amount", float(cost.amount))
+    span.set_attribute(f"{prefix}.currency", cost.currency)
+    if source and cost.source:
+        span.set_attribute(f"{prefix}.source", cost.source)
 
 
 def _server(base_url: str | None) -> dict[str, Any]:

@@ -1,0 +1,117 @@
+"""App context for tools: ``chat(..., context=obj)`` reaches a tool's ``ToolContext[T]`` parameter as ``.deps``
+on the thread, sequential and process executors; never in the tool's JSON schema; a context that does not
+pickle gives a process call a clear error result (the run goes on)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import executor_tools
+import pytest
+from engine_kit import run, text_body, tool_body
+from executor_tools import AppContext
+from hookstream import ToolContext, tool
+from hookstream.testing import LoopbackServer, Response
+
+
+class Db:
+    """An application object that is not pickled: a lock, like a connection pool."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rows = {"alice": "admin", "bob": "viewer"}
+
+
+def test_the_context_never_enters_the_schema() -> None:
+    @tool
+    def role(name: str, ctx: ToolContext[Db]) -> str:
+        """A user's role.
+
+        Args:
+            name: the user.
+        """
+        return ctx.deps.rows[name]
+
+    assert role.context_param == "ctx"
+    assert role.parameters == {"type": "object", "properties": {"name": {"type": "string", "description": "the user."}},
+                               "required": ["name"], "additionalProperties": False}
+
+    @tool
+    def optional(ctx: ToolContext[Db] | None = None) -> str:
+        """Optional context."""
+        return "ok"
+
+    assert optional.context_param == "ctx" and optional.parameters["properties"] == {}
+
+
+@pytest.mark.parametrize("executor", ["thread", "sequential", ("bounded", 2)])
+def test_in_process_executors_pass_the_same_object(executor: Any) -> None:
+    db = Db()
+    seen: list[tuple[str, Any]] = []
+    both = threading.Barrier(2) if executor != "sequential" else None
+
+    def role(name: str, ctx: ToolContext[Db]) -> str:
+        """A user's role.
+
+        Args:
+            name: the user.
+        """
+        if both is not None:
+            both.wait(timeout=30)  # the two calls of the step run at once and share the object
+        seen.append((ctx.tool_call_id, ctx.deps))
+        return ctx.deps.rows[name]
+
+    def plain(name: str) -> str:
+        """No context here."""
+        return name
+
+    with LoopbackServer([Response(tool_body(("c1", "role", {"name": "alice"}), ("c2", "role", {"name": "bob"}))),
+                         Response(text_body("done"))]) as srv:
+        _, stream = run(srv.url, tools=[role, plain], executor=executor, context=db)
+        sent_tools = srv.requests[0].json()["tools"]
+    result = stream.result()
+    assert [r.output for r in result.steps[0].tool_results] == ["admin", "viewer"]
+    assert sorted(c for c, _ in seen) == ["c1", "c2"] and all(d is db for _, d in seen)
+    role_schema = next(t["function"]["parameters"] for t in sent_tools if t["function"]["name"] == "role")
+    assert "ctx" not in role_schema["properties"]
+
+
+def test_without_a_context_deps_is_none() -> None:
+    got: list[Any] = []
+
+    def probe(ctx: ToolContext[Any]) -> str:
+        """Probe."""
+        got.append(ctx.deps)
+        return "ok"
+
+    with LoopbackServer([Response(tool_body(("c1", "probe", {}))), Response(text_body("done"))]) as srv:
+        run(srv.url, tools=[probe])
+    assert got == [None]
+
+
+def test_the_process_executor_sends_a_pickled_copy() -> None:
+    app = AppContext("alice")
+    with LoopbackServer([Response(tool_body(("c1", "whoami", {"greeting": "hello"}))),
+                         Response(text_body("done"))]) as srv:
+        _, stream = run(srv.url, tools=[executor_tools.whoami], executor="process", context=app)
+    (result,) = stream.result().steps[0].tool_results
+    assert not result.is_error, result.output
+    assert result.output["text"] == "hello, alice" and result.output["call"] == "c1"
+    assert result.output["pid"] != os.getpid()
+
+
+def test_a_context_that_does_not_pickle_is_a_clear_error_result() -> None:
+    db = Db()  # holds a lock
+    with LoopbackServer([Response(tool_body(("c1", "whoami", {"greeting": "hi"}), ("c2", "where", {"label": "x"}))),
+                         Response(text_body("done"))]) as srv:
+        _, stream = run(srv.url, tools=[executor_tools.whoami, executor_tools.where], executor="process", context=db)
+    result = stream.result()
+    assert result.outcome == "success" and result.text == "done"
+    failed, other = result.steps[0].tool_results
+    assert failed.is_error
+    assert failed.output.startswith("Error: 'whoami' cannot run in another process: its context "
+                                    "(chat(context=...), a Db) cannot be pickled: TypeError:"), failed.output
+    # a tool that takes no ToolContext is not sent the context, so it runs
+    assert not other.is_error and other.output["label"] == "x"
