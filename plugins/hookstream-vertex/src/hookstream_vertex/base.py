@@ -41,17 +41,17 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
 
-import google.auth
-import google.auth.credentials
-import google.auth.exceptions
-import google.auth.transport
-import google.auth.transport.requests
-import google.oauth2.credentials
-import google.oauth2.service_account
 import requests
+
+if TYPE_CHECKING:
+    # google-auth is imported where credentials are made, not when the plugin registers: every
+    # hookstream command loads every provider plugin, and google-auth costs some 60 ms to import.
+    import google.auth
+    import google.auth.credentials
+    import google.auth.transport
 from hookstream.plugin import (
     ConnectError,
     HTTPRequest,
@@ -88,13 +88,21 @@ def vertex_host(location: str) -> str:
     return f"{location}-aiplatform.googleapis.com"
 
 
-# google-auth leaves these two unannotated; both return the credentials they build.
-_service_account_from_info: Callable[..., google.auth.credentials.Credentials] = (
-    google.oauth2.service_account.Credentials.from_service_account_info
-)
-_authorized_user_from_info: Callable[..., google.auth.credentials.Credentials] = (
-    google.oauth2.credentials.Credentials.from_authorized_user_info
-)
+def _service_account_from_info(info: dict[str, Any], scopes: list[str]) -> google.auth.credentials.Credentials:
+    import google.oauth2.service_account
+
+    # google-auth leaves it unannotated; it returns the credentials it builds.
+    build: Callable[..., google.auth.credentials.Credentials] = (
+        google.oauth2.service_account.Credentials.from_service_account_info)
+    return build(info, scopes=scopes)
+
+
+def _authorized_user_from_info(info: dict[str, Any], scopes: list[str]) -> google.auth.credentials.Credentials:
+    import google.oauth2.credentials
+
+    build: Callable[..., google.auth.credentials.Credentials] = (
+        google.oauth2.credentials.Credentials.from_authorized_user_info)
+    return build(info, scopes=scopes)
 
 
 def _first_env(names: tuple[str, ...]) -> str | None:
@@ -189,6 +197,8 @@ class VertexBase(Provider):
         api_version: str | None = None,
     ) -> None:
         super().__init__(model, base_url=base_url, api_key=api_key, session=session)
+        if credentials is not None:
+            import google.auth.credentials
         if credentials is not None and not isinstance(credentials, google.auth.credentials.Credentials):
             raise TypeError(
                 f"credentials must be google.auth.credentials.Credentials, not {type(credentials).__name__}"
@@ -265,6 +275,9 @@ class VertexBase(Provider):
             return self._with_token(creds, project)
         if self.api_key:
             return _Auth(None, None, None)
+        import google.auth
+        import google.auth.exceptions
+
         try:
             creds, project = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
         except google.auth.exceptions.DefaultCredentialsError:
@@ -325,6 +338,9 @@ class VertexBase(Provider):
         expires_at = _unix_expiry(creds)
         if creds.token and (expires_at is None or expires_at - time.time() > self.refresh_margin):
             return str(creds.token), expires_at
+        import google.auth.exceptions
+        import google.auth.transport.requests
+
         try:
             refresh: Callable[[google.auth.transport.Request], None] = creds.refresh  # untyped in google-auth
             refresh(google.auth.transport.requests.Request())
