@@ -179,9 +179,56 @@ def test_the_demo_server_interrupt_is_surfaced_and_resumed_to_the_demo_answer():
         assert second.result().text == DEMO_ANSWER
 
 
+def test_a_remote_interrupt_is_a_hookstream_interrupt_resumed_with_result_resume():
+    with serve_demo_process("--delay", "0") as url:
+        first = chat(f"agui:{url}", "What's the weather in Paris?")
+        events = check_events(list(first), form="run")
+        result = first.result()
+        assert result.outcome == "interrupt" and events[-1].outcome.type == "interrupt"
+        assert [i.id for i in events[-1].outcome.interrupts] == ["approval_call_hsdemo_currency02"]
+        [pending] = result.pending_approvals
+        assert pending.approval_id == "approval_call_hsdemo_currency02"
+        assert (pending.call.id, pending.call.name) == ("call_hsdemo_currency02", "convert_currency")
+        assert pending.call.arguments == {"amount": 250, "from_currency": "EUR", "to_currency": "JPY"}
+        second = chat(f"agui:{url}", result.messages, resume=result.resume({pending.approval_id: True}))
+        check_events(list(second), form="run")
+        assert second.result().outcome == "success" and second.result().text == DEMO_ANSWER
+
+
+def test_cli_chat_approve_answers_the_remote_interrupt_and_gives_the_demo_answer():
+    with serve_demo_process("--delay", "0") as url:
+        done = subprocess.run([sys.executable, "-m", "hookstream", "chat", "What's the weather in Paris?",
+                               "--model", f"agui:{url}", "--approve"], input="y\n", capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Run tool convert_currency(" in done.stderr
+    assert done.stdout.strip() == DEMO_ANSWER
+
+
+def test_approve_answers_a_remote_interrupt_with_resume_entries_on_the_runs_thread(hookstream_server):
+    asked = sse(START,
+                {"type": "TOOL_CALL_START", "toolCallId": "s1", "toolCallName": "pay", "parentMessageId": "a1"},
+                {"type": "TOOL_CALL_ARGS", "toolCallId": "s1", "delta": '{"eur": 5}'},
+                {"type": "TOOL_CALL_END", "toolCallId": "s1"},
+                {**DONE, "outcome": {"type": "interrupt", "interrupts": [
+                    {"id": "i1", "reason": "tool_approval", "toolCallId": "s1"}]}})
+    answer = sse(START, {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "role": "assistant", "delta": "Not paid."},
+                 DONE)
+    server = hookstream_server([Response(asked), Response(answer)])
+    seen: list[tuple[str, object]] = []
+    stream = chat(f"agui:{server.url}/", "pay 5", thread_id="thread-x",
+                  approve=lambda call: seen.append((call.name, call.arguments)) is not None)
+    check_events(list(stream), form="run")
+    assert stream.result().outcome == "success" and stream.result().text == "Not paid."
+    assert seen == [("pay", {"eur": 5})]
+    first, second = (r.json() for r in server.requests)
+    assert first["threadId"] == second["threadId"] == "thread-x" and "resume" not in first
+    assert second["resume"] == [{"interruptId": "i1", "status": "resolved", "payload": {"approved": False}}]
+    assert second["messages"][1]["toolCalls"][0]["id"] == "s1"  # the agent's call goes back in place
+
+
 # The demo app without the approval step, served by waitress as `hookstream serve` does, so that one
-# `hookstream chat --model agui:URL` command gets the whole answer (the CLI cannot answer a remote
-# interrupt yet: see docs/agui-client.md).
+# `hookstream chat --model agui:URL` command without --approve gets the whole answer.
 _NO_APPROVAL_APP = """
 import sys
 from waitress.server import create_server

@@ -25,6 +25,7 @@ from ._errors import MalformedCustomEventError
 from ._events import (
     BaseEvent,
     Custom,
+    Interrupt,
     Raw,
     ReasoningEncryptedValue,
     ReasoningMessageContent,
@@ -76,6 +77,14 @@ class StepResult:
     :class:`~hookstream.FallbackModel`, the entry that answered; also on the step's ``STEP_FINISHED`` as
     ``metadata["hookstream"]["provider"]``); ``fallbacks`` the entries tried before it, which failed
     before any content (empty without a fallback).
+
+    ``interrupts`` is set when the call's ``RUN_FINISHED`` had outcome ``interrupt`` (a remote agent, the
+    ``agui`` provider, stopped for an approval or a question): the interrupts it listed (maybe none), else
+    ``None``; the engine then ends the run with those interrupts or answers them (``approve=``).
+    ``interrupt_calls`` are the tool calls those interrupts refer to that are not calls of this step (the
+    agent's own server-side tools), as the adapter described them in the finish event's
+    ``metadata["hookstream"]["interruptToolCalls"]`` (``[{"toolCallId", "toolName", "input"}]``): what
+    ``approve`` is shown and ``RunResult.pending_approvals`` hold.
     """
 
     number: int = 0
@@ -95,6 +104,8 @@ class StepResult:
     unknown_events: int = 0
     provider: str | None = None
     fallbacks: list[str] = attrs.Factory(list)
+    interrupts: list[Interrupt] | None = None
+    interrupt_calls: list[ToolCallPart] = attrs.Factory(list)
 
     @property
     def complete_tool_calls(self) -> list[ToolCallPart]:
@@ -196,6 +207,10 @@ class StepAccumulator:
         r.usage = event.usage
         r.response_id = event.response_id
         r.model = event.model
+        outcome = event.outcome
+        if outcome is not None and outcome.type == "interrupt":
+            r.interrupts = list(outcome.interrupts or [])
+            r.interrupt_calls = _interrupt_calls(event.metadata)
         self.finish()
 
     def _custom(self, event: Custom) -> None:
@@ -327,6 +342,18 @@ _HANDLERS: dict[type[BaseEvent], Callable[[StepAccumulator, Any], BaseEvent | No
     Custom: StepAccumulator._custom,
     Raw: StepAccumulator._raw,
 }
+
+
+def _interrupt_calls(metadata: dict[str, Any] | None) -> list[ToolCallPart]:
+    """The tool calls a finish event's ``metadata["hookstream"]["interruptToolCalls"]`` describes."""
+    own = (metadata or {}).get("hookstream")
+    entries = own.get("interruptToolCalls") if isinstance(own, dict) else None
+    calls: list[ToolCallPart] = []
+    for e in entries if isinstance(entries, list) else []:
+        if isinstance(e, dict) and isinstance(e.get("toolCallId"), str) and isinstance(e.get("toolName"), str):
+            args = e.get("input")
+            calls.append(ToolCallPart(e["toolCallId"], e["toolName"], args if isinstance(args, dict) else None))
+    return calls
 
 
 def _concat(texts: list[str]) -> str:

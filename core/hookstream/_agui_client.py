@@ -22,13 +22,16 @@ as ``Authorization: Bearer``; ``headers=`` adds more.
     {"threadId", "runId", "messages": [AG-UI Message...], "tools": [{"name", "description",
      "parameters"}...], "context": [], "state": ..., "forwardedProps": ..., "resume"?: [...]}
 
-``threadId`` is ``options["threadId"]``, else the provider's ``thread_id=`` (default: one fresh id per
-provider object, so the steps of one ``chat`` share a thread); ``runId`` is fresh per request.
+``threadId`` is ``options["threadId"]``, else the provider's explicit ``thread_id=``, else the run's thread
+(``ModelRequest.thread_id``, the engine's ``thread_id``, so the agent's thread is hookstream's), else one
+fresh id per provider object; ``runId`` is fresh per request.
 ``state``, ``context``, ``forwardedProps`` come from the provider's keyword arguments and
 ``chat(options={...})`` keys of the same (camelCase) names, merged last as every provider merges
-``options``. ``resume`` (AG-UI 1.0 resume entries, answers to a remote interrupt) is taken from
-``options["resume"]`` and sent only while the history does not end with a ``tool`` message (the first
-call of a resumed run; later steps of the same run answer tool calls, not the interrupt).
+``options``. ``resume`` (AG-UI 1.0 resume entries, answers to a remote interrupt) is
+``ModelRequest.resume`` when the engine set it (the call continuing a run whose previous call ended with
+an interrupt: ``approve=`` answered it, or ``chat(..., resume=result.resume({...}))`` named its ids), else
+``options["resume"]``, sent only while the history does not end with a ``tool`` message (the first call
+of a resumed run; later steps of the same run answer tool calls, not the interrupt).
 ``tool_choice``, ``max_tokens`` and ``temperature`` have no AG-UI field and are not sent; structured
 output (``output=``) raises :class:`ValueError` (``RUN_ERROR invalid_request``): AG-UI has no such
 request field.
@@ -75,9 +78,11 @@ does not know yet never stops a run):
   reason the remote's ``finishReason`` if it sent one, else its outcome type; ``usage`` summed from
   its ``TokenUsage`` entries. Outcome ``interrupt``: the finish event carries the remote
   :class:`~hookstream.Outcome` (its interrupts) and a ``CUSTOM`` ``agui-interrupt`` event
-  (``{"interrupts": [AG-UI Interrupt...]}``) comes first. The engine today ends such a run as a
-  success: answer the interrupts with ``chat(URL, result.messages, options={"resume": [{"interruptId",
-  "status": "resolved" | "cancelled", "payload"?}]})`` (see ``docs/agui-client.md``).
+  (``{"interrupts": [AG-UI Interrupt...]}``) comes first; the finish event's
+  ``metadata["hookstream"]["interruptToolCalls"]`` (``[{"toolCallId", "toolName", "input"}]``) describes
+  the agent's own tool calls the interrupts name (``StepResult.interrupt_calls``). The engine ends the run
+  with outcome ``interrupt`` (``RunResult.pending_approvals`` for approval interrupts), or asks
+  ``approve=`` and calls the agent again with ``resume`` entries (see ``docs/agui-client.md``).
 * ``RUN_ERROR`` → ``RUN_ERROR`` with the remote ``message`` and ``code``.
 * Everything else (``STEP_*`` of the remote, ``STATE_*``, ``MESSAGES_SNAPSHOT``, ``ACTIVITY_*``, the
   remote's ``CUSTOM`` and ``RAW``, ``TOOL_CALL_RESULT`` for no server call, unknown types) → ``RAW``
@@ -278,7 +283,8 @@ class AGUIProvider(Provider):
     """A remote AG-UI agent as the model of each step (see the module docstring).
 
     ``model`` is the agent's URL. Keyword arguments (``get_model("agui:URL", ...)``): ``thread_id`` (the
-    AG-UI ``threadId``; default a fresh one per provider object), ``state``, ``context`` (a list of
+    AG-UI ``threadId``, which then wins over the run's thread; default the run's thread,
+    ``ModelRequest.thread_id``, or a fresh one per provider object), ``state``, ``context`` (a list of
     ``{"description", "value"}``), ``forwarded_props`` (sent as ``state``, ``context``,
     ``forwardedProps``) and ``headers`` (extra HTTP headers). Raises :class:`ValueError` for a model
     that is not a URL.
@@ -304,6 +310,7 @@ class AGUIProvider(Provider):
         super().__init__(model, base_url=base_url, api_key=api_key if api_key is not None else "", session=session)
         self.url = self._url(model, self.base_url)
         self.thread_id = thread_id or new_id("thread")
+        self._own_thread = bool(thread_id)  # an explicit thread_id= wins over the run's thread
         self.state = state
         self.context = list(context or [])
         self.forwarded_props = forwarded_props
@@ -328,8 +335,13 @@ class AGUIProvider(Provider):
             raise ValueError("agui: structured output (output=) is not part of AG-UI's RunAgentInput")
         options = dict(request.options)
         resume = options.pop("resume", None)
+        if resume is not None and request.messages and request.messages[-1].role == "tool":
+            resume = None  # options["resume"] answers the first call of the run only
+        if request.resume is not None:
+            resume = request.resume
+        thread_id = self.thread_id if self._own_thread or not request.thread_id else request.thread_id
         body: dict[str, Any] = {
-            "threadId": self.thread_id,
+            "threadId": thread_id,
             "runId": new_id("run"),
             "messages": messages_to_agui(request.messages),
             "tools": tools_to_agui(request.tools),
@@ -338,7 +350,7 @@ class AGUIProvider(Provider):
             "forwardedProps": self.forwarded_props if self.forwarded_props is not None else {},
         }
         body.update(options)
-        if resume is not None and not (request.messages and request.messages[-1].role == "tool"):
+        if resume is not None:
             body["resume"] = resume if isinstance(resume, list) else [resume]
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **self.headers}
         if self.api_key:
@@ -540,7 +552,27 @@ class _Parser:
         finish = self.b.finish(reason, raw, usage)
         if kind == "interrupt" and outcome is not None and isinstance(finish[-1], RunFinished):
             finish[-1].outcome = outcome
+            calls = self._interrupt_calls(outcome)
+            if calls:
+                finish[-1].metadata = {"hookstream": {"interruptToolCalls": calls}}
         out.extend(finish)
+        return out
+
+    def _interrupt_calls(self, outcome: Outcome) -> list[dict[str, Any]]:
+        """The agent's own tool calls the interrupts refer to, for the engine's approval prompt and
+        ``RunResult.pending_approvals`` (``StepResult.interrupt_calls``)."""
+        out: list[dict[str, Any]] = []
+        for interrupt in outcome.interrupts or []:
+            call = self.server.get(interrupt.tool_call_id) if interrupt.tool_call_id else None
+            if call is None:
+                continue
+            text = "".join(call.args)
+            try:
+                parsed = json.loads(text) if text.strip() else {}
+            except ValueError:
+                parsed = None
+            out.append({"toolCallId": call.id, "toolName": call.name,
+                        "input": parsed if isinstance(parsed, dict) else None})
         return out
 
     def _error(self, doc: dict[str, Any]) -> list[BaseEvent]:

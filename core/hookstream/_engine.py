@@ -32,6 +32,12 @@ the AG-UI events are serialised; read them back with :func:`~hookstream.parse_cu
   (``stoppedBy: "max_steps"``) or a stop condition (``"stop_condition"``) ended a loop whose last step's
   tools ran and wanted another model call; also kept as :attr:`RunResult.stopped_by`.
 
+A step whose model call finished with outcome ``interrupt`` (a remote AG-UI agent, the ``agui`` provider,
+waiting for an approval: ``StepResult.interrupts``) ends the run with outcome ``interrupt`` and those
+interrupts (``pending_approvals`` for approval interrupts naming a tool call), or, with ``approve``, asks it
+and continues: the next model call carries the answers as AG-UI resume entries (``ModelRequest.resume``).
+A ``Resume`` whose answers name no pending tool call of the conversation is sent the same way.
+
 With ``chat(..., output=SPEC)`` a step's output text (content deltas, or the arguments of the forced
 output tool) also feeds a :class:`~hookstream._partial_output.OutputTracker`; what became known in a delta
 follows it as one ``STATE_DELTA`` (JSON Patch ``add`` under ``/output``). A step that answers without
@@ -342,6 +348,9 @@ class Engine:
         self.pending_tool_calls: list[ToolCallPart] = []
         self.direct_result: Any = None
         self.resumed_results: list[ToolResultPart] = []
+        # AG-UI resume entries for the provider's next call: answers to the interrupts its last call ended
+        # with (a remote agent's approval), sent once as ModelRequest.resume.
+        self._remote_resume: list[dict[str, Any]] | None = None
         # Providers this run created (a "provider:model" string, a model switch in prepare_step) are
         # closed at its end; a provider object the caller built keeps its connection pool.
         self._owned: list[Provider] = [provider] if close_provider else []
@@ -479,6 +488,8 @@ class Engine:
         if resume is None:
             resume = self._resume_in_messages()
         if resume is not None:
+            resume = self._split_resume(resume)
+        if resume is not None:
             kind = yield from self._resume(resume)
             if kind != "continue":
                 return
@@ -602,6 +613,8 @@ class Engine:
                              and c.name not in plan.tools), None)
             if out_call is not None or not step.tool_calls:
                 return (yield from self._structured(step, out_call, output))
+        if step.interrupts is not None:
+            return (yield from self._remote_interrupt(step, output, number))
         if not step.tool_calls:
             self._observe(cbs.on_step_finish, step)
             yield from output.release()
@@ -630,6 +643,60 @@ class Engine:
             return "continue"  # the held events of a tool-call step are dropped with ``output``
         yield from output.release()
         return (yield from self._conclude(out))
+
+    # -- a remote agent's interrupt -------------------------------------------------------------
+    def _remote_interrupt(self, step: StepResult, output: _StepOutput, number: int) -> Generator[BaseEvent, None, str]:
+        """End a step whose model call finished with outcome ``interrupt`` (a remote AG-UI agent waiting for
+        an approval or an answer). With ``approve`` and only approval interrupts naming a known tool call,
+        ask it for each and continue: the next call carries the answers as AG-UI resume entries
+        (``ModelRequest.resume``). Otherwise (or when the loop must stop) the run ends with outcome
+        ``interrupt``, those interrupts, and ``pending_approvals`` for the approval ones; ``chat(...,
+        resume=result.resume({interrupt_id: bool}))`` continues it (:meth:`_split_resume`). Tool calls of
+        the step itself are not run (error results keep the history paired)."""
+        cfg = self.config
+        interrupts = list(step.interrupts or [])
+        self._close_unrun(step, "the agent's run ended with an interrupt")
+        calls = {c.id: c for c in [*step.tool_calls, *step.interrupt_calls]}
+        approvals = [PendingApproval(i.id, calls[i.tool_call_id]) for i in interrupts
+                     if i.tool_call_id in calls and "approval" in i.reason.lower()]
+        self._observe(cfg.callbacks.on_step_finish, step)
+        if cfg.approve is not None and interrupts and len(approvals) == len(interrupts) and not self._stop_now(number):
+            entries: list[dict[str, Any]] = []
+            for p in approvals:
+                try:
+                    approved = bool(cfg.approve(p.call))
+                except Exception as exc:
+                    raise CallbackError(f"approve failed: {type(exc).__name__}: {exc}") from exc
+                entries.append({"interruptId": p.approval_id, "status": "resolved", "payload": {"approved": approved}})
+            self._persist()
+            self._remote_resume = entries
+            return "continue"  # held events of this step are dropped like a tool step's
+        self.pending_approvals = approvals
+        self._persist()
+        yield from output.release()
+        yield from self._finish("interrupt", interrupts)
+        return "interrupt"
+
+    def _split_resume(self, resume: Resume) -> Resume | None:
+        """``resume`` itself while a tool call of the conversation is pending (:meth:`_resume` answers it,
+        and rejects an id that names no pending call); else None, and its answers are a remote agent's
+        (the run it continues ended with a provider's interrupt): they become AG-UI resume entries for
+        the provider's next call (``ModelRequest.resume``), ``{"interruptId", "status": "resolved",
+        "payload": {"approved", "reason"?}}`` for an approval, ``payload`` the output for a
+        ``tool_outputs`` entry."""
+        if self._pending_tail() is not None or not (resume.approvals or resume.tool_outputs):
+            return resume
+        remote: list[dict[str, Any]] = []
+        for key, approved in resume.approvals.items():
+            payload: dict[str, Any] = {"approved": bool(approved)}
+            if resume.reasons.get(key):
+                payload["reason"] = resume.reasons[key]
+            remote.append({"interruptId": key, "status": "resolved", "payload": payload})
+        for key, value in resume.tool_outputs.items():
+            value = value.output if isinstance(value, ToolResultPart) else value
+            remote.append({"interruptId": key, "status": "resolved", "payload": value})
+        self._remote_resume = remote
+        return None
 
     # -- structured output ----------------------------------------------------------------------
     def _structured(
@@ -777,7 +844,10 @@ class Engine:
             temperature=cfg.temperature,
             options=cfg.options,
             output=cfg.output.format if cfg.output is not None else None,
+            thread_id=cfg.thread_id,
+            resume=self._remote_resume,
         )
+        self._remote_resume = None  # the answers go with this step's call only
         return _Step(provider, request, tools)
 
     def _attempts(self, plan: _Step) -> list[tuple[Provider, ModelRequest]]:

@@ -77,6 +77,13 @@ class ModelRequest:
     (:class:`OutputFormat`): each provider maps it to its native form (OpenAI ``response_format``,
     Responses ``text.format``, Anthropic ``output_config`` or a forced tool, Gemini
     ``responseJsonSchema``).
+
+    ``thread_id`` is the run's conversation thread (the engine's ``thread_id``), for a provider whose
+    wire format has one (the ``agui`` provider's ``RunAgentInput.threadId``); ``None`` outside the engine.
+    ``resume`` holds AG-UI 1.0 resume entries ``[{"interruptId", "status": "resolved" | "cancelled",
+    "payload"?}]`` answering the interrupts the provider's previous call of the run ended with
+    (``RUN_FINISHED`` outcome ``interrupt``): set by the engine on the one call that continues such a
+    run, else ``None``; a provider that cannot interrupt ignores it.
     """
 
     model: str
@@ -87,6 +94,8 @@ class ModelRequest:
     temperature: float | None = None
     options: dict[str, Any] = attrs.Factory(dict)
     output: OutputFormat | None = None
+    thread_id: str | None = None
+    resume: list[dict[str, Any]] | None = None
 
 
 @attrs.define(slots=True)
