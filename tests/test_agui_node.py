@@ -40,9 +40,9 @@ pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-o
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
 from hookstream import ToolContext  # noqa: E402
-from hookstream._agui_demo import demo_factory  # noqa: E402
-from hookstream._agui_server import RunInput, RunStream, make_app  # noqa: E402
 from hookstream._events import BaseEvent, to_dict  # noqa: E402
+from hookstream._server.agui import RunInput, RunStream, make_app  # noqa: E402
+from hookstream._server.demo import demo_factory  # noqa: E402
 from hookstream.testing import replay_body  # noqa: E402
 from hookstream.testing.conformance import corpus_providers, require_corpus  # noqa: E402
 

@@ -55,13 +55,13 @@ except ImportError:  # pragma: no cover - a test dependency (requirements/test.t
 
 from engine_kit import MODEL, run, text_body, tool_body
 from hookstream import BaseEvent, LoopSettings, chat, get_model, to_json
-from hookstream._agui_demo import demo_factory
-from hookstream._agui_server import make_app
 from hookstream._builder import StreamBuilder
 from hookstream._errors import UnknownPluginError
 from hookstream._events import ReasoningMessageContent, TextMessageContent, ToolCallArgs
 from hookstream._provider import CallContext
 from hookstream._registry import get_registry
+from hookstream._server.agui import make_app
+from hookstream._server.demo import demo_factory
 from hookstream._tools import Tool, tool
 from hookstream.testing import DEMO_PROMPT, LoopbackServer, Response, check_events, demo_server, demo_tools
 from hookstream.testing.conformance import BODY_SUFFIXES, corpus_providers, find_corpus, require_corpus

@@ -38,8 +38,8 @@ from hookstream import (
     ui_messages_to_model_messages,
 )
 from hookstream._accumulate import StepAccumulator
-from hookstream._agui_server import messages_from_agui
 from hookstream._events import Custom, StepFinished, TextMessageContent, TextMessageStart
+from hookstream._server.agui import messages_from_agui
 from hookstream._tools import run_tool
 from hookstream.plugin import coerce_messages
 from hookstream.testing import LoopbackServer, Response

@@ -54,7 +54,7 @@ def test_a_store_made_by_the_previous_release_is_migrated(tmp_path: Path) -> Non
         conn.execute("CREATE TABLE hookstream_messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, thread_id TEXT NOT "
                      "NULL, message_key TEXT NOT NULL, body TEXT NOT NULL, UNIQUE (thread_id, message_key))")
     InMemoryStore()  # nothing shared
-    from hookstream._message_codec import dumps_message
+    from hookstream._stores.codec import dumps_message
 
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO hookstream_messages (thread_id, message_key, body) VALUES (?, ?, ?)",
@@ -121,7 +121,7 @@ def test_summarize_older_turns_with_a_named_model(tmp_path: Path) -> None:
     stored = store.load("t")
     assert sum(1 for m in stored if m.role == "system") == 2 and len([m for m in stored if m.role == "user"]) == 6
     # With nothing more to drop, the stored summary is reused.
-    from hookstream._history import is_summary
+    from hookstream._stores.history import is_summary
 
     sent, new = History.summarize(summary_model, keep_last=4).apply(stored)
     assert new is None and is_summary(sent[0]) == 16 and [m.role for m in sent[1:]] == ["user", "assistant"] * 2

@@ -11,9 +11,9 @@ from engine_kit import MODEL, customs, run, text_body, text_pieces, tool_body, t
 from hookstream import Callbacks, get_model
 from hookstream._chat import ChatStream, chat
 from hookstream._loop import RepairRequest
-from hookstream._memory import InMemoryStore
 from hookstream._messages import ToolCallPart
 from hookstream._processor import StreamProcessor
+from hookstream._stores.memory import InMemoryStore
 from hookstream._tools import tool
 from hookstream._ui import ToolCallUIPart
 from hookstream.testing import LoopbackServer, Response

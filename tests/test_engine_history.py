@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from engine_kit import run, text_body, tool_body, types
 from hookstream import get_model
-from hookstream._memory import InMemoryStore
 from hookstream._messages import Message
+from hookstream._stores.memory import InMemoryStore
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 
 

@@ -38,7 +38,7 @@ from hookstream import (
     make_app,
 )
 from hookstream._events import Outcome, ReasoningMessageContent, ReasoningMessageEnd, ReasoningMessageStart
-from hookstream._ui_stream import (
+from hookstream._server.ui_message_stream import (
     UI_MESSAGE_STREAM_HEADERS,
     messages_from_ui,
     parse_chat_request,
@@ -48,7 +48,7 @@ from hookstream._ui_stream import (
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
-from hookstream._agui_demo import demo_factory
+from hookstream._server.demo import demo_factory
 from hookstream.testing import DEMO_PROMPT, demo_server, demo_tools
 
 # -- helpers --------------------------------------------------------------------------------------------

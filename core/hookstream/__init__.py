@@ -21,12 +21,6 @@ if TYPE_CHECKING:
         StepResult,
     )
     from ._agent import Agent, AgentToolError
-    from ._agui_server import (
-        RunInput,
-        chat_factory,
-        make_app,
-    )
-    from ._auth import JWTAuthenticator, Principal, TokenAuthenticator
     from ._batch import (
         BatchResult,
         BatchRun,
@@ -133,11 +127,9 @@ if TYPE_CHECKING:
         ToolExecutor,
     )
     from ._fallback import FallbackModel
-    from ._history import History
     from ._hookspecs import (
         hookimpl,
     )
-    from ._limits import ServerLimits
     from ._loop import (
         Callbacks,
         LoopSettings,
@@ -147,11 +139,6 @@ if TYPE_CHECKING:
         RunResult,
         StepSettings,
         StepStart,
-    )
-    from ._memory import (
-        ConversationStore,
-        InMemoryStore,
-        ThreadInfo,
     )
     from ._messages import (
         FilePart,
@@ -198,11 +185,14 @@ if TYPE_CHECKING:
     from ._secrets import (
         Secret,
     )
-    from ._sqlstore import (
-        PostgresStore,
-        SQLiteStore,
-        open_store,
+    from ._server.agui import (
+        RunInput,
+        chat_factory,
+        make_app,
     )
+    from ._server.auth import JWTAuthenticator, Principal, TokenAuthenticator
+    from ._server.limits import ServerLimits
+    from ._server.ui_message_stream import to_ui_message_stream
     from ._stop import (
         StopCondition,
         cost_exceeds,
@@ -210,6 +200,17 @@ if TYPE_CHECKING:
         has_tool_call,
         step_count_is,
         total_tokens_exceed,
+    )
+    from ._stores.history import History
+    from ._stores.memory import (
+        ConversationStore,
+        InMemoryStore,
+        ThreadInfo,
+    )
+    from ._stores.sql import (
+        PostgresStore,
+        SQLiteStore,
+        open_store,
     )
     from ._strategies import (
         ChunkStrategy,
@@ -238,7 +239,6 @@ if TYPE_CHECKING:
         UIMessage,
         UIPart,
     )
-    from ._ui_stream import to_ui_message_stream
 
 _LAZY: dict[str, str] = {
     "batch": "_batch",
@@ -260,13 +260,13 @@ _LAZY: dict[str, str] = {
     "ToolDefinitionError": "_errors",
     "NotEventStreamError": "_errors",
     "MissingAPIKeyError": "_errors",
-    "Principal": "_auth",
-    "History": "_history",
+    "Principal": "_server.auth",
+    "History": "_stores.history",
     "SubagentRun": "_processor",
-    "ThreadInfo": "_memory",
-    "TokenAuthenticator": "_auth",
-    "JWTAuthenticator": "_auth",
-    "ServerLimits": "_limits",
+    "ThreadInfo": "_stores.memory",
+    "TokenAuthenticator": "_server.auth",
+    "JWTAuthenticator": "_server.auth",
+    "ServerLimits": "_server.limits",
     "MissingCredentialsError": "_errors",
     "CorruptFrameError": "_errors",
     "AGUIInputError": "_errors",
@@ -282,12 +282,12 @@ _LAZY: dict[str, str] = {
     "CancellationToken": "_tools",
     "CancelledError": "_errors",
     "chat": "_chat",
-    "chat_factory": "_agui_server",
+    "chat_factory": "_server.agui",
     "ChatStream": "_chat",
     "ChunkStrategy": "_strategies",
     "ConnectError": "_errors",
     "ConnectionClosedError": "_errors",
-    "ConversationStore": "_memory",
+    "ConversationStore": "_stores.memory",
     "Cost": "_events",
     "Custom": "_events",
     "CustomPayload": "_custom",
@@ -303,15 +303,15 @@ _LAZY: dict[str, str] = {
     "HookstreamError": "_errors",
     "HTTPStatusError": "_errors",
     "ImmediateStrategy": "_strategies",
-    "InMemoryStore": "_memory",
-    "open_store": "_sqlstore",
-    "PostgresStore": "_sqlstore",
-    "SQLiteStore": "_sqlstore",
+    "InMemoryStore": "_stores.memory",
+    "open_store": "_stores.sql",
+    "PostgresStore": "_stores.sql",
+    "SQLiteStore": "_stores.sql",
     "Interrupt": "_events",
     "LineTooLongError": "_errors",
     "LoopSettings": "_loop",
     "LoopStoppedPayload": "_custom",
-    "make_app": "_agui_server",
+    "make_app": "_server.agui",
     "MalformedChunkError": "_errors",
     "MalformedCustomEventError": "_errors",
     "Message": "_messages",
@@ -352,7 +352,7 @@ _LAZY: dict[str, str] = {
     "RunError": "_events",
     "RunFailedError": "_errors",
     "RunFinished": "_events",
-    "RunInput": "_agui_server",
+    "RunInput": "_server.agui",
     "RunResult": "_loop",
     "RunStarted": "_events",
     "Secret": "_secrets",
@@ -381,7 +381,7 @@ _LAZY: dict[str, str] = {
     "Timeouts": "_timeouts",
     "to_json": "_events",
     "to_sse": "_events",
-    "to_ui_message_stream": "_ui_stream",
+    "to_ui_message_stream": "_server.ui_message_stream",
     "Tool": "_tools",
     "tool": "_tools",
     "ToolApproval": "_ui",

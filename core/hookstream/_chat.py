@@ -23,14 +23,14 @@ from ._engine import Engine, EngineConfig
 from ._events import BaseEvent, TextMessageContent, to_json, to_sse
 from ._executors import ToolExecutor
 from ._fallback import FallbackModel
-from ._history import History, summary_request
 from ._loop import Callbacks, LoopSettings, Resume, RunResult
-from ._memory import ConversationStore
 from ._messages import Message, ToolCallPart, coerce_messages
 from ._provider import Provider
 from ._registry import get_registry
 from ._secrets import Secret
 from ._stop import StopCondition
+from ._stores.history import History, summary_request
+from ._stores.memory import ConversationStore
 from ._structured import Output, resolve_output
 from ._timeouts import Timeouts
 from ._tools import Tool, as_tools

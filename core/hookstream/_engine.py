@@ -113,7 +113,6 @@ from ._events import (
 )
 from ._executors import ThreadExecutor, ToolExecutor
 from ._fallback import FallbackModel, fallible, label
-from ._history import History
 from ._ids import new_id
 from ._loop import (
     Callbacks,
@@ -126,13 +125,14 @@ from ._loop import (
     approval_in_messages,
     reason_in_messages,
 )
-from ._memory import ConversationStore
 from ._messages import Message, Part, ToolCallPart, ToolResultPart
 from ._observe import Observers, RunInfo
 from ._partial_output import OutputTracker
 from ._prices import priced
 from ._provider import CallContext, ModelRequest, Provider
 from ._stop import StopCondition
+from ._stores.history import History
+from ._stores.memory import ConversationStore
 from ._structured import ResolvedOutput
 from ._timeouts import Timeouts, Watchdog
 from ._tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result

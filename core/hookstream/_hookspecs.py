@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from ._auth import Authenticator
     from ._executors import ToolExecutor
     from ._observe import Observer
     from ._prices import ModelCapabilities
     from ._provider import Provider
+    from ._server.auth import Authenticator
     from ._stop import StopCondition
     from ._strategies import ChunkStrategy
 

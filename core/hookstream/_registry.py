@@ -30,11 +30,11 @@ from . import _hookspecs as hookspecs
 from ._errors import UnknownPluginError
 
 if TYPE_CHECKING:
-    from ._auth import Authenticator
     from ._executors import ToolExecutor
     from ._observe import Observer
     from ._prices import ModelCapabilities
     from ._provider import Provider
+    from ._server.auth import Authenticator
     from ._stop import StopCondition
     from ._strategies import ChunkStrategy
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._accumulate import StepResult, merge_metadata
-from ._auth import Principal
 from ._builder import StreamBuilder, new_id
 from ._credentials import RefreshingToken
 from ._errors import (
@@ -116,6 +115,7 @@ from ._processor import resolve_strategy
 from ._provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
+from ._server.auth import Principal
 from ._stop import StopCondition
 from ._strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
 from ._transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader

@@ -28,7 +28,7 @@ def logs_url() -> str:
 
 def open_logs() -> Any:
     """The conversation log store. Raises :class:`click.ClickException` when it cannot be opened."""
-    from .._sqlstore import open_store
+    from .._stores.sql import open_store
 
     try:
         return open_store(logs_url())
@@ -54,7 +54,7 @@ def command(ctx: click.Context, count: int, as_json: bool, cid: str | None) -> N
         return
     store = open_logs()
     if cid is not None:
-        from .._message_codec import dumps_message
+        from .._stores.codec import dumps_message
 
         messages = store.load(cid)
         if not messages:

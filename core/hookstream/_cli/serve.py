@@ -29,11 +29,11 @@ from typing import Any
 
 import click
 
-from .._agui_server import make_app
-from .._auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
-from .._limits import ServerLimits
-from .._memory import ConversationStore, InMemoryStore
-from .._sqlstore import open_store
+from .._server.agui import make_app
+from .._server.auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
+from .._server.limits import ServerLimits
+from .._stores.memory import ConversationStore, InMemoryStore
+from .._stores.sql import open_store
 from .chat import load_tool
 
 TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
@@ -48,7 +48,7 @@ def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | No
                              "cors_origins": cors_origins}
     try:
         if demo:
-            from .._agui_demo import demo_factory
+            from .._server.demo import demo_factory
 
             return make_app(stream_factory=demo_factory(delay=delay), **guard)
         if not model:

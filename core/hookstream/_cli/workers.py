@@ -6,7 +6,7 @@ each request so that slow senders cannot hold those threads (``hookstream._cli.g
 The application is built once
 in the arbiter before the workers fork (``preload_app``), so a bad ``--model`` or ``--store`` stops the
 command instead of every worker failing to boot; each worker opens its own database connections
-(``hookstream._sqlstore`` reconnects after a fork). gunicorn runs on Unix only.
+(``hookstream._stores.sql`` reconnects after a fork). gunicorn runs on Unix only.
 """
 
 from __future__ import annotations

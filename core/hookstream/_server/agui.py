@@ -31,9 +31,9 @@ may call them, the run then ends and the frontend answers with a ``tool`` messag
 
 ``POST /api/chat`` speaks the Vercel AI SDK UI message stream protocol instead (what ``useChat`` and its
 ``DefaultChatTransport`` send and read): the body ``{"id", "messages": [UIMessage...], "trigger",
-"messageId"?}`` is read by :func:`hookstream._ui_stream.parse_chat_request` (``id`` is the thread id; an
+"messageId"?}`` is read by :func:`hookstream._server.ui_message_stream.parse_chat_request` (``id`` is the thread id; an
 ``approval-responded`` tool part answers the pending approval, passed to the run as its ``resume``),
-and the answer is the run framed by :func:`hookstream._ui_stream.to_ui_message_stream` with
+and the answer is the run framed by :func:`hookstream._server.ui_message_stream.to_ui_message_stream` with
 ``x-vercel-ai-ui-message-stream: v1``. Authentication, limits, thread ownership and the store apply
 exactly as for AG-UI runs.
 
@@ -54,17 +54,23 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._agui_threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
-from ._auth import Authenticator, Principal
-from ._chat import ChatStream, chat, get_model
-from ._errors import AGUIInputError
-from ._events import BaseEvent, to_sse
-from ._limits import PrincipalLimits, ServerLimits, retry_after
-from ._loop import LoopSettings
-from ._memory import ConversationStore, OwnedStore
-from ._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
-from ._tools import Tool, as_tools
-from ._ui_stream import UI_MESSAGE_STREAM_HEADERS, ChatRequest, parse_chat_request, resume_entries, to_ui_message_stream
+from .._chat import ChatStream, chat, get_model
+from .._errors import AGUIInputError
+from .._events import BaseEvent, to_sse
+from .._loop import LoopSettings
+from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
+from .._stores.memory import ConversationStore, OwnedStore
+from .._tools import Tool, as_tools
+from .auth import Authenticator, Principal
+from .limits import PrincipalLimits, ServerLimits, retry_after
+from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
+from .ui_message_stream import (
+    UI_MESSAGE_STREAM_HEADERS,
+    ChatRequest,
+    parse_chat_request,
+    resume_entries,
+    to_ui_message_stream,
+)
 
 __all__ = [
     "AGUIInputError",
@@ -296,7 +302,7 @@ UI_CHAT_PATH = "/api/chat"
 
 def _ui_run(doc: Any, keeper: ThreadKeeper | None
             ) -> tuple[RunInput, list[Message], Callable[[RunStream], Generator[bytes, None, None]]]:
-    """An AI SDK chat request (:func:`~hookstream._ui_stream.parse_chat_request`) as a :class:`RunInput`
+    """An AI SDK chat request (:func:`~hookstream._server.ui_message_stream.parse_chat_request`) as a :class:`RunInput`
     (thread id = the chat ``id``, a fresh run id; with ``keeper``, the stored history plus the request's
     new messages, merged by id as for AG-UI), the request's new messages, and the framing of the answer.
     Approvals answered in the messages become the run's ``resume`` for the calls still pending, so the
@@ -480,7 +486,7 @@ def make_app(
 
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
     ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
-    UI message stream (:mod:`hookstream._ui_stream`), through the same authentication, limits and store.
+    UI message stream (:mod:`hookstream._server.ui_message_stream`), through the same authentication, limits and store.
     Bad input answers ``400`` with ``{"error": {"message": ...}}`` (invalid JSON or UTF-8, values
     nested deeper than 64, a malformed ``RunAgentInput``); a failure during the run ends the
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
@@ -489,13 +495,13 @@ def make_app(
     ``store`` keeps each thread's conversation (:func:`hookstream.open_store`: SQLite, PostgreSQL):
     a request's messages are merged into the stored history by message id and what the run adds is
     saved when it ends, so any worker process serves any turn and resumes any interrupt
-    (``hookstream._agui_threads``; docs/agui-server.md, "Scaling out"). A store that fails answers
+    (``hookstream._server.threads``; docs/agui-server.md, "Scaling out"). A store that fails answers
     ``503`` with ``{"error": {"message": "conversation store unavailable: ..."}}``.
 
-    ``authenticate`` (``authenticate(environ) -> Principal | None``, see :mod:`hookstream._auth`)
+    ``authenticate`` (``authenticate(environ) -> Principal | None``, see :mod:`hookstream._server.auth`)
     makes every ``POST`` name its principal: without one the answer is ``401`` with
     ``WWW-Authenticate: Bearer``. With a store, every thread belongs to the principal that created it
-    (:meth:`~hookstream._memory.OwnedStore.claim`): a run, a ``resume`` or a tool result on a thread of
+    (:meth:`~hookstream._stores.memory.OwnedStore.claim`): a run, a ``resume`` or a tool result on a thread of
     another principal is ``404`` and nothing is stored or run. ``limits`` (:class:`ServerLimits`,
     defaults when ``None``) answer ``429`` with ``Retry-After`` for an authenticated principal over its
     runs at once or per minute (without ``authenticate`` there is no principal to count), ``413`` for

@@ -6,7 +6,7 @@ running runs and a :class:`~hookstream.RateLimiter` (``rpm``) per principal. Wit
 worker process keeps its own counts, so a principal may run up to N times the limit at once across
 the server (say so to users; a shared limit would need the database on every request).
 
-Answers when a limit is passed (``hookstream._agui_server``): ``429 Too Many Requests`` with
+Answers when a limit is passed (``hookstream._server.agui``): ``429 Too Many Requests`` with
 ``Retry-After`` in whole seconds (RFC 6585 section 4, RFC 9110 section 10.2.3) for the run limits,
 ``413 Content Too Large`` for a request with too many messages or message bytes, and a run past
 ``max_run_seconds`` is cancelled (it ends with ``RUN_ERROR``).
@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from ._ratelimit import Permit, RateLimiter
+from .._ratelimit import Permit, RateLimiter
 
 __all__ = ["PrincipalLimits", "ServerLimits"]
 

@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from ._messages import Message
+from .._messages import Message
 
 __all__ = ["ConversationStore", "InMemoryStore", "OwnedStore", "ThreadInfo", "thread_title"]
 

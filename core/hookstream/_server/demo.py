@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from . import _demo as demo
-from ._agui_server import RunInput, RunStream, StreamFactory
-from ._chat import ChatStream, chat, get_model
-from ._events import BaseEvent
-from ._loop import LoopSettings, RunResult
-from ._loopback import CapturedRequest, LoopbackServer, Response
-from ._messages import Message
-from ._tools import Tool, tool
+from .. import _demo as demo
+from .._chat import ChatStream, chat, get_model
+from .._events import BaseEvent
+from .._loop import LoopSettings, RunResult
+from .._loopback import CapturedRequest, LoopbackServer, Response
+from .._messages import Message
+from .._tools import Tool, tool
+from .agui import RunInput, RunStream, StreamFactory
 
 __all__ = ["demo_factory", "demo_tools"]
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from ._events import (
+from .._events import (
     BaseEvent,
     ReasoningStart,
     RunError,
@@ -44,8 +44,8 @@ from ._events import (
     ToolCallResult,
     ToolCallStart,
 )
-from ._memory import ConversationStore
-from ._messages import Message
+from .._messages import Message
+from .._stores.memory import ConversationStore
 
 __all__ = ["StoreUnavailableError", "StoredRun", "ThreadKeeper", "agui_ids", "assign_ids", "coalesce", "merge",
            "message_keys", "stored_tool_calls"]

@@ -10,7 +10,7 @@ Both database stores keep one table, ``hookstream_messages``::
     seq        integer, increasing: the order messages were first saved in
     thread_id  text
     message_key text      the message's id (a fresh uuid for a message without one)
-    body       text       the message as JSON (hookstream._message_codec: cattrs, file bytes base64)
+    body       text       the message as JSON (hookstream._stores.codec: cattrs, file bytes base64)
     created_at real       Unix seconds it was saved (NULL for rows of a store made before it was kept)
     UNIQUE (thread_id, message_key)
 
@@ -41,9 +41,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ._memory import ConversationStore, InMemoryStore, ThreadInfo, thread_title
-from ._message_codec import dumps_message, loads_message
-from ._messages import Message
+from .._messages import Message
+from .codec import dumps_message, loads_message
+from .memory import ConversationStore, InMemoryStore, ThreadInfo, thread_title
 
 __all__ = ["PostgresStore", "SQLiteStore", "open_store"]
 

@@ -79,7 +79,7 @@ from typing import Any
 
 import attrs
 
-from ._custom import (
+from .._custom import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
     FilePayload,
@@ -87,8 +87,8 @@ from ._custom import (
     ToolCallRepairedPayload,
     parse_custom,
 )
-from ._errors import AGUIInputError, MalformedCustomEventError
-from ._events import (
+from .._errors import AGUIInputError, MalformedCustomEventError
+from .._events import (
     BaseEvent,
     Custom,
     ReasoningEnd,
@@ -113,8 +113,8 @@ from ._events import (
     Usage,
     parse_arguments,
 )
-from ._loop import approval_id
-from ._messages import FilePart, Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from .._loop import approval_id
+from .._messages import FilePart, Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",

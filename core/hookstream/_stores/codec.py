@@ -20,7 +20,7 @@ from typing import Any
 
 import cattrs
 
-from ._messages import FilePart, Message, Part, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
+from .._messages import FilePart, Message, Part, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = ["dumps_message", "loads_message"]
 

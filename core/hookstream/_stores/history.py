@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ._messages import Message, TextPart
+from .._messages import Message, TextPart
 
 __all__ = ["History", "estimate_tokens", "is_summary"]
 
