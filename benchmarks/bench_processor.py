@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hookstream import _events as E
-from hookstream._processor import StreamProcessor
+from hookstream._processing.processor import StreamProcessor
 
 MB = 1_000_000
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from hookstream import StreamProcessor, chat, get_model
-from hookstream._structured import resolve_output
+from hookstream._agentloop.structured import resolve_output
 from hookstream.testing import LoopbackServer, Response
 
 RECORDS_SCHEMA: dict[str, Any] = {

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
-from hookstream._builder import StreamBuilder
 from hookstream._errors import MalformedChunkError
 from hookstream._events import BaseEvent, Usage
-from hookstream._provider import CallContext, ModelRequest, Provider
 from hookstream._registry import Registry, get_registry
-from hookstream._transport import HTTPRequest
+from hookstream._stream.builder import StreamBuilder
+from hookstream._stream.provider import CallContext, ModelRequest, Provider
+from hookstream._stream.transport import HTTPRequest
 
 
 class LineProvider(Provider):

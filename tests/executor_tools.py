@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from hookstream import ToolContext
-from hookstream._tools import tool
+from hookstream._agentloop.tools import tool
 
 
 def where(label: str) -> dict[str, object]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hookstream import _events as E
-from hookstream._processor import StreamProcessor
-from hookstream._ui import UIMessage
+from hookstream._processing.processor import StreamProcessor
+from hookstream._processing.ui import UIMessage
 
 
 class Recorder:

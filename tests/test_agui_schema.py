@@ -55,14 +55,14 @@ except ImportError:  # pragma: no cover - a test dependency (requirements/test.t
 
 from engine_kit import MODEL, run, text_body, tool_body
 from hookstream import BaseEvent, LoopSettings, chat, get_model, to_json
-from hookstream._builder import StreamBuilder
+from hookstream._agentloop.tools import Tool, tool
 from hookstream._errors import UnknownPluginError
 from hookstream._events import ReasoningMessageContent, TextMessageContent, ToolCallArgs
-from hookstream._provider import CallContext
 from hookstream._registry import get_registry
 from hookstream._server.agui import make_app
 from hookstream._server.demo import demo_factory
-from hookstream._tools import Tool, tool
+from hookstream._stream.builder import StreamBuilder
+from hookstream._stream.provider import CallContext
 from hookstream.testing import DEMO_PROMPT, LoopbackServer, Response, check_events, demo_server, demo_tools
 from hookstream.testing.conformance import BODY_SUFFIXES, corpus_providers, find_corpus, require_corpus
 from hookstream.testing.recorded import replay_body

@@ -37,10 +37,10 @@ from hookstream import (
     tool,
     ui_messages_to_model_messages,
 )
-from hookstream._accumulate import StepAccumulator
+from hookstream._agentloop.tools import run_tool
 from hookstream._events import Custom, StepFinished, TextMessageContent, TextMessageStart
 from hookstream._server.agui import messages_from_agui
-from hookstream._tools import run_tool
+from hookstream._stream.accumulate import StepAccumulator
 from hookstream.plugin import coerce_messages
 from hookstream.testing import LoopbackServer, Response
 

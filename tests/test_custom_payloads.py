@@ -22,10 +22,10 @@ from hookstream import (
     parse_custom,
 )
 from hookstream import _events as E
+from hookstream._agentloop.tools import Tool, tool
+from hookstream._agentloop.values import RepairRequest
 from hookstream._cli.process import command
-from hookstream._loop import RepairRequest
 from hookstream._messages import ToolCallPart
-from hookstream._tools import Tool, tool
 from processor_kit import run_end, run_start
 
 # Each payload with its wire value exactly as the engine has always sent it (AG-UI clients read these).

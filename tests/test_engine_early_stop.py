@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from engine_kit import MODEL, customs, run, text_body, text_pieces, tool_body, tool_pieces
 from hookstream import Callbacks, get_model
+from hookstream._agentloop.tools import tool
+from hookstream._agentloop.values import RepairRequest
 from hookstream._chat import ChatStream, chat
-from hookstream._loop import RepairRequest
 from hookstream._messages import ToolCallPart
-from hookstream._processor import StreamProcessor
+from hookstream._processing.processor import StreamProcessor
+from hookstream._processing.ui import ToolCallUIPart
 from hookstream._stores.memory import InMemoryStore
-from hookstream._tools import tool
-from hookstream._ui import ToolCallUIPart
 from hookstream.testing import LoopbackServer, Response
 
 KEEPALIVE = b": keepalive\n\n"

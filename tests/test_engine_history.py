@@ -81,8 +81,8 @@ def test_memory_saves_each_step_before_the_next_request_is_sent() -> None:
 
 
 def test_an_interrupted_step_is_saved_with_its_pending_calls_and_resumed_once() -> None:
+    from hookstream._agentloop.tools import tool
     from hookstream._chat import chat
-    from hookstream._tools import tool
 
     @tool(needs_approval=True)
     def rm(path: str) -> str:

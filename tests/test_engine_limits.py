@@ -12,7 +12,7 @@ from engine_kit import frame, run, text_body, text_pieces, tool_body
 from holdkit import NEVER, held
 from hookstream import Callbacks, ToolContext, get_model
 from hookstream._errors import CancelledError, RateLimitError, StreamTimeoutError
-from hookstream._retry import backoff_delay
+from hookstream._stream.retry import backoff_delay
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 import requests
 from hookstream import chat, get_model
-from hookstream._call import CallOptions, ModelCall
+from hookstream._stream.call import CallOptions, ModelCall
 from hookstream.plugin import (
     NDJSON,
     SSE,

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 import sseclient
-from hookstream._accumulate import StepAccumulator
 from hookstream._errors import HookstreamError, LineTooLongError
-from hookstream._provider import CallContext
 from hookstream._registry import get_registry
-from hookstream._transport import DEFAULT_MAX_EVENT_BYTES, bounded_reads
+from hookstream._stream.accumulate import StepAccumulator
+from hookstream._stream.provider import CallContext
+from hookstream._stream.transport import DEFAULT_MAX_EVENT_BYTES, bounded_reads
 from hookstream.testing import check_events, replay_body
 from hookstream.testing.provider_bodies import PROVIDERS, provider_stream
 from hypothesis import HealthCheck, given, settings
@@ -159,7 +159,7 @@ json_values = st.recursive(
 
 
 def _parser() -> Any:
-    from hookstream import _partial_json
+    from hookstream._processing import partial_json as _partial_json
 
     return _partial_json
 

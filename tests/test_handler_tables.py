@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hookstream import _accumulate, _processor
 from hookstream._cli import live
+from hookstream._processing import processor as _processor
+from hookstream._stream import accumulate as _accumulate
 
 
 def _accepted(handler: Callable[..., Any]) -> set[type]:

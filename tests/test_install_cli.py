@@ -18,7 +18,7 @@ def test_plugins_json_is_one_document_with_plugins_and_failures(tmp_path: Path) 
     broken = make_dist(tmp_path, "brokenjson", "raise RuntimeError('broken on purpose')\n")
     good = make_dist(tmp_path, "goodjson", """
         from hookstream import hookimpl
-        from hookstream._strategies import ImmediateStrategy
+        from hookstream._processing.strategies import ImmediateStrategy
 
         @hookimpl
         def hookstream_register_chunk_strategies(register):

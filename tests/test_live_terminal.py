@@ -11,9 +11,9 @@ pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-o
 
 from hookstream import _demo as demo
 from hookstream import get_model
+from hookstream._agentloop.tools import tool
 from hookstream._chat import chat
 from hookstream._cli.live import LiveRenderer, _MarkdownTail, render_live
-from hookstream._tools import tool
 from hookstream.testing import LoopbackServer, Response
 
 

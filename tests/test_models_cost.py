@@ -206,7 +206,7 @@ def test_cost_exceeds_ends_the_run_between_steps() -> None:
 
 
 def test_cost_exceeds_never_stops_a_run_it_cannot_price() -> None:
-    from hookstream._accumulate import StepResult
+    from hookstream._stream.accumulate import StepResult
 
     steps = [StepResult(1, usage=Usage(10**9, 10**9)), StepResult(2, usage=None)]
     assert not cost_exceeds(0)(steps)

@@ -1,4 +1,4 @@
-"""Run observers (hookstream._observe): what they see of a real run, in which order and on which thread,
+"""Run observers (hookstream._agentloop.observe): what they see of a real run, in which order and on which thread,
 that the run's context reaches the tool threads without leaking into the caller, that an observer that
 raises is reported once and dropped while the run goes on, and that no observer means no fan-out."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from engine_kit import run, text_body, tool_body
+from hookstream._agentloop.observe import ModelCallInfo, Observer, Observers, RetryInfo, RunInfo, ToolInfo, current
 from hookstream._demo import demo_stream
-from hookstream._observe import ModelCallInfo, Observer, Observers, RetryInfo, RunInfo, ToolInfo, current
 from hookstream.plugin import ToolResultPart
 from hookstream.testing import LoopbackServer, Response
 

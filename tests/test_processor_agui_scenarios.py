@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from hookstream import _events as E
-from hookstream._processor import StreamProcessor
-from hookstream._ui import TextUIPart, ToolCallUIPart, UIMessage
+from hookstream._processing.processor import StreamProcessor
+from hookstream._processing.ui import TextUIPart, ToolCallUIPart, UIMessage
 from processor_kit import Recorder, shape
 
 

@@ -13,7 +13,7 @@ import pytest
 from ag_ui import core as A
 from ag_ui.core import events as AE
 from hookstream import _events as E
-from hookstream._processor import StreamProcessor
+from hookstream._processing.processor import StreamProcessor
 from pydantic import TypeAdapter
 
 EVENT = TypeAdapter(AE.Event)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hookstream import _events as E
 from hookstream._errors import UnknownPluginError
-from hookstream._processor import StreamProcessor
-from hookstream._ui import ReasoningUIPart, UIMessage
+from hookstream._processing.processor import StreamProcessor
+from hookstream._processing.ui import ReasoningUIPart, UIMessage
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from hookstream import _events as E
-from hookstream._processor import ApprovalRequest, ToolInputRequest, UnknownToolCallError
+from hookstream._processing.processor import ApprovalRequest, ToolInputRequest, UnknownToolCallError
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
 
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from hookstream._errors import MalformedChunkError
-from hookstream._processor import StreamProcessor
-from hookstream._stream_parser import RawChunk, StreamParser, parse_raw
+from hookstream._processing.processor import StreamProcessor
+from hookstream._processing.stream_parser import RawChunk, StreamParser, parse_raw
 from hookstream.testing.grammar import check_events
 
 

@@ -35,7 +35,7 @@ def test_broken_plugin_is_reported_and_does_not_stop_the_cli(tmp_path: Path) -> 
     broken = make_dist(tmp_path, "brokenplug", "raise RuntimeError('this plugin is broken on purpose')\n")
     good = make_dist(tmp_path, "goodplug", """
         from hookstream import hookimpl
-        from hookstream._strategies import ImmediateStrategy
+        from hookstream._processing.strategies import ImmediateStrategy
 
         @hookimpl
         def hookstream_register_chunk_strategies(register):

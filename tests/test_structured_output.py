@@ -31,8 +31,8 @@ from hookstream import (
     chat,
     get_model,
 )
-from hookstream._partial_output import OutputTracker, apply_patch
-from hookstream._structured import resolve_output, strict_allowed
+from hookstream._agentloop.partial_output import OutputTracker, apply_patch
+from hookstream._agentloop.structured import resolve_output, strict_allowed
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.provider_bodies import BASE_PATH, provider_stream
 

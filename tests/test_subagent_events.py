@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hookstream import Agent, StreamProcessor, ToolCallUIPart, chat
 from hookstream import _events as ev
-from hookstream._processor import SubagentRun
+from hookstream._processing.processor import SubagentRun
 from hookstream.plugin import Message
 from hookstream.testing import (
     FunctionModel,

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from hookstream import StreamProcessor, ToolCallUIPart, chat, get_model
-from hookstream._accumulate import StepAccumulator
 from hookstream._events import (
     RunError,
     ToolCallArgs,
@@ -17,6 +16,7 @@ from hookstream._events import (
     from_dict,
     to_dict,
 )
+from hookstream._stream.accumulate import StepAccumulator
 from hookstream.testing import LoopbackServer, Response
 
 ARGS = ['{"path": "a.txt", ', '"content": "', "x" * 5000, '"}']

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from faultkit import open_sockets, settle
 from hookstream import get_model
+from hookstream._agentloop.tools import tool
 from hookstream._chat import chat
 from hookstream._events import RunFinished, ToolCallResult
 from hookstream._registry import get_registry
-from hookstream._tools import tool
 from hookstream.testing import check_events
 from hookstream.testing.faults import FaultServer
 from hookstream.testing.provider_bodies import final_stream
@@ -57,7 +57,7 @@ FAULTY = {
 def _timeout_honoured() -> bool:
     import inspect
 
-    from hookstream import _tools as tools
+    from hookstream._agentloop import tools as tools
 
     return hasattr(tools, "run_tool_guarded") or "timeout" in inspect.getsource(tools.run_tool)
 

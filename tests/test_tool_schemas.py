@@ -20,9 +20,17 @@ from typing import Annotated, Any, Literal, NewType, NotRequired, Required, Type
 import attrs
 import jsonschema
 import pytest
+from hookstream._agentloop.tools import (
+    CancellationToken,
+    Tool,
+    ToolContext,
+    as_tools,
+    run_tool,
+    schema_from_function,
+    tool,
+)
 from hookstream._errors import HookstreamError, ToolDefinitionError
 from hookstream._messages import ToolCallPart, ToolResultPart
-from hookstream._tools import CancellationToken, Tool, ToolContext, as_tools, run_tool, schema_from_function, tool
 
 
 class Color(enum.Enum):

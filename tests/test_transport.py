@@ -8,12 +8,12 @@ import threading
 
 import pytest
 import requests
-from hookstream._accumulate import StepAccumulator
-from hookstream._call import CallOptions, ModelCall
 from hookstream._errors import ConnectionClosedError, LineTooLongError, RateLimitError
 from hookstream._events import TextMessageContent
 from hookstream._messages import Message
-from hookstream._provider import CallContext, ModelRequest
+from hookstream._stream.accumulate import StepAccumulator
+from hookstream._stream.call import CallOptions, ModelCall
+from hookstream._stream.provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.server import split_body
 

@@ -17,10 +17,51 @@ from ._lazy import lazy_attributes
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from ._accumulate import (
-        StepResult,
+    from ._agentloop.agent import Agent, AgentToolError
+    from ._agentloop.executors import (
+        BoundedExecutor,
+        ProcessExecutor,
+        SequentialExecutor,
+        ThreadExecutor,
+        ToolCallRequest,
+        ToolExecutor,
     )
-    from ._agent import Agent, AgentToolError
+    from ._agentloop.observe import (
+        Observer,
+    )
+    from ._agentloop.output import (
+        final_json,
+    )
+    from ._agentloop.stop import (
+        StopCondition,
+        cost_exceeds,
+        finish_reason_is,
+        has_tool_call,
+        step_count_is,
+        total_tokens_exceed,
+    )
+    from ._agentloop.structured import (
+        Output,
+    )
+    from ._agentloop.timeouts import (
+        Timeouts,
+    )
+    from ._agentloop.tools import (
+        CancellationToken,
+        Tool,
+        ToolContext,
+        tool,
+    )
+    from ._agentloop.values import (
+        Callbacks,
+        LoopSettings,
+        PendingApproval,
+        RepairRequest,
+        Resume,
+        RunResult,
+        StepSettings,
+        StepStart,
+    )
     from ._batch import (
         BatchResult,
         BatchRun,
@@ -34,10 +75,6 @@ if TYPE_CHECKING:
         ChatStream,
         chat,
         get_model,
-    )
-    from ._convert import (
-        model_messages_to_ui_messages,
-        ui_messages_to_model_messages,
     )
     from ._custom import (
         ApprovalRequestedPayload,
@@ -118,27 +155,8 @@ if TYPE_CHECKING:
         to_json,
         to_sse,
     )
-    from ._executors import (
-        BoundedExecutor,
-        ProcessExecutor,
-        SequentialExecutor,
-        ThreadExecutor,
-        ToolCallRequest,
-        ToolExecutor,
-    )
-    from ._fallback import FallbackModel
     from ._hookspecs import (
         hookimpl,
-    )
-    from ._loop import (
-        Callbacks,
-        LoopSettings,
-        PendingApproval,
-        RepairRequest,
-        Resume,
-        RunResult,
-        StepSettings,
-        StepStart,
     )
     from ._messages import (
         FilePart,
@@ -152,14 +170,12 @@ if TYPE_CHECKING:
         ToolResultPart,
     )
     from ._models import models
-    from ._observe import (
-        Observer,
-    )
-    from ._output import (
-        final_json,
-    )
     from ._prices import ModelCapabilities, ModelInfo
-    from ._processor import (
+    from ._processing.convert import (
+        model_messages_to_ui_messages,
+        ui_messages_to_model_messages,
+    )
+    from ._processing.processor import (
         ApprovalRequest,
         ProcessorResult,
         ProcessorStats,
@@ -167,11 +183,20 @@ if TYPE_CHECKING:
         SubagentRun,
         ToolInputRequest,
     )
-    from ._provider import (
-        ModelRequest,
-        OutputFormat,
-        Provider,
-        ToolSpec,
+    from ._processing.strategies import (
+        ChunkStrategy,
+        ImmediateStrategy,
+    )
+    from ._processing.ui import (
+        FileUIPart,
+        ReasoningUIPart,
+        SourceUIPart,
+        TextUIPart,
+        ToolApproval,
+        ToolCallUIPart,
+        ToolResultUIPart,
+        UIMessage,
+        UIPart,
     )
     from ._ratelimit import (
         RateLimiter,
@@ -193,14 +218,6 @@ if TYPE_CHECKING:
     from ._server.auth import JWTAuthenticator, Principal, TokenAuthenticator
     from ._server.limits import ServerLimits
     from ._server.ui_message_stream import to_ui_message_stream
-    from ._stop import (
-        StopCondition,
-        cost_exceeds,
-        finish_reason_is,
-        has_tool_call,
-        step_count_is,
-        total_tokens_exceed,
-    )
     from ._stores.history import History
     from ._stores.memory import (
         ConversationStore,
@@ -212,32 +229,15 @@ if TYPE_CHECKING:
         SQLiteStore,
         open_store,
     )
-    from ._strategies import (
-        ChunkStrategy,
-        ImmediateStrategy,
+    from ._stream.accumulate import (
+        StepResult,
     )
-    from ._structured import (
-        Output,
-    )
-    from ._timeouts import (
-        Timeouts,
-    )
-    from ._tools import (
-        CancellationToken,
-        Tool,
-        ToolContext,
-        tool,
-    )
-    from ._ui import (
-        FileUIPart,
-        ReasoningUIPart,
-        SourceUIPart,
-        TextUIPart,
-        ToolApproval,
-        ToolCallUIPart,
-        ToolResultUIPart,
-        UIMessage,
-        UIPart,
+    from ._stream.fallback import FallbackModel
+    from ._stream.provider import (
+        ModelRequest,
+        OutputFormat,
+        Provider,
+        ToolSpec,
     )
 
 _LAZY: dict[str, str] = {
@@ -250,8 +250,8 @@ _LAZY: dict[str, str] = {
     "SourcePayload": "_custom",
     "FilePayload": "_custom",
     "Raw": "_events",
-    "Output": "_structured",
-    "OutputFormat": "_provider",
+    "Output": "_agentloop.structured",
+    "OutputFormat": "_stream.provider",
     "OutputValidationError": "_errors",
     "StateDelta": "_events",
     "StateSnapshot": "_events",
@@ -262,7 +262,7 @@ _LAZY: dict[str, str] = {
     "MissingAPIKeyError": "_errors",
     "Principal": "_server.auth",
     "History": "_stores.history",
-    "SubagentRun": "_processor",
+    "SubagentRun": "_processing.processor",
     "ThreadInfo": "_stores.memory",
     "TokenAuthenticator": "_server.auth",
     "JWTAuthenticator": "_server.auth",
@@ -270,21 +270,21 @@ _LAZY: dict[str, str] = {
     "MissingCredentialsError": "_errors",
     "CorruptFrameError": "_errors",
     "AGUIInputError": "_errors",
-    "ApprovalRequest": "_processor",
+    "ApprovalRequest": "_processing.processor",
     "ApprovalRequestedPayload": "_custom",
     "ApprovalRespondedPayload": "_custom",
     "AuthenticationError": "_errors",
     "BadRequestError": "_errors",
     "BaseEvent": "_events",
-    "BoundedExecutor": "_executors",
+    "BoundedExecutor": "_agentloop.executors",
     "CallbackError": "_errors",
-    "Callbacks": "_loop",
-    "CancellationToken": "_tools",
+    "Callbacks": "_agentloop.values",
+    "CancellationToken": "_agentloop.tools",
     "CancelledError": "_errors",
     "chat": "_chat",
     "chat_factory": "_server.agui",
     "ChatStream": "_chat",
-    "ChunkStrategy": "_strategies",
+    "ChunkStrategy": "_processing.strategies",
     "ConnectError": "_errors",
     "ConnectionClosedError": "_errors",
     "ConversationStore": "_stores.memory",
@@ -292,46 +292,46 @@ _LAZY: dict[str, str] = {
     "Custom": "_events",
     "CustomPayload": "_custom",
     "Event": "_events",
-    "final_json": "_output",
-    "finish_reason_is": "_stop",
+    "final_json": "_agentloop.output",
+    "finish_reason_is": "_agentloop.stop",
     "FinishReason": "_events",
     "from_json": "_events",
     "get_model": "_chat",
     "get_registry": "_registry",
-    "has_tool_call": "_stop",
+    "has_tool_call": "_agentloop.stop",
     "hookimpl": "_hookspecs",
     "HookstreamError": "_errors",
     "HTTPStatusError": "_errors",
-    "ImmediateStrategy": "_strategies",
+    "ImmediateStrategy": "_processing.strategies",
     "InMemoryStore": "_stores.memory",
     "open_store": "_stores.sql",
     "PostgresStore": "_stores.sql",
     "SQLiteStore": "_stores.sql",
     "Interrupt": "_events",
     "LineTooLongError": "_errors",
-    "LoopSettings": "_loop",
+    "LoopSettings": "_agentloop.values",
     "LoopStoppedPayload": "_custom",
     "make_app": "_server.agui",
     "MalformedChunkError": "_errors",
     "MalformedCustomEventError": "_errors",
     "Message": "_messages",
-    "model_messages_to_ui_messages": "_convert",
+    "model_messages_to_ui_messages": "_processing.convert",
     "ModelCapabilities": "_prices",
     "ModelInfo": "_prices",
-    "ModelRequest": "_provider",
+    "ModelRequest": "_stream.provider",
     "models": "_models",
     "NotFoundError": "_errors",
     "Outcome": "_events",
     "parse_custom": "_custom",
     "Part": "_messages",
     "PartialJSONError": "_errors",
-    "PendingApproval": "_loop",
+    "PendingApproval": "_agentloop.values",
     "PluginError": "_errors",
-    "ProcessorResult": "_processor",
-    "ProcessorStats": "_processor",
+    "ProcessorResult": "_processing.processor",
+    "ProcessorStats": "_processing.processor",
     "PROTOCOL_VERSION": "_events",
-    "Observer": "_observe",
-    "Provider": "_provider",
+    "Observer": "_agentloop.observe",
+    "Provider": "_stream.provider",
     "ProviderError": "_errors",
     "RateLimitError": "_errors",
     "ReasoningEncryptedValue": "_events",
@@ -341,71 +341,71 @@ _LAZY: dict[str, str] = {
     "ReasoningMessageStart": "_events",
     "ReasoningPart": "_messages",
     "ReasoningStart": "_events",
-    "ReasoningUIPart": "_ui",
-    "SourceUIPart": "_ui",
-    "FileUIPart": "_ui",
+    "ReasoningUIPart": "_processing.ui",
+    "SourceUIPart": "_processing.ui",
+    "FileUIPart": "_processing.ui",
     "Recorder": "_record",
-    "RepairRequest": "_loop",
-    "Resume": "_loop",
+    "RepairRequest": "_agentloop.values",
+    "Resume": "_agentloop.values",
     "ResumeError": "_errors",
     "Role": "_messages",
     "RunError": "_events",
     "RunFailedError": "_errors",
     "RunFinished": "_events",
     "RunInput": "_server.agui",
-    "RunResult": "_loop",
+    "RunResult": "_agentloop.values",
     "RunStarted": "_events",
     "Secret": "_secrets",
-    "SequentialExecutor": "_executors",
-    "ProcessExecutor": "_executors",
-    "ToolCallRequest": "_executors",
+    "SequentialExecutor": "_agentloop.executors",
+    "ProcessExecutor": "_agentloop.executors",
+    "ToolCallRequest": "_agentloop.executors",
     "ServerError": "_errors",
-    "step_count_is": "_stop",
+    "step_count_is": "_agentloop.stop",
     "StepFinished": "_events",
-    "StepResult": "_accumulate",
-    "FallbackModel": "_fallback",
-    "Agent": "_agent",
-    "AgentToolError": "_agent",
-    "StepSettings": "_loop",
-    "StepStart": "_loop",
+    "StepResult": "_stream.accumulate",
+    "FallbackModel": "_stream.fallback",
+    "Agent": "_agentloop.agent",
+    "AgentToolError": "_agentloop.agent",
+    "StepSettings": "_agentloop.values",
+    "StepStart": "_agentloop.values",
     "StepStarted": "_events",
-    "StopCondition": "_stop",
-    "StreamProcessor": "_processor",
+    "StopCondition": "_agentloop.stop",
+    "StreamProcessor": "_processing.processor",
     "StreamTimeoutError": "_errors",
     "TextMessageContent": "_events",
     "TextMessageEnd": "_events",
     "TextMessageStart": "_events",
     "TextPart": "_messages",
-    "TextUIPart": "_ui",
-    "ThreadExecutor": "_executors",
-    "Timeouts": "_timeouts",
+    "TextUIPart": "_processing.ui",
+    "ThreadExecutor": "_agentloop.executors",
+    "Timeouts": "_agentloop.timeouts",
     "to_json": "_events",
     "to_sse": "_events",
     "to_ui_message_stream": "_server.ui_message_stream",
-    "Tool": "_tools",
-    "tool": "_tools",
-    "ToolApproval": "_ui",
+    "Tool": "_agentloop.tools",
+    "tool": "_agentloop.tools",
+    "ToolApproval": "_processing.ui",
     "ToolCallArgs": "_events",
     "ToolCallEnd": "_events",
     "ToolCallPart": "_messages",
     "ToolCallRepairedPayload": "_custom",
     "ToolCallResult": "_events",
     "ToolCallStart": "_events",
-    "ToolCallUIPart": "_ui",
-    "ToolContext": "_tools",
+    "ToolCallUIPart": "_processing.ui",
+    "ToolContext": "_agentloop.tools",
     "ToolError": "_errors",
-    "ToolExecutor": "_executors",
+    "ToolExecutor": "_agentloop.executors",
     "ToolInputAvailablePayload": "_custom",
-    "ToolInputRequest": "_processor",
+    "ToolInputRequest": "_processing.processor",
     "ToolResultPart": "_messages",
-    "ToolResultUIPart": "_ui",
-    "ToolSpec": "_provider",
-    "total_tokens_exceed": "_stop",
-    "cost_exceeds": "_stop",
+    "ToolResultUIPart": "_processing.ui",
+    "ToolSpec": "_stream.provider",
+    "total_tokens_exceed": "_agentloop.stop",
+    "cost_exceeds": "_agentloop.stop",
     "TransportError": "_errors",
-    "ui_messages_to_model_messages": "_convert",
-    "UIMessage": "_ui",
-    "UIPart": "_ui",
+    "ui_messages_to_model_messages": "_processing.convert",
+    "UIMessage": "_processing.ui",
+    "UIPart": "_processing.ui",
     "UnknownPluginError": "_errors",
     "UnknownToolCallError": "_errors",
     "Usage": "_events",

@@ -112,14 +112,14 @@ from typing import Any
 import attrs
 import requests
 
-from ._builder import StreamBuilder
 from ._errors import MalformedChunkError
 from ._events import BaseEvent, Custom, Outcome, ReasoningEncryptedValue, RunError, RunFinished, Usage, from_dict
 from ._ids import new_id
 from ._messages import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
-from ._provider import CallContext, ModelRequest, Provider, ToolSpec
 from ._secrets import Secret
-from ._transport import HTTPRequest
+from ._stream.builder import StreamBuilder
+from ._stream.provider import CallContext, ModelRequest, Provider, ToolSpec
+from ._stream.transport import HTTPRequest
 
 __all__ = ["AGUIProvider", "messages_to_agui", "tools_to_agui"]
 

@@ -23,17 +23,17 @@ import attrs
 import requests
 import requests.adapters
 
-from ._accumulate import StepResult
+from ._agentloop.timeouts import Timeouts
+from ._agentloop.tools import Tool
+from ._agentloop.values import Callbacks, LoopSettings, RunResult
 from ._batch_file import BatchInput, BatchInputError, OutputFile, parse_input
 from ._chat import ChatStream, chat, get_model
 from ._errors import HookstreamError
-from ._loop import Callbacks, LoopSettings, RunResult
-from ._provider import Provider
 from ._ratelimit import Limiter, RateLimiter
 from ._secrets import Secret
-from ._timeouts import Timeouts
-from ._tools import Tool
-from ._transport import parse_retry_after
+from ._stream.accumulate import StepResult
+from ._stream.provider import Provider
+from ._stream.transport import parse_retry_after
 
 __all__ = ["BatchResult", "BatchRun", "ChatRunner", "Runner", "batch", "chat_options", "open_output"]
 

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from ._hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from ._executors import ToolExecutor
+    from ._agentloop.executors import ToolExecutor
 
 
 @hookimpl
 def hookstream_register_chunk_strategies(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    from ._strategies import ImmediateStrategy
+    from ._processing.strategies import ImmediateStrategy
 
     register("immediate", ImmediateStrategy)
 
@@ -27,7 +27,7 @@ _EXECUTORS = {"thread": "ThreadExecutor", "sequential": "SequentialExecutor", "b
 def _executor(name: str, *args: Any, **kwargs: Any) -> ToolExecutor:
     # The executors and the tool machinery they import load when a run first builds one, not when the
     # registry starts: a command that runs no tool (``hookstream replay``) does not pay for them.
-    from . import _executors
+    from ._agentloop import executors as _executors
 
     executor: ToolExecutor = getattr(_executors, _EXECUTORS[name])(*args, **kwargs)
     return executor
@@ -41,7 +41,7 @@ def hookstream_register_tool_executors(register: Callable[[str, Callable[..., An
 
 @hookimpl
 def hookstream_register_stop_conditions(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    from ._stop import BUILTIN
+    from ._agentloop.stop import BUILTIN
 
     for name, factory in BUILTIN.items():
         register(name, factory)

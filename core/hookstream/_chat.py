@@ -18,22 +18,22 @@ from typing import Any
 
 import requests
 
-from ._call import CallOptions
-from ._engine import Engine, EngineConfig
+from ._agentloop.engine import Engine, EngineConfig
+from ._agentloop.executors import ToolExecutor
+from ._agentloop.stop import StopCondition
+from ._agentloop.structured import Output, resolve_output
+from ._agentloop.timeouts import Timeouts
+from ._agentloop.tools import Tool, as_tools
+from ._agentloop.values import Callbacks, LoopSettings, Resume, RunResult
 from ._events import BaseEvent, TextMessageContent, to_json, to_sse
-from ._executors import ToolExecutor
-from ._fallback import FallbackModel
-from ._loop import Callbacks, LoopSettings, Resume, RunResult
 from ._messages import Message, ToolCallPart, coerce_messages
-from ._provider import Provider
 from ._registry import get_registry
 from ._secrets import Secret
-from ._stop import StopCondition
 from ._stores.history import History, summary_request
 from ._stores.memory import ConversationStore
-from ._structured import Output, resolve_output
-from ._timeouts import Timeouts
-from ._tools import Tool, as_tools
+from ._stream.call import CallOptions
+from ._stream.fallback import FallbackModel
+from ._stream.provider import Provider
 
 __all__ = ["ChatStream", "chat", "get_model"]
 

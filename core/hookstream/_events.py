@@ -439,7 +439,7 @@ class StateSnapshot(Attributable):
 class StateDelta(Attributable):
     """A change of the agent state (AG-UI ``STATE_DELTA``): ``delta`` is a list of JSON Patch
     operations (RFC 6902, ``{"op", "path", "value"}``). The engine sends ``add`` operations under
-    ``/output`` while a structured output streams (see :mod:`hookstream._partial_output`)."""
+    ``/output`` while a structured output streams (see :mod:`hookstream._agentloop.partial_output`)."""
 
     type: ClassVar[str] = "STATE_DELTA"
     delta: list[Any] = attrs.Factory(list)

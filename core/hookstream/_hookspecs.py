@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from ._executors import ToolExecutor
-    from ._observe import Observer
+    from ._agentloop.executors import ToolExecutor
+    from ._agentloop.observe import Observer
+    from ._agentloop.stop import StopCondition
     from ._prices import ModelCapabilities
-    from ._provider import Provider
+    from ._processing.strategies import ChunkStrategy
     from ._server.auth import Authenticator
-    from ._stop import StopCondition
-    from ._strategies import ChunkStrategy
+    from ._stream.provider import Provider
 
 __all__ = [
     "AuthenticatorRegistrar",

@@ -36,7 +36,7 @@ import requests
 import requests.adapters
 
 from ._secrets import SECRET_HEADERS as _SECRET_HEADERS
-from ._transport import HTTPRequest
+from ._stream.transport import HTTPRequest
 
 __all__ = ["FORMAT", "Recorder", "load_manifest"]
 

@@ -30,13 +30,13 @@ from . import _hookspecs as hookspecs
 from ._errors import UnknownPluginError
 
 if TYPE_CHECKING:
-    from ._executors import ToolExecutor
-    from ._observe import Observer
+    from ._agentloop.executors import ToolExecutor
+    from ._agentloop.observe import Observer
+    from ._agentloop.stop import StopCondition
     from ._prices import ModelCapabilities
-    from ._provider import Provider
+    from ._processing.strategies import ChunkStrategy
     from ._server.auth import Authenticator
-    from ._stop import StopCondition
-    from ._strategies import ChunkStrategy
+    from ._stream.provider import Provider
 
 __all__ = ["PluginFailure", "PluginInfo", "Registry", "get_registry", "reset_registry"]
 

@@ -32,10 +32,10 @@ from requests.structures import CaseInsensitiveDict
 
 from ._events import BaseEvent
 from ._hookspecs import hookimpl
-from ._provider import CallContext, ModelRequest, Provider
 from ._record import load_manifest
 from ._secrets import Secret
-from ._transport import HTTPRequest
+from ._stream.provider import CallContext, ModelRequest, Provider
+from ._stream.transport import HTTPRequest
 
 __all__ = ["ReplayProvider", "first_difference"]
 

@@ -13,13 +13,13 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ._accumulate import StepAccumulator, StepResult
-from ._call import CallOptions, ModelCall
 from ._events import BaseEvent
-from ._loopback import LoopbackServer, Response
 from ._messages import Message
-from ._provider import CallContext, ModelRequest
 from ._registry import get_registry
+from ._stream.accumulate import StepAccumulator, StepResult
+from ._stream.call import CallOptions, ModelCall
+from ._stream.loopback import LoopbackServer, Response
+from ._stream.provider import CallContext, ModelRequest
 
 __all__ = ["replay_body"]
 
@@ -46,7 +46,7 @@ def replay_body(
     (``"bytes"``, ``"lines"`` or ``"events"``: the provider's framing's events, SSE events, NDJSON
     lines or binary messages; ``per_read`` units per read), ``fragment`` = (lo, hi)
     random sizes in bytes seeded by ``seed``; else whole. ``options`` are the call's
-    :class:`~hookstream._call.CallOptions` (e.g. ``max_event_bytes``). Raises
+    :class:`~hookstream._stream.call.CallOptions` (e.g. ``max_event_bytes``). Raises
     :class:`~hookstream.UnknownPluginError` for an unknown provider, :class:`ValueError` for an
     unknown ``split`` or ``per_read`` < 1."""
     provider_cls = get_registry().provider(provider_name)

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._accumulate import StepResult, merge_metadata
-from ._builder import StreamBuilder, new_id
-from ._credentials import RefreshingToken
+from ._agentloop.observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
+from ._agentloop.stop import StopCondition
 from ._errors import (
     AGUIInputError,
     AuthenticationError,
@@ -81,7 +80,6 @@ from ._events import (
     parse_arguments,
     to_json,
 )
-from ._framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
 from ._hookspecs import (
     AuthenticatorRegistrar,
     ChunkStrategyRegistrar,
@@ -109,23 +107,33 @@ from ._messages import (
     detect_media_type,
     tool_output_text,
 )
-from ._observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
 from ._prices import ModelCapabilities
-from ._processor import resolve_strategy
-from ._provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
+from ._processing.processor import resolve_strategy
+from ._processing.strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
 from ._server.auth import Principal
-from ._stop import StopCondition
-from ._strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
-from ._transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
+from ._stream.accumulate import StepResult, merge_metadata
+from ._stream.builder import StreamBuilder, new_id
+from ._stream.credentials import RefreshingToken
+from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
+from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
+from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
 
 if TYPE_CHECKING:
+    from ._agentloop.executors import (
+        ToolCallRequest,
+        ToolExecutor,
+        error_part,
+        resolve_tool,
+        run_calls,
+        run_request,
+        tool_ref,
+    )
+    from ._agentloop.tools import CancellationToken, Tool, ToolContext
     from ._batch import BatchResult, BatchRun, ChatRunner, Runner, chat_options, open_output
     from ._batch_file import BatchInput
-    from ._executors import ToolCallRequest, ToolExecutor, error_part, resolve_tool, run_calls, run_request, tool_ref
     from ._ratelimit import Limiter, Permit, RateLimiter
-    from ._tools import CancellationToken, Tool, ToolContext
 
 # The batch driver pulls in the whole agent loop, and tool execution, rate limits and batch input are
 # for plugins that run tools or batches; every plugin imports this module at start-up (for ``hookimpl``)
@@ -134,10 +142,11 @@ _LAZY = {
     **{name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "chat_options",
                                              "open_output")},
     "BatchInput": "hookstream._batch_file",
-    **{name: "hookstream._executors" for name in ("ToolCallRequest", "ToolExecutor", "error_part", "resolve_tool",
-                                                 "run_calls", "run_request", "tool_ref")},
+    **{name: "hookstream._agentloop.executors" for name in ("ToolCallRequest", "ToolExecutor", "error_part",
+                                                             "resolve_tool", "run_calls", "run_request",
+                                                             "tool_ref")},
     **{name: "hookstream._ratelimit" for name in ("Limiter", "Permit", "RateLimiter")},
-    **{name: "hookstream._tools" for name in ("CancellationToken", "Tool", "ToolContext")},
+    **{name: "hookstream._agentloop.tools" for name in ("CancellationToken", "Tool", "ToolContext")},
 }
 
 

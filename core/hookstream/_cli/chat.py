@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
+from .._agentloop.tools import Tool, tool
 from .._chat import ChatStream, chat, get_model
 from .._errors import ToolDefinitionError
 from .._messages import FilePart, Message, ToolCallPart
-from .._tools import Tool, tool
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
 from .timing import Timing

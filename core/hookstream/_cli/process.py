@@ -18,7 +18,7 @@ import click
 
 from .._errors import HookstreamError
 from .._events import from_dict
-from .._processor import StreamProcessor
+from .._processing.processor import StreamProcessor
 
 
 @click.command("process")

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .._accumulate import StepResult
+from .._agentloop.output import final_json
 from .._custom import FilePayload, SourcePayload, ToolCallRepairedPayload, parse_custom
 from .._errors import HookstreamError
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
-from .._output import final_json
-from .._processor import StreamProcessor
+from .._processing.processor import StreamProcessor
+from .._stream.accumulate import StepResult
 
 if TYPE_CHECKING:  # the engine is imported by the commands that run one (chat), not by replay
     from .._chat import ChatStream

@@ -25,9 +25,9 @@ from typing import Any
 
 import click
 
+from .._agentloop.observe import ModelCallInfo, Observer, RunInfo, ToolInfo
 from .._events import Cost
 from .._messages import ToolResultPart
-from .._observe import ModelCallInfo, Observer, RunInfo, ToolInfo
 
 __all__ = ["Timing"]
 

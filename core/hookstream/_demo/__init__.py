@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from .._chat import ChatStream, chat, get_model
-from .._loopback import CapturedRequest, LoopbackServer, Response
+from .._stream.loopback import CapturedRequest, LoopbackServer, Response
 
 __all__ = ["PROMPT", "convert_currency", "demo_stream", "get_weather"]
 

@@ -54,13 +54,13 @@ from typing import Any, Protocol
 
 import attrs
 
+from .._agentloop.tools import Tool, as_tools
+from .._agentloop.values import LoopSettings
 from .._chat import ChatStream, chat, get_model
 from .._errors import AGUIInputError
 from .._events import BaseEvent, to_sse
-from .._loop import LoopSettings
 from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from .._stores.memory import ConversationStore, OwnedStore
-from .._tools import Tool, as_tools
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, ServerLimits, retry_after
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls

@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import _demo as demo
+from .._agentloop.tools import Tool, tool
+from .._agentloop.values import LoopSettings, RunResult
 from .._chat import ChatStream, chat, get_model
 from .._events import BaseEvent
-from .._loop import LoopSettings, RunResult
-from .._loopback import CapturedRequest, LoopbackServer, Response
 from .._messages import Message
-from .._tools import Tool, tool
+from .._stream.loopback import CapturedRequest, LoopbackServer, Response
 from .agui import RunInput, RunStream, StreamFactory
 
 __all__ = ["demo_factory", "demo_tools"]

@@ -79,6 +79,7 @@ from typing import Any
 
 import attrs
 
+from .._agentloop.values import approval_id
 from .._custom import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
@@ -113,7 +114,6 @@ from .._events import (
     Usage,
     parse_arguments,
 )
-from .._loop import approval_id
 from .._messages import FilePart, Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = [

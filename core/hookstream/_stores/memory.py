@@ -6,7 +6,7 @@ A step's assistant message and its tool results are saved together, before the n
 is sent, never after. An assistant message whose tool calls wait for approval or a client is saved
 with the interrupted run, so a later run resumes from the thread alone; the engine never sends such a
 history unpaired (it resumes the calls, or answers calls followed by newer messages with an error
-result: ``hookstream._engine``).
+result: ``hookstream._agentloop.engine``).
 
 A store that a server shares between users also keeps each thread's owner (:class:`OwnedStore`,
 :meth:`~OwnedStore.claim`): the principal that created it. The built-in stores all do.

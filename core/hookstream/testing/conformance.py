@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import attrs
 
-from .._output import final_json
+from .._agentloop.output import final_json
 from .grammar import check_events
 from .recorded import replay_body
 

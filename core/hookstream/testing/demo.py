@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import _demo
-from .._loopback import LoopbackServer, Response
-from .._tools import Tool, tool
+from .._agentloop.tools import Tool, tool
+from .._stream.loopback import LoopbackServer, Response
 
 __all__ = ["DEMO_MODEL", "DEMO_PROMPT", "DEMO_STEPS", "demo_server", "demo_tools"]
 

@@ -11,11 +11,11 @@ import json
 from typing import Any
 
 import requests
-from hookstream._accumulate import StepAccumulator, StepResult
-from hookstream._call import ModelCall
 from hookstream._events import BaseEvent
 from hookstream._messages import Message
-from hookstream._provider import CallContext, ModelRequest
+from hookstream._stream.accumulate import StepAccumulator, StepResult
+from hookstream._stream.call import ModelCall
+from hookstream._stream.provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.server import CapturedRequest
 from hookstream_anthropic import AnthropicProvider

@@ -28,7 +28,7 @@ from anthropic_sse_helpers import (
 from hookstream._errors import AuthenticationError, HTTPStatusError, RateLimitError, ServerError
 from hookstream._events import ReasoningEncryptedValue, RunError, RunFinished, RunStarted, to_json
 from hookstream._messages import Message, ReasoningPart
-from hookstream._provider import ModelRequest
+from hookstream._stream.provider import ModelRequest
 from hookstream.testing import Response
 from hookstream.testing.grammar import check_events
 from hookstream_anthropic import STOP_REASONS, AnthropicProvider

@@ -21,7 +21,7 @@ from anthropic_sse_helpers import block_start, block_stop, body, delta, message_
 from hookstream import chat, get_model
 from hookstream._events import Custom, ToolCallEnd, to_json
 from hookstream._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._provider import ModelRequest, ToolSpec
+from hookstream._stream.provider import ModelRequest, ToolSpec
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.conformance import find_corpus, require_corpus
 from hookstream_anthropic import AnthropicProvider

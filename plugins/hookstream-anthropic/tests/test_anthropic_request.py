@@ -17,7 +17,7 @@ from anthropic_sse_helpers import KEY, body, message_end, message_start, run_cal
 from hookstream._errors import MissingAPIKeyError
 from hookstream._events import to_json
 from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._provider import ModelRequest, ToolSpec
+from hookstream._stream.provider import ModelRequest, ToolSpec
 from hookstream_anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
 
 WEATHER = ToolSpec(

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from anthropic_sse_helpers import frame, run_call
-from hookstream._accumulate import StepResult
 from hookstream._messages import ReasoningPart
+from hookstream._stream.accumulate import StepResult
 from hookstream.testing import Response
 
 anthropic = pytest.importorskip("anthropic")
@@ -171,10 +171,10 @@ def test_anthropic_matches_official_sdk_on_generated_streams() -> None:
 def _replay_on(url: str, seed: int) -> dict[str, Any]:
     # run_call starts its own server; here the shared one is reused, so drive ModelCall directly.
     import requests
-    from hookstream._accumulate import StepAccumulator
-    from hookstream._call import ModelCall
     from hookstream._messages import Message
-    from hookstream._provider import CallContext, ModelRequest
+    from hookstream._stream.accumulate import StepAccumulator
+    from hookstream._stream.call import ModelCall
+    from hookstream._stream.provider import CallContext, ModelRequest
     from hookstream.testing.grammar import check_events
     from hookstream_anthropic import AnthropicProvider
 

@@ -7,12 +7,12 @@ import json
 
 import pytest
 import requests
-from hookstream._accumulate import StepAccumulator, StepResult
-from hookstream._call import ModelCall
 from hookstream._errors import HTTPStatusError
 from hookstream._events import BaseEvent, RunError, RunFinished, to_json
 from hookstream._messages import Message
-from hookstream._provider import CallContext, ModelRequest
+from hookstream._stream.accumulate import StepAccumulator, StepResult
+from hookstream._stream.call import ModelCall
+from hookstream._stream.provider import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_gemini import GeminiProvider
 

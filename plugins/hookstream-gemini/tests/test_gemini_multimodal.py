@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import requests
 from hookstream import chat, get_model
-from hookstream._accumulate import StepAccumulator, StepResult
-from hookstream._call import ModelCall
 from hookstream._events import BaseEvent, Custom, RunFinished
 from hookstream._messages import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._provider import CallContext, ModelRequest
+from hookstream._stream.accumulate import StepAccumulator, StepResult
+from hookstream._stream.call import ModelCall
+from hookstream._stream.provider import CallContext, ModelRequest
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, check_events
 from hookstream.testing.conformance import find_corpus, require_corpus
 from hookstream_gemini import GeminiProvider

@@ -32,7 +32,7 @@ from hookstream import (
     parse_custom,
     to_json,
 )
-from hookstream._call import ModelCall
+from hookstream._stream.call import ModelCall
 from hookstream.plugin import CallContext, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_openai.chat import chat_file_part, chat_messages

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import requests
 from hookstream import LoopSettings, get_model
-from hookstream._call import ModelCall
 from hookstream._errors import HTTPStatusError
 from hookstream._events import BaseEvent, RunError
 from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._provider import CallContext, ModelRequest, ToolSpec
+from hookstream._stream.call import ModelCall
+from hookstream._stream.provider import CallContext, ModelRequest, ToolSpec
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_openai import OpenAIChatProvider, OpenAIResponsesProvider
 

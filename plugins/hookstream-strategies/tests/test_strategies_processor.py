@@ -7,7 +7,7 @@ import importlib.metadata
 
 import pytest
 from hookstream import _events as E
-from hookstream._processor import StreamProcessor
+from hookstream._processing.processor import StreamProcessor
 from hookstream._registry import Registry
 from hookstream_strategies import ManualScheduler, ThrottleStrategy
 

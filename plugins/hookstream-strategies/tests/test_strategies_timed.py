@@ -6,7 +6,7 @@ import threading
 import time
 
 from hookstream import _events as E
-from hookstream._processor import StreamProcessor
+from hookstream._processing.processor import StreamProcessor
 from hookstream_strategies import DebounceStrategy, ManualScheduler, ThrottleStrategy
 
 

@@ -157,7 +157,7 @@ class OtelObserver(Observer):
         self._tools: dict[str, tuple[trace.Span, Token[otel_context.Context]]] = {}
         self._lock = threading.Lock()
         if self.capture:
-            # Only now does the model call tap its events (hookstream._observe: model_call_chunk).
+            # Only now does the model call tap its events (hookstream._agentloop.observe: model_call_chunk).
             self.model_call_chunk = self._chunk  # type: ignore[method-assign]  # opt-in tap, set per instance
 
     # -- run ------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 :func:`tool` turns a function into a :class:`Tool`; :func:`as_tools` accepts functions, Tool objects and
 ``{"name", "description", "parameters"}`` dicts. Parameter annotations map to JSON Schema in
-:mod:`hookstream._tool_schema` (enums, literals, unions, containers, dataclasses, attrs classes,
+:mod:`hookstream._agentloop.tool_schema` (enums, literals, unions, containers, dataclasses, attrs classes,
 ``TypedDict``); one with no mapping is a :class:`~hookstream.ToolDefinitionError` here, at
 definition time. :func:`run_tool` structures the arguments back into those types (cattrs), executes one
 tool call and always returns a :class:`~hookstream.ToolResultPart`: a tool that raises, returns
@@ -36,12 +36,12 @@ from typing import Any, Generic, TypeVar, cast, get_args, get_origin
 
 import attrs
 
-from ._errors import ToolDefinitionError
-from ._events import BaseEvent, Usage
-from ._messages import FilePart, Message, ToolCallPart, ToolResultPart
-from ._observe import current
-from ._provider import ToolSpec
-from ._tool_schema import Unsupported, describe, doc_params, json_default, schema_for
+from .._errors import ToolDefinitionError
+from .._events import BaseEvent, Usage
+from .._messages import FilePart, Message, ToolCallPart, ToolResultPart
+from .._stream.provider import ToolSpec
+from .observe import current
+from .tool_schema import Unsupported, describe, doc_params, json_default, schema_for
 
 __all__ = [
     "CancellationToken",
@@ -109,7 +109,7 @@ class ToolChannel:
     """What the tools of one step send to their run while they run, in-process: AG-UI events the run
     streams at once (a sub-agent's nested run, see :class:`~hookstream.Agent`) and token usage it adds to
     its own. The tool phase drains it on the run's thread while it waits for the executor
-    (``hookstream._tool_phase``). ``run_id`` and ``thread_id`` are the run's.
+    (``hookstream._agentloop.tool_phase``). ``run_id`` and ``thread_id`` are the run's.
 
     Thread safety: :meth:`emit` and :meth:`add_usage` may be called from any thread; what arrives after
     the tool phase stopped reading (an abandoned tool) is dropped.
@@ -325,7 +325,7 @@ def schema_from_function(fn: Callable[..., Any]) -> tuple[str, dict[str, Any], s
     The description is the docstring's summary; parameter descriptions come from its ``Args:`` section
     (or ``:param x:`` lines, or ``Annotated[X, "text"]``). Parameters without a default are required; the
     object has ``additionalProperties: false`` unless ``fn`` takes ``**kwargs``. Annotations map as
-    described in :mod:`hookstream._tool_schema` (JSON scalars, ``Enum``, ``Literal``, ``X | None``,
+    described in :mod:`hookstream._agentloop.tool_schema` (JSON scalars, ``Enum``, ``Literal``, ``X | None``,
     ``list``/``tuple``/``set``/``dict[str, X]``, dataclasses, attrs classes, ``TypedDict``); a parameter
     without annotation accepts any JSON value (``{}``). Raises :class:`~hookstream.errors.ToolDefinitionError`
     for an annotation with no JSON Schema (a bare class, a ``Callable``, ``dict[int, X]``...).
@@ -422,7 +422,7 @@ def run_tool(t: Tool | None, call: ToolCallPart, context: ToolContext[Any]) -> T
             return error(f"Error: invalid input for {call.name!r}: {problem}")
     # Imported by the first tool call: cattrs and the converter's hooks were most of this module's import,
     # which every process loading a tool executor plugin paid (hookstream replay included).
-    from ._tool_args import structure
+    from .tool_args import structure
 
     kwargs = dict(call.arguments)
     problems: list[str] = []
@@ -527,7 +527,7 @@ def run_tool_guarded(
     abandoned. The wait checks ``run_token`` every 10 ms, so cancellation is seen within that.
 
     The tool's thread runs in a copy of the caller's :mod:`contextvars` context (an OpenTelemetry current
-    span is the parent there too). The run's observers (:mod:`hookstream._observe`) get ``tool_start``
+    span is the parent there too). The run's observers (:mod:`hookstream._agentloop.observe`) get ``tool_start``
     and ``tool_end`` here, on the caller's (executor's) thread, whatever way the call ends. ``deps`` is
     the run's application context (:attr:`ToolContext.deps`), ``channel`` the run's
     :class:`ToolChannel` (:meth:`ToolContext.emit`).

@@ -1,5 +1,5 @@
 """The partial structured output while it streams: the output's text is fed, delta by delta, to one
-:class:`~hookstream._partial_json.PartialJSONParser`, and each value that completes becomes one JSON Patch
+:class:`~hookstream._processing.partial_json.PartialJSONParser`, and each value that completes becomes one JSON Patch
 (RFC 6902) ``add`` operation, published to AG-UI clients as a ``STATE_DELTA`` event.
 
 Why JSON Patch ``add`` operations and not snapshots: a snapshot per delta re-serialises the whole object
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._errors import PartialJSONError
-from ._partial_json import PartialJSONParser
+from .._errors import PartialJSONError
+from .._processing.partial_json import PartialJSONParser
 
 __all__ = ["PUBLISH_DEPTH", "STATE_KEY", "OutputTracker", "apply_patch", "pointer_token"]
 

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._accumulate import StepResult
-from ._events import Usage
-from ._messages import FilePart, Message, SourcePart, ToolCallPart, ToolResultPart
-from ._transport import DEFAULT_MAX_EVENT_BYTES
+from .._events import Usage
+from .._messages import FilePart, Message, SourcePart, ToolCallPart, ToolResultPart
+from .._stream.accumulate import StepResult
+from .._stream.transport import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
-    from ._provider import Provider
-    from ._tools import Tool
+    from .._stream.provider import Provider
+    from .tools import Tool
 
 __all__ = [
     "Callbacks",

@@ -39,17 +39,17 @@ and continues: the next model call carries the answers as AG-UI resume entries (
 A ``Resume`` whose answers name no pending tool call of the conversation is sent the same way.
 
 With ``chat(..., output=SPEC)`` a step's output text (content deltas, or the arguments of the forced
-output tool) also feeds a :class:`~hookstream._partial_output.OutputTracker`; what became known in a delta
+output tool) also feeds a :class:`~hookstream._agentloop.partial_output.OutputTracker`; what became known in a delta
 follows it as one ``STATE_DELTA`` (JSON Patch ``add`` under ``/output``). A step that answers without
 other tool calls (or with the output tool) ends the run: the output is validated and structured
 (``RunResult.output``), or the run fails with ``output_invalid``, or, with ``output_retries`` left, the
 problems go back to the model and the loop calls it again.
 
 The step loop lives here; the tool phase of a step (validate, repair, approve, run, pair the history)
-is :mod:`hookstream._tool_phase`. A step's events go through one :class:`_StepOutput`, which streams them
+is :mod:`hookstream._agentloop.tool_phase`. A step's events go through one :class:`_StepOutput`, which streams them
 or, with ``stream_tool_call_responses=False``, holds them until the step turns out to be the last one.
 
-With a :class:`~hookstream.FallbackModel` (``hookstream._fallback``) a step's model call may be made
+With a :class:`~hookstream.FallbackModel` (``hookstream._stream.fallback``) a step's model call may be made
 several times: an entry that fails with a fallible error (429, 5xx, an in-stream overload, a connect
 error, a first-event timeout; after the call's own retries) before any event of the step reached the
 caller is replaced by the next entry, with the same request. The failed attempts' events are dropped
@@ -77,10 +77,8 @@ from typing import Any, Literal, TypeVar, cast
 
 import attrs
 
-from ._accumulate import StepAccumulator, StepResult
-from ._call import CallOptions, ModelCall
-from ._custom import LoopStoppedPayload, StoppedBy, ToolCallsUnansweredPayload
-from ._errors import (
+from .._custom import LoopStoppedPayload, StoppedBy, ToolCallsUnansweredPayload
+from .._errors import (
     CallbackError,
     HookstreamError,
     OutputValidationError,
@@ -88,7 +86,7 @@ from ._errors import (
     ResumeError,
     StreamTimeoutError,
 )
-from ._events import (
+from .._events import (
     BaseEvent,
     Interrupt,
     Outcome,
@@ -111,10 +109,24 @@ from ._events import (
     ToolCallStart,
     Usage,
 )
-from ._executors import ThreadExecutor, ToolExecutor
-from ._fallback import FallbackModel, fallible, label
-from ._ids import new_id
-from ._loop import (
+from .._ids import new_id
+from .._messages import Message, Part, ToolCallPart, ToolResultPart
+from .._prices import priced
+from .._stores.history import History
+from .._stores.memory import ConversationStore
+from .._stream.accumulate import StepAccumulator, StepResult
+from .._stream.call import CallOptions, ModelCall
+from .._stream.fallback import FallbackModel, fallible, label
+from .._stream.provider import CallContext, ModelRequest, Provider
+from .executors import ThreadExecutor, ToolExecutor
+from .observe import Observers, RunInfo
+from .partial_output import OutputTracker
+from .stop import StopCondition
+from .structured import ResolvedOutput
+from .timeouts import Timeouts, Watchdog
+from .tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
+from .tools import LEFT_RUNNING, CancellationToken, Tool, as_tools
+from .values import (
     Callbacks,
     PendingApproval,
     RepairRequest,
@@ -125,18 +137,6 @@ from ._loop import (
     approval_in_messages,
     reason_in_messages,
 )
-from ._messages import Message, Part, ToolCallPart, ToolResultPart
-from ._observe import Observers, RunInfo
-from ._partial_output import OutputTracker
-from ._prices import priced
-from ._provider import CallContext, ModelRequest, Provider
-from ._stop import StopCondition
-from ._stores.history import History
-from ._stores.memory import ConversationStore
-from ._structured import ResolvedOutput
-from ._timeouts import Timeouts, Watchdog
-from ._tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
-from ._tools import LEFT_RUNNING, CancellationToken, Tool, as_tools
 
 __all__ = ["Engine", "EngineConfig", "RunResult"]
 
@@ -158,7 +158,7 @@ class EngineConfig:
     stores the conversation under ``thread_id``. ``stream_tool_call_responses=False`` hides the
     events of steps the loop continues after (only the final answer is streamed). ``timeouts`` are
     seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
-    limits. ``observers`` watch the run (``hookstream._observe``; none: no cost). ``include_raw`` streams
+    limits. ``observers`` watch the run (``hookstream._agentloop.observe``; none: no cost). ``include_raw`` streams
     the adapters' ``RAW`` events (provider events they did not understand); they are counted in
     ``StepResult.unknown_events`` either way. ``context`` is the application's object tools receive as
     ``ToolContext.deps``.
@@ -435,7 +435,7 @@ class Engine:
         cfg = self.config
         self._watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
         run = self._guarded()
-        # Observers: the run's steps go on inside the run's own context (see hookstream._observe).
+        # Observers: the run's steps go on inside the run's own context (see hookstream._agentloop.observe).
         observed = Observers.of(cfg.observers)
         if observed is not None:
             observed.start_run(RunInfo(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model))
@@ -516,7 +516,7 @@ class Engine:
         drop_raw = not cfg.include_raw
         fmt = cfg.output.format if cfg.output is not None else None
         tried: list[str] = []
-        # One model call per attempt; a FallbackModel gives several (hookstream._fallback): a fallible
+        # One model call per attempt; a FallbackModel gives several (hookstream._stream.fallback): a fallible
         # failure before any content of the step hands the same request to the next model.
         for index, (provider, request) in enumerate(attempts):
             last = index + 1 == len(attempts)
@@ -863,7 +863,7 @@ class Engine:
     def _may_fall_back(self, call: ModelCall, failed: RunError) -> bool:
         """Whether the step goes to the next model after ``call`` ended with ``failed`` before any content:
         not when the run was cancelled or a run/step time limit passed; yes for a fallible failure
-        (:func:`hookstream._fallback.fallible`). A first-event timeout is forgotten and the watchdog
+        (:func:`hookstream._stream.fallback.fallible`). A first-event timeout is forgotten and the watchdog
         re-armed (it stops after reporting one limit), so the next model gets its own first-event time."""
         if self._cancelled.is_set():
             return False
@@ -921,7 +921,7 @@ class Engine:
         """An interrupted run's conversation passed back without ``resume=`` (an AG-UI or AI SDK client
         posting its messages, approvals answered inside them): the same :class:`Resume` the explicit
         form gives, so both send the provider the same requests. Approvals come from
-        :func:`~hookstream._loop.approval_in_messages`; a call with none stays pending (an approval is
+        :func:`~hookstream._agentloop.values.approval_in_messages`; a call with none stays pending (an approval is
         asked again, a client tool waits again), never sent unanswered."""
         tail = self._pending_tail()
         if tail is None:

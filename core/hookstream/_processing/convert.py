@@ -24,9 +24,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ._events import parse_arguments
-from ._ids import new_id
-from ._messages import (
+from .._events import parse_arguments
+from .._ids import new_id
+from .._messages import (
     FilePart,
     Message,
     Part,
@@ -37,7 +37,7 @@ from ._messages import (
     ToolResultPart,
     tool_output_text,
 )
-from ._ui import (
+from .ui import (
     FileUIPart,
     ReasoningUIPart,
     SourceUIPart,

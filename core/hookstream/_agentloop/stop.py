@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from ._accumulate import StepResult
+from .._stream.accumulate import StepResult
 
 __all__ = ["StopCondition", "cost_exceeds", "finish_reason_is", "has_tool_call", "step_count_is", "total_tokens_exceed"]
 

@@ -18,7 +18,7 @@ has ``parentRunId`` = the parent's run id); its ``RUN_*`` events become the ``SU
 AG-UI stream holds one run at a time (``@ag-ui/client`` ``verifyEvents`` rejects a ``RUN_STARTED`` inside
 a run). An agent tool inside an agent tool nests again (``parentSubagentRunId``).
 
-The events travel through the run's :class:`~hookstream._tools.ToolChannel`
+The events travel through the run's :class:`~hookstream._agentloop.tools.ToolChannel`
 (:meth:`~hookstream.ToolContext.emit`), which in-process executors (``thread``, ``sequential``,
 ``bounded``) provide; the agent's token usage is added to the calling run's (``RunResult.usage``,
 ``RUN_FINISHED.usage``). Cancelling the calling run cancels the agent's run (its tool's cancellation
@@ -37,8 +37,8 @@ from typing import Any
 
 import attrs
 
-from ._chat import ChatStream, chat
-from ._events import (
+from .._chat import ChatStream, chat
+from .._events import (
     Attributable,
     BaseEvent,
     RunError,
@@ -48,12 +48,12 @@ from ._events import (
     SubagentFinished,
     SubagentStarted,
 )
-from ._ids import new_id
-from ._loop import LoopSettings, RunResult
-from ._messages import Message
-from ._provider import Provider
-from ._tool_phase import NestedBlocks
-from ._tools import Tool, ToolContext, as_tools
+from .._ids import new_id
+from .._messages import Message
+from .._stream.provider import Provider
+from .tool_phase import NestedBlocks
+from .tools import Tool, ToolContext, as_tools
+from .values import LoopSettings, RunResult
 
 __all__ = ["Agent"]
 

@@ -7,8 +7,8 @@ set the schema's name, strictness or the provider form. :func:`resolve_output` t
 :class:`ResolvedOutput`: the provider-neutral :class:`~hookstream.plugin.OutputFormat` sent with each
 model call, and :meth:`ResolvedOutput.finish`, which validates the final text and structures it.
 
-Schemas of classes come from :func:`hookstream._tool_schema.schema_for` (the tool-parameter mapping), and
-values are structured with the tools' strict cattrs converter (:mod:`hookstream._tool_args`); a pydantic
+Schemas of classes come from :func:`hookstream._agentloop.tool_schema.schema_for` (the tool-parameter mapping), and
+values are structured with the tools' strict cattrs converter (:mod:`hookstream._agentloop.tool_args`); a pydantic
 model uses its own ``model_json_schema()`` and ``model_validate``. Validation against the JSON Schema
 uses ``jsonschema`` (the schema's own draft).
 
@@ -32,10 +32,10 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
-from ._errors import OutputValidationError
-from ._provider import OutputFormat
-from ._tool_args import structure
-from ._tool_schema import Unsupported, schema_for
+from .._errors import OutputValidationError
+from .._stream.provider import OutputFormat
+from .tool_args import structure
+from .tool_schema import Unsupported, schema_for
 
 __all__ = ["Output", "OutputMode", "ResolvedOutput", "resolve_output", "strict_allowed"]
 

@@ -24,10 +24,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
-from ._builder import StreamBuilder
-from ._events import BaseEvent
-from ._ids import new_id
-from ._provider import CallContext
+from .._events import BaseEvent
+from .._ids import new_id
+from .._stream.builder import StreamBuilder
+from .._stream.provider import CallContext
 
 __all__ = ["RawChunk", "StreamParser", "parse_raw", "raw_chunks_to_events"]
 

@@ -36,16 +36,15 @@ from typing import Any, Literal, cast
 
 import attrs
 
-from ._accumulate import StepResult
-from ._custom import (
+from .._custom import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
     FilePayload,
     ToolCallRepairedPayload,
     ToolInputAvailablePayload,
 )
-from ._errors import CallbackError, StreamTimeoutError
-from ._events import (
+from .._errors import CallbackError, StreamTimeoutError
+from .._events import (
     BaseEvent,
     ReasoningEnd,
     ReasoningMessageEnd,
@@ -63,10 +62,11 @@ from ._events import (
     ToolCallStart,
     Usage,
 )
-from ._executors import ToolCallRequest, ToolExecutor
-from ._loop import PendingApproval, RepairRequest, Resume, approval_id
-from ._messages import Message, ToolCallPart, ToolResultPart, tool_output_text
-from ._tools import CancellationToken, Tool, ToolChannel, needs_approval, validate_input
+from .._messages import Message, ToolCallPart, ToolResultPart, tool_output_text
+from .._stream.accumulate import StepResult
+from .executors import ToolCallRequest, ToolExecutor
+from .tools import CancellationToken, Tool, ToolChannel, needs_approval, validate_input
+from .values import PendingApproval, RepairRequest, Resume, approval_id
 
 __all__ = ["ToolPhase", "ToolPhaseSettings", "ToolsOutcome", "error_result"]
 
@@ -78,7 +78,7 @@ OutcomeKind = Literal["continue", "interrupt", "direct", "cancelled", "error"]
 
 @attrs.define(slots=True, frozen=True)
 class ToolPhaseSettings:
-    """The run settings the tool phase reads (from :class:`~hookstream._engine.EngineConfig`).
+    """The run settings the tool phase reads (from :class:`~hookstream._agentloop.engine.EngineConfig`).
     ``tool_timeout`` is seconds (``None``: no limit) for tools without their own ``timeout``."""
 
     executor: ToolExecutor
@@ -92,7 +92,7 @@ class ToolPhaseSettings:
     thread_id: str | None = None
     on_usage: Callable[[Usage], None] | None = None
     """With ``run_id`` and ``thread_id``: tools that take a ``ToolContext`` get a
-    :class:`~hookstream._tools.ToolChannel`; the events they emit are streamed while they run and the
+    :class:`~hookstream._agentloop.tools.ToolChannel`; the events they emit are streamed while they run and the
     usage they add goes to ``on_usage`` (the run's usage)."""
 
 
@@ -115,7 +115,7 @@ class ToolPhase:
     """The tool calls of one step. Build one per step, then drive :meth:`run`.
 
     ``messages`` is the run's history (edited in place: the tool message after the assistant message);
-    ``cancelled`` and ``failure`` are read between calls, since :meth:`~hookstream._engine.Engine.cancel`
+    ``cancelled`` and ``failure`` are read between calls, since :meth:`~hookstream._agentloop.engine.Engine.cancel`
     and the watchdog set them from other threads; ``token`` is handed to the running tools.
     :attr:`pending_approvals` and :attr:`pending_tool_calls` fill in as calls start to wait.
     """

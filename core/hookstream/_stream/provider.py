@@ -29,12 +29,12 @@ from typing import Any, ClassVar, Self
 import attrs
 import requests
 
-from ._errors import MissingAPIKeyError
-from ._events import BaseEvent
-from ._framing import SSE, Framing
-from ._messages import Message
-from ._secrets import Secret
-from ._transport import HTTPRequest, default_error_reader
+from .._errors import MissingAPIKeyError
+from .._events import BaseEvent
+from .._messages import Message
+from .._secrets import Secret
+from .framing import SSE, Framing
+from .transport import HTTPRequest, default_error_reader
 
 __all__ = ["CallContext", "HTTPRequest", "ModelRequest", "OutputFormat", "Provider", "Secret", "ToolSpec"]
 

@@ -20,7 +20,7 @@ served on loopback (:attr:`Framing.media_type`, :meth:`Framing.split_events`).
 Errors: an event larger than ``max_event_bytes`` raises :class:`~hookstream.LineTooLongError` after
 every event before it was yielded; an undecodable frame raises
 :class:`~hookstream.MalformedChunkError` (a subclass for a failed checksum), keeping a bounded excerpt
-of the bytes; both become ``RUN_ERROR`` after what arrived (``hookstream._call``).
+of the bytes; both become ``RUN_ERROR`` after what arrived (``hookstream._stream.call``).
 
 Thread safety: framings are stateless singletons, shared freely; each call to :meth:`Framing.events`
 keeps its state in its own generator, which one thread iterates.
@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import sseclient
 
-from ._errors import LineTooLongError, MalformedChunkError, TransportError
+from .._errors import LineTooLongError, MalformedChunkError, TransportError
 
 __all__ = ["NDJSON", "SSE", "Framing", "NDJSONFraming", "SSEFraming", "bounded_reads", "media_type"]
 
@@ -211,7 +211,7 @@ _SSE_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 class SSEFraming(Framing):
     """Server-sent events through sseclient-py, each event bounded by ``max_event_bytes``
-    (:func:`hookstream._transport.bounded_reads`). A body labelled otherwise (some OpenAI-compatible
+    (:func:`hookstream._stream.transport.bounded_reads`). A body labelled otherwise (some OpenAI-compatible
     servers say ``text/plain`` or nothing) is accepted when its first bytes start like SSE: a field
     name or a comment line."""
 

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ._secrets import Secret
+from .._secrets import Secret
 
 __all__ = ["RefreshingToken"]
 

@@ -5,7 +5,7 @@ status, dropped connection, malformed chunk, adapter bug, a time limit) the even
 with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``, after every event that arrived before the failure;
 the typed exception is kept on :attr:`ModelCall.exception`.
 
-Retries (see ``hookstream._retry``): connect errors and HTTP 408/409/429/5xx before the first byte
+Retries (see ``hookstream._stream.retry``): connect errors and HTTP 408/409/429/5xx before the first byte
 of a 2xx response, with exponential backoff and jitter or the server's ``Retry-After``; and an overload
 or rate-limit error reported inside the stream (``RUN_ERROR`` from the adapter) while nothing but
 ``RUN_STARTED`` has reached the caller. Once content has been yielded nothing is retried (the caller
@@ -15,11 +15,11 @@ Before any request, :meth:`Provider.check_api_key` rejects a missing key for the
 endpoint (``RUN_ERROR`` code ``missing_api_key``). The provider's API key is masked (``***``) in every
 error message, exception, ``RUN_ERROR`` event and log line of the call (:meth:`Provider.redact`).
 
-For the engine's watchdog (``hookstream._timeouts``) the call stamps :attr:`sent_at` when it sends
+For the engine's watchdog (``hookstream._agentloop.timeouts``) the call stamps :attr:`sent_at` when it sends
 the request and :attr:`last_event_at` (``time.monotonic()``) when an adapter event arrives and again
 when the consumer asks for the next one, so time spent by the consumer is not counted as idle.
 
-Observers (:mod:`hookstream._observe`) of the run the call belongs to are told when the request is
+Observers (:mod:`hookstream._agentloop.observe`) of the run the call belongs to are told when the request is
 about to be sent, the first chunk arrived, a retry waits, and the call ended or failed.
 
 Thread safety: iterate a ModelCall on one thread; :meth:`ModelCall.abort` may be called from any other.
@@ -34,7 +34,8 @@ from collections.abc import Iterator
 
 import requests
 
-from ._errors import (
+from .._agentloop.observe import ModelCallInfo, Observers, current
+from .._errors import (
     CancelledError,
     ConnectionClosedError,
     HookstreamError,
@@ -42,11 +43,10 @@ from ._errors import (
     ProviderError,
     redact_exception,
 )
-from ._events import BaseEvent, RunError, RunFinished, RunStarted
-from ._observe import ModelCallInfo, Observers, current
-from ._provider import CallContext, ModelRequest, Provider
-from ._retry import retry_delay
-from ._transport import DEFAULT_MAX_EVENT_BYTES, Stream, open_stream
+from .._events import BaseEvent, RunError, RunFinished, RunStarted
+from .provider import CallContext, ModelRequest, Provider
+from .retry import retry_delay
+from .transport import DEFAULT_MAX_EVENT_BYTES, Stream, open_stream
 
 __all__ = ["CallOptions", "ModelCall"]
 
@@ -107,7 +107,7 @@ class ModelCall:
         self._cancelled = threading.Event()
         self._reason: BaseException | None = None
         self._lock = threading.Lock()
-        # The run's observers (hookstream._observe), found in the run's context when iteration starts.
+        # The run's observers (hookstream._agentloop.observe), found in the run's context when iteration starts.
         self._obs: Observers | None = None
         self._info: ModelCallInfo | None = None
 

@@ -1,6 +1,6 @@
 """HTTP transport: one streaming POST with requests; the body framed by the provider's framing.
 
-The framing (:mod:`hookstream._framing`: SSE through sseclient-py by default, NDJSON through ijson,
+The framing (:mod:`hookstream._stream.framing`: SSE through sseclient-py by default, NDJSON through ijson,
 or a plugin's binary framing) decides whether a 2xx body is the stream and cuts it into events.
 Bytes reach the framing one HTTP chunk at a time when the body is chunked (as OpenAI, Anthropic and
 Gemini send it: one chunk per event, so one read per event; at most 64 KiB per read), otherwise as
@@ -35,7 +35,7 @@ import attrs
 import requests
 import urllib3.exceptions
 
-from ._errors import (
+from .._errors import (
     ConnectError,
     ConnectionClosedError,
     HTTPStatusError,
@@ -44,8 +44,8 @@ from ._errors import (
     TransportError,
     error_for_status,
 )
-from ._framing import SSE, Framing, bounded_reads
-from ._secrets import SECRET_HEADERS
+from .._secrets import SECRET_HEADERS
+from .framing import SSE, Framing, bounded_reads
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",

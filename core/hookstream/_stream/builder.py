@@ -28,8 +28,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._custom import FilePayload, SourcePayload
-from ._events import (
+from .._custom import FilePayload, SourcePayload
+from .._events import (
     BaseEvent,
     Raw,
     ReasoningEnd,
@@ -48,9 +48,9 @@ from ._events import (
     ToolCallStart,
     Usage,
 )
-from ._ids import new_id
-from ._messages import FilePart, SourcePart
-from ._provider import CallContext
+from .._ids import new_id
+from .._messages import FilePart, SourcePart
+from .provider import CallContext
 
 __all__ = ["StreamBuilder", "new_id"]
 

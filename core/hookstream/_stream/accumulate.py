@@ -20,9 +20,9 @@ from typing import Any
 
 import attrs
 
-from ._custom import FilePayload, SourcePayload
-from ._errors import MalformedCustomEventError
-from ._events import (
+from .._custom import FilePayload, SourcePayload
+from .._errors import MalformedCustomEventError
+from .._events import (
     BaseEvent,
     Custom,
     Interrupt,
@@ -42,7 +42,7 @@ from ._events import (
     Usage,
     parse_arguments,
 )
-from ._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
+from .._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 
 __all__ = ["StepAccumulator", "StepResult", "merge_metadata"]
 

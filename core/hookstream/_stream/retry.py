@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from ._errors import ConnectError, HTTPStatusError, ProviderError, StreamTimeoutError
+from .._errors import ConnectError, HTTPStatusError, ProviderError, StreamTimeoutError
 
 __all__ = ["RETRY_ERROR_TYPES", "RETRY_STATUSES", "backoff_delay", "retry_delay", "retryable"]
 

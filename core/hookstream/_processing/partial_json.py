@@ -26,7 +26,7 @@ import json
 import re
 from typing import Any
 
-from ._errors import PartialJSONError
+from .._errors import PartialJSONError
 
 __all__ = ["PartialJSONError", "PartialJSONParser"]
 

@@ -96,7 +96,7 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   for an unknown or finished id are dropped and counted in :attr:`StreamProcessor.stats`). State
   ``awaiting-input → input-streaming`` (on the first non-empty delta) ``→ input-complete`` on
   ``TOOL_CALL_END`` or, as a safety net, on ``RUN_FINISHED`` and at the end of the stream.
-  Arguments are parsed incrementally (``hookstream._partial_json``); ``TOOL_CALL_END.input``
+  Arguments are parsed incrementally (``hookstream._processing.partial_json``); ``TOOL_CALL_END.input``
   overrides them. When ``TOOL_CALL_END.arguments`` (set by the engine) holds the same text, the part
   keeps that string and drops its own, so the text is held once in the process. A result
   (``TOOL_CALL_RESULT``, or the older ``TOOL_CALL_END`` with ``result``) sets the call's ``output`` and
@@ -160,9 +160,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ._accumulate import merge_metadata
-from ._convert import file_to_ui, new_message_id, source_to_ui, tool_call_to_model
-from ._custom import (
+from .._agentloop.partial_output import STATE_KEY, apply_patch
+from .._custom import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
     FilePayload,
@@ -171,8 +170,8 @@ from ._custom import (
     ToolInputAvailablePayload,
     parse_custom,
 )
-from ._errors import MalformedCustomEventError, RunFailedError, UnknownPluginError, UnknownToolCallError
-from ._events import (
+from .._errors import MalformedCustomEventError, RunFailedError, UnknownPluginError, UnknownToolCallError
+from .._events import (
     ActivityDelta,
     ActivitySnapshot,
     AGUIMessage,
@@ -211,11 +210,12 @@ from ._events import (
     from_dict,
     parse_arguments,
 )
-from ._messages import ToolCallPart, tool_output_text
-from ._partial_json import PartialJSONError, PartialJSONParser
-from ._partial_output import STATE_KEY, apply_patch
-from ._strategies import ChunkStrategy, ImmediateStrategy
-from ._ui import (
+from .._messages import ToolCallPart, tool_output_text
+from .._stream.accumulate import merge_metadata
+from .convert import file_to_ui, new_message_id, source_to_ui, tool_call_to_model
+from .partial_json import PartialJSONError, PartialJSONParser
+from .strategies import ChunkStrategy, ImmediateStrategy
+from .ui import (
     FileUIPart,
     ReasoningUIPart,
     SourceUIPart,
@@ -379,7 +379,7 @@ def resolve_strategy(strategy: StrategySpec) -> ChunkStrategy:
     if strategy is None:
         return ImmediateStrategy()
     if isinstance(strategy, str):
-        from ._registry import get_registry
+        from .._registry import get_registry
 
         factory = get_registry().chunk_strategy(strategy)
         made = factory()
@@ -1470,7 +1470,7 @@ def _get(doc: Any, path: Any) -> Any:
 
 def _apply_json_patch(doc: Any, ops: list[Any]) -> Any:
     """RFC 6902 JSON Patch on ``doc`` (in place; returns the document): ``add``, ``replace`` and ``remove``
-    through :func:`hookstream._partial_output.apply_patch`, ``move``, ``copy`` and ``test`` here.
+    through :func:`hookstream._agentloop.partial_output.apply_patch`, ``move``, ``copy`` and ``test`` here.
     Raises :class:`ValueError` for an operation that does not apply (those before it stay applied)."""
     if not isinstance(ops, list):
         raise ValueError("a JSON Patch is a list of operations")

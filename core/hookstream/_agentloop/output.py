@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._accumulate import StepResult
-from ._events import Cost, Usage
-from ._messages import SourcePart
+from .._events import Cost, Usage
+from .._messages import SourcePart
+from .._stream.accumulate import StepResult
 
 __all__ = ["cost_json", "final_json", "source_json"]
 

@@ -5,7 +5,7 @@
 comments (``: keepalive``) and Anthropic ``ping`` events, which produce no event, never reset them.
 ``tool`` bounds each tool call (a tool's own ``Tool.timeout`` wins).
 
-The per-event cost is one ``time.monotonic()`` store in ``hookstream._call.ModelCall``; a single
+The per-event cost is one ``time.monotonic()`` store in ``hookstream._stream.call.ModelCall``; a single
 :class:`Watchdog` thread per run polls those stamps and aborts the call (closing its socket) when a
 limit is passed. No lock and no timer object is touched per event.
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from ._errors import StreamTimeoutError
+from .._errors import StreamTimeoutError
 
 __all__ = ["Timeouts", "Watchdog"]
 

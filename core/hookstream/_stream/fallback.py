@@ -2,7 +2,7 @@
 
 :class:`FallbackModel` is a :class:`~hookstream.plugin.Provider`, so it goes wherever a model goes
 (``chat()``, ``get_model()``, ``make_app``/``chat_factory``, ``batch``). The engine recognises it and runs
-each step's model call on its entries in turn (``hookstream._engine``, ``Engine._step``): an entry
+each step's model call on its entries in turn (``hookstream._agentloop.engine``, ``Engine._step``): an entry
 that ends in a :func:`fallible` failure **before any content of the step reached the caller** (after
 the call's own retries, ``LoopSettings.max_retries``) hands the same provider-neutral request, with
 that entry's model name, to the next entry. Once content has streamed nothing falls back: the run ends
@@ -23,10 +23,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
-from ._errors import ProviderError, StreamTimeoutError
-from ._events import BaseEvent
-from ._provider import CallContext, HTTPRequest, ModelRequest, Provider
-from ._retry import retryable
+from .._errors import ProviderError, StreamTimeoutError
+from .._events import BaseEvent
+from .provider import CallContext, HTTPRequest, ModelRequest, Provider
+from .retry import retryable
 
 __all__ = ["FallbackModel", "fallible", "label"]
 
@@ -39,7 +39,7 @@ def label(provider: Provider, model: str | None = None) -> str:
 def fallible(exc: BaseException | None, code: str | None, message: str) -> bool:
     """Whether a model call that ended with ``RUN_ERROR`` (``code``, ``message``) and the typed ``exc``
     (``ModelCall.exception``; ``None`` for an error the provider reported inside the stream) may go to
-    the next model: what :func:`hookstream._retry.retryable` retries (connect errors and connect
+    the next model: what :func:`hookstream._stream.retry.retryable` retries (connect errors and connect
     timeouts, HTTP 408/409/429/5xx, in-stream overload and rate-limit errors), plus a first-event
     timeout (``first_event``, or ``idle`` before the first event)."""
     if exc is None:

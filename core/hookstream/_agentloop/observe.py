@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from ._events import BaseEvent, RunFinished, Usage
-from ._messages import ToolCallPart, ToolResultPart
-from ._prices import priced
-from ._provider import ModelRequest
+from .._events import BaseEvent, RunFinished, Usage
+from .._messages import ToolCallPart, ToolResultPart
+from .._prices import priced
+from .._stream.provider import ModelRequest
 
 if TYPE_CHECKING:
-    from ._provider import Provider
+    from .._stream.provider import Provider
 
 __all__ = ["HOOKS", "ModelCallInfo", "Observer", "Observers", "RetryInfo", "RunInfo", "ToolInfo", "current"]
 

@@ -1,5 +1,5 @@
 """Tool parameter types: the JSON Schema of a Python annotation (the arguments go back into the annotated
-types in :mod:`hookstream._tool_args`).
+types in :mod:`hookstream._agentloop.tool_args`).
 
 :func:`schema_for` maps an annotation to JSON Schema (draft 2020-12 keywords) and raises
 :class:`Unsupported` for one it cannot map, so a tool never advertises ``{}`` by accident.

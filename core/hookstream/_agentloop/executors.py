@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from ._messages import Message, ToolCallPart, ToolResultPart
-from ._observe import current
-from ._tools import CancellationToken, Tool, ToolChannel, ToolContext, _read_function, run_tool, run_tool_guarded
+from .._messages import Message, ToolCallPart, ToolResultPart
+from .observe import current
+from .tools import CancellationToken, Tool, ToolChannel, ToolContext, _read_function, run_tool, run_tool_guarded
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -116,7 +116,7 @@ class ToolCallRequest:
 
     def for_wire(self) -> ToolCallRequest:
         """This request without what stays in this process: the :class:`Tool` (its function may not
-        pickle) and the run's :class:`~hookstream._tools.ToolChannel`."""
+        pickle) and the run's :class:`~hookstream._agentloop.tools.ToolChannel`."""
         return attrs.evolve(self, tool=None, channel=None)
 
     def remaining(self, now: float | None = None) -> float | None:

@@ -3,7 +3,7 @@ tool's function is called (an ``Enum`` parameter gets the member, a dataclass pa
 
 The converter is strict about JSON types (``"5"`` is not an ``int``, ``1`` is not a ``bool``), so a union
 takes the first arm that really fits, and refuses keys a class does not declare, matching the
-``additionalProperties: false`` of the schemas :mod:`hookstream._tool_schema` generates. Failures come back
+``additionalProperties: false`` of the schemas :mod:`hookstream._agentloop.tool_schema` generates. Failures come back
 as readable problems with a path (``cattrs.transform_error``), never as an exception.
 """
 
@@ -20,7 +20,7 @@ import cattrs
 import cattrs.errors
 from cattrs.v import format_exception
 
-from ._tool_schema import json_type, typeddict_keys
+from .tool_schema import json_type, typeddict_keys
 
 __all__ = ["converter", "structure"]
 

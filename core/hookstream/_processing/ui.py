@@ -110,7 +110,7 @@ class ToolCallUIPart:
 
     ``arguments`` is the raw JSON text received so far; ``input`` the parsed object, kept current
     after every delta while it streams (containers fill in as their members complete; a string still
-    streaming shows up once it closes, see ``hookstream._partial_json``), replaced by
+    streaming shows up once it closes, see ``hookstream._processing.partial_json``), replaced by
     ``TOOL_CALL_END.input`` when the adapter sends one. ``input`` is ``None`` when the final text is not a
     JSON object. ``output`` is the tool's result once ``state`` is ``output-available`` or
     ``output-error``.
