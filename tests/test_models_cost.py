@@ -328,3 +328,17 @@ def test_the_otel_spans_carry_the_cost() -> None:
     assert result.usage.cost is not None
     assert run["hookstream.run.cost.amount"] == float(result.usage.cost.amount)
     assert run["hookstream.run.cost.currency"] == "USD" and "hookstream.usage.cost.amount" not in run
+
+
+def test_aliases_in_a_fallback_model_and_a_step_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An alias works wherever a model string does: a FallbackModel entry, prepare_step's model."""
+    from hookstream import FallbackModel, LoopSettings, StepSettings
+    from hookstream._aliases import set_alias
+
+    monkeypatch.setenv("HOOKSTREAM_USER_DIR", str(tmp_path))
+    set_alias("fast", "openai:gpt-4o-mini")
+    assert FallbackModel("fast").labels == ("openai:gpt-4o-mini",)
+    with LoopbackServer([Response(text_body("ok"))]) as srv:
+        model = get_model("openai:big", base_url=srv.url + "/v1", api_key="k")
+        chat(model, "hi", loop=LoopSettings(prepare_step=lambda s: StepSettings(model="fast"))).result()
+        assert srv.requests[0].json()["model"] == "gpt-4o-mini"

@@ -77,6 +77,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import attrs
 
+from .._aliases import resolve_alias
 from .._custom import LoopStoppedPayload, StoppedBy, ToolCallsUnansweredPayload
 from .._errors import (
     CallbackError,
@@ -885,6 +886,8 @@ class Engine:
     def _model(self, model: str | Provider) -> tuple[Provider, str]:
         if isinstance(model, Provider):
             return model, model.model
+        if ":" not in model and (resolved := resolve_alias(model)) != model:
+            return self._model(resolved)  # an alias of the user's, as get_model reads it
         name, sep, model_name = model.partition(":")
         if sep and name != self.provider.name:
             if self.config.resolve_model is None:

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
+from .._aliases import resolve_alias
 from .._errors import ProviderError, StreamTimeoutError
 from .._events import BaseEvent
 from .provider import CallContext, HTTPRequest, ModelRequest, Provider
@@ -59,6 +60,7 @@ class FallbackModel(Provider):
     ``STEP_FINISHED`` ``metadata["hookstream"]["provider"]``; the model calls of every entry tried are
     observed (OpenTelemetry ``chat`` spans) under their own provider and model.
 
+    A string entry may be an alias (``hookstream aliases set fast openai:gpt-4o-mini``).
     Raises :class:`ValueError` for no entry or a string without ``PROVIDER:`` and :class:`TypeError` for
     an entry that is neither a string nor a provider. An unknown provider name raises
     :class:`~hookstream.UnknownPluginError` when the entries are resolved (``chat()``).
@@ -77,6 +79,7 @@ class FallbackModel(Provider):
             elif isinstance(m, Provider):
                 specs.append(m)
             elif isinstance(m, str):
+                m = resolve_alias(m)  # an alias of the user's (hookstream aliases set NAME MODEL)
                 pname, sep, mname = m.partition(":")
                 if not (pname and sep and mname):
                     raise ValueError(f"a fallback model is 'PROVIDER:MODEL' (e.g. 'openai:gpt-4o-mini'), got {m!r}")
