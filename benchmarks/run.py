@@ -1,12 +1,15 @@
 """Run every benchmark; print one table with a PASS/MISS column and write it as JSON (``tox -e bench``).
 
-``python benchmarks/run.py [--quick] [--peers] [--rounds N] [--json PATH]``
+``python benchmarks/run.py [--quick] [--peers] [--serve] [--rounds N] [--json PATH]``
 
 * default: the core figures (floor vs hookstream on OpenAI and Anthropic text, tool arguments,
   memory, concurrency, latency, start-up, the otel plugin installed without an exporter,
   StreamProcessor linearity).
 * ``--peers``: also the peer libraries (openai, anthropic, LiteLLM, simonw/llm, pydantic-ai,
   openai-agents), each in its own venv under ``benchmarks/.venvs/`` created on first use.
+* ``--serve``: also the serving benchmark (``bench_serve.py``): ``hookstream serve`` on waitress and
+  on gunicorn against pydantic-ai's AG-UI app under uvicorn (``scripts/install-agui-peer``), the same
+  loopback provider behind each.
 * ``--json``: where the results go (default ``benchmarks/results.json``, not committed; the run
   docs/performance.md quotes is ``docs/performance-run.json``).
 
@@ -32,6 +35,7 @@ sys.path.insert(0, str(HERE))
 import bench_observer  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_processor  # noqa: E402
+import bench_serve  # noqa: E402
 import bench_serve_attack  # noqa: E402
 import peers  # noqa: E402
 
@@ -67,6 +71,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--peers", action="store_true", help="also measure the peer libraries (own venvs)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds for the text figures "
                         "(default 5, 3 with --quick)")
+    parser.add_argument("--serve", action="store_true", help="also hookstream serve vs pydantic-ai's AG-UI app")
     parser.add_argument("--json", default=str(HERE / "results.json"), help="where to write the results")
     args = parser.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 5)
@@ -86,6 +91,9 @@ def main(argv: list[str]) -> int:
     rows += bench_serve_attack.run(2 if args.quick else 3)
     progress("StreamProcessor linearity")
     rows += bench_processor.main()
+    if args.serve:
+        progress("hookstream serve vs pydantic-ai's AG-UI app under load")
+        rows += bench_serve.run(args.quick)
     print_table(rows)
     misses = [r["what"] for r in rows if r["result"] == "MISS"]
     print(f"\n{sum(r['result'] == 'PASS' for r in rows)} PASS, {len(misses)} MISS "
