@@ -185,8 +185,9 @@ def command(model: str | None, tool_specs: tuple[str, ...], base_url: str | None
         from waitress.server import create_server
     except ImportError:
         raise click.ClickException("hookstream serve needs waitress: pip install 'hookstream[serve]'") from None
+    # An oversized body is refused from its Content-Length, before waitress buffers it (413).
     server = create_server(app, host=host, port=port, threads=threads, ident="hookstream",
-                           channel_timeout=600)
+                           channel_timeout=600, max_request_body_size=limits.max_body_bytes)
     bound = server.effective_host, server.effective_port
     # One parseable line on stdout, flushed, so a parent process (tests, scripts) can read the port.
     click.echo(f"hookstream serve: listening on http://{bound[0]}:{bound[1]}/", nl=True)
