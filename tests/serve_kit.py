@@ -6,6 +6,7 @@ import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -21,3 +22,33 @@ def serve_demo_process(*extra: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def messages_after(messages: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The AG-UI conversation after a run: the input plus the assistant and tool messages of its events."""
+    out = list(messages)
+    current: dict[str, Any] | None = None
+    calls: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        t = ev["type"]
+        if t == "STEP_STARTED":
+            current = None
+        elif t == "TEXT_MESSAGE_START":
+            current = {"id": ev["messageId"], "role": "assistant", "content": ""}
+            out.append(current)
+        elif t == "TEXT_MESSAGE_CONTENT" and current is not None:
+            current["content"] += ev["delta"]
+        elif t == "TOOL_CALL_START":
+            if current is None:
+                current = {"id": "asst-" + ev["toolCallId"], "role": "assistant"}
+                out.append(current)
+            call = {"id": ev["toolCallId"], "type": "function",
+                    "function": {"name": ev["toolCallName"], "arguments": ""}}
+            current.setdefault("toolCalls", []).append(call)
+            calls[ev["toolCallId"]] = call
+        elif t == "TOOL_CALL_ARGS":
+            calls[ev["toolCallId"]]["function"]["arguments"] += ev["delta"]
+        elif t == "TOOL_CALL_RESULT":
+            out.append({"id": ev["messageId"], "role": "tool", "toolCallId": ev["toolCallId"],
+                        "content": ev["content"]})
+    return out

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_kit import serve_demo_process
+from serve_kit import messages_after, serve_demo_process
 
 ROOT = Path(__file__).resolve().parent.parent
 E2E = ROOT / "tests" / "e2e"
@@ -73,36 +73,6 @@ def run_input(messages: list[dict[str, Any]], run_id: str, resume: list[dict[str
     if resume is not None:
         doc["resume"] = resume
     return doc
-
-
-def messages_after(messages: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The AG-UI conversation after a run: the input plus the assistant and tool messages of its events."""
-    out = list(messages)
-    current: dict[str, Any] | None = None
-    calls: dict[str, dict[str, Any]] = {}
-    for ev in events:
-        t = ev["type"]
-        if t == "STEP_STARTED":
-            current = None
-        elif t == "TEXT_MESSAGE_START":
-            current = {"id": ev["messageId"], "role": "assistant", "content": ""}
-            out.append(current)
-        elif t == "TEXT_MESSAGE_CONTENT" and current is not None:
-            current["content"] += ev["delta"]
-        elif t == "TOOL_CALL_START":
-            if current is None:
-                current = {"id": "asst-" + ev["toolCallId"], "role": "assistant"}
-                out.append(current)
-            call = {"id": ev["toolCallId"], "type": "function",
-                    "function": {"name": ev["toolCallName"], "arguments": ""}}
-            current.setdefault("toolCalls", []).append(call)
-            calls[ev["toolCallId"]] = call
-        elif t == "TOOL_CALL_ARGS":
-            calls[ev["toolCallId"]]["function"]["arguments"] += ev["delta"]
-        elif t == "TOOL_CALL_RESULT":
-            out.append({"id": ev["messageId"], "role": "tool", "toolCallId": ev["toolCallId"],
-                        "content": ev["content"]})
-    return out
 
 
 def run_demo_conversation(url: str, tmp_path: Path) -> list[dict[str, Any]]:
@@ -210,7 +180,6 @@ def test_latency_from_event_produced_to_node_arrival(tmp_path: Path, request: py
     print(line)
     # A report, not a pass mark: a speed limit would fail on a loaded machine. That each event is sent
     # as it is produced is proved by order in test_agui_flush.py; numbers to track go in benchmarks/.
-
 
 
 def test_every_corpus_stream_passes_enforce_and_verify(tmp_path: Path) -> None:

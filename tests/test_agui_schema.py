@@ -44,6 +44,7 @@ from typing import Any, get_args
 from wsgiref.util import setup_testing_defaults
 
 import pytest
+from serve_kit import messages_after
 
 try:
     import ag_ui.core as ag_ui_core
@@ -397,36 +398,6 @@ def _sse_data(text: str) -> Iterator[dict[str, Any]]:
 def run_input(run_id: str, messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"threadId": "thread-schema", "runId": run_id, "messages": messages, "tools": [], "context": [],
             "state": {}, "forwardedProps": {}, **extra}
-
-
-def messages_after(messages: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The AG-UI conversation after a run, as a plain AG-UI client builds it from the events."""
-    out = list(messages)
-    current: dict[str, Any] | None = None
-    calls: dict[str, dict[str, Any]] = {}
-    for ev in events:
-        t = ev["type"]
-        if t == "STEP_STARTED":
-            current = None
-        elif t == "TEXT_MESSAGE_START":
-            current = {"id": ev["messageId"], "role": "assistant", "content": ""}
-            out.append(current)
-        elif t == "TEXT_MESSAGE_CONTENT" and current is not None:
-            current["content"] += ev["delta"]
-        elif t == "TOOL_CALL_START":
-            if current is None:
-                current = {"id": "asst-" + ev["toolCallId"], "role": "assistant"}
-                out.append(current)
-            call = {"id": ev["toolCallId"], "type": "function",
-                    "function": {"name": ev["toolCallName"], "arguments": ""}}
-            current.setdefault("toolCalls", []).append(call)
-            calls[ev["toolCallId"]] = call
-        elif t == "TOOL_CALL_ARGS":
-            calls[ev["toolCallId"]]["function"]["arguments"] += ev["delta"]
-        elif t == "TOOL_CALL_RESULT":
-            out.append({"id": ev["messageId"], "role": "tool", "toolCallId": ev["toolCallId"],
-                        "content": ev["content"]})
-    return out
 
 
 def test_agui_server_demo_conversation_is_valid_agui() -> None:
