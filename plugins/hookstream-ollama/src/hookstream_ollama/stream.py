@@ -65,34 +65,35 @@ def parse_stream(values: Iterable[Any], context: CallContext) -> Iterator[BaseEv
             content = message.get("content")
             if content and type(content) is str:
                 yield from b.text(content)
-            if "tool_calls" not in message:
-                if value.get("done"):
-                    yield from _finish(b, value, calls)
-                    return
-                continue
             for call in message.get("tool_calls") or ():
-                function = call.get("function") if isinstance(call, dict) else None
-                if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-                    raise MalformedChunkError(f"tool call without a function name: {call!r}"[:200], json.dumps(call))
-                arguments = function.get("arguments")
-                if isinstance(arguments, str):  # some OpenAI-minded proxies send JSON text
-                    text = arguments
-                    try:
-                        arguments = json.loads(arguments) if arguments.strip() else {}
-                    except ValueError:
-                        arguments = None
-                else:
-                    arguments = arguments if isinstance(arguments, dict) else {}
-                    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-                call_id = call.get("id") or f"call_{context.run_id}_{calls}"
+                yield from _tool_call(b, call, f"call_{context.run_id}_{calls}")
                 calls += 1
-                yield from b.tool_start(call_id, function["name"])
-                if text.strip():  # whitespace is no arguments: the builder then sends ``input`` itself
-                    yield from b.tool_args(call_id, text)
-                yield from b.tool_end(call_id, input=arguments)
         if value.get("done"):
             yield from _finish(b, value, calls)
             return
+
+
+def _tool_call(b: StreamBuilder, call: Any, fallback_id: str) -> Iterator[BaseEvent]:
+    """One whole tool call (``{"id"?, "function": {"name", "arguments"}}``) as START, one ARGS, END;
+    ``fallback_id`` when Ollama gave none."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise MalformedChunkError(f"tool call without a function name: {call!r}"[:200], json.dumps(call))
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):  # some OpenAI-minded proxies send JSON text
+        text = arguments
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            arguments = None
+    else:
+        arguments = arguments if isinstance(arguments, dict) else {}
+        text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    call_id = call.get("id") or fallback_id
+    yield from b.tool_start(call_id, function["name"])
+    if text.strip():  # whitespace is no arguments: the builder then sends ``input`` itself
+        yield from b.tool_args(call_id, text)
+    yield from b.tool_end(call_id, input=arguments)
 
 
 def _finish(b: StreamBuilder, value: dict[str, Any], calls: int) -> list[BaseEvent]:
