@@ -117,7 +117,7 @@ from .._stores.history import History
 from .._stores.memory import ConversationStore
 from .._stream.accumulate import StepAccumulator, StepResult
 from .._stream.call import CallOptions, ModelCall
-from .._stream.fallback import FallbackModel, fallible, label
+from .._stream.fallback import FallbackModel, fallible
 from .._stream.provider import CallContext, ModelRequest, Provider
 from .executors import ThreadExecutor, ToolExecutor
 from .observe import Observers, RunInfo
@@ -573,15 +573,15 @@ class Engine:
             if failed is None:
                 break
             if self._may_fall_back(call, failed):
-                tried.append(label(provider, request.model))
-                following = label(attempts[index + 1][0], attempts[index + 1][1].model)
+                tried.append(provider.label(request.model))
+                following = attempts[index + 1][0].label(attempts[index + 1][1].model)
                 log.warning("model %s failed before any content (%s: %s); trying %s", tried[-1], failed.code,
                             failed.message, following)
                 continue
             acc.add(failed)  # not a failure another model would fix: the step ends with it
             break
         step = acc.finish()
-        step.provider = label(provider, request.model)
+        step.provider = provider.label(request.model)
         step.fallbacks = tried
         step.usage = priced(step.usage, provider.priced_as, step.model, request.model)  # Usage.cost (_prices)
         self.steps.append(step)
@@ -602,7 +602,7 @@ class Engine:
             exc = self._failure or call.exception or ProviderError(message, error_type=code)
             if not last and isinstance(exc, HookstreamError) and fallible(exc, code, message):
                 # Content had streamed (else the next model would have been tried): say why it was not.
-                following = label(attempts[index + 1][0], attempts[index + 1][1].model)
+                following = attempts[index + 1][0].label(attempts[index + 1][1].model)
                 exc.message += f" (not retried on {following}: no fallback once the step has streamed content)"
                 exc.args = (exc.message, *exc.args[1:])
             yield from self._fail(exc, code=code)

@@ -29,12 +29,7 @@ from .._events import BaseEvent
 from .provider import CallContext, HTTPRequest, ModelRequest, Provider
 from .retry import retryable
 
-__all__ = ["FallbackModel", "fallible", "label"]
-
-
-def label(provider: Provider, model: str | None = None) -> str:
-    """``"NAME:MODEL"`` of a provider object (``model`` replaces its own model name): :meth:`Provider.label`."""
-    return provider.label(model)
+__all__ = ["FallbackModel", "fallible"]
 
 
 def fallible(exc: BaseException | None, code: str | None, message: str) -> bool:
@@ -98,7 +93,7 @@ class FallbackModel(Provider):
     @property
     def labels(self) -> tuple[str, ...]:
         """The entries as ``"PROVIDER:MODEL"``, in order."""
-        return tuple(label(s) if isinstance(s, Provider) else s for s in self._specs)
+        return tuple(s.label() if isinstance(s, Provider) else s for s in self._specs)
 
     def resolve(self, resolver: Callable[[str], Provider] | None) -> tuple[Provider, ...]:
         """The entries as provider objects, building the ``"PROVIDER:MODEL"`` ones with ``resolver``
