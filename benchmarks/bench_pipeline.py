@@ -431,31 +431,42 @@ def bench_startup(rounds: int, peer_venvs: Sequence[str]) -> list[Row]:
     return rows
 
 
+SECTIONS = ("text", "tool-args", "memory", "concurrency", "latency", "startup")
+
+
 def run_all(quick: bool, rounds: int, with_peers: bool,
-            progress: Callable[[str], None] = lambda s: None) -> list[Row]:
+            progress: Callable[[str], None] = lambda s: None, only: Sequence[str] = SECTIONS) -> list[Row]:
+    """The figures of each section in ``only`` (:data:`SECTIONS`), in that tuple's order."""
     openai_peers = ["openai-create", "openai-stream", "litellm", "llm", "pydantic-ai", "openai-agents"]
     n = 5000 if quick else 20000
-    server = Server(max_requests=100_000, max_seconds=3 * 3600)
     rows: list[Row] = []
-    try:
-        progress(f"OpenAI text, {n:,} chunks" + (" (with peers)" if with_peers else ""))
-        rows += bench_text(server.url, "openai", n, rounds, openai_peers if with_peers else [])
-        progress(f"Anthropic text, {n:,} events")
-        rows += bench_text(server.url, "anthropic", n, rounds, ["anthropic-stream"] if with_peers else [])
-        progress(f"Ollama NDJSON text, {n:,} lines")
-        rows += bench_text(server.url, "ollama", n, rounds, [])
-        progress(f"Bedrock event-stream text, {n:,} frames")
-        rows += bench_text(server.url, "bedrock", n, rounds, [])
-        progress("tool arguments in 8-byte deltas")
-        rows += bench_tool_args(server.url, [20_000, 200_000] if quick else [20_000, 200_000, 1_000_000], 3)
-        progress("memory")
-        rows += bench_memory(server.url, 8 * 2**20)
-        progress("concurrency")
-        rows += bench_concurrency(server.url, 500 if quick else 2000, [1, 8, 32], 3 if quick else 9)
-        progress("latency")
-        rows += bench_latency(server.url, 50 if quick else 100, 20, 1 if quick else 2)
-    finally:
-        server.close()
-    progress("start-up")
-    rows += bench_startup(3 if quick else 5, list(peers.VENVS) if with_peers else [])
+    if set(only) - {"startup"}:
+        server = Server(max_requests=100_000, max_seconds=3 * 3600)
+        try:
+            if "text" in only:
+                progress(f"OpenAI text, {n:,} chunks" + (" (with peers)" if with_peers else ""))
+                rows += bench_text(server.url, "openai", n, rounds, openai_peers if with_peers else [])
+                progress(f"Anthropic text, {n:,} events")
+                rows += bench_text(server.url, "anthropic", n, rounds, ["anthropic-stream"] if with_peers else [])
+                progress(f"Ollama NDJSON text, {n:,} lines")
+                rows += bench_text(server.url, "ollama", n, rounds, [])
+                progress(f"Bedrock event-stream text, {n:,} frames")
+                rows += bench_text(server.url, "bedrock", n, rounds, [])
+            if "tool-args" in only:
+                progress("tool arguments in 8-byte deltas")
+                rows += bench_tool_args(server.url, [20_000, 200_000] if quick else [20_000, 200_000, 1_000_000], 3)
+            if "memory" in only:
+                progress("memory")
+                rows += bench_memory(server.url, 8 * 2**20)
+            if "concurrency" in only:
+                progress("concurrency")
+                rows += bench_concurrency(server.url, 500 if quick else 2000, [1, 8, 32], 3 if quick else 9)
+            if "latency" in only:
+                progress("latency")
+                rows += bench_latency(server.url, 50 if quick else 100, 20, 1 if quick else 2)
+        finally:
+            server.close()
+    if "startup" in only:
+        progress("start-up")
+        rows += bench_startup(3 if quick else 5, list(peers.VENVS) if with_peers else [])
     return rows

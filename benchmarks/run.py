@@ -1,6 +1,6 @@
 """Run every benchmark; print one table with a PASS/MISS column and write it as JSON (``tox -e bench``).
 
-``python benchmarks/run.py [--quick] [--peers] [--serve] [--rounds N] [--json PATH]``
+``python benchmarks/run.py [--quick] [--peers] [--serve] [--rounds N] [--only SECTION,...] [--json PATH]``
 
 * default: the core figures (floor vs hookstream on OpenAI and Anthropic text, tool arguments,
   memory, concurrency, latency, start-up, the otel plugin installed without an exporter,
@@ -10,6 +10,9 @@
 * ``--serve``: also the serving benchmark (``bench_serve.py``): ``hookstream serve`` on waitress and
   on gunicorn against pydantic-ai's AG-UI app under uvicorn (``scripts/install-agui-peer``), the same
   loopback provider behind each.
+* ``--only``: just these sections (comma-separated): text, tool-args, memory, concurrency, latency,
+  startup, observer, attack, linearity (``--serve`` adds serve); ``--only text`` for a change to the
+  text path.
 * ``--json``: where the results go (default ``benchmarks/results.json``, not committed; the run
   docs/performance.md quotes is ``docs/performance-run.json``).
 
@@ -38,6 +41,8 @@ import bench_processor  # noqa: E402
 import bench_serve  # noqa: E402
 import bench_serve_attack  # noqa: E402
 import peers  # noqa: E402
+
+SECTIONS = (*bench_pipeline.SECTIONS, "observer", "attack", "linearity")
 
 
 def machine() -> dict[str, Any]:
@@ -72,8 +77,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds for the text figures "
                         "(default 5, 3 with --quick)")
     parser.add_argument("--serve", action="store_true", help="also hookstream serve vs pydantic-ai's AG-UI app")
+    parser.add_argument("--only", type=lambda v: v.split(","), default=None, metavar="SECTION,...",
+                        help=f"just these sections, of: {', '.join(SECTIONS)} (default all)")
     parser.add_argument("--json", default=str(HERE / "results.json"), help="where to write the results")
     args = parser.parse_args(argv)
+    only = args.only or list(SECTIONS)
+    if unknown := set(only) - set(SECTIONS):
+        parser.error(f"unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
     rounds = args.rounds or (3 if args.quick else 5)
     info = machine()
     print(f"# hookstream benchmarks: {info['python']}, {info['cpus']} CPUs ({info['cpu']}), {info['machine']} "
@@ -85,12 +95,16 @@ def main(argv: list[str]) -> int:
     def progress(what: str) -> None:
         print(f"# [{time.monotonic() - t0:6.1f} s] {what} ...", file=sys.stderr, flush=True)
 
-    rows = bench_pipeline.run_all(args.quick, rounds, args.peers, progress)
-    rows += bench_observer.run_all(args.quick, rounds, progress)
-    progress("time to first event under a slowloris attack (gunicorn and waitress)")
-    rows += bench_serve_attack.run(2 if args.quick else 3)
-    progress("StreamProcessor linearity")
-    rows += bench_processor.main()
+    rows = bench_pipeline.run_all(args.quick, rounds, args.peers, progress,
+                                  [s for s in bench_pipeline.SECTIONS if s in only])
+    if "observer" in only:
+        rows += bench_observer.run_all(args.quick, rounds, progress)
+    if "attack" in only:
+        progress("time to first event under a slowloris attack (gunicorn and waitress)")
+        rows += bench_serve_attack.run(2 if args.quick else 3)
+    if "linearity" in only:
+        progress("StreamProcessor linearity")
+        rows += bench_processor.main()
     if args.serve:
         progress("hookstream serve vs pydantic-ai's AG-UI app under load")
         rows += bench_serve.run(args.quick)
@@ -99,7 +113,7 @@ def main(argv: list[str]) -> int:
     print(f"\n{sum(r['result'] == 'PASS' for r in rows)} PASS, {len(misses)} MISS "
           f"({time.monotonic() - t0:.0f} s)")
     doc = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "machine": info,
-           "quick": args.quick, "rounds": rounds,
+           "quick": args.quick, "rounds": rounds, "sections": only,
            "peers": {v: peers.versions(v) for v in peers.VENVS} if args.peers else {},
            "rows": rows}
     Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
