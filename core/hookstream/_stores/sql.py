@@ -26,6 +26,10 @@ holds does nothing, so a store holds each message once however many workers save
 SQLite runs in WAL mode (readers never wait for the writer) with a busy timeout (a writer waits for
 another process's write instead of failing), writes in ``BEGIN IMMEDIATE`` transactions: safe for
 several worker processes of one machine (SQLite docs, "Write-Ahead Logging" and "File Locking").
+Within a process, writers also queue on a lock before ``BEGIN IMMEDIATE``: SQLite's busy handler
+waits by sleeping (1 ms, 2 ms, ... up to 100 ms at a time), so threads of one process contending for
+the write lock through it woke late; measured with 64 concurrent runs on ``serve --workers 2``, that
+sleep was the tail of the time to first event (``benchmarks/bench_serve.py``).
 
 Thread safety: each thread uses its own connection (created on first use, and again after a fork, so a
 gunicorn worker never shares its parent's connection).
@@ -38,7 +42,8 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from .._messages import Message
@@ -109,6 +114,7 @@ class SQLiteStore(_PerThread):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
+        self._write_lock = threading.Lock()
         self.get()  # fail now (bad path, not a database) rather than on the first request
         self._release()
 
@@ -130,6 +136,20 @@ class SQLiteStore(_PerThread):
                 pass
         return conn
 
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection inside a ``BEGIN IMMEDIATE`` transaction, committed on exit (rolled
+        back on an exception), the process's other writers kept waiting on :attr:`_write_lock`."""
+        conn = self.get()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
         """See :meth:`hookstream.InMemoryStore.list_threads`."""
         conn = self.get()
@@ -140,31 +160,19 @@ class SQLiteStore(_PerThread):
 
     def delete(self, thread_id: str) -> bool:
         """Forget ``thread_id`` (its messages and owner); whether it had messages."""
-        conn = self.get()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write() as conn:
             gone = conn.execute(f"DELETE FROM {_TABLE} WHERE thread_id = ?", (thread_id,)).rowcount
             conn.execute(f"DELETE FROM {_THREADS} WHERE thread_id = ?", (thread_id,))
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
         return bool(gone)
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
-        conn = self.get()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write() as conn:
             row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
             if row is None:
                 legacy = conn.execute(f"SELECT 1 FROM {_TABLE} WHERE thread_id = ? LIMIT 1", (thread_id,)).fetchone()
                 row = (None if legacy else owner,)
                 conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) VALUES (?, ?, ?)",
                              (thread_id, row[0], time.time()))
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
         return bool(row[0] == owner)
 
     def load(self, thread_id: str) -> list[Message]:
@@ -175,16 +183,10 @@ class SQLiteStore(_PerThread):
     def save(self, thread_id: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        conn = self.get()
         rows = _rows(thread_id, messages)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write() as conn:
             conn.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body, created_at) VALUES (?, ?, ?, ?) "
                              "ON CONFLICT (thread_id, message_key) DO NOTHING", rows)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
