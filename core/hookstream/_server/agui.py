@@ -46,7 +46,6 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
@@ -62,7 +61,7 @@ from .._events import BaseEvent, to_sse
 from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from .._stores.memory import ConversationStore, OwnedStore
 from .auth import Authenticator, Principal
-from .limits import PrincipalLimits, ServerLimits, retry_after
+from .limits import PrincipalLimits, RunDeadlines, ServerLimits, retry_after
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .ui_message_stream import (
     UI_MESSAGE_STREAM_HEADERS,
@@ -388,6 +387,9 @@ def _json_error(start_response: Callable[..., Any], status: str, message: str,
     return [body]
 
 
+_DEADLINES = RunDeadlines()  # every run's max_run_seconds in this process, on one thread
+
+
 class _RunBody:
     """The response body of one run: SSE frames as the engine yields them; closing it early (client gone)
     cancels the run so its HTTP call and tools stop. ``release`` runs once when the body is done (the
@@ -400,11 +402,7 @@ class _RunBody:
         self._frames: Generator[bytes, None, None] = frames(stream)
         self._finished = False
         self._release = release
-        self._timer: threading.Timer | None = None
-        if max_seconds is not None:
-            self._timer = threading.Timer(max_seconds, stream.cancel)
-            self._timer.daemon = True
-            self._timer.start()
+        self._deadline = None if max_seconds is None else _DEADLINES.add(max_seconds, stream.cancel)
 
     def __iter__(self) -> Iterator[bytes]:
         return self
@@ -422,8 +420,8 @@ class _RunBody:
                 self._stream.cancel()
             self._frames.close()
         finally:
-            if self._timer is not None:
-                self._timer.cancel()
+            if self._deadline is not None:
+                _DEADLINES.cancel(self._deadline)
             release, self._release = self._release, None
             if release is not None:
                 release()
