@@ -26,6 +26,7 @@ streamed now or held (``stream_tool_call_responses=False``), and saves the histo
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import logging
 import queue
@@ -65,6 +66,7 @@ from .._events import (
 from .._messages import Message, ToolCallPart, ToolResultPart, tool_output_text
 from .._stream.accumulate import StepResult
 from .executors import ToolCallRequest, ToolExecutor
+from .thread_pool import POOL
 from .tools import CancellationToken, Tool, ToolChannel, needs_approval, validate_input
 from .values import PendingApproval, RepairRequest, Resume, approval_id
 
@@ -267,7 +269,7 @@ class ToolPhase:
                 channel.put_marker(_DONE)
 
         ctx = contextvars.copy_context()
-        threading.Thread(target=ctx.run, args=(target,), name="hookstream-tool-phase", daemon=True).start()
+        POOL.submit(functools.partial(ctx.run, target), "hookstream-tool-phase")
         nested = NestedBlocks()
         while True:
             item = channel.get()

@@ -41,6 +41,7 @@ from .._events import BaseEvent, Usage
 from .._messages import FilePart, Message, ToolCallPart, ToolResultPart
 from .._stream.provider import ToolSpec
 from .observe import current
+from .thread_pool import POOL
 from .tool_schema import Unsupported, describe, doc_params, json_default, schema_for
 
 __all__ = [
@@ -506,9 +507,9 @@ LEFT_RUNNING = "left_running"
 still ran: the run stopped waiting for it (cancel, time limit); ``RunResult.tools_left_running`` lists them."""
 
 
-def _left(thread: threading.Thread, result: ToolResultPart) -> ToolResultPart:
-    """``result``, marked when ``thread`` (the tool's) is still running: it is abandoned, not stopped."""
-    if thread.is_alive():
+def _left(done: threading.Event, result: ToolResultPart) -> ToolResultPart:
+    """``result``, marked when the tool has not set ``done`` (is still running): it is abandoned, not stopped."""
+    if not done.is_set():
         result.provider_metadata = {"hookstream": {LEFT_RUNNING: True}}
     return result
 
@@ -520,7 +521,8 @@ def run_tool_guarded(
     t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None,
     deps: Any = None, channel: ToolChannel | None = None,
 ) -> ToolResultPart:
-    """Run ``call`` on a daemon thread and wait for it at most ``timeout`` seconds (``None``: no limit).
+    """Run ``call`` on a daemon thread (of :data:`~hookstream._agentloop.thread_pool.POOL`) and wait for it
+    at most ``timeout`` seconds (``None``: no limit).
 
     Returns the tool's result, or an error result when the time limit passes (``"timed out after N s"``)
     or ``run_token`` is cancelled (``"cancelled"``); the tool's own token is then set and its thread
@@ -560,17 +562,16 @@ def _run_guarded(
             done.set()
 
     ctx = contextvars.copy_context()
-    thread = threading.Thread(target=ctx.run, args=(target,), name=f"hookstream-tool-{t.name}", daemon=True)
-    thread.start()
+    POOL.submit(functools.partial(ctx.run, target), f"hookstream-tool-{t.name}")
     deadline = None if timeout is None else time.monotonic() + timeout
     while not done.wait(_POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))):
         if run_token.cancelled:
             token.cancel(run_token.reason or "cancelled")
-            return _left(thread, ToolResultPart(call.id, call.name, f"Error: {call.name!r} was cancelled",
+            return _left(done, ToolResultPart(call.id, call.name, f"Error: {call.name!r} was cancelled",
                                                 is_error=True))
         if deadline is not None and time.monotonic() >= deadline:
             token.cancel("timeout")
-            return _left(thread, ToolResultPart(
+            return _left(done, ToolResultPart(
                 call.id, call.name, f"Error: {call.name!r} timed out after {timeout:g} s", is_error=True
             ))
     return box[0] if box else ToolResultPart(call.id, call.name, f"Error: {call.name!r} stopped", is_error=True)
