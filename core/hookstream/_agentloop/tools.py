@@ -462,6 +462,26 @@ def split_files(output: Any) -> tuple[Any, list[FilePart]]:
     return output, []
 
 
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """The validator of a tool's schema (given as canonical JSON: the cache key), or why the schema is
+    invalid. Checking a schema against its metaschema cost a quarter of a server's CPU per run when it
+    was done for every call (py-spy, ``benchmarks/bench_serve.py``); a validator is immutable and may
+    be used by many threads at once."""
+    # Imported on the first validation: jsonschema (with referencing and its format checkers) is most of
+    # this module's import time, paid otherwise by every process that merely loads a tool executor plugin.
+    import jsonschema.exceptions
+    import jsonschema.validators
+
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the tool's own schema is invalid: {exc.message}"
+    return cls(schema)
+
+
 def validate_input(t: Tool, arguments: dict[str, Any] | None) -> str | None:
     """Why ``arguments`` do not fit ``t.parameters`` (a readable message naming the path), or None.
 
@@ -470,18 +490,12 @@ def validate_input(t: Tool, arguments: dict[str, Any] | None) -> str | None:
     """
     if arguments is None:
         return "the arguments are not a JSON object"
-    # Imported on the first validation: jsonschema (with referencing and its format checkers) is most of
-    # this module's import time, paid otherwise by every process that merely loads a tool executor plugin.
     import jsonschema.exceptions
-    import jsonschema.validators
 
-    schema = t.parameters or {}
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(arguments))
-    except jsonschema.exceptions.SchemaError as exc:
-        return f"the tool's own schema is invalid: {exc.message}"
+    validator = _validator(json.dumps(t.parameters or {}, sort_keys=True, default=repr))
+    if isinstance(validator, str):
+        return validator
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
