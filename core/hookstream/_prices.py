@@ -16,7 +16,8 @@ prices here too, and :func:`price_source` says so. Without the package every cos
   :func:`catalogue` lists what genai-prices knows of a provider's models.
 
 Thread safety: genai-prices' snapshot is read-only here (its lookups keep caches of their own, filled
-idempotently); everything in this module is a pure function or a frozen value.
+idempotently), as is the set of names it has no price for (a set's ``add`` is atomic; a name two
+threads look up at once is added twice, harmlessly); everything else is a pure function or a frozen value.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ def price_source() -> str | None:
     return _describe(snapshot.timestamp if snapshot.from_auto_update else None)
 
 
+# genai-prices caches the models it finds, not the ones it does not: an unknown name (a local model, a
+# deployment name) was matched against every model of its provider again at every step.
+_UNPRICED: set[tuple[str, str]] = set()
+_UNPRICED_MAX = 10_000
+
+
 def cost_of(usage: Usage, provider: str, *models: str | None) -> Cost | None:
     """What ``usage`` cost on ``provider`` (hookstream's name: ``"openai"``, ``"bedrock"``...) for the
     first of ``models`` the price data knows (give the model version the provider answered with
@@ -111,9 +118,13 @@ def cost_of(usage: Usage, provider: str, *models: str | None) -> Cost | None:
         counts["cache_write_tokens"] = usage.cache_write_tokens
     snapshot = data_snapshot.get_snapshot()
     for model in dict.fromkeys(m for m in models if m):
+        if (price_id, model) in _UNPRICED:
+            continue
         try:
             calc = snapshot.calc(PriceUsage(**counts), model, price_id, None, None)
         except LookupError:
+            if len(_UNPRICED) < _UNPRICED_MAX:
+                _UNPRICED.add((price_id, model))
             continue
         except Exception as exc:  # inconsistent counts (cache above input) or a price-data problem: no cost
             log.warning("no price for %s:%s: %s: %s", provider, model, type(exc).__name__, exc)
