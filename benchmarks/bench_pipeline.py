@@ -335,23 +335,31 @@ def bench_concurrency(url: str, n: int, levels: list[int], rounds: int) -> list[
         return (in_turn if k == 1 else k) * n
 
     rows = []
+    eff: dict[tuple[str, str], float] = {}  # (client, "elapsed" | "cpu") -> its ratio at the largest level
     for c, label in (("hookstream", ""), ("floor", "floor (requests iter_lines + json.loads): ")):
         one = chunks(1) / med(res[(c, 1)], "wall")
         one_cpu = chunks(1) / med(res[(c, 1)], "cpu")
         for k in [k for k in levels if (c, k) in res]:
             agg = chunks(k) / med(res[(c, k)], "wall")
             agg_cpu = chunks(k) / med(res[(c, k)], "cpu")
-            is_target = c == "hookstream" and k == in_turn
+            if k == in_turn:
+                eff[(c, "elapsed")], eff[(c, "cpu")] = agg / one, agg_cpu / one_cpu
             key = f"threads_{k}" if c == "hookstream" else f"floor_threads_{k}"
             what = label + (f"one stream at a time ({in_turn} in turn) x {n:,} chunks" if k == 1 else
                             f"{k} concurrent streams x {n:,} chunks (threads) vs one stream at a time")
             wall_s, cpu_s = [x["wall"] for x in res[(c, k)]], [x["cpu"] for x in res[(c, k)]]
             rows.append(row("concurrency", f"{key}_elapsed", f"{what}: chunks per elapsed second",
-                            f"{agg:,.0f} chunks/s = {agg / one:.2f}x", agg / one, ">= 0.85x" if is_target else "",
-                            (agg / one >= 0.85) if is_target else None, wall_s=wall_s, cpu_s=cpu_s))
+                            f"{agg:,.0f} chunks/s = {agg / one:.2f}x", agg / one, wall_s=wall_s, cpu_s=cpu_s))
             rows.append(row("concurrency", f"{key}_cpu", f"{what}: chunks per client CPU second",
-                            f"{agg_cpu:,.0f} chunks/CPU-s = {agg_cpu / one_cpu:.2f}x", agg_cpu / one_cpu,
-                            ">= 0.85x" if is_target else "", (agg_cpu / one_cpu >= 0.85) if is_target else None))
+                            f"{agg_cpu:,.0f} chunks/CPU-s = {agg_cpu / one_cpu:.2f}x", agg_cpu / one_cpu))
+    # The target (issue 26): hookstream keeps at least 0.97 of what the floor keeps at the same level in
+    # the same rounds, so the GIL's and the machine's share, which no Python client escapes, is divided out.
+    for kind, unit in (("elapsed", "elapsed second"), ("cpu", "client CPU second")):
+        mine, floor = eff[("hookstream", kind)], eff[("floor", kind)]
+        rel = mine / floor
+        rows.append(row("concurrency", f"threads_{in_turn}_{kind}_vs_floor",
+                        f"{in_turn} streams on threads, chunks per {unit}: hookstream's efficiency over the floor's",
+                        f"{mine:.2f}x / {floor:.2f}x = {rel:.2f}", rel, ">= 0.97", rel >= 0.97))
     return rows
 
 
