@@ -166,14 +166,19 @@ class SQLiteStore(_PerThread):
         return bool(gone)
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
-        with self._write() as conn:
+        conn = self.get()
+        row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
+        if row is None:
+            # One statement is one transaction (autocommit): the legacy check and the insert happen
+            # together, and of two claims at once exactly one row gets in; both read it back. Each
+            # statement gives up the GIL and waits to get it back, so a claim holds the write lock for
+            # as few of them as it can.
+            with self._write_lock:
+                conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) VALUES (?, CASE WHEN EXISTS "
+                             f"(SELECT 1 FROM {_TABLE} WHERE thread_id = ?) THEN NULL ELSE ? END, ?) "
+                             "ON CONFLICT (thread_id) DO NOTHING", (thread_id, thread_id, owner, time.time()))
             row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
-            if row is None:
-                legacy = conn.execute(f"SELECT 1 FROM {_TABLE} WHERE thread_id = ? LIMIT 1", (thread_id,)).fetchone()
-                row = (None if legacy else owner,)
-                conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) VALUES (?, ?, ?)",
-                             (thread_id, row[0], time.time()))
-        return bool(row[0] == owner)
+        return bool(row is not None and row[0] == owner)
 
     def load(self, thread_id: str) -> list[Message]:
         cur = self.get().execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq",
