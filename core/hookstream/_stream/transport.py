@@ -2,10 +2,10 @@
 
 The framing (:mod:`hookstream._stream.framing`: SSE through sseclient-py by default, NDJSON through ijson,
 or a plugin's binary framing) decides whether a 2xx body is the stream and cuts it into events.
-Bytes reach the framing one HTTP chunk at a time when the body is chunked (as OpenAI, Anthropic and
-Gemini send it: one chunk per event, so one read per event; at most 64 KiB per read), otherwise as
-soon as the socket delivers them (``read1``, never a read that waits to fill a buffer), so each delta
-is surfaced the moment its chunk arrives. Line endings ``\\n``, ``\\r\\n`` and
+Bytes reach the framing as soon as the socket delivers them (``read1``, never a read that waits to
+fill a buffer; at most 64 KiB per read), so each delta is surfaced the moment its chunk arrives. A
+chunked body (as OpenAI, Anthropic and Gemini send it: one chunk per event) is parsed here, every
+chunk a read completed passed on as one piece (:func:`_dechunked`); a compressed one, by urllib3. Line endings ``\\n``, ``\\r\\n`` and
 ``\\r`` and a last event without a final blank line are handled by sseclient-py.
 
 Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
@@ -139,6 +139,102 @@ def default_error_reader(status: int, body: bytes) -> tuple[str, str | None]:
     return (str(err)[:500], None)
 
 
+_MAX_CHUNK_LINE = 65536  # urllib3's bound on a chunk-size or trailer line
+
+
+def _dechunked(raw: urllib3.HTTPResponse) -> Iterator[bytes]:
+    """The body of a chunked response (RFC 9112 section 7.1), each piece everything that one read of
+    the socket completed, then the connection back to the pool as urllib3's ``read_chunked`` leaves it.
+
+    Providers send one HTTP chunk per event; a client slower than the server finds dozens queued per
+    read. urllib3 parses them one at a time (a line read, an ``int``, two buffered reads: about 1.5 µs
+    per event) and sseclient-py and :func:`bounded_reads` then take one pass each per chunk; here one
+    read of up to 64 KiB is parsed in a loop of slices and passed on as one byte string. Errors are
+    urllib3's, raised after the bytes before them were passed on: :class:`urllib3.exceptions.ProtocolError`
+    for a bad size line or a body cut short; socket errors and timeouts pass through."""
+    fp = raw._fp.fp  # type: ignore[union-attr]  # http.client's buffered reader of the socket
+    read1 = fp.read1
+    head = b""  # an incomplete chunk-size line at the end of the last read
+    left = 0  # bytes of the current chunk still to come, its closing CRLF included
+    while True:
+        data = read1(_READ_SIZE)
+        if not data:
+            raise urllib3.exceptions.ProtocolError("Response ended prematurely")
+        if head:
+            data = head + data
+            head = b""
+        n = len(data)
+        pos = 0
+        pieces = []
+        error: Exception | None = None
+        last = False
+        while True:
+            if left:
+                end = pos + left
+                if end > n:  # the chunk goes on in the next read
+                    stop = end - 2 if end - 2 < n else n
+                    if stop > pos:
+                        pieces.append(data[pos:stop])
+                    left = end - n
+                    break
+                if end - 2 > pos:
+                    pieces.append(data[pos:end - 2])
+                pos = end
+                left = 0
+            nl = data.find(b"\n", pos)
+            if (nl if nl >= 0 else n) - pos > _MAX_CHUNK_LINE:
+                error = urllib3.exceptions.ProtocolError("Response chunk size line exceeded maximum allowed length")
+                break
+            if nl < 0:
+                head = data[pos:]
+                break
+            line = data[pos:nl].split(b";", 1)[0]
+            try:
+                size = int(line, 16)  # as urllib3: whitespace around it, the CR included, is allowed
+            except ValueError:
+                size = -1
+            if size < 0:
+                error = urllib3.exceptions.ProtocolError(f"Invalid chunk length: {line[:20]!r}")
+                break
+            pos = nl + 1
+            if size == 0:
+                last = True
+                break
+            left = size + 2
+        if pieces:
+            yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        if error is not None:
+            raise error
+        if last:
+            _end_of_body(raw, read1, data[pos:])
+            return
+
+
+def _end_of_body(raw: urllib3.HTTPResponse, read1: Callable[[int], bytes], rest: bytes) -> None:
+    """After the last chunk: skip the trailer fields up to their empty line, then close the response
+    and release its connection to the pool, as urllib3's ``read_chunked`` does at the end of a body."""
+    while True:
+        nl = rest.find(b"\n")
+        if nl < 0:
+            if len(rest) > _MAX_CHUNK_LINE:
+                raise urllib3.exceptions.ProtocolError("Response chunk trailer line exceeded maximum allowed length")
+            more = read1(_READ_SIZE)
+            if not more:
+                break  # as urllib3: some servers do not end with CRLF
+            rest += more
+            continue
+        line, rest = rest[:nl + 1], rest[nl + 1:]
+        if line == b"\r\n":
+            break
+    original = raw._original_response
+    if original is not None:
+        original.close()
+    if rest:
+        raw.close()  # bytes past the body: the connection cannot serve another request
+    else:
+        raw.release_conn()
+
+
 class Stream:
     """An open streaming response: iterate :meth:`events` for SSE events, :meth:`close` when done."""
 
@@ -164,16 +260,23 @@ class Stream:
             if data:
                 yield data
             elif getattr(raw, "chunked", False) and raw.supports_chunked_reads():
-                # Whole HTTP chunks, as urllib3 parses them (buffered reads of the socket): in the issue 17
-                # profile ``read1`` made twice the recv and poll calls. Not after ``head``: that read went
-                # through http.client's chunk parser, whose position in the body urllib3's does not know.
-                yield from raw.read_chunked(_READ_SIZE)
+                # Not after ``head``: that read went through http.client's chunk parser, whose position in
+                # the body neither urllib3's nor ours knows.
+                if type(raw) is urllib3.HTTPResponse and raw.headers.get("content-encoding", "").strip().lower() \
+                        in ("", "identity"):
+                    yield from _dechunked(raw)
+                else:
+                    # Compressed (urllib3 decodes it), or a wrapped response (the recorder's tee sees the
+                    # bytes through its own methods): urllib3's parser, one HTTP chunk at a time.
+                    yield from raw.read_chunked(_READ_SIZE)
                 return
             while data := raw.read1(_READ_SIZE):
                 yield data
         except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
             if self._aborted.is_set():
                 return
+            if isinstance(exc, TimeoutError):  # the socket's own, from a read of _dechunked
+                raise StreamTimeoutError("idle", self.read_timeout or 0.0) from None
             raise ConnectionClosedError(f"connection closed mid-stream ({type(exc).__name__})") from None
         except urllib3.exceptions.ReadTimeoutError:
             raise StreamTimeoutError("idle", self.read_timeout or 0.0) from None
