@@ -530,6 +530,12 @@ class StreamProcessor:
         Raises :class:`TypeError` for anything that is neither an event nor a dict.
         """
         with self.lock:
+            if (type(event) is TextMessageContent and event.subagent_run_id is None and self._chunk is None
+                    and not self._finalized and not self.subagents):
+                # Most events of a stream: none of the routing below or in _apply concerns them.
+                self._text_content(event)
+                self._changed()
+                return
             if isinstance(event, dict):
                 try:
                     event = from_dict(event)
