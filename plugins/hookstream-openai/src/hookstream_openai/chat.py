@@ -531,7 +531,11 @@ class OpenAIChatProvider(Provider):
                     _keep_fields(choice, kept_fields, kept)
                 if choice is not None:
                     delta = choice.get("delta")
-                    if delta:
+                    if type(delta) is dict and len(delta) == 1 and type(content := delta.get("content")) is str:
+                        # Most chunks: text alone, so none of the other fields below is there.
+                        if content:
+                            yield from b.text(content)
+                    elif delta:
                         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                         if reasoning and type(reasoning) is str:
                             yield from b.reasoning(reasoning)
