@@ -217,6 +217,9 @@ class MessageStreamParser:
             if not isinstance(doc, dict):
                 raise MalformedChunkError(f"Anthropic SSE event {sse.event!r} is not a JSON object", data)
             kind = doc.get("type") or sse.event
+            if kind == "content_block_delta":  # most events: straight to their handler
+                yield from self._delta(doc, data)
+                continue
             yield from self.handle(kind, doc, data)
             if self.done:
                 return
@@ -345,14 +348,21 @@ class MessageStreamParser:
         return block
 
     def _delta(self, doc: dict[str, Any], data: str) -> list[BaseEvent]:
-        block = self._block(doc, data)
+        # _block and _text inlined for text deltas, the bulk of a stream; _block raises the errors.
+        index = doc.get("index")
+        block = self.blocks.get(index) if isinstance(index, int) else None
+        if block is None:
+            block = self._block(doc, data)
         delta = doc.get("delta")
         if not isinstance(delta, dict):
             raise MalformedChunkError("Anthropic content_block_delta without a delta object", data)
         dtype = delta.get("type")
         if dtype == "text_delta":
             text = delta.get("text")
-            return self._text(text) if isinstance(text, str) and text else []
+            if isinstance(text, str) and text:
+                self.text_len += len(text)
+                return self.builder.text(text)
+            return []
         if dtype == "input_json_delta":
             part = delta.get("partial_json")
             if not isinstance(part, str) or not part:
