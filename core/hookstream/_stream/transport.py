@@ -5,8 +5,9 @@ or a plugin's binary framing) decides whether a 2xx body is the stream and cuts 
 Bytes reach the framing as soon as the socket delivers them (``read1``, never a read that waits to
 fill a buffer; at most 64 KiB per read), so each delta is surfaced the moment its chunk arrives. A
 chunked body (as OpenAI, Anthropic and Gemini send it: one chunk per event) is parsed here, every
-chunk a read completed passed on as one piece (:func:`_dechunked`); a compressed one, by urllib3. Line endings ``\\n``, ``\\r\\n`` and
-``\\r`` and a last event without a final blank line are handled by sseclient-py.
+chunk a read completed passed on as one piece (:func:`_dechunked`); a compressed one, by urllib3.
+Line endings ``\\n``, ``\\r\\n`` and ``\\r`` and a last event without a final blank line are
+handled by sseclient-py.
 
 Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
 :class:`~hookstream.HTTPStatusError` subclass carrying the status and the provider's own error
