@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
@@ -317,6 +319,37 @@ class Stream:
         self.response.close()
 
 
+# What Session.request reads from the environment for every request (proxies, CA bundle): Python's
+# getproxies() walks all of os.environ twice per call, 80-100 us per request here and more in a container
+# with hundreds of variables. The result is kept per session and host, and read again when any variable it
+# depends on or the session's own proxies/verify/cert change. (Proxies from the macOS or Windows system
+# settings, used when the environment names none, are read once per session and host.)
+_ENV_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+             "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "REQUEST_METHOD")
+_env_settings: weakref.WeakKeyDictionary[requests.Session, dict[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
+_env_lock = threading.Lock()
+
+
+def _environment_settings(session: requests.Session, url: str) -> dict[str, Any]:
+    """``session.merge_environment_settings`` for a streamed request to ``url``, cached (see above)."""
+    parts = urlsplit(url)
+    key = (parts.scheme, parts.netloc, session.trust_env, repr(session.proxies), repr(session.verify),
+           repr(session.cert), tuple(map(os.environ.get, _ENV_VARS)) if session.trust_env else ())
+    with _env_lock:
+        by_key = _env_settings.get(session)
+        if by_key is None:
+            by_key = _env_settings[session] = {}
+        cached = by_key.get(key)
+    if cached is not None:
+        return dict(cached)
+    fresh: dict[str, Any] = dict(session.merge_environment_settings(url, {}, True, None, None))
+    with _env_lock:
+        if len(by_key) > 64:  # hosts come and go: keep it bounded
+            by_key.clear()
+        by_key[key] = fresh
+    return dict(fresh)
+
+
 def open_stream(
     session: requests.Session,
     request: HTTPRequest,
@@ -340,14 +373,10 @@ def open_stream(
     closes the response before raising.
     """
     try:
-        resp = session.request(
-            request.method,
-            request.url,
-            headers=request.headers,
-            data=request.body() if body is None else body,
-            stream=True,
-            timeout=(connect_timeout, read_timeout),
-        )
+        prepared = session.prepare_request(requests.Request(
+            request.method, request.url, headers=request.headers, data=request.body() if body is None else body))
+        resp = session.send(prepared, timeout=(connect_timeout, read_timeout), allow_redirects=True,
+                            **_environment_settings(session, prepared.url or request.url))
     except requests.exceptions.ConnectTimeout:
         raise StreamTimeoutError("connect", connect_timeout or 0.0) from None
     except requests.exceptions.ReadTimeout:
