@@ -133,6 +133,13 @@ def make_hookstream() -> Run:
     return run
 
 
+def make_hookstream_stdlib_json() -> Run:
+    """hookstream with msgspec's import blocked: provider chunks decoded by the standard library's
+    ``json`` (``hookstream._json_data``), as without the ``fast`` extra."""
+    sys.modules["msgspec"] = None  # type: ignore[assignment]  # an import of it now raises ImportError
+    return make_hookstream()
+
+
 # -- peers, each in its own venv -------------------------------------------------------------------------
 
 def make_openai_create() -> Run:
@@ -271,6 +278,7 @@ def make_openai_agents() -> Run:
 MAKERS: dict[str, Callable[[], Run]] = {
     "floor": make_floor,
     "hookstream": make_hookstream,
+    "hookstream-stdlib-json": make_hookstream_stdlib_json,
     "openai-create": make_openai_create,
     "openai-stream": make_openai_stream,
     "anthropic-stream": make_anthropic_stream,
