@@ -10,6 +10,7 @@ from typing import Any
 
 import psutil
 from hookstream import LoopSettings, Timeouts, get_model
+from hookstream._agentloop.thread_pool import IDLE_NAME
 from hookstream._chat import ChatStream, chat
 from hookstream._events import BaseEvent
 
@@ -59,6 +60,12 @@ def open_sockets() -> int:
     return sum(1 for c in psutil.Process().net_connections(kind="tcp") if c.status != psutil.CONN_TIME_WAIT)
 
 
+def running_threads() -> int:
+    """Threads of this process, not counting the tool pool's idle ones: they wait for the next tool call
+    (and end after a minute unused), so they are not a run's leak; an abandoned tool's thread counts."""
+    return sum(1 for t in threading.enumerate() if t.name != IDLE_NAME)
+
+
 def settle(baseline_threads: int, baseline_sockets: int, timeout: float = 30.0) -> tuple[int, int]:
     """Wait until thread and socket counts fall back to the baselines; return the last counts.
 
@@ -66,7 +73,7 @@ def settle(baseline_threads: int, baseline_sockets: int, timeout: float = 30.0) 
     back, so a loaded machine makes this slower, never failing."""
     deadline = time.monotonic() + timeout
     while True:
-        threads, sockets = threading.active_count(), open_sockets()
+        threads, sockets = running_threads(), open_sockets()
         if (threads <= baseline_threads and sockets <= baseline_sockets) or time.monotonic() > deadline:
             return threads, sockets
         time.sleep(0.02)

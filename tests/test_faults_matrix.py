@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from faultkit import open_sockets, recording_tool, run_chat, settle
+from faultkit import open_sockets, recording_tool, run_chat, running_threads, settle
 from holdkit import NEVER
 from hookstream import get_model
 from hookstream._errors import HookstreamError
@@ -57,7 +57,7 @@ def _providers() -> list[str]:
 @pytest.fixture(autouse=True)
 def _quiet_baseline() -> None:
     # Let threads of earlier tests end so the baseline below is stable.
-    settle(threading.active_count(), open_sockets(), timeout=1.0)
+    settle(running_threads(), open_sockets(), timeout=1.0)
 
 
 def _known_gap(provider: str, check: str) -> None:
@@ -75,7 +75,7 @@ def test_fault_matrix(provider: str, fault: str, caplog: pytest.LogCaptureFixtur
     caplog.set_level(logging.DEBUG)
     rec, get_weather = recording_tool()
     script = provider_stream(provider)
-    threads0, sockets0 = threading.active_count(), open_sockets()
+    threads0, sockets0 = running_threads(), open_sockets()
     srv = FaultServer(provider, fault, script=script, stall_seconds=0.6, keepalive_every=0.1, slow_bytes=60)
     with srv:
         events, stream = run_chat(provider, srv.base_url, [get_weather],
@@ -146,7 +146,7 @@ def test_oversized_event_is_bounded(provider: str) -> None:
         pytest.skip(f"provider {provider!r} is not installed")
     rec, get_weather = recording_tool()
     script = provider_stream(provider)
-    threads0, sockets0 = threading.active_count(), open_sockets()
+    threads0, sockets0 = running_threads(), open_sockets()
     with FaultServer(provider, "huge_line", script=script) as srv:
         events, stream = run_chat(provider, srv.base_url, [get_weather], max_event_bytes=1024 * 1024)
     result = stream.result()
@@ -170,7 +170,7 @@ def test_cancel_during_stall_keeps_text(provider: str) -> None:
 
     rec, get_weather = recording_tool()
     script = provider_stream(provider)
-    threads0, sockets0 = threading.active_count(), open_sockets()
+    threads0, sockets0 = running_threads(), open_sockets()
     # cancel() once all the text before the stall has arrived; the stall outlasts any loaded machine, so
     # a run that ends before it does ended because cancel() broke the blocked read.
     with FaultServer(provider, "stall_silent", script=script, stall_seconds=NEVER) as srv:

@@ -12,7 +12,7 @@ import threading
 import tracemalloc
 
 import pytest
-from faultkit import open_sockets, settle
+from faultkit import open_sockets, running_threads, settle
 from hookstream import get_model
 from hookstream._chat import chat
 from hookstream._events import RunFinished
@@ -45,7 +45,7 @@ def server() -> LoopbackServer:
 
 
 def test_back_to_back_runs_do_not_grow(server: LoopbackServer) -> None:
-    threads0, sockets0 = threading.active_count(), open_sockets()
+    threads0, sockets0 = running_threads(), open_sockets()
     text = server.text  # type: ignore[attr-defined]
     for _ in range(100):
         _one(server.url, text)
@@ -66,7 +66,7 @@ def test_back_to_back_runs_do_not_grow(server: LoopbackServer) -> None:
 
 
 def test_concurrent_runs_in_threads(server: LoopbackServer) -> None:
-    threads0, sockets0 = threading.active_count(), open_sockets()
+    threads0, sockets0 = running_threads(), open_sockets()
     text = server.text  # type: ignore[attr-defined]
     errors: list[BaseException] = []
 

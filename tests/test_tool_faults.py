@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from faultkit import open_sockets, settle
+from faultkit import open_sockets, running_threads, settle
 from hookstream import get_model
 from hookstream._agentloop.tools import tool
 from hookstream._chat import chat
@@ -85,7 +85,7 @@ def test_faulty_tool_gives_error_result_and_run_goes_on(provider: str, kind: str
     if kind == "hangs" and not _timeout_honoured():
         pytest.skip("Tool.timeout is not honoured by the engine yet (per-tool timeout pending)")
     t = tool(fn, name="get_weather", timeout=timeout)
-    threads0, sockets0 = threading.active_count(), open_sockets()
+    threads0, sockets0 = running_threads(), open_sockets()
     _release.clear()
     _returned.clear()
     try:

@@ -20,10 +20,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["IDLE_SECONDS", "POOL", "DaemonThreadPool"]
+__all__ = ["IDLE_NAME", "IDLE_SECONDS", "POOL", "DaemonThreadPool"]
 
 IDLE_SECONDS = 60.0
 """Seconds a pool thread waits for another job before it ends."""
+IDLE_NAME = "hookstream-idle"
+"""The name of a pool thread waiting for a job (a thread leak check counts the others)."""
 
 
 class DaemonThreadPool:
@@ -56,7 +58,7 @@ class DaemonThreadPool:
                 job()
             except Exception:  # the job reports its own failures; the thread goes on
                 pass
-            thread.name = "hookstream-idle"
+            thread.name = IDLE_NAME
             with self._lock:
                 self._idle += 1
                 jobs = self._jobs
