@@ -8,8 +8,10 @@
   ``hookstream serve --workers 1`` (waitress), ``hookstream serve --workers 2`` (gunicorn) and
   pydantic-ai's ``AGUIAdapter`` in a Starlette app under uvicorn, one worker (peer_agui_app.py, in
   benchmarks/.venvs/agui-peer: scripts/install-agui-peer plus ``pydantic-ai-slim[openai]``).
-  hookstream gets as many threads as the largest N (split over the gunicorn workers), so no run waits
-  for a thread; its per-principal limits are lifted. uvicorn is async and takes every connection.
+  hookstream gets as many threads as the largest N in each process (each gunicorn worker too: the two
+  do not share connections evenly, 156 and 100 of 256 requests in one measured batch, and with the
+  threads split a worker's surplus waited for a thread, p90 211 ms), so no run waits for a thread; its
+  per-principal limits are lifted. uvicorn is async and takes every connection.
 * A client process of its own (this file with ``--client``) runs N concurrent conversations (threads, a
   ``requests`` session each); each POSTs a RunAgentInput whose user says ``look x``: the provider answers
   a ``lookup`` call, the server runs the tool, the provider answers text (2 model steps), and the client
@@ -212,7 +214,7 @@ def measure(ns: list[int], rounds: int) -> dict[str, dict[int, dict[str, float]]
                     sim_url + "/v1", "--tool", "store_kit:lookup", "--port", "0", "--max-steps", "4",
                     "--max-concurrent-runs", "100000", "--max-runs-per-minute", "100000000"]
             cmds = {"waitress": ([*base, "--workers", "1", "--threads", str(threads)], TESTS, env),
-                    "gunicorn": ([*base, "--workers", "2", "--threads", str(max(1, threads // 2)),
+                    "gunicorn": ([*base, "--workers", "2", "--threads", str(threads),
                                          "--store", f"sqlite:///{tmp}/threads.db"], TESTS, env),
                     "peer": ([str(PEER_PYTHON), str(HERE / "peer_agui_app.py"), sim_url], HERE, None)}
             servers: dict[str, tuple[int, str]] = {}
