@@ -170,13 +170,11 @@ class SQLiteStore(_PerThread):
         row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
         if row is None:
             # One statement is one transaction (autocommit): the legacy check and the insert happen
-            # together, and of two claims at once exactly one row gets in; both read it back. Each
-            # statement gives up the GIL and waits to get it back, so a claim holds the write lock for
-            # as few of them as it can.
-            with self._write_lock:
-                conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) VALUES (?, CASE WHEN EXISTS "
-                             f"(SELECT 1 FROM {_TABLE} WHERE thread_id = ?) THEN NULL ELSE ? END, ?) "
-                             "ON CONFLICT (thread_id) DO NOTHING", (thread_id, thread_id, owner, time.time()))
+            # together, and of two claims at once exactly one row gets in; both read it back. SQLite
+            # holds its write lock only while the statement runs (without the GIL).
+            conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) VALUES (?, CASE WHEN EXISTS "
+                         f"(SELECT 1 FROM {_TABLE} WHERE thread_id = ?) THEN NULL ELSE ? END, ?) "
+                         "ON CONFLICT (thread_id) DO NOTHING", (thread_id, thread_id, owner, time.time()))
             row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
         return bool(row is not None and row[0] == owner)
 
@@ -189,9 +187,15 @@ class SQLiteStore(_PerThread):
         if not messages:
             return
         rows = _rows(thread_id, messages)
+        insert = (f"INSERT INTO {_TABLE} (thread_id, message_key, body, created_at) VALUES (?, ?, ?, ?) "
+                  "ON CONFLICT (thread_id, message_key) DO NOTHING")
+        if len(rows) == 1:
+            # One statement is its own transaction: SQLite holds its write lock only while the statement
+            # runs (without the GIL), never across a wait for the GIL as a lock around it would.
+            self.get().execute(insert, rows[0])
+            return
         with self._write() as conn:
-            conn.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body, created_at) VALUES (?, ?, ?, ?) "
-                             "ON CONFLICT (thread_id, message_key) DO NOTHING", rows)
+            conn.executemany(insert, rows)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
