@@ -136,3 +136,28 @@ def test_hostile_requests_get_4xx_and_others_are_served(tmp_path: Path, workers:
             stop.set()
             for s in socks:
                 s.close()
+
+
+@pytest.mark.slow
+def test_a_request_queued_behind_slow_senders_is_served_when_they_are_cut(tmp_path: Path) -> None:
+    # A good request that arrives with the attack waits behind slow sockets holding every thread and gets
+    # one the moment those are cut (3 s after arrival), which is when its own header deadline passes
+    # too: the thread that takes it must not have it cut while it parses it. (Before the fix, the first
+    # request of an attack after a quiet spell was cut: 4 runs of this test in 5 failed.)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN} mallory\ntok-good-{'g' * 20} grace\n")
+    with SimProvider() as sim, serve_workers(f"sqlite:///{tmp_path / 't.db'}", sim.url, workers=2, threads=4,
+                                             extra=("--auth-tokens", str(tokens), "--max-runs-per-minute",
+                                                    "1000", "--max-concurrent-runs", "50")) as base:
+        for attempt in range(3):
+            for i in range(20):  # a quiet spell
+                Client(base, f"Q{attempt}x{i}", full=True, token=f"tok-good-{'g' * 20}").say("hello")
+            stop = threading.Event()
+            socks = attack(base, 24, stop)
+            try:
+                for i in range(2):
+                    Client(base, f"G{attempt}x{i}", full=True, token=f"tok-good-{'g' * 20}").say("hello")
+            finally:
+                stop.set()
+                for s in socks:
+                    s.close()

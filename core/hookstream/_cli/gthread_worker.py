@@ -10,7 +10,9 @@ a large upload on a slow link is fine and a byte-a-second trickle is not); past 
 shut down and the thread freed. :func:`read_body_first` (the application
 wrapper ``serve --workers`` installs) reads the body inside the deadline and then lifts it, so a long
 event stream is never cut. Counting from arrival, not from when a thread takes the request, means slow
-sockets queued behind each other are all cut at once instead of one thread-load at a time.
+sockets queued behind each other are all cut at once instead of one thread-load at a time; a request
+whose headers are all in when a thread takes it gets a fresh deadline then (queued behind slow senders,
+it is taken the moment they are cut, which is when its own deadline passes too).
 
 What is left: while slow senders hold every thread, a good request waits up to the deadline (measured in
 ``benchmarks/bench_serve_attack.py``); waitress (``--workers 1``) buffers requests itself and never
@@ -78,7 +80,13 @@ class _Deadlines:
                     # A whole request queued behind busy threads is not the slow sender: it waits its turn.
                     self.move(key, now + REQUEST_DEADLINE)
                     continue
-                self.lift(key)
+                with self._lock:
+                    # A thread that took the request since the snapshot may have moved its deadline
+                    # (HookstreamWorker.handle): only a deadline still passed is acted on.
+                    entry = self._open.get(key)
+                    if entry is None or entry[0] > now:
+                        continue
+                    del self._open[key]
                 try:
                     conn.sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns; gunicorn closes it
                 except OSError:
@@ -120,6 +128,12 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
 
     def handle(self, conn: Any) -> Any:
         _local.conn = conn
+        key = getattr(conn, "_hs_key", None)
+        if key is not None and _headers_waiting(conn.sock):
+            # A whole request taken as its deadline passes (queued behind slow senders that were just cut,
+            # which freed this thread) is read now: it must not be cut while this thread parses it. Moved
+            # before it is marked taken, so the reaper sees the new deadline once it sees it taken.
+            _table().move(key, time.monotonic() + HEADER_DEADLINE)
         conn._hs_taken = True
         result: Any = None
         try:
