@@ -24,7 +24,7 @@
 * Rounds are interleaved: each round runs every N on every server, the servers' order rotated per round.
   One warm-up per server is not counted. Figures are medians over rounds of each round's figure.
 
-``python benchmarks/bench_serve.py [--quick] [--full] [--rounds N]`` (also ``./dev bench --serve``).
+``python benchmarks/bench_serve.py [--quick] [--full] [--rounds N]`` (also part of ``./dev bench``).
 N is 1, 16 and 64 (``--quick``: 1 and 16; ``--full``: also 256). Targets: hookstream's server CPU per
 run at most half of the peer's (at the largest N); p99 time to first event at 64 concurrent runs no worse
 than the peer's.

@@ -1,17 +1,18 @@
 """Run every benchmark; print one table with a PASS/MISS column and write it as JSON (``tox -e bench``).
 
-``python benchmarks/run.py [--quick] [--peers] [--serve] [--rounds N] [--only SECTION,...] [--json PATH]``
+``python benchmarks/run.py [--quick] [--peers] [--no-serve] [--rounds N] [--only SECTION,...] [--json PATH]``
 
 * default: the core figures (floor vs hookstream on OpenAI and Anthropic text, tool arguments,
-  memory, concurrency, latency, start-up, the otel plugin installed without an exporter,
-  StreamProcessor linearity).
+  memory, concurrency, latency, start-up, the otel plugin installed without an exporter, the server
+  under a slowloris attack, StreamProcessor linearity) and the serving benchmark (``bench_serve.py``):
+  ``hookstream serve`` on waitress and on gunicorn against pydantic-ai's AG-UI app under uvicorn
+  (its own venv, ``scripts/install-agui-peer``, which ``./dev bench`` runs first), the same loopback
+  provider behind each. Without that venv the serving rows say so instead of measuring.
 * ``--peers``: also the peer libraries (openai, anthropic, LiteLLM, simonw/llm, pydantic-ai,
   openai-agents), each in its own venv under ``benchmarks/.venvs/`` created on first use.
-* ``--serve``: also the serving benchmark (``bench_serve.py``): ``hookstream serve`` on waitress and
-  on gunicorn against pydantic-ai's AG-UI app under uvicorn (``scripts/install-agui-peer``), the same
-  loopback provider behind each.
+* ``--no-serve``: without the serving benchmark (``--serve``, its former switch, is still accepted).
 * ``--only``: just these sections (comma-separated): text, tool-args, memory, concurrency, latency,
-  startup, observer, attack, linearity (``--serve`` adds serve); ``--only text`` for a change to the
+  startup, observer, attack, linearity, serve; ``--only text`` for a change to the
   text path.
 * ``--json``: where the results go (default ``benchmarks/results.json``, not committed; the run
   docs/performance.md quotes is ``docs/performance-run.json``).
@@ -42,7 +43,7 @@ import bench_serve  # noqa: E402
 import bench_serve_attack  # noqa: E402
 import peers  # noqa: E402
 
-SECTIONS = (*bench_pipeline.SECTIONS, "observer", "attack", "linearity")
+SECTIONS = (*bench_pipeline.SECTIONS, "observer", "attack", "linearity", "serve")
 
 
 def machine() -> dict[str, Any]:
@@ -76,7 +77,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--peers", action="store_true", help="also measure the peer libraries (own venvs)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds for the text figures "
                         "(default 5, 3 with --quick)")
-    parser.add_argument("--serve", action="store_true", help="also hookstream serve vs pydantic-ai's AG-UI app")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # on by default now
+    parser.add_argument("--no-serve", action="store_true", help="skip hookstream serve vs pydantic-ai's AG-UI app")
     parser.add_argument("--only", type=lambda v: v.split(","), default=None, metavar="SECTION,...",
                         help=f"just these sections, of: {', '.join(SECTIONS)} (default all)")
     parser.add_argument("--json", default=str(HERE / "results.json"), help="where to write the results")
@@ -105,9 +107,14 @@ def main(argv: list[str]) -> int:
     if "linearity" in only:
         progress("StreamProcessor linearity")
         rows += bench_processor.main()
-    if args.serve:
+    if "serve" in only and not args.no_serve:
         progress("hookstream serve vs pydantic-ai's AG-UI app under load")
-        rows += bench_serve.run(args.quick)
+        if bench_serve.PEER_PYTHON.exists():
+            rows += bench_serve.run(args.quick)
+        else:
+            rows.append(bench_pipeline.row("serve", "peer-missing", "hookstream serve vs pydantic-ai's AG-UI app",
+                                           f"not measured: {bench_serve.PEER_PYTHON} is missing "
+                                           "(scripts/install-agui-peer)", None, "<= 0.5x CPU, <= 1.0x p99", False))
     print_table(rows)
     misses = [r["what"] for r in rows if r["result"] == "MISS"]
     print(f"\n{sum(r['result'] == 'PASS' for r in rows)} PASS, {len(misses)} MISS "
