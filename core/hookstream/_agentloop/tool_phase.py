@@ -299,14 +299,18 @@ class ToolPhase:
             yield from self._emit_all([item])
 
     def _emit_all(self, events: list[BaseEvent]) -> Iterator[BaseEvent]:
-        on_chunk = self._settings.on_chunk
         for ev in events:
-            if on_chunk is not None:
-                try:
-                    on_chunk(ev)
-                except Exception:  # an observer must not break the run; its failure is logged
-                    log.exception("callback %r failed", getattr(on_chunk, "__name__", on_chunk))
+            self._notify(ev)
             yield ev
+
+    def _notify(self, ev: BaseEvent) -> None:
+        """``on_chunk(ev)``, if set; an observer must not break the run, so its failure is logged."""
+        on_chunk = self._settings.on_chunk
+        if on_chunk is not None:
+            try:
+                on_chunk(ev)
+            except Exception:
+                log.exception("callback %r failed", getattr(on_chunk, "__name__", on_chunk))
 
     def _pair(
         self, step: StepResult, calls: list[ToolCallPart], results: dict[str, ToolResultPart], assistant_index: int
@@ -326,7 +330,6 @@ class ToolPhase:
         return kept
 
     def _result_events(self, new: list[ToolResultPart]) -> list[BaseEvent]:
-        on_chunk = self._settings.on_chunk
         events: list[BaseEvent] = []
         for r in new:
             text = tool_output_text(r.output)
@@ -334,11 +337,7 @@ class ToolPhase:
             ev = ToolCallResult(f"toolres_{r.tool_call_id}", r.tool_call_id, text, error=text if r.is_error else None,
                                 files=files)
             events.append(ev)
-            if on_chunk is not None:
-                try:
-                    on_chunk(ev)
-                except Exception:  # an observer must not break the run; its failure is logged
-                    log.exception("callback %r failed", getattr(on_chunk, "__name__", on_chunk))
+            self._notify(ev)
         return events
 
     def _check(
