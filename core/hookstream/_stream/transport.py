@@ -341,13 +341,13 @@ def _environment_settings(session: requests.Session, url: str) -> dict[str, Any]
             by_key = _env_settings[session] = {}
         cached = by_key.get(key)
     if cached is not None:
-        return dict(cached)
+        return cached  # read only: the caller unpacks it into send's keyword arguments
     fresh: dict[str, Any] = dict(session.merge_environment_settings(url, {}, True, None, None))
     with _env_lock:
         if len(by_key) > 64:  # hosts come and go: keep it bounded
             by_key.clear()
         by_key[key] = fresh
-    return dict(fresh)
+    return fresh
 
 
 def open_stream(
