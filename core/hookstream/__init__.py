@@ -218,6 +218,7 @@ if TYPE_CHECKING:
     from ._server.auth import JWTAuthenticator, Principal, TokenAuthenticator
     from ._server.limits import ServerLimits
     from ._server.ui_message_stream import to_ui_message_stream
+    from ._settings import RunSettings
     from ._stores.history import History
     from ._stores.memory import (
         ConversationStore,
@@ -310,6 +311,7 @@ _LAZY: dict[str, str] = {
     "Interrupt": "_events",
     "LineTooLongError": "_errors",
     "LoopSettings": "_agentloop.values",
+    "RunSettings": "_settings",
     "LoopStoppedPayload": "_custom",
     "make_app": "_server.agui",
     "MalformedChunkError": "_errors",
@@ -503,6 +505,7 @@ __all__ = [
     "RunFinished",
     "RunInput",
     "RunResult",
+    "RunSettings",
     "RunStarted",
     "SQLiteStore",
     "Secret",

@@ -16,7 +16,6 @@ one run (``chat`` creates a new one per run).
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -27,14 +26,13 @@ from urllib.parse import urlsplit
 import attrs
 import requests
 import requests.adapters
-import urllib3
-from requests.structures import CaseInsensitiveDict
 
 from ._events import BaseEvent
 from ._hookspecs import hookimpl
 from ._record import load_manifest
 from ._secrets import Secret
 from ._stream.provider import CallContext, ModelRequest, Provider
+from ._stream.tee import bytes_response
 from ._stream.transport import HTTPRequest
 
 __all__ = ["ReplayProvider", "first_difference"]
@@ -94,17 +92,7 @@ class _ReplayAdapter(requests.adapters.BaseAdapter):
             call = self._replay.calls[index]
             data, status = (self._replay.directory / call["response"]).read_bytes(), int(call.get("status", 200))
             ctype = call.get("content_type") or ("text/event-stream" if status < 300 else "application/json")
-        raw = urllib3.HTTPResponse(body=io.BytesIO(data), headers={"content-type": ctype}, status=status,
-                                   preload_content=False, decode_content=False, request_url=request.url)
-        response = requests.Response()
-        response.status_code = status
-        response.headers = CaseInsensitiveDict({"content-type": ctype})
-        response.raw = raw
-        response.url = request.url or ""
-        response.request = request
-        response.reason = "OK" if status < 300 else "Replay"
-        response.encoding = "utf-8"
-        return response
+        return bytes_response(request, data, status, ctype, "OK" if status < 300 else "Replay")
 
     def close(self) -> None:
         pass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
 from ._agentloop.observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
 from ._agentloop.stop import StopCondition
 from ._errors import (
@@ -113,6 +114,7 @@ from ._processing.strategies import ChunkStrategy, ImmediateStrategy, TimedChunk
 from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
 from ._server.auth import Principal
+from ._settings import CLIRun, RunSettings
 from ._stream.accumulate import StepResult, merge_metadata
 from ._stream.builder import StreamBuilder, new_id
 from ._stream.credentials import RefreshingToken
@@ -166,6 +168,7 @@ __all__ = [
     "BatchInput",
     "BatchResult",
     "BatchRun",
+    "CLIRun",
     "CallContext",
     "CallbackError",
     "CancellationToken",
@@ -193,6 +196,7 @@ __all__ = [
     "Message",
     "MissingAPIKeyError",
     "MissingCredentialsError",
+    "ModelCallContext",
     "ModelCallInfo",
     "ModelCapabilities",
     "ModelRegistrar",
@@ -229,10 +233,12 @@ __all__ = [
     "ResumeError",
     "RetryInfo",
     "Role",
+    "RunContext",
     "RunError",
     "RunFailedError",
     "RunFinished",
     "RunInfo",
+    "RunSettings",
     "RunStarted",
     "Runner",
     "SSEEvent",
@@ -240,6 +246,7 @@ __all__ = [
     "Secret",
     "ServerError",
     "SourcePart",
+    "StepContext",
     "StepFinished",
     "StepResult",
     "StepStarted",
@@ -254,6 +261,7 @@ __all__ = [
     "TimedChunkStrategy",
     "Tool",
     "ToolCallArgs",
+    "ToolCallContext",
     "ToolCallEnd",
     "ToolCallPart",
     "ToolCallRequest",

@@ -83,6 +83,7 @@ from .._errors import (
     CallbackError,
     HookstreamError,
     OutputValidationError,
+    PluginError,
     ProviderError,
     ResumeError,
     StreamTimeoutError,
@@ -120,7 +121,7 @@ from .._stream.call import CallOptions, ModelCall
 from .._stream.fallback import FallbackModel, fallible
 from .._stream.provider import CallContext, ModelRequest, Provider
 from .executors import ThreadExecutor, ToolExecutor
-from .observe import Observers, RunInfo
+from .hooks import ModelCallContext, RunContext, RunHooks, StepContext
 from .partial_output import OutputTracker
 from .stop import StopCondition
 from .structured import ResolvedOutput
@@ -159,7 +160,8 @@ class EngineConfig:
     stores the conversation under ``thread_id``. ``stream_tool_call_responses=False`` hides the
     events of steps the loop continues after (only the final answer is streamed). ``timeouts`` are
     seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
-    limits. ``observers`` watch the run (``hookstream._agentloop.observe``; none: no cost). ``include_raw`` streams
+    limits. ``hooks`` are the run's plugin hooks (``hookstream._agentloop.hooks``; none: no cost) and ``settings``
+    the :class:`~hookstream.RunSettings` the run came from (for ``RunContext.settings``). ``include_raw`` streams
     the adapters' ``RAW`` events (provider events they did not understand); they are counted in
     ``StepResult.unknown_events`` either way. ``context`` is the application's object tools receive as
     ``ToolContext.deps``.
@@ -186,7 +188,8 @@ class EngineConfig:
     timeouts: Timeouts = attrs.Factory(Timeouts)
     resume: Resume | None = None
     resolve_model: Callable[[str], Provider] | None = None
-    observers: list[Any] = attrs.Factory(list)
+    hooks: RunHooks | None = None
+    settings: Any = None
     include_raw: bool = False
     output: ResolvedOutput | None = None
     output_retries: int = 0
@@ -329,6 +332,43 @@ class _StepOutput:
             yield from held
 
 
+class _Call:
+    """The model call of one attempt, whether made directly (``direct``) or through the run hooks
+    (``ctx``, whose ``model_call`` exists once the built-in implementation made one; a plugin that
+    answered makes none). What the engine and its watchdog read of it, in one place."""
+
+    __slots__ = ("ctx", "direct")
+
+    def __init__(self, direct: ModelCall | None, ctx: ModelCallContext | None) -> None:
+        self.direct = direct
+        self.ctx = ctx
+
+    @property
+    def model_call(self) -> ModelCall | None:
+        return self.direct if self.ctx is None else self.ctx.model_call
+
+    @property
+    def exception(self) -> BaseException | None:
+        call = self.model_call
+        return call.exception if call is not None else None
+
+    @property
+    def sent_at(self) -> float | None:
+        call = self.model_call
+        return call.sent_at if call is not None else None
+
+    @property
+    def last_event_at(self) -> float | None:
+        call = self.model_call
+        return call.last_event_at if call is not None else None
+
+    def abort(self, reason: BaseException | None = None) -> None:
+        if self.ctx is not None:
+            self.ctx.abort(reason)
+        elif self.direct is not None:
+            self.direct.abort(reason)
+
+
 class Engine:
     """Iterate :meth:`events` once for the run's events; read :meth:`result` at any time."""
 
@@ -362,12 +402,14 @@ class Engine:
         self._cancelled = threading.Event()
         self._failure: StreamTimeoutError | None = None
         self._token = CancellationToken()
-        self._call: ModelCall | None = None
+        self._call: _Call | None = None
         self._watchdog: Watchdog | None = None
         self._lock = threading.Lock()
         self._saved = 0
         self._stored: list[Message] = []  # the thread as loaded, summaries included (History needs them)
         self._ended_fired = False
+        self._run_ctx: RunContext | None = None
+        self._start_failed: BaseException | None = None
         resume = config.resume
         if resume is not None and resume.messages is None and config.memory is not None:
             # A resume with nothing but the thread: the interrupted run saved its pending calls there.
@@ -436,11 +478,16 @@ class Engine:
         cfg = self.config
         self._watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
         run = self._guarded()
-        # Observers: the run's steps go on inside the run's own context (see hookstream._agentloop.observe).
-        observed = Observers.of(cfg.observers)
-        if observed is not None:
-            observed.start_run(RunInfo(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model))
-            run = observed.wrap(run)
+        # Run hooks: the run's steps go on inside the run's own context (see hookstream._agentloop.hooks).
+        hooks = cfg.hooks
+        if hooks is not None:
+            self._run_ctx = RunContext(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model, self.messages,
+                                       cfg.settings, cfg.parent_run_id)
+            try:
+                hooks.start_run(self._run_ctx)
+            except Exception as exc:  # reported as the run's RUN_ERROR by _run
+                self._start_failed = exc
+            run = hooks.wrap(run)
         try:
             # Not ``yield from``: closing this generator would close ``run`` mid-step and lose the step.
             for ev in run:  # noqa: UP028
@@ -466,8 +513,8 @@ class Engine:
                 self._persist()
             if not self._ended_fired:
                 self._ended()
-            if observed is not None:
-                observed.end_run(self.result())
+            if hooks is not None:
+                hooks.end_run(self.result())
 
     def _guarded(self) -> Iterator[BaseEvent]:
         yield RunStarted(self.config.thread_id, self.config.run_id, parent_run_id=self.config.parent_run_id)
@@ -481,6 +528,9 @@ class Engine:
 
     def _run(self) -> Iterator[BaseEvent]:
         cfg = self.config
+        if self._start_failed is not None:
+            exc = self._start_failed
+            raise PluginError(f"a run plugin failed in hookstream_run_start: {type(exc).__name__}: {exc}")
         resume = cfg.resume
         if resume is None and cfg.memory is not None and cfg.history is not None and cfg.history.kind != "all":
             self._apply_history()
@@ -523,8 +573,7 @@ class Engine:
             last = index + 1 == len(attempts)
             acc = StepAccumulator(number)
             blocks = _OpenBlocks()
-            call = ModelCall(provider, request, CallContext(cfg.thread_id, cfg.run_id), provider.session,
-                             cfg.call_options)
+            call, source = self._open_call(number, provider, request)
             with self._lock:
                 self._call = call
             if self._cancelled.is_set():
@@ -536,7 +585,7 @@ class Engine:
             content = False  # an event of this call reached the caller: no fallback any more
             failed: RunError | None = None
             # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
-            for ev in call:
+            for ev in source:
                 t = type(ev)
                 if t is RunStarted:
                     continue
@@ -570,6 +619,11 @@ class Engine:
                             held.append(delta)
             with self._lock:
                 self._call = None
+            # A plugin may have ended the step before the HTTP call ended: closing its iterator closes the
+            # call's (a generator closed mid-read aborts its request).
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
             if failed is None:
                 break
             if self._may_fall_back(call, failed):
@@ -644,6 +698,18 @@ class Engine:
             return "continue"  # the held events of a tool-call step are dropped with ``output``
         yield from output.release()
         return (yield from self._conclude(out))
+
+    def _open_call(self, number: int, provider: Provider, request: ModelRequest) -> tuple[_Call, Iterator[BaseEvent]]:
+        """The step's model call and its events: the HTTP call itself, or through the run's
+        ``hookstream_model_call`` hooks (which may change the request, wrap the events or answer)."""
+        cfg = self.config
+        context = CallContext(cfg.thread_id, cfg.run_id)
+        hooks, run = cfg.hooks, self._run_ctx
+        if hooks is None or run is None:
+            direct = ModelCall(provider, request, context, provider.session, cfg.call_options)
+            return _Call(direct, None), iter(direct)
+        ctx = ModelCallContext(run, number, provider, request, context, provider.session, cfg.call_options)
+        return _Call(None, ctx), hooks.model_call(ctx)
 
     # -- a remote agent's interrupt -------------------------------------------------------------
     def _remote_interrupt(self, step: StepResult, output: _StepOutput, number: int) -> Generator[BaseEvent, None, str]:
@@ -817,25 +883,13 @@ class Engine:
         provider, model, tools, choice = self.provider, cfg.model, cfg.tools, cfg.tool_choice
         messages = self.messages
         if cfg.prepare_step is not None:
-            try:
-                raw = cfg.prepare_step(StepStart(number, list(self.steps), list(messages), model, dict(tools), choice))
-                s = StepSettings.coerce(raw)
-            except Exception as exc:
-                raise CallbackError(f"prepare_step failed: {type(exc).__name__}: {exc}") from exc
-            if s.model is not None:
-                provider, model = self._model(s.model)
-            new_tools: Any = s.tools
-            if new_tools is not None:
-                tools = new_tools if isinstance(new_tools, dict) else as_tools(new_tools)
-            if s.active_tools is not None:
-                wanted = set(s.active_tools)
-                tools = {n: t for n, t in tools.items() if n in wanted}
-            if s.tool_choice is not None:
-                choice = s.tool_choice
-            if s.messages is not None:
-                messages = list(s.messages)
-            if s.system is not None:
-                messages = [Message.system(s.system), *(m for m in messages if m.role != "system")]
+            provider, model, tools, choice, messages = self._prepared(number, provider, model, tools, choice, messages)
+        if cfg.hooks is not None and self._run_ctx is not None:
+            step = StepContext(self._run_ctx, number, list(self.steps), list(messages), dict(tools), choice, model)
+            cfg.hooks.step_start(step)
+            if step.model is not model:
+                provider, model = self._model(step.model)
+            tools, choice, messages = step.tools, step.tool_choice, step.messages
         request = ModelRequest(
             model=model,
             messages=list(messages),
@@ -851,6 +905,33 @@ class Engine:
         self._remote_resume = None  # the answers go with this step's call only
         return _Step(provider, request, tools)
 
+    def _prepared(
+        self, number: int, provider: Provider, model: str, tools: dict[str, Tool], choice: Any, messages: list[Message],
+    ) -> tuple[Provider, str, dict[str, Tool], Any, list[Message]]:
+        """What ``prepare_step`` changes of a step: provider and model, tools, tool choice, messages."""
+        assert self.config.prepare_step is not None
+        try:
+            raw = self.config.prepare_step(StepStart(number, list(self.steps), list(messages), model, dict(tools),
+                                                     choice))
+            s = StepSettings.coerce(raw)
+        except Exception as exc:
+            raise CallbackError(f"prepare_step failed: {type(exc).__name__}: {exc}") from exc
+        if s.model is not None:
+            provider, model = self._model(s.model)
+        new_tools: Any = s.tools
+        if new_tools is not None:
+            tools = new_tools if isinstance(new_tools, dict) else as_tools(new_tools)
+        if s.active_tools is not None:
+            wanted = set(s.active_tools)
+            tools = {n: t for n, t in tools.items() if n in wanted}
+        if s.tool_choice is not None:
+            choice = s.tool_choice
+        if s.messages is not None:
+            messages = list(s.messages)
+        if s.system is not None:
+            messages = [Message.system(s.system), *(m for m in messages if m.role != "system")]
+        return provider, model, tools, choice, messages
+
     def _attempts(self, plan: _Step) -> list[tuple[Provider, ModelRequest]]:
         """The model calls a step may make, in order: one, or one per entry of a FallbackModel (the same
         request with each entry's model name; the first keeps a model name ``prepare_step`` chose)."""
@@ -861,7 +942,7 @@ class Engine:
         return [(e, plan.request if i == 0 else attrs.evolve(plan.request, model=e.model))
                 for i, e in enumerate(entries)]
 
-    def _may_fall_back(self, call: ModelCall, failed: RunError) -> bool:
+    def _may_fall_back(self, call: _Call, failed: RunError) -> bool:
         """Whether the step goes to the next model after ``call`` ended with ``failed`` before any content:
         not when the run was cancelled or a run/step time limit passed; yes for a fallible failure
         (:func:`hookstream._stream.fallback.fallible`). A first-event timeout is forgotten and the watchdog

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from .._messages import Message, ToolCallPart, ToolResultPart
-from .observe import current
+from .hooks import ToolCallContext, current_hooks
 from .tools import CancellationToken, Tool, ToolChannel, ToolContext, _read_function, run_tool, run_tool_guarded
 
 if TYPE_CHECKING:
@@ -219,17 +219,18 @@ RunOne = Callable[[ToolCallRequest, CancellationToken], ToolResultPart]
 
 
 def _observed(req: ToolCallRequest, cancel: CancellationToken, one: RunOne) -> ToolResultPart:
-    """``one(req, cancel)`` reported to the run's observers (``tool_start``/``tool_end``) on this thread."""
-    obs = current()
-    if obs is None:
+    """``one(req, cancel)`` through the run's ``hookstream_tool_call`` hooks, on this thread (directly
+    when the run has none)."""
+    hooks = current_hooks()
+    if hooks is None:
         return one(req, cancel)
-    info = obs.tool_start(req.call)
-    result: ToolResultPart | None = None
-    try:
-        result = one(req, cancel)
-        return result
-    finally:
-        obs.tool_end(info, result if result is not None else error_part(req, f"{req.name!r} stopped"))
+
+    def runner(ctx: ToolCallContext) -> ToolResultPart:
+        call = ctx.with_arguments(req.call)
+        return one(req if call is req.call else attrs.evolve(req, call=call), cancel)
+
+    return hooks.tool_call(ToolCallContext(None, req.call.id, req.call.name, req.call.arguments, req.tool,
+                                           runner=runner))
 
 
 def run_calls(

@@ -1,0 +1,44 @@
+"""hookstream's pluggy ``PluginManager``: the hook specs of :mod:`hookstream._hookspecs`, and every
+``hookstream_*`` attribute of a plugin treated as a hook implementation, so a misspelt hook is an error
+instead of a function nobody calls (pytest does the same with ``pytest_*`` names).
+
+Thread safety: a manager is built and its plugins registered on one thread; calling hooks
+(``pm.hook.NAME(...)``) is safe from any number of threads.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pluggy
+
+from . import _hookspecs
+from ._hookspecs import hookimpl
+
+__all__ = ["PREFIX", "HookstreamPluginManager", "hookimpl"]
+
+PREFIX = "hookstream_"
+
+
+class HookstreamPluginManager(pluggy.PluginManager):
+    """A ``PluginManager("hookstream")`` with the hook specs added."""
+
+    def __init__(self) -> None:
+        super().__init__("hookstream")
+        self.add_hookspecs(_hookspecs)
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith(PREFIX):
+            # An unmarked hookstream_* function is still meant as a hook: take it, so check() can refuse a
+            # name that matches no spec. Only functions: a module's constants are not hooks.
+            method = getattr(plugin, name, None)
+            if inspect.isroutine(method):
+                return {"wrapper": False, "hookwrapper": False, "optionalhook": False, "tryfirst": False,
+                        "trylast": False, "specname": None}
+        return opts
+
+    def unknown_hooks(self, plugin: Any) -> list[str]:
+        """Names of ``plugin``'s hook implementations that match no hook spec."""
+        return sorted(caller.name for caller in self.get_hookcallers(plugin) or [] if not caller.has_spec())
