@@ -45,8 +45,24 @@ def _tuple(value: Iterable[Any] | None) -> tuple[Any, ...]:
     return tuple(value or ())
 
 
+def _dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(value or {})
+
+
+def _timeouts(value: Timeouts | dict[str, Any] | None) -> Timeouts:
+    return Timeouts.coerce(value)
+
+
+def _callbacks(value: Callbacks | None) -> Callbacks:
+    return value if value is not None else Callbacks()
+
+
+def _loop(value: LoopSettings | dict[str, Any] | None) -> LoopSettings:
+    return LoopSettings.coerce(value)
+
+
 def _optional(kind: type | tuple[type, ...]) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
-    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    def check(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value is not None and not isinstance(value, kind):
             raise TypeError(f"RunSettings.{attribute.name} must be {_names(kind)} or None, "
                             f"not {type(value).__name__}")
@@ -101,14 +117,14 @@ class RunSettings:
     tool_choice: str | dict[str, Any] | None = attrs.field(default=None, validator=_optional((str, dict)))
     max_tokens: int | None = attrs.field(default=None, validator=_optional(int))
     temperature: float | None = attrs.field(default=None, validator=_optional((int, float)))
-    options: Mapping[str, Any] = attrs.field(factory=dict, converter=lambda v: dict(v or {}))
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=_dict)
     executor: str | tuple[Any, ...] | ToolExecutor = "thread"
     stop_when: tuple[StopCondition | str | tuple[Any, ...], ...] = attrs.field(default=(), converter=_tuple)
     approve: Callable[[ToolCallPart], bool] | None = attrs.field(default=None, validator=_callable_or_none)
-    timeouts: Timeouts = attrs.field(factory=Timeouts, converter=Timeouts.coerce)
-    callbacks: Callbacks = attrs.field(factory=Callbacks, converter=lambda v: v if v is not None else Callbacks(),
+    timeouts: Timeouts = attrs.field(factory=Timeouts, converter=_timeouts)
+    callbacks: Callbacks = attrs.field(factory=Callbacks, converter=_callbacks,
                                        validator=attrs.validators.instance_of(Callbacks))
-    loop: LoopSettings = attrs.field(factory=LoopSettings, converter=LoopSettings.coerce)
+    loop: LoopSettings = attrs.field(factory=LoopSettings, converter=_loop)
     observers: tuple[Any, ...] = attrs.field(default=(), converter=_tuple)
     plugins: tuple[PluginSpec, ...] = attrs.field(default=(), converter=_tuple)
     output: Any = None
