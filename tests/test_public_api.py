@@ -33,7 +33,8 @@ FACES: dict[str, types.ModuleType] = {
 USER_FACES = frozenset({"hookstream", "hookstream.testing"})
 PLUGIN_FACES = frozenset({"hookstream", "hookstream.plugin", "hookstream.testing"})
 
-PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "hooks.rst",
+PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "tutorial-run-plugin.md",
+                         "hooks.rst",
                          "installing-plugins.md", "executors.md"})
 # Pages about the implementation for hookstream's own engineers: they name private classes on purpose.
 # Pages that name private classes or other libraries' classes on purpose (internals, peer benchmarks).
