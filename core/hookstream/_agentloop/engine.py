@@ -282,6 +282,13 @@ def _track_output(
     return tracker, []
 
 
+def _notify(on_chunk: Callable[[BaseEvent], None], ev: BaseEvent) -> None:
+    try:
+        on_chunk(ev)
+    except Exception:  # a callback must not break the run; its failure is logged
+        log.exception("on_chunk failed")
+
+
 def _discard(items: list[str], item: str) -> None:
     if item in items:
         items.remove(item)
@@ -554,43 +561,64 @@ class Engine:
     # -- one step -------------------------------------------------------------------------------
     def _step(self, number: int) -> Generator[BaseEvent, None, str]:
         cfg = self.config
-        cbs = cfg.callbacks
         plan = self._plan(number)
         attempts = self._attempts(plan)
         output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         step_name = f"step-{number}"
-        self._observe(cbs.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
-                                                   plan.request.model, plan.tools, plan.request.tool_choice))
+        self._observe(cfg.callbacks.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
+                                                             plan.request.model, plan.tools, plan.request.tool_choice))
         yield from output.emit([StepStarted(step_name)])
-        on_chunk = cbs.on_chunk
-        held = output.held
-        drop_raw = not cfg.include_raw
-        fmt = cfg.output.format if cfg.output is not None else None
         tried: list[str] = []
         # One model call per attempt; a FallbackModel gives several (hookstream._stream.fallback): a fallible
         # failure before any content of the step hands the same request to the next model.
         for index, (provider, request) in enumerate(attempts):
-            last = index + 1 == len(attempts)
-            acc = StepAccumulator(number)
-            blocks = _OpenBlocks()
+            acc, blocks = StepAccumulator(number), _OpenBlocks()
             call, source = self._open_call(number, provider, request)
-            with self._lock:
-                self._call = call
-            if self._cancelled.is_set():
-                call.abort()
-            elif self._failure is not None:
-                call.abort(self._failure)
-            tracker: OutputTracker | None = None
-            self._tracker = None  # a retried answer starts from nothing
-            content = False  # an event of this call reached the caller: no fallback any more
-            failed: RunError | None = None
+            failed = yield from self._stream_call(call, source, acc, blocks, output, plan,
+                                                  last=index + 1 == len(attempts))
+            if failed is None:
+                break
+            if not self._fall_back(call, failed, attempts, index, tried):
+                acc.add(failed)  # not a failure another model would fix: the step ends with it
+                break
+        step = self._record_step(acc, provider, request, tried)
+        if self._cancelled.is_set():
+            return (yield from self._step_cancelled(step, step_name, blocks, output))
+        if step.error is not None:
+            return (yield from self._step_failed(step, call, attempts, index, output))
+        yield from output.emit([_step_finished(step_name, step)])
+        self.messages.append(step.message)
+        return (yield from self._after_model(step, plan, output, number))
+
+    def _stream_call(
+        self, call: _Call, source: Iterator[BaseEvent], acc: StepAccumulator, blocks: _OpenBlocks,
+        output: _StepOutput, plan: _Step, last: bool,
+    ) -> Generator[BaseEvent, None, RunError | None]:
+        """Stream one model call's events into the step; returns the ``RUN_ERROR`` it failed with before
+        any content when another model may still be tried (``None`` otherwise)."""
+        cfg = self.config
+        with self._lock:
+            self._call = call
+        if self._cancelled.is_set():
+            call.abort()
+        elif self._failure is not None:
+            call.abort(self._failure)
+        on_chunk = cfg.callbacks.on_chunk
+        held = output.held
+        drop_raw = not cfg.include_raw
+        fmt = cfg.output.format if cfg.output is not None else None
+        tracker: OutputTracker | None = None
+        self._tracker = None  # a retried answer starts from nothing
+        content = False  # an event of this call reached the caller: no fallback any more
+        failed: RunError | None = None
+        try:
             # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
             for ev in source:
                 t = type(ev)
                 if t is RunStarted:
                     continue
                 if t is RunError and not content and not last:
-                    failed = cast("RunError", ev)  # maybe the next model's turn: decided below
+                    failed = cast("RunError", ev)  # maybe the next model's turn: decided by the caller
                     break
                 ev = acc.add(ev)  # a TOOL_CALL_END comes back with the call's text, for consumers to share
                 if t is RunFinished or t is RunError:
@@ -600,23 +628,14 @@ class Engine:
                 content = True
                 blocks.see(ev)
                 if on_chunk is not None:
-                    try:
-                        on_chunk(ev)
-                    except Exception:
-                        log.exception("on_chunk failed")
+                    _notify(on_chunk, ev)
                 if held is None:
                     yield ev
                 else:
                     held.append(ev)
                 if fmt is not None:
-                    tracker, ops = _track_output(ev, t, tracker, fmt.name, plan.tools)
-                    self._tracker = tracker
-                    if ops:
-                        delta = StateDelta(ops)
-                        if held is None:
-                            yield delta
-                        else:
-                            held.append(delta)
+                    tracker = yield from self._track(ev, t, tracker, fmt.name, plan.tools, output)
+        finally:
             with self._lock:
                 self._call = None
             # A plugin may have ended the step before the HTTP call ended: closing its iterator closes the
@@ -624,16 +643,34 @@ class Engine:
             close = getattr(source, "close", None)
             if close is not None:
                 close()
-            if failed is None:
-                break
-            if self._may_fall_back(call, failed):
-                tried.append(provider.label(request.model))
-                following = attempts[index + 1][0].label(attempts[index + 1][1].model)
-                log.warning("model %s failed before any content (%s: %s); trying %s", tried[-1], failed.code,
-                            failed.message, following)
-                continue
-            acc.add(failed)  # not a failure another model would fix: the step ends with it
-            break
+        return failed
+
+    def _track(
+        self, ev: BaseEvent, t: type, tracker: OutputTracker | None, name: str, tools: dict[str, Tool],
+        output: _StepOutput,
+    ) -> Generator[BaseEvent, None, OutputTracker | None]:
+        """Feed one event to the structured-output tracker; emit the ``STATE_DELTA`` it gives."""
+        tracker, ops = _track_output(ev, t, tracker, name, tools)
+        self._tracker = tracker
+        if ops:
+            yield from output.emit([StateDelta(ops)])
+        return tracker
+
+    def _fall_back(self, call: _Call, failed: RunError, attempts: list[tuple[Provider, ModelRequest]], index: int,
+                   tried: list[str]) -> bool:
+        """Whether the step goes on to the next model after attempt ``index`` failed before content
+        (``tried`` gains the failed model's label)."""
+        if not self._may_fall_back(call, failed):
+            return False
+        provider, request = attempts[index]
+        tried.append(provider.label(request.model))
+        following = attempts[index + 1][0].label(attempts[index + 1][1].model)
+        log.warning("model %s failed before any content (%s: %s); trying %s", tried[-1], failed.code,
+                    failed.message, following)
+        return True
+
+    def _record_step(self, acc: StepAccumulator, provider: Provider, request: ModelRequest,
+                     tried: list[str]) -> StepResult:
         step = acc.finish()
         step.provider = provider.label(request.model)
         step.fallbacks = tried
@@ -641,28 +678,39 @@ class Engine:
         self.steps.append(step)
         if step.usage is not None:
             self.usage = self.usage + step.usage
-        if self._cancelled.is_set():
-            yield from output.emit([*blocks.close(), StepFinished(step_name)])
-            yield from output.release()
-            self._keep_partial(step, "the run was cancelled")
-            self._observe(cbs.on_step_finish, step)
-            yield from self._finish("cancelled")
-            return "cancelled"
-        if step.error is not None:
-            yield from output.release()
-            self._keep_partial(step, "the model call failed")
-            self._observe(cbs.on_step_finish, step)
-            code, message = step.error
-            exc = self._failure or call.exception or ProviderError(message, error_type=code)
-            if not last and isinstance(exc, HookstreamError) and fallible(exc, code, message):
-                # Content had streamed (else the next model would have been tried): say why it was not.
-                following = attempts[index + 1][0].label(attempts[index + 1][1].model)
-                exc.message += f" (not retried on {following}: no fallback once the step has streamed content)"
-                exc.args = (exc.message, *exc.args[1:])
-            yield from self._fail(exc, code=code)
-            return "error"
-        yield from output.emit([_step_finished(step_name, step)])
-        self.messages.append(step.message)
+        return step
+
+    def _step_cancelled(self, step: StepResult, step_name: str, blocks: _OpenBlocks,
+                        output: _StepOutput) -> Generator[BaseEvent, None, str]:
+        yield from output.emit([*blocks.close(), StepFinished(step_name)])
+        yield from output.release()
+        self._keep_partial(step, "the run was cancelled")
+        self._observe(self.config.callbacks.on_step_finish, step)
+        yield from self._finish("cancelled")
+        return "cancelled"
+
+    def _step_failed(self, step: StepResult, call: _Call, attempts: list[tuple[Provider, ModelRequest]],
+                     index: int, output: _StepOutput) -> Generator[BaseEvent, None, str]:
+        yield from output.release()
+        self._keep_partial(step, "the model call failed")
+        self._observe(self.config.callbacks.on_step_finish, step)
+        assert step.error is not None
+        code, message = step.error
+        exc = self._failure or call.exception or ProviderError(message, error_type=code)
+        if index + 1 < len(attempts) and isinstance(exc, HookstreamError) and fallible(exc, code, message):
+            # Content had streamed (else the next model would have been tried): say why it was not.
+            following = attempts[index + 1][0].label(attempts[index + 1][1].model)
+            exc.message += f" (not retried on {following}: no fallback once the step has streamed content)"
+            exc.args = (exc.message, *exc.args[1:])
+        yield from self._fail(exc, code=code)
+        return "error"
+
+    def _after_model(self, step: StepResult, plan: _Step, output: _StepOutput,
+                     number: int) -> Generator[BaseEvent, None, str]:
+        """What a step that answered does next: the structured output, a remote interrupt, the end of the
+        run, or its tools (and then the next step, or a stop)."""
+        cfg = self.config
+        cbs = cfg.callbacks
         if cfg.output is not None:
             out_call = next((c for c in step.tool_calls if c.name == cfg.output.format.name
                              and c.name not in plan.tools), None)
@@ -670,14 +718,10 @@ class Engine:
                 return (yield from self._structured(step, out_call, output))
         if step.interrupts is not None:
             return (yield from self._remote_interrupt(step, output, number))
-        if not step.tool_calls:
-            self._observe(cbs.on_step_finish, step)
-            yield from output.release()
-            yield from self._finish("success")
-            return "done"
-        if step.finish_reason in _NO_CONTINUE:
-            # Cut off (length, content filter): the calls are not run; error results keep history paired.
-            self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
+        if not step.tool_calls or step.finish_reason in _NO_CONTINUE:
+            if step.tool_calls:
+                # Cut off (length, content filter): the calls are not run; error results keep history paired.
+                self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
             self._observe(cbs.on_step_finish, step)
             yield from output.release()
             yield from self._finish("success")
@@ -687,17 +731,20 @@ class Engine:
         self._settle(out, assistant_index)
         self._observe(cbs.on_step_finish, step)
         if out.kind == "continue":
-            stop = self._stop_now(number)
-            if stop:
-                self.stopped_by = stop
-                yield from output.release()
-                # Said on the stream: a run cut short by a limit must not look like a finished answer.
-                yield LoopStoppedPayload(stop, number, cfg.max_steps).to_event()
-                yield from self._finish("success")
-                return "done"
-            return "continue"  # the held events of a tool-call step are dropped with ``output``
+            return (yield from self._continue_or_stop(output, number))
         yield from output.release()
         return (yield from self._conclude(out))
+
+    def _continue_or_stop(self, output: _StepOutput, number: int) -> Generator[BaseEvent, None, str]:
+        stop = self._stop_now(number)
+        if not stop:
+            return "continue"  # the held events of a tool-call step are dropped with ``output``
+        self.stopped_by = stop
+        yield from output.release()
+        # Said on the stream: a run cut short by a limit must not look like a finished answer.
+        yield LoopStoppedPayload(stop, number, self.config.max_steps).to_event()
+        yield from self._finish("success")
+        return "done"
 
     def _open_call(self, number: int, provider: Provider, request: ModelRequest) -> tuple[_Call, Iterator[BaseEvent]]:
         """The step's model call and its events: the HTTP call itself, or through the run's
