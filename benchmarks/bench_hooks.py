@@ -52,7 +52,8 @@ PROBE = """
 import json
 from hookstream import get_registry
 reg = get_registry()
-print(json.dumps({"run_plugins": sorted(n for n, i in reg.plugins.items() if i.run_hooks or i.registered.get("observers")),
+watching = sorted(n for n, i in reg.plugins.items() if i.run_hooks or i.registered.get("observers"))
+print(json.dumps({"run_plugins": watching,
                   "hooks": reg.run_hooks() is not None, "failures": [f.error for f in reg.failures]}))
 """
 
