@@ -176,7 +176,6 @@ class ModelCall:
     def __iter__(self) -> Iterator[BaseEvent]:
         started = False
         mono = time.monotonic
-        redact = self.provider.redact
         try:
             attempt = 0
             while True:
@@ -198,12 +197,9 @@ class ModelCall:
                                 yield event
                             continue
                         if isinstance(event, RunError):
-                            event.message = redact(event.message)
-                            if not content and attempt < self.options.max_retries:
-                                retry = ProviderError(event.message, error_type=event.code)
-                                if retry_delay(retry, attempt, max_wait=self.options.max_retry_wait) is not None:
-                                    break
-                                retry = None
+                            retry = self._retry_for(event, content, attempt)
+                            if retry is not None:
+                                break
                         content = True
                         self.last_event_at = mono()
                         if t in _TERMINAL:
@@ -228,18 +224,32 @@ class ModelCall:
             self.abort()
             raise
         except Exception as raised:
-            exc: BaseException = raised
-            if self._cancelled.is_set():
-                exc = self._reason or CancelledError("cancelled")
-            # One place masks the API key in whatever the failure carries: provider text echoed in an
-            # HTTP error body, the first bytes of a non-stream body, an adapter's exception.
-            redact_exception(exc, redact)
-            if not isinstance(exc, HookstreamError) and not isinstance(exc, ValueError):
-                log.exception("adapter %s failed", self.provider.name)
-            self.exception = exc
-            if not started:
-                yield RunStarted(self.context.thread_id, self.context.run_id)
-            yield RunError(redact(_message(exc)), code=_code(exc))
+            yield from self._failed(raised, started)
+
+    def _retry_for(self, event: RunError, content: bool, attempt: int) -> ProviderError | None:
+        """An in-stream error (its message masked here): the error to retry it as, when nothing but
+        ``RUN_STARTED`` reached the caller and retries are left, else ``None``."""
+        event.message = self.provider.redact(event.message)
+        if content or attempt >= self.options.max_retries:
+            return None
+        retry = ProviderError(event.message, error_type=event.code)
+        return retry if retry_delay(retry, attempt, max_wait=self.options.max_retry_wait) is not None else None
+
+    def _failed(self, raised: BaseException, started: bool) -> Iterator[BaseEvent]:
+        """The call's end after ``raised``: ``RUN_STARTED`` when none was yielded, then ``RUN_ERROR``."""
+        exc: BaseException = raised
+        if self._cancelled.is_set():
+            exc = self._reason or CancelledError("cancelled")
+        redact = self.provider.redact
+        # One place masks the API key in whatever the failure carries: provider text echoed in an
+        # HTTP error body, the first bytes of a non-stream body, an adapter's exception.
+        redact_exception(exc, redact)
+        if not isinstance(exc, HookstreamError) and not isinstance(exc, ValueError):
+            log.exception("adapter %s failed", self.provider.name, exc_info=exc)
+        self.exception = exc
+        if not started:
+            yield RunStarted(self.context.thread_id, self.context.run_id)
+        yield RunError(redact(_message(exc)), code=_code(exc))
 
 
 def _code(exc: BaseException) -> str:
