@@ -43,7 +43,6 @@ Thread safety: the application object is immutable after :func:`make_app` and se
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import uuid
@@ -53,13 +52,13 @@ from typing import Any, Protocol
 
 import attrs
 
-from .._agentloop.tools import Tool, as_tools
-from .._agentloop.values import LoopSettings
 from .._chat import ChatStream, chat, get_model
 from .._errors import AGUIInputError
 from .._events import BaseEvent, to_sse
 from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
+from .._settings import RunSettings
 from .._stores.memory import ConversationStore, OwnedStore
+from .._stream.provider import Provider
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, retry_after
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
@@ -338,36 +337,33 @@ class RunStream(Protocol):
 StreamFactory = Callable[[RunInput], RunStream]
 """Builds the run's event stream from the request; :func:`chat_factory` is the default."""
 
-_CHAT_PARAMS = frozenset(inspect.signature(chat).parameters)
 
 
 def chat_factory(
-    model: str,
+    model: str | Provider,
     *,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] = (),
+    settings: RunSettings | None = None,
     base_url: str | None = None,
-    **chat_options: Any,
+    api_key: str | None = None,
+    **fields: Any,
 ) -> StreamFactory:
     """A :data:`StreamFactory` running :func:`hookstream.chat` with ``model`` and the server's
-    ``tools`` plus the request's frontend tools (as client tools). ``chat_options`` go to ``chat``
-    (``system``, ``max_steps``, ``api_key``...). Raises :class:`ValueError` at build time for a
-    malformed ``model`` or duplicate server tool names."""
-    server_tools = as_tools(tools)
+    :class:`~hookstream.RunSettings` (``settings``, and/or its fields as keywords: ``tools``, ``system``,
+    ``max_steps``, ``plugins``...), the request's frontend tools added as client tools. ``base_url`` and
+    ``api_key`` build the one provider every run shares. Raises :class:`ValueError` at build time for a
+    malformed ``model`` or duplicate server tool names, :class:`TypeError` for an unknown field."""
+    run_settings = RunSettings.of(settings, **fields)
+    server_tools = {t.name: t for t in run_settings.tools}
     # One provider object for every run the server starts: one connection pool to the model's API.
-    provider = get_model(model, base_url=base_url, api_key=chat_options.pop("api_key", None))
-    loop = LoopSettings.coerce(chat_options.pop("loop", None))
+    provider = get_model(model, base_url=base_url, api_key=api_key)
+    loop = run_settings.loop
 
     def start(run: RunInput) -> ChatStream:
         clash = sorted(set(server_tools) & {t["name"] for t in run.tools})
         if clash:
             raise AGUIInputError(f"tools {clash} are defined by both the server and the frontend")
-        extra: dict[str, Any] = {}
-        if run.resume is not None:
-            if "resume" not in _CHAT_PARAMS:
-                raise AGUIInputError("this hookstream cannot resume interrupted runs")
-            extra["resume"] = run.resume
-        return chat(provider, run.messages, tools=[*server_tools.values(), *run.tools], thread_id=run.thread_id,
-                    loop=attrs.evolve(loop, run_id=run.run_id), **chat_options, **extra)
+        return chat(provider, run.messages, settings=run_settings, tools=[*server_tools.values(), *run.tools],
+                    thread_id=run.thread_id, loop=attrs.evolve(loop, run_id=run.run_id), resume=run.resume)
 
     return start
 
@@ -468,9 +464,9 @@ def _cors_headers(environ: Mapping[str, Any], origins: frozenset[str]) -> list[t
 
 
 def make_app(
-    model: str | None = None,
+    model: str | Provider | None = None,
     *,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] = (),
+    settings: RunSettings | None = None,
     base_url: str | None = None,
     stream_factory: StreamFactory | None = None,
     serve_page: bool = True,
@@ -478,9 +474,11 @@ def make_app(
     authenticate: Authenticator | None = None,
     limits: ServerLimits | None = None,
     cors_origins: Iterable[str] = (),
-    **chat_options: Any,
+    **fields: Any,
 ) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
-    """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with ``tools``.
+    """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with the server's
+    :class:`~hookstream.RunSettings` (``settings`` and/or its fields as keywords, as :func:`chat_factory`
+    takes them: ``tools``, ``system``, ``max_steps``, ``plugins``...).
 
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
     ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
@@ -489,7 +487,7 @@ def make_app(
     nested deeper than 64, a malformed ``RunAgentInput``); a failure during the run ends the
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
     ``stream_factory`` replaces the default (:func:`chat_factory` of ``model``), e.g. to serve the
-    offline demo. ``chat_options`` go to :func:`hookstream.chat`.
+    offline demo.
     ``store`` keeps each thread's conversation (:func:`hookstream.open_store`: SQLite, PostgreSQL):
     a request's messages are merged into the stored history by message id and what the run adds is
     saved when it ends, so any worker process serves any turn and resumes any interrupt
@@ -514,7 +512,7 @@ def make_app(
     if stream_factory is None:
         if model is None:
             raise ValueError("make_app needs a model or a stream_factory")
-        stream_factory = chat_factory(model, tools=tools, base_url=base_url, **chat_options)
+        stream_factory = chat_factory(model, settings=settings, base_url=base_url, **fields)
     if authenticate is not None and not callable(authenticate):
         raise TypeError(f"authenticate must be callable, not {type(authenticate).__name__}")
     if authenticate is not None and store is not None and not isinstance(store, OwnedStore):
