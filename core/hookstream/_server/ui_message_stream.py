@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -99,7 +99,6 @@ from .._events import (
     ReasoningMessageStart,
     RunError,
     RunFinished,
-    RunStarted,
     StepFinished,
     StepStarted,
     TextMessageChunk,
@@ -257,84 +256,102 @@ class _Writer:
     def chunks(self, ev: BaseEvent) -> list[dict[str, Any]]:
         if self.ended:
             return []
-        if self.in_resume:  # the engine's replay of the calls a resumed run continues
-            if isinstance(ev, StepFinished):
-                self.in_resume = False
-                return [*self.close_parts(), {"type": "finish-step"}] if self.replay else []
-            if isinstance(ev, ToolCallStart):
-                self.tools[ev.tool_call_id] = ev.tool_call_name
+        if self.in_resume:
+            replayed = self.resumed(ev)
+            if replayed is not None:
+                return replayed
+        out = self.start()  # RUN_STARTED, or the first event of a stream without one
+        handler = _CHUNK_HANDLERS.get(type(ev))
+        if handler is None:
+            return out
+        chunks = handler(self, ev)
+        return out + chunks if out else chunks
+
+    def resumed(self, ev: BaseEvent) -> list[dict[str, Any]] | None:
+        """An event of the engine's replay of the calls a resumed run continues: its chunks, or ``None``
+        to map it as any other event (when replaying)."""
+        if isinstance(ev, StepFinished):
+            self.in_resume = False
+            return [*self.close_parts(), {"type": "finish-step"}] if self.replay else []
+        if isinstance(ev, ToolCallStart):
+            self.tools[ev.tool_call_id] = ev.tool_call_name
+        return None if self.replay else []
+
+    # One handler per event class (see _CHUNK_HANDLERS): the chunks after ``start``.
+    def step_started(self, ev: StepStarted) -> list[dict[str, Any]]:
+        if ev.step_name == "resume":
+            self.in_resume = True
             if not self.replay:
                 return []
-        if isinstance(ev, RunStarted):
-            return self.start()
-        out = self.start()
-        if isinstance(ev, StepStarted):
-            if ev.step_name == "resume":
-                self.in_resume = True
-                if not self.replay:
-                    return out
-            return [*out, {"type": "start-step"}]
-        if isinstance(ev, StepFinished):
-            return out + self.close_parts() + [{"type": "finish-step"}]
-        if isinstance(ev, TextMessageStart):
-            if ev.role != "assistant":
-                self.user_texts.add(ev.message_id)
-                return out
-            return out + self.text_start(ev.message_id)
-        if isinstance(ev, TextMessageContent):
-            if ev.message_id in self.user_texts or not ev.delta:
-                return out
-            return out + self.text_start(ev.message_id) + [{"type": "text-delta", "id": ev.message_id,
-                                                            "delta": ev.delta}]
-        if isinstance(ev, TextMessageEnd):
-            return out + self.text_end(ev.message_id)
-        if isinstance(ev, TextMessageChunk):
-            ident = ev.message_id or self.last_text or f"text-{uuid.uuid4().hex[:12]}"
-            if ev.role not in (None, "assistant"):
-                self.user_texts.add(ident)
-            if ident in self.user_texts:
-                return out
-            out += self.text_start(ident)
-            return out + ([{"type": "text-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
-        if isinstance(ev, ReasoningMessageStart):
-            return out + self.reasoning_start(ev.message_id)
-        if isinstance(ev, (ReasoningMessageContent, ReasoningMessageChunk)):
-            ident = ev.message_id or (self.reasoning[-1] if self.reasoning else f"reasoning-{uuid.uuid4().hex[:12]}")
-            out += self.reasoning_start(ident)
-            return out + ([{"type": "reasoning-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
-        if isinstance(ev, (ReasoningMessageEnd, ReasoningEnd)):
-            return out + self.reasoning_end(ev.message_id)
-        if isinstance(ev, ToolCallStart):
-            return out + self.call_start(ev.tool_call_id, ev.tool_call_name)
-        if isinstance(ev, ToolCallArgs):
-            if ev.tool_call_id in self.args:
-                self.args[ev.tool_call_id] += ev.delta
-            return out + ([{"type": "tool-input-delta", "toolCallId": ev.tool_call_id,
-                            "inputTextDelta": ev.delta}] if ev.delta else [])
-        if isinstance(ev, ToolCallChunk):
-            call_id = ev.tool_call_id or self.last_call
-            if call_id is None:
-                return out
-            if call_id not in self.tools and ev.tool_call_name:
-                out += self.call_start(call_id, ev.tool_call_name)
-            if ev.delta and call_id in self.args:
-                self.args[call_id] += ev.delta
-                out.append({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": ev.delta})
-            return out
-        if isinstance(ev, ToolCallEnd):
-            chunk = self.input_available(ev.tool_call_id, ev.input)
-            return out + ([chunk] if chunk else [])
-        if isinstance(ev, ToolCallResult):
-            return out + self.result(ev)
-        if isinstance(ev, Custom):
-            return out + self.custom(ev)
-        if isinstance(ev, RunFinished):
-            return out + self.finished(ev)
-        if isinstance(ev, RunError):
-            self.ended = True
-            return out + self.close_parts() + [{"type": "error", "errorText": ev.message},
-                                               {"type": "finish", "finishReason": "error"}]
+        return [{"type": "start-step"}]
+
+    def step_finished(self, ev: StepFinished) -> list[dict[str, Any]]:
+        return [*self.close_parts(), {"type": "finish-step"}]
+
+    def text_message_start(self, ev: TextMessageStart) -> list[dict[str, Any]]:
+        if ev.role != "assistant":
+            self.user_texts.add(ev.message_id)
+            return []
+        return self.text_start(ev.message_id)
+
+    def text_message_content(self, ev: TextMessageContent) -> list[dict[str, Any]]:
+        if ev.message_id in self.user_texts or not ev.delta:
+            return []
+        return [*self.text_start(ev.message_id), {"type": "text-delta", "id": ev.message_id, "delta": ev.delta}]
+
+    def text_message_end(self, ev: TextMessageEnd) -> list[dict[str, Any]]:
+        return self.text_end(ev.message_id)
+
+    def text_message_chunk(self, ev: TextMessageChunk) -> list[dict[str, Any]]:
+        ident = ev.message_id or self.last_text or f"text-{uuid.uuid4().hex[:12]}"
+        if ev.role not in (None, "assistant"):
+            self.user_texts.add(ident)
+        if ident in self.user_texts:
+            return []
+        out = self.text_start(ident)
+        return out + ([{"type": "text-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
+
+    def reasoning_message_start(self, ev: ReasoningMessageStart) -> list[dict[str, Any]]:
+        return self.reasoning_start(ev.message_id)
+
+    def reasoning_delta(self, ev: ReasoningMessageContent | ReasoningMessageChunk) -> list[dict[str, Any]]:
+        ident = ev.message_id or (self.reasoning[-1] if self.reasoning else f"reasoning-{uuid.uuid4().hex[:12]}")
+        out = self.reasoning_start(ident)
+        return out + ([{"type": "reasoning-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
+
+    def reasoning_message_end(self, ev: ReasoningMessageEnd | ReasoningEnd) -> list[dict[str, Any]]:
+        return self.reasoning_end(ev.message_id)
+
+    def tool_call_start(self, ev: ToolCallStart) -> list[dict[str, Any]]:
+        return self.call_start(ev.tool_call_id, ev.tool_call_name)
+
+    def tool_call_args(self, ev: ToolCallArgs) -> list[dict[str, Any]]:
+        if ev.tool_call_id in self.args:
+            self.args[ev.tool_call_id] += ev.delta
+        if not ev.delta:
+            return []
+        return [{"type": "tool-input-delta", "toolCallId": ev.tool_call_id, "inputTextDelta": ev.delta}]
+
+    def tool_call_chunk(self, ev: ToolCallChunk) -> list[dict[str, Any]]:
+        call_id = ev.tool_call_id or self.last_call
+        if call_id is None:
+            return []
+        out: list[dict[str, Any]] = []
+        if call_id not in self.tools and ev.tool_call_name:
+            out += self.call_start(call_id, ev.tool_call_name)
+        if ev.delta and call_id in self.args:
+            self.args[call_id] += ev.delta
+            out.append({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": ev.delta})
         return out
+
+    def tool_call_end(self, ev: ToolCallEnd) -> list[dict[str, Any]]:
+        chunk = self.input_available(ev.tool_call_id, ev.input)
+        return [chunk] if chunk else []
+
+    def run_error(self, ev: RunError) -> list[dict[str, Any]]:
+        self.ended = True
+        return [*self.close_parts(), {"type": "error", "errorText": ev.message},
+                {"type": "finish", "finishReason": "error"}]
 
     def result(self, ev: ToolCallResult) -> list[dict[str, Any]]:
         cid = ev.tool_call_id
@@ -411,6 +428,30 @@ class _Writer:
             return []
         self.ended = True
         return [*self.start(), *self.close_parts(), {"type": "finish"}]
+
+
+# Event class -> its chunks (exact classes: one dict lookup per event); the others map to nothing.
+_CHUNK_HANDLERS: dict[type[BaseEvent], Callable[[_Writer, Any], list[dict[str, Any]]]] = {
+    TextMessageContent: _Writer.text_message_content,
+    ToolCallArgs: _Writer.tool_call_args,
+    ReasoningMessageContent: _Writer.reasoning_delta,
+    StepStarted: _Writer.step_started,
+    StepFinished: _Writer.step_finished,
+    TextMessageStart: _Writer.text_message_start,
+    TextMessageEnd: _Writer.text_message_end,
+    TextMessageChunk: _Writer.text_message_chunk,
+    ReasoningMessageStart: _Writer.reasoning_message_start,
+    ReasoningMessageChunk: _Writer.reasoning_delta,
+    ReasoningMessageEnd: _Writer.reasoning_message_end,
+    ReasoningEnd: _Writer.reasoning_message_end,
+    ToolCallStart: _Writer.tool_call_start,
+    ToolCallChunk: _Writer.tool_call_chunk,
+    ToolCallEnd: _Writer.tool_call_end,
+    ToolCallResult: _Writer.result,
+    Custom: _Writer.custom,
+    RunFinished: _Writer.finished,
+    RunError: _Writer.run_error,
+}
 
 
 def ui_message_chunks(
