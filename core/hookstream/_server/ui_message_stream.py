@@ -581,59 +581,15 @@ def _assistant(ui: dict[str, Any], where: str, approvals: dict[str, bool]) -> li
         if kind == "step-start":
             if step.parts or step.results:
                 steps.append(_Step())
-            continue
-        name = _tool_name(p)
-        if kind in ("text", "reasoning") and step.results:
-            step = _Step()  # text after tool results without a step-start: the model's next step
-            steps.append(step)
-        if kind in ("text", "reasoning"):
-            text = p.get("text")
-            if not isinstance(text, str):
-                raise AGUIInputError(f"{at}: a {kind} part needs text")
-            meta = p.get("providerMetadata")
-            hs = meta.get("hookstream") if isinstance(meta, dict) else None
-            if step.ident is None and isinstance(hs, dict) and isinstance(hs.get("messageId"), str):
-                step.ident = hs["messageId"]
-            if text:
-                step.parts.append(TextPart(text) if kind == "text" else ReasoningPart(text))
+        elif kind in ("text", "reasoning"):
+            if step.results:
+                step = _Step()  # text after tool results without a step-start: the model's next step
+                steps.append(step)
+            _text_part(step, p, kind, at)
         elif kind == "file":
             step.parts.append(_file(p, at))
-        elif name is not None:
-            call_id, state = p.get("toolCallId"), p.get("state")
-            if not isinstance(call_id, str) or not call_id:
-                raise AGUIInputError(f"{at}: a tool part needs a toolCallId")
-            if state == "input-streaming" or not name:
-                continue  # the model never finished this call
-            raw_input = p.get("input")
-            if isinstance(raw_input, dict):
-                arguments: dict[str, Any] | None = raw_input
-                raw = json.dumps(raw_input, ensure_ascii=False)
-            elif raw_input is None and p.get("rawInput") is None:
-                arguments, raw = {}, "{}"
-            else:  # text input, or the raw input of a tool-input-error
-                source = raw_input if raw_input is not None else p.get("rawInput")
-                arguments, raw = None, source if isinstance(source, str) else json.dumps(source)
-            approval = p.get("approval")
-            metadata = None
-            if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
-                answer: dict[str, Any] = {"approved": approval["approved"]}
-                if isinstance(approval.get("reason"), str):
-                    answer["reason"] = approval["reason"]
-                metadata = {"hookstream": {"approval": answer}}
-                if state == "approval-responded":
-                    approvals[call_id] = bool(approval["approved"])
-            step.parts.append(ToolCallPart(call_id, name, arguments, raw, provider_metadata=metadata))
-            if state == "output-available":
-                step.results.append(ToolResultPart(call_id, name, p.get("output")))
-            elif state == "output-error":
-                error = p.get("errorText")
-                step.results.append(ToolResultPart(call_id, name, error if isinstance(error, str) else "Error",
-                                                   is_error=True))
-            elif state == "output-denied":
-                reason = approval.get("reason") if isinstance(approval, dict) else None
-                step.results.append(ToolResultPart(call_id, name, _denial(name, reason), is_error=True))
-            elif state not in ("input-available", "approval-requested", "approval-responded"):
-                raise AGUIInputError(f"{at}: unknown tool part state {state!r}")
+        elif (name := _tool_name(p)) is not None:
+            _tool_part(step, p, name, at, approvals)
         # sources, data-* parts and unknown part types are UI-only
     out: list[Message] = []
     ui_id = ui.get("id") if isinstance(ui.get("id"), str) else None
@@ -645,6 +601,69 @@ def _assistant(ui: dict[str, Any], where: str, approvals: dict[str, bool]) -> li
         if step.results:
             out.append(Message("tool", list[Part](step.results)))
     return out
+
+
+def _text_part(step: _Step, p: dict[str, Any], kind: str, at: str) -> None:
+    """A ``text`` or ``reasoning`` part; the first one naming hookstream's message id names the step."""
+    text = p.get("text")
+    if not isinstance(text, str):
+        raise AGUIInputError(f"{at}: a {kind} part needs text")
+    meta = p.get("providerMetadata")
+    hs = meta.get("hookstream") if isinstance(meta, dict) else None
+    if step.ident is None and isinstance(hs, dict) and isinstance(hs.get("messageId"), str):
+        step.ident = hs["messageId"]
+    if text:
+        step.parts.append(TextPart(text) if kind == "text" else ReasoningPart(text))
+
+
+def _tool_part(step: _Step, p: dict[str, Any], name: str, at: str, approvals: dict[str, bool]) -> None:
+    """A ``tool-*`` or ``dynamic-tool`` part: the call, and its result when the part has one."""
+    call_id, state = p.get("toolCallId"), p.get("state")
+    if not isinstance(call_id, str) or not call_id:
+        raise AGUIInputError(f"{at}: a tool part needs a toolCallId")
+    if state == "input-streaming" or not name:
+        return  # the model never finished this call
+    arguments, raw = _tool_input(p)
+    approval = p.get("approval")
+    metadata = None
+    if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
+        answer: dict[str, Any] = {"approved": approval["approved"]}
+        if isinstance(approval.get("reason"), str):
+            answer["reason"] = approval["reason"]
+        metadata = {"hookstream": {"approval": answer}}
+        if state == "approval-responded":
+            approvals[call_id] = bool(approval["approved"])
+    step.parts.append(ToolCallPart(call_id, name, arguments, raw, provider_metadata=metadata))
+    result = _tool_part_result(p, at, call_id, name, state, approval)
+    if result is not None:
+        step.results.append(result)
+
+
+def _tool_input(p: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """A tool part's (arguments, raw arguments text); arguments ``None`` when the input is not an object."""
+    raw_input = p.get("input")
+    if isinstance(raw_input, dict):
+        return raw_input, json.dumps(raw_input, ensure_ascii=False)
+    if raw_input is None and p.get("rawInput") is None:
+        return {}, "{}"
+    # text input, or the raw input of a tool-input-error
+    source = raw_input if raw_input is not None else p.get("rawInput")
+    return None, source if isinstance(source, str) else json.dumps(source)
+
+
+def _tool_part_result(p: dict[str, Any], at: str, call_id: str, name: str, state: Any,
+                      approval: Any) -> ToolResultPart | None:
+    if state == "output-available":
+        return ToolResultPart(call_id, name, p.get("output"))
+    if state == "output-error":
+        error = p.get("errorText")
+        return ToolResultPart(call_id, name, error if isinstance(error, str) else "Error", is_error=True)
+    if state == "output-denied":
+        reason = approval.get("reason") if isinstance(approval, dict) else None
+        return ToolResultPart(call_id, name, _denial(name, reason), is_error=True)
+    if state not in ("input-available", "approval-requested", "approval-responded"):
+        raise AGUIInputError(f"{at}: unknown tool part state {state!r}")
+    return None
 
 
 def messages_from_ui(ui_messages: Any, approvals: dict[str, bool] | None = None) -> list[Message]:
