@@ -4,14 +4,17 @@ response left closed with its connection released, as urllib3 leaves it."""
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import io
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 import urllib3
-from hookstream._stream.transport import _dechunked
+from hookstream._stream.transport import HTTPRequest, _dechunked, open_stream
+from hookstream.testing import LoopbackServer, Response
 from urllib3.exceptions import ProtocolError
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -121,3 +124,11 @@ def test_bytes_past_the_body_close_the_connection() -> None:
     resp.close = lambda: closed.append(True)  # type: ignore[method-assign]
     assert collect(_dechunked(resp)) == (b"".join(EVENTS), None)
     assert closed == [True]
+
+
+def test_a_compressed_body_goes_through_urllib3() -> None:
+    body = gzip.compress(b"".join(EVENTS))
+    served = Response(pieces=[body[:10], body[10:]], headers={"Content-Encoding": "gzip"})
+    with LoopbackServer([served]) as srv, requests.Session() as session:
+        stream = open_stream(session, HTTPRequest(srv.url + "/v1/chat/completions", {}))
+        assert b"".join(stream.reads()) == b"".join(EVENTS)

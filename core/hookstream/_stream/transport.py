@@ -269,9 +269,10 @@ class Stream:
                         in ("", "identity"):
                     yield from _dechunked(raw)
                 else:
-                    # Compressed (urllib3 decodes it), or a wrapped response (the recorder's tee sees the
-                    # bytes through its own methods): urllib3's parser, one HTTP chunk at a time.
-                    yield from raw.read_chunked(_READ_SIZE)
+                    # Compressed, or a wrapped response (the recorder's tee sees the bytes through its
+                    # own methods): urllib3's parser, one HTTP chunk at a time. urllib3 decodes the body
+                    # when asked to: requests opens every response with decode_content=False.
+                    yield from raw.read_chunked(_READ_SIZE, decode_content=True)
                 return
             while data := raw.read1(_READ_SIZE):
                 yield data
