@@ -22,13 +22,18 @@ PREFIX = "hookstream_"
 
 
 class HookstreamPluginManager(pluggy.PluginManager):
-    """A ``PluginManager("hookstream")`` with the hook specs added."""
+    """A ``PluginManager("hookstream")`` with the hook specs added (``specs``: all of
+    :mod:`hookstream._hookspecs`, or a class holding some of them, as a run's own manager does)."""
 
-    def __init__(self) -> None:
+    def __init__(self, specs: Any = _hookspecs) -> None:
         super().__init__("hookstream")
-        self.add_hookspecs(_hookspecs)
+        self.add_hookspecs(specs)
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
+        if not name.startswith(PREFIX):
+            # Every hook is named hookstream_*: nothing else of a plugin (a module's imports, an object's
+            # dunder methods) is looked at, which makes registering a run's plugins cheap.
+            return None
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith(PREFIX):
             # An unmarked hookstream_* function is still meant as a hook: take it, so check() can refuse a
@@ -38,6 +43,11 @@ class HookstreamPluginManager(pluggy.PluginManager):
                 return {"wrapper": False, "hookwrapper": False, "optionalhook": False, "tryfirst": False,
                         "trylast": False, "specname": None}
         return opts
+
+    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
+        if not name.startswith(PREFIX):
+            return None
+        return super().parse_hookspec_opts(module_or_class, name)
 
     def unknown_hooks(self, plugin: Any) -> list[str]:
         """Names of ``plugin``'s hook implementations that match no hook spec."""

@@ -24,6 +24,7 @@ dictionaries and may run on any thread. :meth:`Registry.add_plugin` is for set-u
 
 from __future__ import annotations
 
+import collections
 import difflib
 import importlib.metadata
 import logging
@@ -34,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._agentloop.hooks import RunHooks, options_of, plugin_hook_names, run_hooks
-from ._agentloop.observe import ObserverPlugin
+from ._agentloop.hooks import RunHooks, base_manager, options_of, plugin_hook_names, run_hooks, run_manager
+from ._agentloop.observe import OBSERVERS
 from ._errors import PluginError, UnknownPluginError
 from ._lazy import resolve_ref
 from ._pm import HookstreamPluginManager
@@ -54,6 +55,7 @@ __all__ = ["PluginFailure", "PluginInfo", "Registry", "get_registry", "reset_reg
 log = logging.getLogger("hookstream.registry")
 
 GROUP = "hookstream"
+_RUN_MANAGERS = 64  # run plugin sets whose managers are kept (least recently used dropped)
 BLOCK_ENV = "HOOKSTREAM_BLOCK_PLUGINS"
 DISABLE_ENV = "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"
 KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions", "observers", "authenticators",
@@ -116,8 +118,12 @@ class Registry:
         self._owner: dict[tuple[str, str], str] = {}
         self._loading: list[tuple[str, PluginInfo]] = []  # the plugin pm.register is registering now
         self._run_plugins: list[tuple[str, object]] = []
-        self._base_hooks: RunHooks | None = None
-        self._base_built = False
+        self._bases: dict[bool, HookstreamPluginManager] = {}
+        # A run's own plugin objects -> their manager: a server or a CLI command that gives every run the same
+        # objects (RunSettings.plugins) builds it once. The objects are kept with it, so an id is not reused.
+        self._run_managers: collections.OrderedDict[tuple[Any, ...], tuple[HookstreamPluginManager, list[object]]] = (
+            collections.OrderedDict())
+        self._managers_lock = threading.Lock()
         for kind in KINDS:
             # Historic: pluggy calls every plugin's implementation as the plugin registers (below).
             hook = getattr(self.pm.hook, f"hookstream_register_{kind}")
@@ -180,7 +186,8 @@ class Registry:
         info.run_hooks = sorted(plugin_hook_names(self.pm, plugin))
         if info.run_hooks:
             self._run_plugins.append((name, plugin))
-            self._base_built = False
+            self._bases.clear()
+            self._run_managers.clear()
         self.plugins[name] = info
         return info
 
@@ -322,15 +329,32 @@ class Registry:
             else:
                 extra.append((named[0], self.run_plugin(named[0])(**named[1])))
         watching = [*self.observers(), *observers]
-        if watching:
-            extra.append(("observers", ObserverPlugin(watching)))
-        if extra:
-            return run_hooks(self._run_plugins, extra)
-        if not self._base_built:
-            # Built once: a run with only the installed plugins' hooks pays nothing to set them up.
-            self._base_hooks = run_hooks(self._run_plugins)
-            self._base_built = True
-        return self._base_hooks
+        observed = bool(watching)
+        base = self._bases.get(observed)
+        if base is None:
+            # Built once (with and without the shared observer plugin): a run with only the installed plugins'
+            # hooks pays nothing to set them up, and a run with plugins of its own reaches the installed ones
+            # through it instead of registering them again.
+            always = [*self._run_plugins, *([("observers", OBSERVERS)] if observed else [])]
+            base = self._bases[observed] = base_manager(always)
+        if not extra:
+            return run_hooks(base, bool(self._run_plugins) or observed, (), watching)
+        return RunHooks(self._run_manager(observed, base, extra), watching)
+
+    def _run_manager(self, observed: bool, base: HookstreamPluginManager,
+                     extra: list[tuple[str, object]]) -> HookstreamPluginManager:
+        key = (observed, *(id(plugin) for _, plugin in extra))
+        with self._managers_lock:
+            found = self._run_managers.get(key)
+            if found is not None:
+                self._run_managers.move_to_end(key)
+                return found[0]
+        pm = run_manager(base, extra)
+        with self._managers_lock:
+            self._run_managers[key] = (pm, [plugin for _, plugin in extra])
+            while len(self._run_managers) > _RUN_MANAGERS:
+                self._run_managers.popitem(last=False)
+        return pm
 
 
 _lock = threading.Lock()

@@ -54,7 +54,8 @@ from .._stream.provider import ModelRequest
 if TYPE_CHECKING:
     from .hooks import ModelCallContext, RunContext, ToolCallContext
 
-__all__ = ["HOOKS", "ModelCallInfo", "Observer", "ObserverPlugin", "RetryInfo", "RunInfo", "ToolInfo"]
+__all__ = ["HOOKS", "OBSERVERS", "STATE_KEY", "ModelCallInfo", "Observer", "ObserverPlugin", "RetryInfo", "RunInfo",
+           "ToolInfo"]
 
 log = logging.getLogger("hookstream.observe")
 
@@ -319,6 +320,54 @@ class ObserverPlugin:
 
 
 _STATE = "hookstream.observers"
+STATE_KEY = "hookstream.run-observers"
+"""Where a run's :class:`ObserverPlugin` sits in ``RunContext.state`` for :data:`OBSERVERS` to find."""
+
+
+class _RunObservers:
+    """The run hooks of every observed run, one shared object: each hook finds the run's own
+    :class:`ObserverPlugin` in ``run.state`` (put there when the run starts) and hands over to it. Shared,
+    so a run with observers needs no plugin manager of its own."""
+
+    @hookimpl
+    def hookstream_run_start(self, run: RunContext) -> None:
+        plugin = run.state.get(STATE_KEY)
+        if plugin is not None:
+            plugin.hookstream_run_start(run)
+
+    @hookimpl
+    def hookstream_run_end(self, run: RunContext, result: Any) -> None:
+        plugin = run.state.get(STATE_KEY)
+        if plugin is not None:
+            plugin.hookstream_run_end(run, result)
+
+    @hookimpl(wrapper=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent] | None,
+                                                                       Iterable[BaseEvent] | None]:
+        plugin = call.run.state.get(STATE_KEY)
+        if plugin is None:
+            return (yield)
+        events: Iterable[BaseEvent] | None = yield from plugin.hookstream_model_call(call)
+        return events
+
+    @hookimpl
+    def hookstream_model_call_retry(self, call: ModelCallContext, retry: RetryInfo) -> None:
+        plugin = call.run.state.get(STATE_KEY)
+        if plugin is not None:
+            plugin.hookstream_model_call_retry(call, retry)
+
+    @hookimpl(wrapper=True)
+    def hookstream_tool_call(self, call: ToolCallContext) -> Generator[None, ToolResultPart | None,
+                                                                     ToolResultPart | None]:
+        plugin = call.run.state.get(STATE_KEY) if call.run is not None else None
+        if plugin is None:
+            return (yield)
+        result: ToolResultPart | None = yield from plugin.hookstream_tool_call(call)
+        return result
+
+
+OBSERVERS = _RunObservers()
+"""The shared run plugin that drives each run's observers."""
 
 
 def _attempts(call: ModelCallContext) -> int:
