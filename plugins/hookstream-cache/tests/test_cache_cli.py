@@ -78,3 +78,36 @@ def test_a_server_error_is_not_cached(tmp_path: Path) -> None:
     assert "the server had an error" in first.stdout + first.stderr
     assert asked >= 1 and len(srv.requests) == 2 * asked
     assert stats(tmp_path)["entries"] == 0
+
+
+def test_the_cli_hooks_add_the_options_the_plugin_and_the_commands(tmp_path: Path) -> None:
+    # The plugin's side of the CLI hooks, called through the registry's hook relay as the CLI calls them.
+    import click
+    from click.testing import CliRunner
+    from hookstream import RunSettings
+    from hookstream.plugin import CLIRun, get_registry
+    from hookstream_cache import Cache
+
+    hook = get_registry().pm.hook
+    options = [o for found in hook.hookstream_cli_options(command="chat") if found for o in found]
+    assert {"cache", "cache_path"} <= {o.name for o in options}
+    assert not [o for found in hook.hookstream_cli_options(command="replay") if found for o in found
+                if o.name and o.name.startswith("cache")]
+
+    run = CLIRun("chat", RunSettings())
+    hook.hookstream_cli_configure(command="chat", options={"cache": False, "cache_path": None}, run=run)
+    assert run.settings.plugins == ()
+    path = tmp_path / "answers.sqlite3"
+    hook.hookstream_cli_configure(command="chat", options={"cache": False, "cache_path": str(path)}, run=run)
+    (plugin,) = run.settings.plugins
+    assert isinstance(plugin, Cache) and plugin.path == str(path)
+
+    cli = click.Group("hookstream")
+    hook.hookstream_register_commands(cli=cli)
+    shown = CliRunner().invoke(cli, ["cache", "stats", "--path", str(path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    figures = json.loads(shown.output)
+    assert figures.pop("file_bytes") > 0  # created by the first look
+    assert figures == {"path": str(path), "entries": 0, "bytes": 0, "hits": 0, "misses": 0}
+    cleared = CliRunner().invoke(cli, ["cache", "clear", "--path", str(path)])
+    assert cleared.exit_code == 0 and "deleted 0 responses" in cleared.output

@@ -202,3 +202,32 @@ def _only_body(store: ResponseStore) -> bytes:
     with sqlite3.connect(store.path) as conn:
         (row,) = conn.execute("SELECT body FROM responses").fetchall()
     return bytes(row[0])
+
+
+def test_a_run_the_consumer_stops_early_stores_nothing(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / "cache.sqlite3")
+    slow = Response(body("openai-chat__text"), split="events", delay=0.02)
+    with LoopbackServer([slow]) as srv:
+        provider = get_model(f"openai:{MODEL}", base_url=srv.url + "/v1", api_key=KEY)
+        stream = chat(provider, "hi", plugins=[cache])
+        for ev in stream:
+            if ev.type == "TEXT_MESSAGE_CONTENT":
+                break  # stop reading: the run is aborted
+        assert stream.result().outcome == "cancelled"
+    assert cache.store.stats().entries == 0
+
+
+def test_an_entry_that_no_longer_replays_is_asked_again_and_replaced(tmp_path: Path) -> None:
+    import sqlite3
+
+    cache = Cache(tmp_path / "cache.sqlite3")
+    whole = body("openai-chat__text")
+    with LoopbackServer([Response(whole)]) as srv:
+        run(srv, cache)
+        with sqlite3.connect(cache.store.path) as conn:  # the stored body damaged behind the cache's back
+            conn.execute("UPDATE responses SET body = ?", (whole[:200],))
+        _, again = run(srv, cache)
+        _, hit = run(srv, cache)
+    assert again.error is None and hit.error is None
+    assert len(srv.requests) == 2
+    assert _only_body(cache.store) == whole

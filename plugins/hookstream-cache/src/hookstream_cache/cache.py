@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
@@ -34,6 +35,8 @@ from hookstream.plugin import BaseEvent, ModelCallContext, RunError, RunFinished
 from .store import ResponseStore, StoredResponse, store_for
 
 __all__ = ["Cache", "request_key"]
+
+log = logging.getLogger("hookstream_cache")
 
 STATE = "hookstream_cache"
 """The key of this plugin's values in ``ModelCallContext.state``."""
@@ -90,11 +93,20 @@ class Cache:
     # -- hooks ------------------------------------------------------------------------------------------
     @hookimpl(tryfirst=True)
     def hookstream_model_call(self, call: ModelCallContext) -> Iterable[BaseEvent] | None:
-        """A hit: the stored body through the call's adapter. A miss: ``None`` (the call goes on)."""
+        """A hit: the stored body's events through the call's adapter. A miss: ``None`` (the call goes on)."""
         key, url = request_key(call)
-        stored = self.store.get(key)
+        store = self.store
+        stored = store.get(key)
         if stored is not None:
-            return call.parse_body(stored.body)
+            events = list(call.parse_body(stored.body))  # in memory: as quick as the first event
+            if events and type(events[-1]) is RunFinished:
+                store.count_hit(key)
+                return events
+            # Stored well but no longer replays (the adapter changed): ask the provider and store anew.
+            log.warning("cached response %s no longer replays (%s); asking the provider", key[:12],
+                        getattr(events[-1], "code", None) if events else "no events")
+            store.delete(key)
+        store.count_miss()
         call.state[STATE] = _Pending(key, url)
         return None
 

@@ -98,17 +98,36 @@ class ResponseStore:
         return self._conn
 
     def get(self, key: str) -> StoredResponse | None:
-        """The response stored under ``key`` (counted as a hit), or ``None`` (counted as a miss)."""
+        """The response stored under ``key``, or ``None``. Counts nothing: the caller says whether it
+        served it (:meth:`count_hit`) or not (:meth:`count_miss`)."""
         with self._lock:
-            conn = self._connection()
-            row = conn.execute("SELECT body, content_type FROM responses WHERE key = ?", (key,)).fetchone()
-            with conn:
-                if row is not None:
-                    conn.execute("UPDATE responses SET hits = hits + 1 WHERE key = ?", (key,))
-                self._count(conn, "hits" if row is not None else "misses")
+            row = self._connection().execute("SELECT body, content_type FROM responses WHERE key = ?",
+                                             (key,)).fetchone()
         if row is None:
             return None
         return StoredResponse(bytes(row[0]), str(row[1]))
+
+    def count_hit(self, key: str) -> None:
+        """Count a lookup answered with the response under ``key``."""
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                conn.execute("UPDATE responses SET hits = hits + 1 WHERE key = ?", (key,))
+                self._count(conn, "hits")
+
+    def count_miss(self) -> None:
+        """Count a lookup that went to the provider."""
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                self._count(conn, "misses")
+
+    def delete(self, key: str) -> None:
+        """Forget the response under ``key`` (one that no longer replays, say after an adapter changed)."""
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                conn.execute("DELETE FROM responses WHERE key = ?", (key,))
 
     def put(self, key: str, response: StoredResponse, provider: str, url: str) -> None:
         """Store ``response`` under ``key`` (replacing an older one): ``provider`` and ``url`` (which must
