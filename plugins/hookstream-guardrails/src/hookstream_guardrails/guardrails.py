@@ -189,6 +189,17 @@ def _drain(events: Iterator[BaseEvent]) -> BaseEvent | None:
 
 
 @attrs.define(slots=True, eq=False)
+class _Answer:
+    """One answer held by ``on_output="retry"``: its events but the last, its text, its terminal event, and
+    whether an input guard stopped it."""
+
+    held: list[BaseEvent] = attrs.Factory(list)
+    text: str = ""
+    last: BaseEvent | None = None
+    stopped: bool = False
+
+
+@attrs.define(slots=True, eq=False)
 class Guardrails:
     """Input, output and tool guards for a run (see the module docstring for what each kind sees and does).
 
@@ -285,59 +296,74 @@ class Guardrails:
         """``on_output="retry"``: each answer is held until its end and checked whole; a rejected one is
         dropped and the model asked again with ``feedback``."""
         retries = self.max_retries
-        started = False
+        first = True
         while True:
-            held: list[BaseEvent] = []
-            text = ""
-            last: BaseEvent | None = None
-            for ev in events:
-                tripped = check.tripped() if check is not None else None
-                if tripped is not None:
-                    yield from self._stop(call, ev, events, tripped)
-                    return
-                if type(ev) is RunStarted:
-                    if not started:
-                        started = True
-                        yield ev
-                    continue
-                if isinstance(ev, TextMessageContent):
-                    text += ev.delta
-                if _terminal(ev):
-                    last = ev
-                    break
-                held.append(ev)
-            if last is None or isinstance(last, RunError):
-                # The call failed: what it said before stays (as without guards) when the guards pass it.
-                if _check(self.output, OutputGuardrailTripped, text) is None:
-                    yield from held
-                if last is not None:
-                    yield last
+            answer = _Answer()
+            yield from self._hold(call, events, check, answer, first)
+            first = False
+            if answer.stopped:
                 return
-            error = check.wait() if check is not None else None
-            if error is not None:
-                yield _ended_with(call, last, error)
-                return
-            error = _check(self.output, OutputGuardrailTripped, text, text=text)
+            passed, error = self._judged(call, answer, check)
             if error is None:
-                yield from held
-                yield last
+                yield from passed
                 return
+            assert answer.last is not None
             if retries <= 0:
-                yield _ended_with(call, last, error)
+                yield _ended_with(call, answer.last, error)
                 return
             retries -= 1
-            events = self._again(call, events, text, error)
+            events = self._again(call, events, answer.text, error)
+
+    def _hold(self, call: ModelCallContext, events: Iterator[BaseEvent], check: _InputCheck | None,
+              answer: _Answer, first: bool) -> Iterator[BaseEvent]:
+        """Read one answer into ``answer``; yields only what passes at once: the first call's
+        ``RUN_STARTED``, or the end of a call an input guard stopped (``answer.stopped``)."""
+        for ev in events:
+            tripped = check.tripped() if check is not None else None
+            if tripped is not None:
+                answer.stopped = True
+                yield from self._stop(call, ev, events, tripped)
+                return
+            if type(ev) is RunStarted:
+                if first:
+                    yield ev
+                continue
+            if isinstance(ev, TextMessageContent):
+                answer.text += ev.delta
+            if _terminal(ev):
+                answer.last = ev
+                return
+            answer.held.append(ev)
+
+    def _judged(self, call: ModelCallContext, answer: _Answer,
+                check: _InputCheck | None) -> tuple[list[BaseEvent], OutputGuardrailTripped | None]:
+        """``(events to pass on, None)`` for an answer that passed or a call that failed, ``([], error)``
+        for an answer an output guard rejected."""
+        last = answer.last
+        if last is None or isinstance(last, RunError):
+            # The call failed: what it said before stays (as without guards) when the guards pass it.
+            passes = _check(self.output, OutputGuardrailTripped, answer.text) is None
+            return [*(answer.held if passes else ()), *((last,) if last is not None else ())], None
+        error = check.wait() if check is not None else None
+        if error is not None:
+            return [_ended_with(call, last, error)], None
+        rejected = _check(self.output, OutputGuardrailTripped, answer.text, text=answer.text)
+        if rejected is None:
+            return [*answer.held, last], None
+        if isinstance(rejected, OutputGuardrailTripped):
+            return [], rejected
+        return [_ended_with(call, last, rejected)], None  # a guard that failed: no retry
 
     def _again(self, call: ModelCallContext, events: Iterator[BaseEvent], text: str,
-               error: GuardrailError) -> Iterator[BaseEvent]:
+               error: OutputGuardrailTripped) -> Iterator[BaseEvent]:
         """The events of the call asked again: the rejected answer and the feedback appended to its
         messages, sent by the built-in HTTP call (plugins that answer calls are not asked again)."""
         close = getattr(events, "close", None)
         if close is not None:
             close()  # the rejected call's response ends here (its on_body taps get its body)
-        feedback = Message.user(self.feedback.format(message=error.message))
+        feedback = Message.user(self.feedback.replace("{message}", error.message))
         call.request = attrs.evolve(call.request, messages=[*call.request.messages, Message.assistant(text), feedback])
-        log.info("output guard %s rejected the answer; asking again", getattr(error, "guard", "?"))
+        log.info("output guard %s rejected the answer; asking again", error.guard)
         return iter(call.open())
 
     # -- tool calls ---------------------------------------------------------------------------------------
