@@ -246,3 +246,14 @@ def test_bad_settings_are_refused() -> None:
         Guardrails(on_output="warn")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         Guardrails(max_retries=-1)
+
+
+def test_an_output_guard_that_raises_ends_the_step_with_guardrail_failed() -> None:
+    def broken(text: str) -> bool:
+        raise ValueError("moderation service down")
+
+    with LoopbackServer([Response(body("openai-chat__text"))]) as srv:
+        events, result = run(srv, Guardrails(output=[broken]))
+    assert run_error(events).code == "guardrail_failed"
+    assert streamed_text(events) == ""  # the first delta was not passed on unchecked
+    assert isinstance(result.error, GuardrailFailed) and result.error.guard == "broken"
