@@ -94,7 +94,7 @@ def test_an_input_guard_on_its_thread_aborts_the_call_in_flight_and_keeps_what_s
     assert isinstance(result.error, InputGuardrailTripped) and result.error.guard == "off_topic"
     text = streamed_text(events)
     assert text and TEXT.startswith(text) and text != TEXT  # some streamed, not all: the read was stopped
-    assert assistant_text(result) == text  # what streamed stays in the conversation
+    assert assistant_text(result) == result.text == text  # what streamed stays in the conversation
     assert seen[0][-1].text == PROMPT and threads == ["hookstream-input-guardrails"]
 
 
@@ -164,7 +164,7 @@ def test_an_output_guard_ends_the_step_and_keeps_what_was_streamed() -> None:
     error = result.error
     assert isinstance(error, OutputGuardrailTripped) and error.text == kept
     assert error.guard == "no_weather_updates" and error.message == "promises about weather updates"
-    assert assistant_text(result) == kept and result.outcome == "error"
+    assert assistant_text(result) == kept and result.text == kept and result.outcome == "error"
 
 
 def test_an_output_guard_at_the_end_sees_the_whole_text() -> None:

@@ -161,10 +161,12 @@ class _InputCheck:
 
 def _record(call: ModelCallContext, error: GuardrailError) -> None:
     """Make ``error`` the exception the step ends with (``RunResult.error``): the engine takes it from the
-    model call. Needed when the call itself ended well and this plugin ends the step instead."""
+    model call (else it makes a ``ProviderError`` of the ``RUN_ERROR``). Needed when the call itself ended
+    (well, or with another error) and this plugin ends the step instead; the hooks have no public way to
+    say it yet."""
     model_call = call.model_call
-    if model_call is not None and model_call.exception is None:
-        model_call.exception = error
+    if model_call is not None and not isinstance(model_call.exception, GuardrailError):
+        model_call.exception = error  # a tripwire wins over a failure that raced it
 
 
 def _ended_with(call: ModelCallContext, last: BaseEvent, error: GuardrailError) -> RunError:
