@@ -7,10 +7,9 @@ imports neither SQLite nor the cache itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hookstream.plugin import CLIRun, hookimpl
+from hookstream.plugin import CLIRun, RunPluginRegistrar, hookimpl
 
 if TYPE_CHECKING:
     import click
@@ -20,8 +19,7 @@ RUN_COMMANDS = ("chat", "batch", "serve")
 
 
 @hookimpl
-def hookstream_register_run_plugins(register: Callable[[str, Any], None]) -> None:
-    # hookstream._hookspecs.RunPluginRegistrar; hookstream.plugin does not export it yet.
+def hookstream_register_run_plugins(register: RunPluginRegistrar) -> None:
     register("cache", "hookstream_cache.cache:Cache")
 
 

@@ -4,13 +4,9 @@ it does not import the guardrails themselves."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from hookstream.plugin import hookimpl
+from hookstream.plugin import RunPluginRegistrar, hookimpl
 
 
 @hookimpl
-def hookstream_register_run_plugins(register: Callable[[str, Any], None]) -> None:
-    # hookstream._hookspecs.RunPluginRegistrar; hookstream.plugin does not export it yet.
+def hookstream_register_run_plugins(register: RunPluginRegistrar) -> None:
     register("guardrails", "hookstream_guardrails.guardrails:Guardrails")
