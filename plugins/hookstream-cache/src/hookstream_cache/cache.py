@@ -13,6 +13,9 @@ stored once the call is known to have ended well:
 * the body itself, replayed through the adapter, ends with ``RUN_FINISHED`` (so the body of an earlier
   failed attempt of a retried call is never the one stored).
 
+A stored body that no longer replays to ``RUN_FINISHED`` (an adapter changed) is deleted and the call
+goes to the provider. A hit's events are parsed before they are returned (in memory, at once).
+
 Hooks (``docs/hooks.rst``): a ``tryfirst`` :func:`hookstream_model_call` answers hits before the
 built-in HTTP call; a wrapper of the same hook adds an ``on_body`` tap and watches the events of misses.
 
@@ -111,8 +114,9 @@ class Cache:
         return None
 
     @hookimpl(wrapper=True, specname="hookstream_model_call")
-    def watch_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent],
-                                                                                  Iterable[BaseEvent]]:
+    def watch_model_call(
+        self, call: ModelCallContext
+    ) -> Generator[None, Iterable[BaseEvent], Iterable[BaseEvent]]:
         """Tap the raw body of a miss and store it once both the body and the events ended well."""
         call.on_body.append(lambda body: self._tapped(call, body))
         events = yield
