@@ -12,8 +12,10 @@ streamed output and its tool calls, after openai-agents' input, output and tool 
   ``on_output="error"`` a trip ends the step with ``RUN_ERROR`` ``output_guardrail_tripped``: the delta
   that tripped is not passed on, everything streamed before it is kept. With ``on_output="retry"`` the
   call's events are held until its end and checked whole: a rejected answer is never streamed; the model
-  is asked again with the answer and ``feedback`` appended (at most ``max_retries`` times), then the step
-  ends with ``output_guardrail_tripped``.
+  is asked again with the answer and ``feedback`` appended (at most ``max_retries`` times, by the built-in
+  HTTP call: a plugin that answers calls, such as a cache, is not asked for the retried request), then
+  the step ends with ``output_guardrail_tripped``. Per-delta checks give each guard the whole text so far,
+  so a guard that scans all of it costs time quadratic in the answer's length: ``"end"`` suits a costly one.
 * **Tool guards** ``guard(name: str, arguments: dict | None) -> verdict`` see each tool call before it
   runs: a trip refuses the call (the tool does not run; the model gets ``Error: ...`` as its result and
   the run goes on) and is kept on :attr:`Guardrails.refusals`.
