@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hookstream import RunResult, chat, get_model
-from hookstream.plugin import BaseEvent
+from hookstream.plugin import BaseEvent, ModelCallContext, TextMessageContent, hookimpl
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.conformance import require_corpus
 from hookstream_cache import Cache, ResponseStore, default_path
@@ -231,3 +232,38 @@ def test_an_entry_that_no_longer_replays_is_asked_again_and_replaced(tmp_path: P
     assert again.error is None and hit.error is None
     assert len(srv.requests) == 2
     assert _only_body(cache.store) == whole
+
+
+class SeenTexts:
+    """Another run plugin's wrapper: what it sees of each model call (live or from the cache)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    @hookimpl(wrapper=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent],
+                                                                         Iterable[BaseEvent]]:
+        events = yield
+        return self._watch(events)
+
+    def _watch(self, events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
+        text = ""
+        for ev in events:
+            if isinstance(ev, TextMessageContent):
+                text += ev.delta
+            elif ev.type in ("RUN_FINISHED", "RUN_ERROR"):
+                self.texts.append(text)  # the engine stops reading at the call's terminal event
+            yield ev
+
+
+def test_other_plugins_wrappers_see_a_hit_as_they_see_the_live_call(tmp_path: Path) -> None:
+    cache, seen = Cache(tmp_path / "cache.sqlite3"), SeenTexts()
+    with LoopbackServer([Response(body("openai-chat__text"))]) as srv:
+        for plugins in ([seen, cache], [cache, seen]):  # outside the cache's wrapper, then inside it
+            provider = get_model(f"openai:{MODEL}", base_url=srv.url + "/v1", api_key=KEY)
+            stream = chat(provider, "hi", plugins=plugins)
+            list(stream)
+            assert stream.result().error is None
+    assert len(srv.requests) == 1
+    assert len(seen.texts) == 2 and seen.texts[0] == seen.texts[1]
+    assert seen.texts[0].startswith("I'm unable to provide real-time weather updates")
