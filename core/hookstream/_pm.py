@@ -9,6 +9,7 @@ Thread safety: a manager is built and its plugins registered on one thread; call
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any
 
 import pluggy
@@ -21,6 +22,24 @@ __all__ = ["PREFIX", "HookstreamPluginManager", "hookimpl"]
 PREFIX = "hookstream_"
 
 
+_MARK = "hookstream_impl"
+
+
+def _marked(plugin: Any, name: str) -> bool:
+    """Whether ``plugin.name`` carries a ``@hookimpl`` mark, read from the namespaces without running a
+    descriptor (a property of a plugin object is not called)."""
+    if isinstance(plugin, types.ModuleType):
+        value = vars(plugin).get(name)
+    else:
+        value = getattr(plugin, "__dict__", {}).get(name)
+        for klass in type(plugin).__mro__:
+            if value is not None:
+                break
+            value = vars(klass).get(name)
+    value = getattr(value, "__func__", value)  # staticmethod / classmethod objects
+    return callable(value) and getattr(value, _MARK, None) is not None
+
+
 class HookstreamPluginManager(pluggy.PluginManager):
     """A ``PluginManager("hookstream")`` with the hook specs added (``specs``: all of
     :mod:`hookstream._hookspecs`, or a class holding some of them, as a run's own manager does)."""
@@ -30,9 +49,10 @@ class HookstreamPluginManager(pluggy.PluginManager):
         self.add_hookspecs(specs)
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> pluggy.HookimplOpts | None:
-        if not name.startswith(PREFIX):
-            # Every hook is named hookstream_*: nothing else of a plugin (a module's imports, an object's
-            # dunder methods) is looked at, which makes registering a run's plugins cheap.
+        if not name.startswith(PREFIX) and not _marked(plugin, name):
+            # Hooks are named hookstream_*, or marked with another name and a specname: nothing else of a
+            # plugin (a module's imports, an object's dunder methods) goes through pluggy's inspection,
+            # which makes registering a run's plugins cheap.
             return None
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith(PREFIX):
