@@ -26,8 +26,8 @@ from engine_kit import text_body, text_pieces, tool_body, usage
 from hookstream import BatchInput, BatchResult, Callbacks, RateLimiter, RunSettings, batch
 from hookstream._batch_file import BatchInputError, OutputFile
 from hookstream._cli import main
-from hookstream.plugin import BatchJob, ChatRunner
 from hookstream._ratelimit import Permit
+from hookstream.plugin import BatchJob, ChatRunner
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 
 MODEL = "openai:gpt-4o-mini"
