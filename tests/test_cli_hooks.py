@@ -11,9 +11,13 @@ Chats go to a real loopback OpenAI Chat Completions server.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import requests
 from click.testing import CliRunner
 from dist_kit import make_dist, run_cli
 from engine_kit import text_body
@@ -164,3 +168,25 @@ def test_a_plugin_with_a_misspelt_hook_is_listed_under_failures(tmp_path: Path) 
     assert failure["error"].startswith("hookstream_register_comands: no such hook")
     text = run_cli(["plugins"], [typo]).stdout
     assert "FAILED typoplug: hookstream_register_comands: no such hook" in text
+
+
+def test_serve_builds_its_runs_from_the_same_run_options(cliplug: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(cliplug), "OPENAI_API_KEY": "sk-test"}
+    with LoopbackServer(Response(text_body("served"))) as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "hookstream", "serve", "--model", MODEL, "--base-url",
+                                 srv.url + "/v1", "--port", "0", "--system", "Serve briefly.", "--plugin", "tagger"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert "listening on" in line, line + (proc.stderr.read() if proc.stderr else "")
+            body = {"threadId": "t1", "runId": "r1", "state": {}, "tools": [], "context": [], "forwardedProps": {},
+                    "messages": [{"id": "m1", "role": "user", "content": "hi"}]}
+            answer = requests.post(line.rsplit(" ", 1)[-1].strip(), json=body, timeout=60)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        messages = srv.requests[0].json()["messages"]
+    assert answer.status_code == 200 and "served" in answer.text
+    assert messages[0] == {"role": "system", "content": "Serve briefly."}
+    assert messages[-1] == {"role": "user", "content": "tagged by the run plugin"}
