@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from dist_kit import make_dist, run_cli
 from hookstream._errors import UnknownPluginError
 from hookstream._registry import Registry
-
-
-def make_dist(tmp: Path, name: str, module_src: str) -> Path:
-    """A real installed-looking distribution (dist-info with entry points) on a path of its own."""
-    site = tmp / f"site-{name}"
-    site.mkdir()
-    (site / f"{name}_mod.py").write_text(textwrap.dedent(module_src))
-    info = site / f"{name}-1.2.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2.3\n")
-    (info / "entry_points.txt").write_text(f"[hookstream]\n{name} = {name}_mod\n")
-    return site
-
-
-def run_cli(args: list[str], paths: list[Path], **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), **env}
-    return subprocess.run([sys.executable, "-m", "hookstream", *args], capture_output=True, text=True,
-                          env=full_env, timeout=60)
 
 
 def test_broken_plugin_is_reported_and_does_not_stop_the_cli(tmp_path: Path) -> None:

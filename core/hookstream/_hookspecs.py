@@ -371,7 +371,8 @@ def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun)
     A plugin changes ``run`` in place: ``run.settings = attrs.evolve(run.settings, ...)`` (for instance
     adding a run plugin to ``plugins`` or tools to ``tools``), ``run.stack.enter_context(...)`` for a
     resource that must live as long as the command (an MCP server's process), ``run.runner`` for
-    ``batch`` (a :class:`hookstream.plugin.Runner` that runs the chats elsewhere, such as Ray workers).
+    ``batch`` (a runner factory, ``BatchJob -> Runner``, that runs the chats elsewhere, such as Ray
+    workers: ``hookstream_ray.RayRunner``).
     Raise :class:`click.UsageError` for a wrong combination of options.
 
     :param options: every option value of the command, by parameter name (``{"cache": True, ...}``).

@@ -152,9 +152,11 @@ class CLIRun:
     """What a run command of the CLI (``chat``, ``batch``, ``serve``) hands to
     :func:`hookstream_cli_configure`: the ``command`` name, its :class:`RunSettings` (replace it with
     ``run.settings = run.settings.evolve(...)``), an :class:`contextlib.ExitStack` that closes when the
-    command ends (for processes or connections a plugin opens), and for ``batch`` the ``runner`` that
-    runs the chats (``None``: threads in this process; a plugin may set a :class:`hookstream.plugin.Runner`),
-    plus ``notes``: lines the command prints to stderr before it starts (``"ray: 4 worker processes"``)."""
+    command ends (for processes or connections a plugin opens), and for ``batch`` the ``runner``
+    factory that builds what runs the chats (``hookstream.batch(runner=...)``: called with the batch's
+    :class:`hookstream.plugin.BatchJob`, it returns a :class:`hookstream.plugin.Runner`; ``None``: threads
+    in this process), plus ``notes``: lines the command prints to stderr before the chats start
+    (``"ray: 4 worker processes on 2 nodes"``)."""
 
     command: str
     settings: RunSettings

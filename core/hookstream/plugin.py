@@ -134,7 +134,7 @@ if TYPE_CHECKING:
         tool_ref,
     )
     from ._agentloop.tools import CancellationToken, Tool, ToolContext
-    from ._batch import BatchResult, BatchRun, ChatRunner, Runner, chat_options, open_output
+    from ._batch import BatchJob, BatchResult, BatchRun, ChatRunner, Runner, open_output
     from ._batch_file import BatchInput
     from ._ratelimit import Limiter, Permit, RateLimiter
 
@@ -142,7 +142,7 @@ if TYPE_CHECKING:
 # for plugins that run tools or batches; every plugin imports this module at start-up (for ``hookimpl``)
 # and a provider plugin needs none of them, so these names load on first use (PEP 562).
 _LAZY = {
-    **{name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "chat_options",
+    **{name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "BatchJob",
                                              "open_output")},
     "BatchInput": "hookstream._batch_file",
     **{name: "hookstream._agentloop.executors" for name in ("ToolCallRequest", "ToolExecutor", "error_part",
@@ -167,6 +167,7 @@ __all__ = [
     "BadRequestError",
     "BaseEvent",
     "BatchInput",
+    "BatchJob",
     "BatchResult",
     "BatchRun",
     "CLIRun",
@@ -280,7 +281,6 @@ __all__ = [
     "UnknownPluginError",
     "UnknownToolCallError",
     "Usage",
-    "chat_options",
     "coerce_messages",
     "default_error_reader",
     "detect_media_type",
