@@ -122,7 +122,7 @@ if TYPE_CHECKING:
         detect_media_type,
         tool_output_text,
     )
-    from ._prices import ModelCapabilities
+    from ._prices import ModelCapabilities, priced
     from ._processing.processor import resolve_strategy
     from ._processing.strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
     from ._ratelimit import Limiter, Permit, RateLimiter
@@ -165,7 +165,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "FilePart", "Message", "Part", "ReasoningPart", "Role", "SourcePart", "TextPart", "ToolCallPart",
         "ToolResultPart", "coerce_messages", "detect_media_type", "tool_output_text",
     ),
-    "hookstream._prices": ("ModelCapabilities",),
+    "hookstream._prices": ("ModelCapabilities", "priced"),
     "hookstream._processing.processor": ("resolve_strategy",),
     "hookstream._processing.strategies": ("ChunkStrategy", "ImmediateStrategy", "TimedChunkStrategy"),
     "hookstream._registry": ("PluginFailure", "PluginInfo", "Registry", "get_registry", "reset_registry"),
@@ -332,6 +332,7 @@ __all__ = [
     "new_id",
     "open_output",
     "parse_arguments",
+    "priced",
     "reset_registry",
     "resolve_strategy",
     "resolve_tool",
