@@ -325,3 +325,22 @@ def test_a_run_stopped_early_still_ends_its_spans(otel: Otel) -> None:
     assert by_name(spans, "chat ") and all(parent_id(s) == agent.context.span_id for s in spans if s is not agent)
     # Nothing of the run stays current in the caller's context.
     assert not trace.get_current_span().get_span_context().is_valid
+
+
+def test_unconfigured_hooks_hand_the_inner_results_back_untouched() -> None:
+    # A run whose start found OpenTelemetry unconfigured keeps nothing in run.state: the wrappers give
+    # back the very objects the inner implementations returned (no iterator around the events).
+    from types import SimpleNamespace
+
+    from hookstream_otel import plugin
+
+    run = SimpleNamespace(state={})
+    for hook, call in ((plugin.hookstream_model_call, SimpleNamespace(run=run)),
+                       (plugin.hookstream_tool_call, SimpleNamespace(run=run)),
+                       (plugin.hookstream_tool_call, SimpleNamespace(run=None))):
+        inner = object()
+        wrapper = hook(call)  # type: ignore[arg-type]  # only .run.state is read when not traced
+        next(wrapper)
+        with pytest.raises(StopIteration) as stop:
+            wrapper.send(inner)  # type: ignore[arg-type]
+        assert stop.value.value is inner
