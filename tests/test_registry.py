@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +70,26 @@ def test_duplicate_name_is_reported_not_overwritten() -> None:
     reg.add_plugin(Dup(), "dup")
     assert reg.get("tool_executors", "thread") is before
     assert any("already registered" in f.error for f in reg.failures)
+
+
+def test_builtin_stop_condition_names_match_the_stop_module() -> None:
+    from hookstream._agentloop.stop import BUILTIN
+    from hookstream._builtins import STOP_CONDITIONS
+
+    assert set(STOP_CONDITIONS) == set(BUILTIN)
+
+
+def test_loading_every_entry_point_imports_no_provider_adapter() -> None:
+    # Issue 30: registration names things; a plugin's modules load on first use. A fresh process builds
+    # the registry with every installed plugin and must not have imported any adapter, executor or client.
+    probe = ("import json, sys, hookstream._registry as r; r.get_registry(); "
+             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('hookstream'))))")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HOOKSTREAM_BLOCK_PLUGINS", "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD")}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    loaded: list[str] = json.loads(out.stdout)
+    # A plugin's package and its entry point (``hookstream_x.plugin``), nothing else of it.
+    assert [m for m in loaded if m.startswith("hookstream_") and m.count(".") and not m.endswith(".plugin")] == []
+    for core in ("hookstream._agui_client", "hookstream._replay_provider", "hookstream._agentloop.executors",
+                 "hookstream._agentloop.stop", "hookstream._processing.processor"):
+        assert core not in loaded

@@ -14,73 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
-from ._agentloop.observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
-from ._agentloop.stop import StopCondition
-from ._errors import (
-    AGUIInputError,
-    AuthenticationError,
-    BadRequestError,
-    CallbackError,
-    CancelledError,
-    ConnectError,
-    ConnectionClosedError,
-    CorruptFrameError,
-    HookstreamError,
-    HTTPStatusError,
-    LineTooLongError,
-    MalformedChunkError,
-    MissingAPIKeyError,
-    MissingCredentialsError,
-    NotEventStreamError,
-    NotFoundError,
-    PartialJSONError,
-    PluginError,
-    ProviderError,
-    RateLimitError,
-    ResumeError,
-    RunFailedError,
-    ServerError,
-    StreamTimeoutError,
-    ToolError,
-    TransportError,
-    UnknownPluginError,
-    UnknownToolCallError,
-    error_for_status,
-)
-from ._events import (
-    PROTOCOL_VERSION,
-    BaseEvent,
-    Cost,
-    Custom,
-    Event,
-    FinishReason,
-    Interrupt,
-    Outcome,
-    Raw,
-    ReasoningEncryptedValue,
-    ReasoningEnd,
-    ReasoningMessageContent,
-    ReasoningMessageEnd,
-    ReasoningMessageStart,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StepFinished,
-    StepStarted,
-    TextMessageContent,
-    TextMessageEnd,
-    TextMessageStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallResult,
-    ToolCallStart,
-    Usage,
-    from_json,
-    parse_arguments,
-    to_json,
-)
 from ._hookspecs import (
     AuthenticatorRegistrar,
     ChunkStrategyRegistrar,
@@ -93,35 +26,7 @@ from ._hookspecs import (
     hookimpl,
     hookspec,
 )
-from ._json_data import json_loads
 from ._lazy import lazy_attributes
-from ._messages import (
-    FilePart,
-    Message,
-    Part,
-    ReasoningPart,
-    Role,
-    SourcePart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    coerce_messages,
-    detect_media_type,
-    tool_output_text,
-)
-from ._prices import ModelCapabilities
-from ._processing.processor import resolve_strategy
-from ._processing.strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
-from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
-from ._secrets import SECRET_HEADERS, Secret
-from ._server.auth import Principal
-from ._settings import CLIRun, RunSettings
-from ._stream.accumulate import StepResult, merge_metadata
-from ._stream.builder import StreamBuilder, new_id
-from ._stream.credentials import RefreshingToken
-from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
-from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
-from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
 
 if TYPE_CHECKING:
     from ._agentloop.executors import (
@@ -133,24 +38,156 @@ if TYPE_CHECKING:
         run_request,
         tool_ref,
     )
+    from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
+    from ._agentloop.observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
+    from ._agentloop.stop import StopCondition
     from ._agentloop.tools import CancellationToken, Tool, ToolContext
     from ._batch import BatchJob, BatchResult, BatchRun, ChatRunner, Runner, open_output
     from ._batch_file import BatchInput
+    from ._errors import (
+        AGUIInputError,
+        AuthenticationError,
+        BadRequestError,
+        CallbackError,
+        CancelledError,
+        ConnectError,
+        ConnectionClosedError,
+        CorruptFrameError,
+        HookstreamError,
+        HTTPStatusError,
+        LineTooLongError,
+        MalformedChunkError,
+        MissingAPIKeyError,
+        MissingCredentialsError,
+        NotEventStreamError,
+        NotFoundError,
+        PartialJSONError,
+        PluginError,
+        ProviderError,
+        RateLimitError,
+        ResumeError,
+        RunFailedError,
+        ServerError,
+        StreamTimeoutError,
+        ToolError,
+        TransportError,
+        UnknownPluginError,
+        UnknownToolCallError,
+        error_for_status,
+    )
+    from ._events import (
+        PROTOCOL_VERSION,
+        BaseEvent,
+        Cost,
+        Custom,
+        Event,
+        FinishReason,
+        Interrupt,
+        Outcome,
+        Raw,
+        ReasoningEncryptedValue,
+        ReasoningEnd,
+        ReasoningMessageContent,
+        ReasoningMessageEnd,
+        ReasoningMessageStart,
+        ReasoningStart,
+        RunError,
+        RunFinished,
+        RunStarted,
+        StepFinished,
+        StepStarted,
+        TextMessageContent,
+        TextMessageEnd,
+        TextMessageStart,
+        ToolCallArgs,
+        ToolCallEnd,
+        ToolCallResult,
+        ToolCallStart,
+        Usage,
+        from_json,
+        parse_arguments,
+        to_json,
+    )
+    from ._json_data import json_loads
+    from ._messages import (
+        FilePart,
+        Message,
+        Part,
+        ReasoningPart,
+        Role,
+        SourcePart,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+        coerce_messages,
+        detect_media_type,
+        tool_output_text,
+    )
+    from ._prices import ModelCapabilities, priced
+    from ._processing.processor import resolve_strategy
+    from ._processing.strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
     from ._ratelimit import Limiter, Permit, RateLimiter
+    from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
+    from ._secrets import SECRET_HEADERS, Secret
+    from ._server.auth import Principal
+    from ._settings import CLIRun, RunSettings
+    from ._stream.accumulate import StepResult, merge_metadata
+    from ._stream.builder import StreamBuilder, new_id
+    from ._stream.credentials import RefreshingToken
+    from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
+    from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
+    from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
 
-# The batch driver pulls in the whole agent loop, and tool execution, rate limits and batch input are
-# for plugins that run tools or batches; every plugin imports this module at start-up (for ``hookimpl``)
-# and a provider plugin needs none of them, so these names load on first use (PEP 562).
-_LAZY = {
-    **{name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "BatchJob",
-                                             "open_output")},
-    "BatchInput": "hookstream._batch_file",
-    **{name: "hookstream._agentloop.executors" for name in ("ToolCallRequest", "ToolExecutor", "error_part",
-                                                             "resolve_tool", "run_calls", "run_request",
-                                                             "tool_ref")},
-    **{name: "hookstream._ratelimit" for name in ("Limiter", "Permit", "RateLimiter")},
-    **{name: "hookstream._agentloop.tools" for name in ("CancellationToken", "Tool", "ToolContext")},
+# Every name loads on first use (PEP 562): each plugin's entry point imports this module at start-up for
+# ``hookimpl``, and a process that never runs a model (``hookstream --version``, ``hookstream replay``)
+# must not pay for the engine, the stream processor or the server to get it. Only the hook markers and
+# the registrar types are here at once. Module -> the names it gives.
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "hookstream._agentloop.hooks": ("ModelCallContext", "RunContext", "StepContext", "ToolCallContext"),
+    "hookstream._agentloop.observe": ("ModelCallInfo", "Observer", "RetryInfo", "RunInfo", "ToolInfo"),
+    "hookstream._agentloop.stop": ("StopCondition",),
+    "hookstream._errors": (
+        "AGUIInputError", "AuthenticationError", "BadRequestError", "CallbackError", "CancelledError",
+        "ConnectError", "ConnectionClosedError", "CorruptFrameError", "HookstreamError", "HTTPStatusError",
+        "LineTooLongError", "MalformedChunkError", "MissingAPIKeyError", "MissingCredentialsError",
+        "NotEventStreamError", "NotFoundError", "PartialJSONError", "PluginError", "ProviderError", "RateLimitError",
+        "ResumeError", "RunFailedError", "ServerError", "StreamTimeoutError", "ToolError", "TransportError",
+        "UnknownPluginError", "UnknownToolCallError", "error_for_status",
+    ),
+    "hookstream._events": (
+        "PROTOCOL_VERSION", "BaseEvent", "Cost", "Custom", "Event", "FinishReason", "Interrupt", "Outcome", "Raw",
+        "ReasoningEncryptedValue", "ReasoningEnd", "ReasoningMessageContent", "ReasoningMessageEnd",
+        "ReasoningMessageStart", "ReasoningStart", "RunError", "RunFinished", "RunStarted", "StepFinished",
+        "StepStarted", "TextMessageContent", "TextMessageEnd", "TextMessageStart", "ToolCallArgs", "ToolCallEnd",
+        "ToolCallResult", "ToolCallStart", "Usage", "from_json", "parse_arguments", "to_json",
+    ),
+    "hookstream._json_data": ("json_loads",),
+    "hookstream._messages": (
+        "FilePart", "Message", "Part", "ReasoningPart", "Role", "SourcePart", "TextPart", "ToolCallPart",
+        "ToolResultPart", "coerce_messages", "detect_media_type", "tool_output_text",
+    ),
+    "hookstream._prices": ("ModelCapabilities", "priced"),
+    "hookstream._processing.processor": ("resolve_strategy",),
+    "hookstream._processing.strategies": ("ChunkStrategy", "ImmediateStrategy", "TimedChunkStrategy"),
+    "hookstream._registry": ("PluginFailure", "PluginInfo", "Registry", "get_registry", "reset_registry"),
+    "hookstream._secrets": ("SECRET_HEADERS", "Secret"),
+    "hookstream._server.auth": ("Principal",),
+    "hookstream._settings": ("CLIRun", "RunSettings"),
+    "hookstream._stream.accumulate": ("StepResult", "merge_metadata"),
+    "hookstream._stream.builder": ("StreamBuilder", "new_id"),
+    "hookstream._stream.credentials": ("RefreshingToken",),
+    "hookstream._stream.framing": ("NDJSON", "SSE", "Framing", "NDJSONFraming", "SSEFraming", "media_type"),
+    "hookstream._stream.provider": ("CallContext", "ModelRequest", "OutputFormat", "Provider", "ToolSpec"),
+    "hookstream._stream.transport": ("DEFAULT_MAX_EVENT_BYTES", "HTTPRequest", "SSEEvent", "default_error_reader"),
+    "hookstream._agentloop.executors": (
+        "ToolCallRequest", "ToolExecutor", "error_part", "resolve_tool", "run_calls", "run_request", "tool_ref",
+    ),
+    "hookstream._agentloop.tools": ("CancellationToken", "Tool", "ToolContext"),
+    "hookstream._batch": ("BatchJob", "BatchResult", "BatchRun", "ChatRunner", "Runner", "open_output"),
+    "hookstream._batch_file": ("BatchInput",),
+    "hookstream._ratelimit": ("Limiter", "Permit", "RateLimiter"),
 }
+_LAZY = {name: module for module, names in _SOURCES.items() for name in names}
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
@@ -297,6 +334,7 @@ __all__ = [
     "new_id",
     "open_output",
     "parse_arguments",
+    "priced",
     "reset_registry",
     "resolve_strategy",
     "resolve_tool",
