@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from ._stream.provider import Provider
 
 __all__ = [
+    "RUN_HOOKS",
     "AuthenticatorRegistrar",
     "ChunkStrategyRegistrar",
     "ModelRegistrar",
@@ -90,6 +91,10 @@ ModelRegistrar = Callable[[str, "ModelCapabilities"], None]
 """``register("PROVIDER:MODEL", capabilities)``, given to :func:`hookstream_register_models`."""
 RunPluginRegistrar = Callable[[str, "Callable[..., object] | str"], None]
 """``register(name, factory_or_ref)``, given to :func:`hookstream_register_run_plugins`."""
+
+RUN_HOOKS = ("hookstream_run_start", "hookstream_step_start", "hookstream_model_call",
+             "hookstream_model_call_retry", "hookstream_tool_call", "hookstream_run_end")
+"""The run hooks, in the order of a run (the other hooks register things or extend the command line)."""
 
 hookspec = pluggy.HookspecMarker("hookstream")
 hookimpl = pluggy.HookimplMarker("hookstream")

@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._agentloop.hooks import RunHooks, base_manager, options_of, plugin_hook_names, run_hooks, run_manager
-from ._agentloop.observe import OBSERVERS
 from ._errors import PluginError, UnknownPluginError
+from ._hookspecs import RUN_HOOKS
 from ._lazy import resolve_ref
 from ._pm import HookstreamPluginManager
 
 if TYPE_CHECKING:
     from ._agentloop.executors import ToolExecutor
+    from ._agentloop.hooks import RunHooks
     from ._agentloop.observe import Observer
     from ._agentloop.stop import StopCondition
     from ._prices import ModelCapabilities
@@ -183,7 +183,7 @@ class Registry:
         finally:
             self._loading.pop()
         info.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
-        info.run_hooks = sorted(plugin_hook_names(self.pm, plugin))
+        info.run_hooks = sorted(c.name for c in self.pm.get_hookcallers(plugin) or [] if c.name in RUN_HOOKS)
         if info.run_hooks:
             self._run_plugins.append((name, plugin))
             self._bases.clear()
@@ -321,6 +321,11 @@ class Registry:
         ``observers`` and the registered observer factories. ``None`` when nothing implements a run hook
         (the engine then adds nothing to the run). Raises :class:`UnknownPluginError` for an unknown name
         and :class:`PluginError` for an invalid plugin object."""
+        # Imported here: the run-hook machinery brings the model call and requests, which a command that only
+        # lists plugins or replays a body never needs at start.
+        from ._agentloop.hooks import RunHooks, base_manager, options_of, run_hooks
+        from ._agentloop.observe import OBSERVERS
+
         extra: list[tuple[str, object]] = []
         for spec in plugins:
             named = options_of(spec)
@@ -343,6 +348,8 @@ class Registry:
 
     def _run_manager(self, observed: bool, base: HookstreamPluginManager,
                      extra: list[tuple[str, object]]) -> HookstreamPluginManager:
+        from ._agentloop.hooks import run_manager
+
         key = (observed, *(id(plugin) for _, plugin in extra))
         with self._managers_lock:
             found = self._run_managers.get(key)

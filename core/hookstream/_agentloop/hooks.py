@@ -32,7 +32,7 @@ import pluggy
 from .. import _hookspecs
 from .._errors import CancelledError, PluginError
 from .._events import BaseEvent, RunError, RunStarted
-from .._hookspecs import hookimpl
+from .._hookspecs import RUN_HOOKS, hookimpl
 from .._messages import Message, ToolCallPart, ToolResultPart
 from .._pm import HookstreamPluginManager
 from .._stream.call import CallOptions, ModelCall
@@ -62,9 +62,6 @@ log = logging.getLogger("hookstream.hooks")
 
 T = TypeVar("T")
 
-RUN_HOOKS = ("hookstream_run_start", "hookstream_step_start", "hookstream_model_call",
-             "hookstream_model_call_retry", "hookstream_tool_call", "hookstream_run_end")
-"""The run hooks, in the order of a run."""
 
 _current: contextvars.ContextVar[RunHooks | None] = contextvars.ContextVar("hookstream_run_hooks", default=None)
 
@@ -387,11 +384,6 @@ def _guarded(call: ModelCallContext, events: Iterator[BaseEvent]) -> Iterator[Ba
 
 
 # -- which hooks a run has ---------------------------------------------------------------------------------
-
-
-def plugin_hook_names(pm: pluggy.PluginManager, plugin: object) -> set[str]:
-    """The run hooks ``plugin`` implements in ``pm``."""
-    return {c.name for c in pm.get_hookcallers(plugin) or [] if c.name in RUN_HOOKS}
 
 
 # Only the run hooks, for a run's own manager: adding the specs is part of each such run's cost.
