@@ -27,7 +27,7 @@ from .grammar import check_events
 from .recorded import replay_body
 
 __all__ = ["BODY_SUFFIXES", "CORPUS_ENV", "Recording", "check_recording", "compare", "corpus_providers",
-           "find_corpus", "recordings", "require_corpus", "shared_missing"]
+           "corpus_recordings", "find_corpus", "recordings", "require_corpus", "shared_missing"]
 
 CORPUS_ENV = "HOOKSTREAM_CORPUS"
 BODY_SUFFIXES = (".sse", ".ndjson", ".eventstream")
@@ -160,3 +160,16 @@ def corpus_providers(corpus: Path) -> dict[str, str]:
             value: dict[str, str] = ast.literal_eval(node.value)
             return value
     shared_missing(f"{tool} has no PROVIDER table to map corpus file prefixes to providers")
+
+
+def corpus_recordings(provider: str, start: Path | None = None, name: str = "provider-streams") -> list[Recording]:
+    """Every recording of the shared corpus ``name`` whose file prefix the corpus maps to ``provider``
+    (:func:`corpus_providers`: ``openai`` gets ``openai-chat``, ``deepseek``, ``groq``...), sorted. For
+    use inside a test or fixture: when the corpus, its table or such recordings are absent it stops the
+    test as :func:`require_corpus` does (fail under ``$CI``, skip otherwise)."""
+    corpus = require_corpus(start, name)
+    prefixes = tuple(p for p, prov in corpus_providers(corpus).items() if prov == provider)
+    found = recordings(corpus, prefixes)
+    if not found:
+        shared_missing(f"the corpus {corpus} has no recordings of provider {provider!r}")
+    return found
