@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -162,14 +163,19 @@ def corpus_providers(corpus: Path) -> dict[str, str]:
     shared_missing(f"{tool} has no PROVIDER table to map corpus file prefixes to providers")
 
 
-def corpus_recordings(provider: str, start: Path | None = None, name: str = "provider-streams") -> list[Recording]:
-    """Every recording of the shared corpus ``name`` whose file prefix the corpus maps to ``provider``
-    (:func:`corpus_providers`: ``openai`` gets ``openai-chat``, ``deepseek``, ``groq``...), sorted. For
-    use inside a test or fixture: when the corpus, its table or such recordings are absent it stops the
-    test as :func:`require_corpus` does (fail under ``$CI``, skip otherwise)."""
-    corpus = require_corpus(start, name)
-    prefixes = tuple(p for p, prov in corpus_providers(corpus).items() if prov == provider)
-    found = recordings(corpus, prefixes)
+def corpus_recordings(
+    provider: str, start: Path | None = None, names: Sequence[str] = ("provider-streams", "provider-streams-external")
+) -> list[Recording]:
+    """Every recording of the shared corpora ``names`` (by default hookstream's and the external one)
+    whose file prefix the corpus maps to ``provider`` (:func:`corpus_providers`: ``openai`` gets
+    ``openai-chat``, ``deepseek``, ``groq``...), sorted by corpus then name. For use inside a test or
+    fixture: when a corpus, its table or such recordings are absent it stops the test as
+    :func:`require_corpus` does (fail under ``$CI``, skip otherwise)."""
+    found: list[Recording] = []
+    for name in names:
+        corpus = require_corpus(start, name)
+        prefixes = tuple(p for p, prov in corpus_providers(corpus).items() if prov == provider)
+        found.extend(recordings(corpus, prefixes))
     if not found:
-        shared_missing(f"the corpus {corpus} has no recordings of provider {provider!r}")
+        shared_missing(f"the corpora {', '.join(names)} have no recordings of provider {provider!r}")
     return found

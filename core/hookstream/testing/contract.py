@@ -155,6 +155,8 @@ class ProviderContract:
             full, _ = self.whole(rec)
             if not _ended(full):
                 continue  # recorded cut short already
+            # The adapter may name what is unfinished, or report the provider's error that came before the cut.
+            codes = sorted({"connection_closed", "incomplete_tool_call", getattr(full[-1], "code", None) or ""} - {""})
             drops = range(1, min(len(units) - 1, 4) + 1)  # at least one event stays
             # The fewest last events whose loss the adapter notices when the body ends cleanly there; a
             # stream that repeats its end on every event (Gemini's legacy finishReason) has none.
@@ -162,17 +164,14 @@ class ProviderContract:
                         None)
             if drop is not None:
                 events, step = self._clean_cut(body, units, drop)
-                # The adapter may name what is unfinished, or report the provider error that already came.
-                codes = {"connection_closed", "incomplete_tool_call", getattr(full[-1], "code", None) or ""}
                 problems += _cut_problems(rec.name, f"body ending after {len(units) - drop} events", full, events,
-                                          step, *sorted(codes - {""}))
+                                          step, *codes)
             drop = drop or 1
             kept, at = sum(len(u) for u in units[:-drop]), len(units) - drop
             for end, how in ((kept, f"connection dropped after {at} events"),
                              (kept + len(units[-drop]) // 2, f"connection dropped inside event {at + 1}")):
                 events, step = self._cut(body[:end])
-                problems += _cut_problems(rec.name, how, full, events, step, "connection_closed",
-                                          "incomplete_tool_call")
+                problems += _cut_problems(rec.name, how, full, events, step, *codes)
         return problems
 
     def check_oversized_event(self) -> list[str]:

@@ -1,5 +1,5 @@
 """The provider contract suite (``hookstream.testing.ProviderContract``) over every real Anthropic
-recording of the shared corpus, with the Messages API's error body ("Errors": ``{"type": "error",
+recording of the shared corpora, with the Messages API's error body ("Errors": ``{"type": "error",
 "error": {"type", "message"}, "request_id"}``) as ``test_anthropic_errors`` sends it."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ ERRORS = [
     _error(429, "rate_limit_error", "Number of requests exceeded", "rate_limit", **{"retry-after": "7"}),
     _error(529, "overloaded_error", "Overloaded", "server_error"),
 ]
+
 
 
 @pytest.fixture(scope="module")

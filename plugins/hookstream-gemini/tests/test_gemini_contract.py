@@ -1,5 +1,5 @@
 """The provider contract suite (``hookstream.testing.ProviderContract``) over every real Gemini
-recording of the shared corpus, with Google's error body (``{"error": {"code", "message", "status"}}``,
+recording of the shared corpora, with Google's error body (``{"error": {"code", "message", "status"}}``,
 bare or in a one-element list as ``streamGenerateContent`` sends it) as ``test_gemini_errors`` sends it."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ ERRORS = [
 
 # A prompt blocked before any candidate has no finishReason (promptFeedback.blockReason says why).
 BLOCKED = {"gemini__prompt-blocked-safety": "content_filter"}
+
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The provider contract suite (``hookstream.testing.ProviderContract``) for ``openai`` (Chat
 Completions and the compatible servers the corpus maps to it) and ``openai-responses``, over every
-real recording of the shared corpus, with OpenAI's error body (API reference, "Error codes":
+real recording of the shared corpora, with OpenAI's error body (API reference, "Error codes":
 ``{"error": {"message", "type", "param", "code"}}``) as ``test_openai_requests`` sends it."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ ERRORS = [
     _error(429, "rate_limit_exceeded", "rate_limit", **{"Retry-After": "7"}),
     _error(500, "server_error", "server_error"),
 ]
+
 
 
 @pytest.fixture(scope="module", params=["openai", "openai-responses"])
