@@ -1,13 +1,14 @@
 """The public testing kit: loopback server, fault server, grammar checker, recorded-body replay,
-conformance runner, the offline demo's server and tools, and fake models (``FunctionModel``,
-``TestModel``) that stand in for a provider without HTTP.
+conformance runner, the provider contract suite (:class:`ProviderContract`), the offline demo's server
+and tools, and fake models (``FunctionModel``, ``TestModel``) that stand in for a provider without HTTP.
 
 Plugin authors use these in their own test suites; hookstream's own tests use nothing else. Everything
 is importable from here; the submodules (``server``, ``faults``, ``grammar``, ``conformance``...) hold
 the implementation and their docstrings.
 """
 
-from .conformance import Recording, check_recording, find_corpus, recordings
+from .conformance import Recording, check_recording, corpus_recordings, find_corpus, recordings, require_corpus
+from .contract import CONTRACT_CHECKS, HTTPErrorCase, ProviderContract
 from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_server, demo_tools
 from .fake_models import FunctionModel, ModelError, ModelInfo, Reply, TestModel, ToolCall
 from .faults import FAULTS, FaultServer
@@ -17,6 +18,7 @@ from .schema_example import schema_example
 from .server import CapturedRequest, LoopbackServer, Response
 
 __all__ = [
+    "CONTRACT_CHECKS",
     "DEMO_MODEL",
     "DEMO_PROMPT",
     "DEMO_STEPS",
@@ -25,9 +27,11 @@ __all__ = [
     "FaultServer",
     "FunctionModel",
     "GrammarError",
+    "HTTPErrorCase",
     "LoopbackServer",
     "ModelError",
     "ModelInfo",
+    "ProviderContract",
     "Recording",
     "Reply",
     "Response",
@@ -35,10 +39,12 @@ __all__ = [
     "ToolCall",
     "check_events",
     "check_recording",
+    "corpus_recordings",
     "demo_server",
     "demo_tools",
     "find_corpus",
     "recordings",
     "replay_body",
+    "require_corpus",
     "schema_example",
 ]
