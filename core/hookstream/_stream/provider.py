@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Self
 
 import attrs
@@ -130,6 +130,12 @@ class Provider(abc.ABC):
     plugin's own :class:`~hookstream.plugin.Framing` (``hookstream-bedrock``: AWS event-stream messages)."""
     distribution: ClassVar[str] = ""
     """The distribution that ships this provider (``"hookstream-bedrock"``), for error messages."""
+    finish_reasons: ClassVar[Mapping[str, str]] = {}
+    """The provider's raw finish reasons (its wire values) -> normalised ones, which the adapter hands to its
+    :class:`~hookstream.plugin.StreamBuilder` (the one policy around the table is the builder's; see
+    ``docs/finish-reasons.md``); the provider contract suite checks recordings against it."""
+    unknown_finish_reason: ClassVar[str] = "stop"
+    """The normalised finish reason of a raw one :attr:`finish_reasons` does not know."""
 
     def __init__(
         self,

@@ -240,9 +240,9 @@ class ProviderContract:
     def check_finish_reason(self) -> list[str]:
         """See the module docstring: ``finish_reason``."""
         cls = get_registry().provider(self.provider)
-        table: Mapping[str, str] | None = getattr(cls, "finish_reasons", None)
-        unknown: str = getattr(cls, "unknown_finish_reason", "stop")
-        if table is None:
+        table: Mapping[str, str] = cls.finish_reasons
+        unknown: str = cls.unknown_finish_reason
+        if not table:
             return [f"{cls.__name__} has no finish_reasons table (a class attribute: raw -> normalised)"]
         problems: list[str] = []
         for rec in self.recordings:
