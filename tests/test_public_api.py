@@ -234,3 +234,62 @@ def test_names_the_doc_samples_import_exist() -> None:
     for doc, line, module, name in doc_imports():
         if module in FACES and name is not None:
             assert hasattr(FACES[module], name), f"{doc.name}:{line}: {module}.{name} does not resolve"
+
+
+# -- (e) one exception root: every error a user or plugin can see is a HookstreamError with a code --
+
+# Exceptions that never leave their module: each is caught and turned into a typed public error there
+# (ArgumentTypeError -> the tool's error result, Unsupported -> ToolDefinitionError).
+INTERNAL_EXCEPTIONS = frozenset({"ArgumentTypeError", "Unsupported"})
+# Its code is the RUN_ERROR event's it stands for, set per instance.
+CODE_PER_INSTANCE = frozenset({"RunFailedError"})
+_SOURCE_ROOTS = (PACKAGE, *sorted((ROOT / "plugins").glob("*/src")))
+
+
+def exported_exceptions() -> dict[str, type[BaseException]]:
+    """``face.Name`` -> class, for each exception class a face or a bundled plugin package exports."""
+    modules = dict(FACES)
+    for package in PLUGIN_PACKAGES:
+        try:
+            modules[package] = importlib.import_module(package)
+        except ImportError:
+            continue
+    found: dict[str, type[BaseException]] = {}
+    for face, module in modules.items():
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                found[f"{face}.{name}"] = value
+    return found
+
+
+def test_every_exported_exception_is_a_hookstream_error_with_a_code() -> None:
+    errors = exported_exceptions()
+    assert len(errors) >= 30
+    outside = sorted(where for where, cls in errors.items() if not issubclass(cls, hookstream.HookstreamError))
+    assert not outside, f"exceptions outside HookstreamError: {outside}"
+    codes: dict[str, str] = {}
+    for where, cls in sorted(errors.items()):
+        if cls is hookstream.HookstreamError or cls.__name__ in CODE_PER_INSTANCE:
+            continue
+        code = vars(cls).get("code")
+        assert isinstance(code, str) and re.fullmatch(r"[a-z][a-z0-9_]*", code), f"{where} has no code of its own"
+        other = codes.setdefault(code, cls.__qualname__)
+        assert other == cls.__qualname__, f"{where} and {other} share the code {code!r}"
+
+
+def test_no_exception_class_is_defined_outside_the_root() -> None:
+    # Source scan, so an exception a face forgot to export is caught too: a class whose bases are only
+    # built-in exceptions must be the root itself or an internal signal.
+    builtin_exceptions = {name for name, value in vars(builtins).items()
+                          if isinstance(value, type) and issubclass(value, BaseException)}
+    offenders = []
+    for root in _SOURCE_ROOTS:
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if not isinstance(node, ast.ClassDef) or node.name in INTERNAL_EXCEPTIONS | {"HookstreamError"}:
+                    continue
+                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                if bases and len(bases) == len(node.bases) and set(bases) <= builtin_exceptions:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}({', '.join(bases)})")
+    assert not offenders, "exceptions that do not derive from HookstreamError:\n" + "\n".join(offenders)

@@ -38,6 +38,7 @@ from typing import Any
 import attrs
 
 from .._chat import ChatStream, chat
+from .._errors import AgentToolError
 from .._events import (
     Attributable,
     BaseEvent,
@@ -55,7 +56,7 @@ from .tool_phase import NestedBlocks
 from .tools import Tool, ToolContext, as_tools
 from .values import LoopSettings, RunResult
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "AgentToolError"]
 
 _OWN = frozenset({"model", "messages_or_prompt", "tools", "system"})
 _SETTINGS = frozenset(inspect.signature(chat).parameters) - _OWN
@@ -182,11 +183,6 @@ class Agent:
             raise AgentToolError(f"agent {name!r} stopped to wait for an approval or a client tool, which an "
                                  "agent used as a tool cannot ask for; give it an approve= setting")
         return result.text
-
-
-class AgentToolError(RuntimeError):
-    """An agent used as a tool did not answer (its run failed, was cancelled or waits for an approval);
-    the calling model gets ``Error: AgentToolError: <message>`` as the tool's result."""
 
 
 def _nest(ev: BaseEvent, sub_run: str, name: str, description: str, tool_call_id: str) -> BaseEvent | None:

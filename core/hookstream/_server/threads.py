@@ -34,6 +34,7 @@ from typing import Any
 
 import attrs
 
+from .._errors import StoreUnavailableError
 from .._events import (
     BaseEvent,
     ReasoningStart,
@@ -51,11 +52,6 @@ __all__ = ["StoreUnavailableError", "StoredRun", "ThreadKeeper", "agui_ids", "as
            "message_keys", "stored_tool_calls"]
 
 log = logging.getLogger("hookstream.agui")
-
-
-class StoreUnavailableError(RuntimeError):
-    """The conversation store failed (the database is down, locked past its busy timeout...); the
-    server answers ``503`` with this text. ``__cause__`` holds the database's own error."""
 
 
 def message_keys(message: Message) -> set[str]:

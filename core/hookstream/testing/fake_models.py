@@ -48,6 +48,7 @@ from hookstream.plugin import (
     NDJSON,
     BaseEvent,
     CallContext,
+    HookstreamError,
     HTTPRequest,
     MalformedChunkError,
     Message,
@@ -71,13 +72,15 @@ _ARGS_PIECE = 16  # characters of argument JSON per TOOL_CALL_ARGS
 _WORDS = re.compile(r"\s*\S+|\s+")
 
 
-class ModelError(Exception):
+class ModelError(HookstreamError):
     """Raise from a :class:`FunctionModel` function to have the model call answered with HTTP ``status``
     (``{"error": {"message", "type"}}``, plus ``Retry-After`` when ``retry_after`` is given, in
     seconds): the core then retries (429, 5xx...) or ends the step with ``RUN_ERROR`` exactly as for a
     real provider, and a fallback model takes over. Put one in :attr:`Reply.error` instead to stream
     the reply's content first and then fail inside the stream (``RUN_ERROR`` with code ``type``, or the
     status as text when no ``type`` is given)."""
+
+    code = "model_error"
 
     def __init__(
         self, status: int = 503, message: str | None = None, *, type: str | None = None,
