@@ -1,5 +1,5 @@
 """No invalid AG-UI ever leaves hookstream (issue 23): every event, in its JSON wire form
-(:func:`hookstream.to_json`), validates against the official ``ag-ui-protocol`` models.
+(:func:`hookstream.events.to_json`), validates against the official ``ag-ui-protocol`` models.
 
 What is validated:
 
@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover - a test dependency (requirements/test.t
     pytest.skip("ag-ui-protocol (test dependency) not installed", allow_module_level=True)
 
 from engine_kit import MODEL, run, text_body, tool_body
-from hookstream import BaseEvent, LoopSettings, chat, get_model, to_json
+from hookstream import LoopSettings, chat, get_model
 from hookstream._agentloop.tools import Tool, tool
 from hookstream._errors import UnknownPluginError
 from hookstream._events import ReasoningMessageContent, TextMessageContent, ToolCallArgs
@@ -64,6 +64,7 @@ from hookstream._server.agui import make_app
 from hookstream._server.demo import demo_factory
 from hookstream._stream.builder import StreamBuilder
 from hookstream._stream.provider import CallContext
+from hookstream.events import BaseEvent, to_json
 from hookstream.testing import DEMO_PROMPT, LoopbackServer, Response, check_events, demo_server, demo_tools
 from hookstream.testing.conformance import BODY_SUFFIXES, corpus_providers, find_corpus, require_corpus
 from hookstream.testing.recorded import replay_body

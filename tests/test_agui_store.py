@@ -26,11 +26,13 @@ if sys.platform == "win32":
     pytest.skip("gunicorn runs on Unix only", allow_module_level=True)
 
 from click.testing import CliRunner
-from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, make_app, open_store
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream import _events as E
 from hookstream._cli.serve import command
 from hookstream._server.threads import assign_ids, merge
 from hookstream._stores.codec import dumps_message, loads_message
+from hookstream.server import make_app
+from hookstream.stores import open_store
 from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
 
 # One conversation: a tool call, plain text, an approval interrupt then its resume, another tool call.

@@ -9,31 +9,21 @@ from typing import Any
 
 import pytest
 from hookstream import (
-    AGUIInputError,
     FilePart,
-    FilePayload,
     FileUIPart,
     LoopSettings,
-    MalformedCustomEventError,
     Message,
-    Raw,
-    RunFinished,
     SourcePart,
-    SourcePayload,
     SourceUIPart,
     StreamProcessor,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     UIMessage,
-    Usage,
     chat,
     final_json,
-    from_json,
     get_model,
     model_messages_to_ui_messages,
-    parse_custom,
-    to_json,
     tool,
     ui_messages_to_model_messages,
 )
@@ -41,6 +31,8 @@ from hookstream._agentloop.tools import run_tool
 from hookstream._events import Custom, StepFinished, TextMessageContent, TextMessageStart
 from hookstream._server.agui import messages_from_agui
 from hookstream._stream.accumulate import StepAccumulator
+from hookstream.errors import AGUIInputError, MalformedCustomEventError
+from hookstream.events import FilePayload, Raw, RunFinished, SourcePayload, Usage, from_json, parse_custom, to_json
 from hookstream.plugin import coerce_messages
 from hookstream.testing import LoopbackServer, Response
 

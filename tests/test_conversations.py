@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from engine_kit import text_body
-from hookstream import History, InMemoryStore, Message, ToolCallPart, ToolResultPart, chat, get_model, open_store
+from hookstream import Message, ToolCallPart, ToolResultPart, chat, get_model
+from hookstream.stores import History, InMemoryStore, open_store
 from hookstream.testing import LoopbackServer, Response
 from store_kit import postgres
 
@@ -132,7 +133,8 @@ def test_a_restarted_process_resumes_an_approval_from_the_thread_and_store_alone
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT / 'tests')!r})
-        from hookstream import chat, get_model, open_store, tool
+        from hookstream import chat, get_model, tool
+        from hookstream.stores import open_store
         from hookstream.testing import LoopbackServer, Response
         from engine_kit import text_body, tool_body
 

@@ -9,23 +9,22 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hookstream import (
-    ApprovalRequestedPayload,
-    ApprovalRespondedPayload,
-    CustomPayload,
-    HookstreamError,
-    LoopStoppedPayload,
-    MalformedCustomEventError,
-    StreamProcessor,
-    ToolCallRepairedPayload,
-    ToolInputAvailablePayload,
-    parse_custom,
-)
+from hookstream import HookstreamError, StreamProcessor
 from hookstream import _events as E
 from hookstream._agentloop.tools import Tool, tool
 from hookstream._agentloop.values import RepairRequest
 from hookstream._cli.process import command
 from hookstream._messages import ToolCallPart
+from hookstream.errors import MalformedCustomEventError
+from hookstream.events import (
+    ApprovalRequestedPayload,
+    ApprovalRespondedPayload,
+    CustomPayload,
+    LoopStoppedPayload,
+    ToolCallRepairedPayload,
+    ToolInputAvailablePayload,
+    parse_custom,
+)
 from processor_kit import run_end, run_start
 
 # Each payload with its wire value exactly as the engine has always sent it (AG-UI clients read these).

@@ -20,24 +20,11 @@ pytest.importorskip("genai_prices", reason="install hookstream[prices] (requirem
 from engine_kit import MODEL, text_body, tool_body, usage
 from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
-from hookstream import (
-    Cost,
-    ModelCapabilities,
-    RunFinished,
-    StepFinished,
-    Usage,
-    chat,
-    cost_exceeds,
-    final_json,
-    from_json,
-    get_model,
-    models,
-    to_json,
-    tool,
-)
+from hookstream import chat, cost_exceeds, final_json, get_model, models, tool
 from hookstream._prices import cost_of, price_source, priced
 from hookstream._registry import Registry, reset_registry
-from hookstream.plugin import hookimpl
+from hookstream.events import Cost, RunFinished, StepFinished, Usage, from_json, to_json
+from hookstream.plugin import ModelCapabilities, hookimpl
 from hookstream.testing import LoopbackServer, Response
 
 

@@ -1,6 +1,7 @@
-"""The public faces hold: ``hookstream`` (users), ``hookstream.plugin`` (plugin authors) and
-``hookstream.testing`` (test helpers) export what they list, the docs import nothing else, and every
-hookstream class the docs name exists on a face.
+"""The public faces hold: ``hookstream`` and its public modules ``hookstream.events``, ``.errors``,
+``.server`` and ``.stores`` (users), ``hookstream.plugin`` (plugin authors) and ``hookstream.testing``
+(test helpers) export what they list, the docs import nothing else, and every hookstream class the docs
+name exists on a face.
 
 Implementation modules are private (``hookstream._chat``...), as in httpx; these tests keep the docs
 from drifting back to them and keep each face complete for what the docs teach.
@@ -17,7 +18,11 @@ import types
 from pathlib import Path
 
 import hookstream
+import hookstream.errors
+import hookstream.events
 import hookstream.plugin
+import hookstream.server
+import hookstream.stores
 import hookstream.testing
 import pytest
 
@@ -27,11 +32,19 @@ PACKAGE = ROOT / "core" / "hookstream"
 
 FACES: dict[str, types.ModuleType] = {
     "hookstream": hookstream,
+    "hookstream.events": hookstream.events,
+    "hookstream.errors": hookstream.errors,
+    "hookstream.server": hookstream.server,
+    "hookstream.stores": hookstream.stores,
     "hookstream.plugin": hookstream.plugin,
     "hookstream.testing": hookstream.testing,
 }
-USER_FACES = frozenset({"hookstream", "hookstream.testing"})
-PLUGIN_FACES = frozenset({"hookstream", "hookstream.plugin", "hookstream.testing"})
+# The public modules beside ``hookstream`` that group the user face (thin lazy re-exports).
+USER_MODULES = ("hookstream.events", "hookstream.errors", "hookstream.server", "hookstream.stores")
+USER_FACES = frozenset({"hookstream", *USER_MODULES, "hookstream.testing"})
+PLUGIN_FACES = USER_FACES | {"hookstream.plugin"}
+# How many names ``hookstream`` may export: what a user of chat() needs, the rest lives in USER_MODULES.
+MAX_TOP_LEVEL_NAMES = 120
 
 PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "hooks.rst",
                          "installing-plugins.md", "executors.md"})
@@ -142,6 +155,24 @@ def test_lazy_table_matches_all() -> None:
     assert set(dir(hookstream)) >= exported
 
 
+@pytest.mark.parametrize("face", USER_MODULES)
+def test_public_modules_are_lazy_re_exports(face: str) -> None:
+    module = FACES[face]
+    assert (module.__doc__ or "").strip(), f"{face} has no docstring"
+    values = {name: getattr(module, name) for name in module.__all__}
+    defined_here = [name for name, value in values.items()
+                    if isinstance(value, (type, types.FunctionType)) and value.__module__ == face]
+    assert not defined_here, f"{face} defines {defined_here}: a public module only re-exports"
+    # Reachable as an attribute after a bare `import hookstream`, as a package's modules are.
+    assert getattr(hookstream, face.rpartition(".")[2]) is module
+
+
+def test_top_level_stays_small() -> None:
+    assert len(hookstream.__all__) <= MAX_TOP_LEVEL_NAMES, (
+        f"hookstream exports {len(hookstream.__all__)} names (at most {MAX_TOP_LEVEL_NAMES}): group the rest "
+        f"into a public module ({', '.join(USER_MODULES)})")
+
+
 def test_no_public_name_is_taken_from_a_private_face() -> None:
     # hookstream's values come from its own implementation modules, never from the testing kit.
     for name in hookstream.__all__:
@@ -198,7 +229,8 @@ def test_no_public_name_shadows_a_module() -> None:
 def test_only_the_faces_are_public_modules() -> None:
     public = sorted(p.stem for p in PACKAGE.iterdir()
                     if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").exists()))
-    assert public == ["plugin", "testing"], f"public modules beside the faces: {public}"
+    expected = sorted(face.rpartition(".")[2] for face in FACES if face != "hookstream")
+    assert public == expected, f"public modules beside the faces: {public}"
 
 
 def test_chat_is_the_function() -> None:

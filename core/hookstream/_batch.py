@@ -402,7 +402,7 @@ class BatchRun:
 
 def open_output(output: str | os.PathLike[str] | None, fsync: bool = False) -> OutputFile | None:
     """The batch output file at ``output`` (``None``: no file), opened for appending as
-    :class:`BatchRun` expects; raises :class:`~hookstream.BatchInputError` for a file that is not a
+    :class:`BatchRun` expects; raises :class:`~hookstream.errors.BatchInputError` for a file that is not a
     batch output, :class:`OSError` for one that cannot be opened."""
     return OutputFile(output, fsync=fsync) if output is not None else None
 
@@ -467,7 +467,7 @@ def batch(
     and ``loop`` are passed to :func:`hookstream.chat` for every input.
 
     Raises :class:`ValueError` for ``concurrency`` below 1, a cap below 1, or caps with a provider
-    object; :class:`~hookstream.BatchInputError` (while iterating) for a bad input or a
+    object; :class:`~hookstream.errors.BatchInputError` (while iterating) for a bad input or a
     repeated id, or (at once) for an output file that is not a result file. A failing chat does not
     raise: its line carries ``error``.
     """
