@@ -13,17 +13,14 @@ import pytest
 import requests
 from hookstream import chat, get_model
 from hookstream._stream.call import CallOptions, ModelCall
+from hookstream.errors import CorruptFrameError, LineTooLongError, MalformedChunkError, MissingCredentialsError
+from hookstream.events import BaseEvent
 from hookstream.plugin import (
     NDJSON,
     SSE,
-    BaseEvent,
     CallContext,
-    CorruptFrameError,
     Framing,
     HTTPRequest,
-    LineTooLongError,
-    MalformedChunkError,
-    MissingCredentialsError,
     ModelRequest,
     Provider,
     RefreshingToken,

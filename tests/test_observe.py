@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from engine_kit import run, text_body, tool_body
+from hookstream import ToolResultPart
 from hookstream._agentloop.observe import ModelCallInfo, Observer, Observers, RetryInfo, RunInfo, ToolInfo, current
 from hookstream._demo import demo_stream
-from hookstream.plugin import ToolResultPart
 from hookstream.testing import LoopbackServer, Response
 
 MARK: contextvars.ContextVar[str | None] = contextvars.ContextVar("test_observe_mark", default=None)
@@ -239,7 +239,8 @@ class ObserverPlugin:
 
 
 def test_registered_observer_factories(caplog: pytest.LogCaptureFixture) -> None:
-    from hookstream.plugin import Registry, UnknownPluginError
+    from hookstream.errors import UnknownPluginError
+    from hookstream.plugin import Registry
 
     reg = Registry(autoload=False)
     plugin = ObserverPlugin()

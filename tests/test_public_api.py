@@ -167,6 +167,19 @@ def test_public_modules_are_lazy_re_exports(face: str) -> None:
     assert getattr(hookstream, face.rpartition(".")[2]) is module
 
 
+# Names hookstream.plugin shares with the user faces, each on purpose:
+# - Provider: users annotate and pass what get_model() returns (FallbackModel takes a list of them);
+#   plugin authors subclass it.
+PLUGIN_SHARES = frozenset({"Provider"})
+
+
+def test_plugin_face_does_not_repeat_the_user_face() -> None:
+    # Plugins import messages, events, errors... from the user faces; the SDK holds what only they need.
+    user = set().union(*(set(FACES[face].__all__) for face in ("hookstream", *USER_MODULES)))
+    shared = set(hookstream.plugin.__all__) & user
+    assert shared == PLUGIN_SHARES, f"hookstream.plugin re-exports user-face names: {sorted(shared - PLUGIN_SHARES)}"
+
+
 def test_top_level_stays_small() -> None:
     assert len(hookstream.__all__) <= MAX_TOP_LEVEL_NAMES, (
         f"hookstream exports {len(hookstream.__all__)} names (at most {MAX_TOP_LEVEL_NAMES}): group the rest "

@@ -1,11 +1,20 @@
-"""The plugin SDK: everything a provider, chunk-strategy, tool-executor, stop-condition or observer
-plugin needs, in one import.
+"""The plugin SDK: what a provider, chunk-strategy, tool-executor, stop-condition, observer or
+authenticator plugin needs beyond the user face.
 
 A provider plugin subclasses :class:`Provider`, builds an :class:`HTTPRequest` from a
 :class:`ModelRequest`, and maps the provider's SSE events to AG-UI events with a
 :class:`StreamBuilder`; every plugin registers its parts from functions marked :data:`hookimpl`
-(hooks and their arguments: the hook reference ``docs/hooks.rst``, generated from the hook specs). Test your
-plugin with :mod:`hookstream.testing`. Nothing else in hookstream is needed or promised to plugins.
+(hooks and their arguments: the hook reference ``docs/hooks.rst``, generated from the hook specs).
+:class:`ModelCall` runs one model call of a provider as the engine does (retries, time limits, the
+provider's error mapping) and :class:`StepAccumulator` folds its events into a :class:`hookstream.StepResult`,
+for a plugin's own tests; test helpers are in :mod:`hookstream.testing`.
+
+What users see is not repeated here: import messages (``Message``, ``TextPart``...), tools, stop
+conditions, chunk strategies, ``Observer`` and ``get_registry`` from :mod:`hookstream`, events from
+:mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` from
+:mod:`hookstream.server`. The one name on both faces is :class:`Provider` (users annotate what
+:func:`hookstream.get_model` returns; plugin authors subclass it). Nothing else in hookstream is needed or
+promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
 """
@@ -14,72 +23,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._agentloop.observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
-from ._agentloop.stop import StopCondition
-from ._errors import (
-    AGUIInputError,
-    AuthenticationError,
-    BadRequestError,
-    CallbackError,
-    CancelledError,
-    ConnectError,
-    ConnectionClosedError,
-    CorruptFrameError,
-    HookstreamError,
-    HTTPStatusError,
-    LineTooLongError,
-    MalformedChunkError,
-    MissingAPIKeyError,
-    MissingCredentialsError,
-    NotEventStreamError,
-    NotFoundError,
-    PartialJSONError,
-    PluginError,
-    ProviderError,
-    RateLimitError,
-    ResumeError,
-    RunFailedError,
-    ServerError,
-    StreamTimeoutError,
-    ToolError,
-    TransportError,
-    UnknownPluginError,
-    UnknownToolCallError,
-    error_for_status,
-)
-from ._events import (
-    PROTOCOL_VERSION,
-    BaseEvent,
-    Cost,
-    Custom,
-    Event,
-    FinishReason,
-    Interrupt,
-    Outcome,
-    Raw,
-    ReasoningEncryptedValue,
-    ReasoningEnd,
-    ReasoningMessageContent,
-    ReasoningMessageEnd,
-    ReasoningMessageStart,
-    ReasoningStart,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StepFinished,
-    StepStarted,
-    TextMessageContent,
-    TextMessageEnd,
-    TextMessageStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallResult,
-    ToolCallStart,
-    Usage,
-    from_json,
-    parse_arguments,
-    to_json,
-)
+from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo
+from ._errors import error_for_status
+from ._events import parse_arguments
 from ._hookspecs import (
     AuthenticatorRegistrar,
     ChunkStrategyRegistrar,
@@ -93,27 +39,13 @@ from ._hookspecs import (
 )
 from ._json_data import json_loads
 from ._lazy import lazy_attributes
-from ._messages import (
-    FilePart,
-    Message,
-    Part,
-    ReasoningPart,
-    Role,
-    SourcePart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    coerce_messages,
-    detect_media_type,
-    tool_output_text,
-)
+from ._messages import coerce_messages, detect_media_type, tool_output_text
 from ._prices import ModelCapabilities
 from ._processing.processor import resolve_strategy
-from ._processing.strategies import ChunkStrategy, ImmediateStrategy, TimedChunkStrategy
-from ._registry import PluginFailure, PluginInfo, Registry, get_registry, reset_registry
+from ._processing.strategies import TimedChunkStrategy
+from ._registry import PluginFailure, PluginInfo, Registry, reset_registry
 from ._secrets import SECRET_HEADERS, Secret
-from ._server.auth import Principal
-from ._stream.accumulate import StepResult, merge_metadata
+from ._stream.accumulate import StepAccumulator, merge_metadata
 from ._stream.builder import StreamBuilder, new_id
 from ._stream.credentials import RefreshingToken
 from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
@@ -130,23 +62,20 @@ if TYPE_CHECKING:
         run_request,
         tool_ref,
     )
-    from ._agentloop.tools import CancellationToken, Tool, ToolContext
-    from ._batch import BatchResult, BatchRun, ChatRunner, Runner, chat_options, open_output
-    from ._batch_file import BatchInput
-    from ._ratelimit import Limiter, Permit, RateLimiter
+    from ._batch import ChatRunner, Runner, chat_options, open_output
+    from ._ratelimit import Limiter, Permit
+    from ._stream.call import CallOptions, ModelCall
 
-# The batch driver pulls in the whole agent loop, and tool execution, rate limits and batch input are
-# for plugins that run tools or batches; every plugin imports this module at start-up (for ``hookimpl``)
-# and a provider plugin needs none of them, so these names load on first use (PEP 562).
+# The batch driver pulls in the whole agent loop, and tool execution, rate limits and model calls are
+# for plugins that run tools, batches or their own tests; every plugin imports this module at start-up
+# (for ``hookimpl``) and a provider plugin needs none of them, so these names load on first use (PEP 562).
 _LAZY = {
-    **{name: "hookstream._batch" for name in ("BatchResult", "BatchRun", "ChatRunner", "Runner", "chat_options",
-                                             "open_output")},
-    "BatchInput": "hookstream._batch_file",
+    **{name: "hookstream._batch" for name in ("ChatRunner", "Runner", "chat_options", "open_output")},
     **{name: "hookstream._agentloop.executors" for name in ("ToolCallRequest", "ToolExecutor", "error_part",
                                                              "resolve_tool", "run_calls", "run_request",
                                                              "tool_ref")},
-    **{name: "hookstream._ratelimit" for name in ("Limiter", "Permit", "RateLimiter")},
-    **{name: "hookstream._agentloop.tools" for name in ("CancellationToken", "Tool", "ToolContext")},
+    **{name: "hookstream._ratelimit" for name in ("Limiter", "Permit")},
+    **{name: "hookstream._stream.call" for name in ("CallOptions", "ModelCall")},
 }
 
 
@@ -155,129 +84,52 @@ __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "NDJSON",
-    "PROTOCOL_VERSION",
     "SECRET_HEADERS",
     "SSE",
-    "AGUIInputError",
-    "AuthenticationError",
     "AuthenticatorRegistrar",
-    "BadRequestError",
-    "BaseEvent",
-    "BatchInput",
-    "BatchResult",
-    "BatchRun",
     "CallContext",
-    "CallbackError",
-    "CancellationToken",
-    "CancelledError",
+    "CallOptions",
     "ChatRunner",
-    "ChunkStrategy",
     "ChunkStrategyRegistrar",
-    "ConnectError",
-    "ConnectionClosedError",
-    "CorruptFrameError",
-    "Cost",
-    "Custom",
-    "Event",
-    "FilePart",
-    "FinishReason",
     "Framing",
     "HTTPRequest",
-    "HTTPStatusError",
-    "HookstreamError",
-    "ImmediateStrategy",
-    "Interrupt",
     "Limiter",
-    "LineTooLongError",
-    "MalformedChunkError",
-    "Message",
-    "MissingAPIKeyError",
-    "MissingCredentialsError",
+    "ModelCall",
     "ModelCallInfo",
     "ModelCapabilities",
     "ModelRegistrar",
     "ModelRequest",
     "NDJSONFraming",
-    "NotEventStreamError",
-    "NotFoundError",
-    "Observer",
     "ObserverRegistrar",
-    "Outcome",
     "OutputFormat",
-    "Part",
-    "PartialJSONError",
     "Permit",
-    "PluginError",
     "PluginFailure",
     "PluginInfo",
-    "Principal",
     "Provider",
-    "ProviderError",
     "ProviderRegistrar",
-    "RateLimitError",
-    "RateLimiter",
-    "Raw",
-    "ReasoningEncryptedValue",
-    "ReasoningEnd",
-    "ReasoningMessageContent",
-    "ReasoningMessageEnd",
-    "ReasoningMessageStart",
-    "ReasoningPart",
-    "ReasoningStart",
     "RefreshingToken",
     "Registry",
-    "ResumeError",
     "RetryInfo",
-    "Role",
-    "RunError",
-    "RunFailedError",
-    "RunFinished",
     "RunInfo",
-    "RunStarted",
     "Runner",
     "SSEEvent",
     "SSEFraming",
     "Secret",
-    "ServerError",
-    "SourcePart",
-    "StepFinished",
-    "StepResult",
-    "StepStarted",
-    "StopCondition",
+    "StepAccumulator",
     "StopConditionRegistrar",
     "StreamBuilder",
-    "StreamTimeoutError",
-    "TextMessageContent",
-    "TextMessageEnd",
-    "TextMessageStart",
-    "TextPart",
     "TimedChunkStrategy",
-    "Tool",
-    "ToolCallArgs",
-    "ToolCallEnd",
-    "ToolCallPart",
     "ToolCallRequest",
-    "ToolCallResult",
-    "ToolCallStart",
-    "ToolContext",
-    "ToolError",
     "ToolExecutor",
     "ToolExecutorRegistrar",
     "ToolInfo",
-    "ToolResultPart",
     "ToolSpec",
-    "TransportError",
-    "UnknownPluginError",
-    "UnknownToolCallError",
-    "Usage",
     "chat_options",
     "coerce_messages",
     "default_error_reader",
     "detect_media_type",
     "error_for_status",
     "error_part",
-    "from_json",
-    "get_registry",
     "hookimpl",
     "hookspec",
     "json_loads",
@@ -292,7 +144,6 @@ __all__ = [
     "resolve_tool",
     "run_calls",
     "run_request",
-    "to_json",
     "tool_output_text",
     "tool_ref",
 ]

@@ -44,20 +44,18 @@ import requests.adapters
 import urllib3
 from requests.structures import CaseInsensitiveDict
 
+from hookstream import HookstreamError, Message
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Usage
 from hookstream.plugin import (
     NDJSON,
-    BaseEvent,
     CallContext,
-    HookstreamError,
     HTTPRequest,
-    MalformedChunkError,
-    Message,
     ModelRequest,
     OutputFormat,
     Provider,
     StreamBuilder,
     ToolSpec,
-    Usage,
     new_id,
     tool_output_text,
 )
@@ -306,7 +304,7 @@ class _FakeTransport(requests.adapters.BaseAdapter):
 
 class FunctionModel(Provider):
     """A model whose every reply is ``fn(messages, info)``: ``messages`` the call's provider-neutral
-    messages (:class:`~hookstream.plugin.Message`, a fresh list), ``info`` a :class:`ModelInfo`
+    messages (:class:`~hookstream.Message`, a fresh list), ``info`` a :class:`ModelInfo`
     (step number, tools offered, tool choice, structured output, options). ``fn`` returns a
     :class:`Reply`, a str (the text), a :class:`ToolCall` or a list of them, or raises
     :class:`ModelError` for an HTTP error status. Any other exception ends the step with

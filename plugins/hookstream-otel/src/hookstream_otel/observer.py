@@ -47,19 +47,9 @@ from contextvars import Token
 from typing import Any
 from urllib.parse import urlsplit
 
-from hookstream.plugin import (
-    BaseEvent,
-    ModelCallInfo,
-    Observer,
-    RetryInfo,
-    RunInfo,
-    TextMessageContent,
-    ToolCallArgs,
-    ToolCallStart,
-    ToolInfo,
-    ToolResultPart,
-    tool_output_text,
-)
+from hookstream import Observer, ToolResultPart
+from hookstream.events import BaseEvent, TextMessageContent, ToolCallArgs, ToolCallStart
+from hookstream.plugin import ModelCallInfo, RetryInfo, RunInfo, ToolInfo, tool_output_text
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode

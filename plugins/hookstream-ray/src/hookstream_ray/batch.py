@@ -1,7 +1,7 @@
 """Batch runs on a Ray cluster (``hookstream batch --ray``): the chats run as Ray actor tasks in worker
 processes spread over the cluster's nodes, under one rate limiter that a Ray actor holds.
 
-The driver (the process that calls :func:`batch`) is hookstream's own :class:`hookstream.plugin.BatchRun`:
+The driver (the process that calls :func:`batch`) is hookstream's own :class:`hookstream.BatchRun`:
 it reads the inputs, skips the ids already in the output file, writes each result as one whole line,
 stops on ``fail_fast``, and shows progress, exactly as a batch on threads does, so the output file is
 the same. Only where each chat runs changes: ``concurrency`` driver threads each hand one input at a
@@ -28,7 +28,7 @@ functions of a module under the driver's current directory (``--tool mytools:sea
 Leaving early: :meth:`BatchRun.stop`, ``break`` or Ctrl-C stop every worker's chats (they get no line
 and run again next time); when the driver process dies, Ray ends its actors with it.
 
-Thread safety: as :class:`hookstream.plugin.BatchRun`.
+Thread safety: as :class:`hookstream.BatchRun`.
 """
 
 from __future__ import annotations
@@ -43,19 +43,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hookstream.plugin import (
-    BatchInput,
-    BatchResult,
-    BatchRun,
-    ChatRunner,
-    Permit,
-    RateLimiter,
-    Secret,
-    Tool,
-    chat_options,
-    get_registry,
-    open_output,
-)
+from hookstream import BatchInput, BatchResult, BatchRun, RateLimiter, Tool, get_registry
+from hookstream.plugin import ChatRunner, Permit, Secret, chat_options, open_output
 
 if TYPE_CHECKING:
     from hookstream import LoopSettings, Timeouts
