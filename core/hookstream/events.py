@@ -2,6 +2,9 @@
 
 The event classes follow the AG-UI 1.0 protocol (https://docs.ag-ui.com/concepts/events; field names are
 snake_case here, camelCase on the wire), plus hookstream's ``SUBAGENT_*`` events for an agent used as a tool.
+hookstream's own runs send the expanded forms; the ``*_CHUNK`` convenience events, ``ACTIVITY_*`` and
+``MESSAGES_SNAPSHOT`` (with :class:`AGUIMessage`, whose roles are :data:`MESSAGE_ROLES`) come from other
+AG-UI servers and are read by :class:`hookstream.StreamProcessor`.
 :func:`to_json` / :func:`from_json` convert one event to and from its wire JSON text, :func:`to_dict` /
 :func:`from_dict` to and from the decoded JSON object, and :func:`to_sse` frames a stream of events as
 AG-UI SSE (one ``bytes`` frame per event, for an HTTP response). ``CUSTOM`` events the agent loop sends
@@ -31,17 +34,25 @@ if TYPE_CHECKING:
         parse_custom,
     )
     from ._events import (
+        MESSAGE_ROLES,
         PROTOCOL_VERSION,
+        ActivityDelta,
+        ActivitySnapshot,
+        AGUIFunctionCall,
+        AGUIMessage,
+        AGUIToolCall,
         BaseEvent,
         Cost,
         Custom,
         Event,
         FinishReason,
         Interrupt,
+        MessagesSnapshot,
         Outcome,
         Raw,
         ReasoningEncryptedValue,
         ReasoningEnd,
+        ReasoningMessageChunk,
         ReasoningMessageContent,
         ReasoningMessageEnd,
         ReasoningMessageStart,
@@ -56,10 +67,12 @@ if TYPE_CHECKING:
         SubagentError,
         SubagentFinished,
         SubagentStarted,
+        TextMessageChunk,
         TextMessageContent,
         TextMessageEnd,
         TextMessageStart,
         ToolCallArgs,
+        ToolCallChunk,
         ToolCallEnd,
         ToolCallResult,
         ToolCallStart,
@@ -71,7 +84,9 @@ if TYPE_CHECKING:
         to_sse,
     )
 
-_EVENTS = ("PROTOCOL_VERSION", "BaseEvent", "Cost", "Custom", "Event", "FinishReason", "Interrupt", "Outcome", "Raw",
+_EVENTS = ("MESSAGE_ROLES", "PROTOCOL_VERSION", "AGUIFunctionCall", "AGUIMessage", "AGUIToolCall", "ActivityDelta",
+           "ActivitySnapshot", "MessagesSnapshot", "ReasoningMessageChunk", "TextMessageChunk", "ToolCallChunk",
+           "BaseEvent", "Cost", "Custom", "Event", "FinishReason", "Interrupt", "Outcome", "Raw",
            "ReasoningEncryptedValue", "ReasoningEnd", "ReasoningMessageContent", "ReasoningMessageEnd",
            "ReasoningMessageStart", "ReasoningStart", "RunError", "RunFinished", "RunStarted", "StateDelta",
            "StateSnapshot", "StepFinished", "StepStarted", "SubagentError", "SubagentFinished", "SubagentStarted",
@@ -85,7 +100,13 @@ __getattr__, __dir__ = lazy_attributes(__name__, {**{name: "hookstream._events" 
                                                   **{name: "hookstream._custom" for name in _PAYLOADS}})
 
 __all__ = [
+    "MESSAGE_ROLES",
     "PROTOCOL_VERSION",
+    "AGUIFunctionCall",
+    "AGUIMessage",
+    "AGUIToolCall",
+    "ActivityDelta",
+    "ActivitySnapshot",
     "ApprovalRequestedPayload",
     "ApprovalRespondedPayload",
     "BaseEvent",
@@ -97,10 +118,12 @@ __all__ = [
     "FinishReason",
     "Interrupt",
     "LoopStoppedPayload",
+    "MessagesSnapshot",
     "Outcome",
     "Raw",
     "ReasoningEncryptedValue",
     "ReasoningEnd",
+    "ReasoningMessageChunk",
     "ReasoningMessageContent",
     "ReasoningMessageEnd",
     "ReasoningMessageStart",
@@ -116,10 +139,12 @@ __all__ = [
     "SubagentError",
     "SubagentFinished",
     "SubagentStarted",
+    "TextMessageChunk",
     "TextMessageContent",
     "TextMessageEnd",
     "TextMessageStart",
     "ToolCallArgs",
+    "ToolCallChunk",
     "ToolCallEnd",
     "ToolCallRepairedPayload",
     "ToolCallResult",

@@ -1,5 +1,6 @@
 """The public testing kit: loopback server, fault server, grammar checker, recorded-body replay,
-conformance runner, the offline demo's server and tools, and fake models (``FunctionModel``,
+conformance runner, the offline demo's server, tools and AG-UI backend, an in-process runner for the
+``hookstream`` command line, and fake models (``FunctionModel``,
 ``TestModel``) that stand in for a provider without HTTP.
 
 Plugin authors use these in their own test suites; hookstream's own tests use nothing else. Everything
@@ -7,8 +8,9 @@ is importable from here; the submodules (``server``, ``faults``, ``grammar``, ``
 the implementation and their docstrings.
 """
 
+from .cli import run_cli
 from .conformance import Recording, check_recording, find_corpus, recordings
-from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_server, demo_tools
+from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_factory, demo_server, demo_tools
 from .fake_models import FunctionModel, ModelError, ModelInfo, Reply, TestModel, ToolCall
 from .faults import FAULTS, FaultServer
 from .grammar import GrammarError, check_events
@@ -35,10 +37,12 @@ __all__ = [
     "ToolCall",
     "check_events",
     "check_recording",
+    "demo_factory",
     "demo_server",
     "demo_tools",
     "find_corpus",
     "recordings",
     "replay_body",
+    "run_cli",
     "schema_example",
 ]
