@@ -11,8 +11,8 @@ import pytest
 from engine_kit import frame, run, text_body, text_pieces, tool_body
 from holdkit import NEVER, held
 from hookstream import Callbacks, ToolContext, get_model
-from hookstream._errors import CancelledError, RateLimitError, StreamTimeoutError
 from hookstream._stream.retry import backoff_delay
+from hookstream.errors import CancelledError, RateLimitError, StreamTimeoutError
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 
 
@@ -144,7 +144,7 @@ def test_run_timeout_while_a_tool_runs() -> None:
 def test_slow_consumer_is_not_idle() -> None:
     with LoopbackServer([Response(text_body("a", "b", "c"))]) as srv:
         from engine_kit import MODEL
-        from hookstream._chat import chat
+        from hookstream import chat
 
         # The whole body is already sent: only the consumer is slow, and that time is not idle time.
         stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", timeouts={"idle": 0.5})
@@ -178,7 +178,7 @@ def cancel_when(stream: Any, predicate: Any, gate: threading.Event | None = None
 
 def test_cancel_mid_text_from_another_thread() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
     from hookstream.testing import check_events
 
     # The server holds the stream open (keepalives) until the test lets go: the run can only end
@@ -197,7 +197,7 @@ def test_cancel_mid_text_from_another_thread() -> None:
 
 def test_cancel_mid_tool_from_another_thread() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
     from hookstream.testing import check_events
 
     tokens: list[Any] = []
@@ -279,7 +279,7 @@ def test_callbacks_on_error() -> None:
 
 def test_callbacks_on_abort() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
 
     rec = Recorder()
     with held(text_pieces("Hel")[:2]) as (resp, _hold), LoopbackServer([resp]) as srv:
@@ -292,7 +292,7 @@ def test_callbacks_on_abort() -> None:
 
 def test_consumer_that_stops_early_aborts_the_run() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
 
     rec = Recorder()
     with held(text_pieces("a", "b")[:3]) as (resp, _hold), LoopbackServer([resp]) as srv:
@@ -317,7 +317,7 @@ def test_a_raising_observer_does_not_break_the_run() -> None:
 @pytest.mark.parametrize("when", ["before", "during"])
 def test_cancel_before_or_during_retry_wait(when: str) -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
 
     # Retry-After 30 s: were the wait not broken by cancel(), the retry would reach the server.
     asked = threading.Event()

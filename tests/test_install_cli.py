@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from hookstream._errors import UnknownPluginError
-from hookstream._registry import FIRST_PARTY, KINDS, Registry
+from hookstream._registry import FIRST_PARTY, KINDS
+from hookstream.errors import UnknownPluginError
+from hookstream.plugin import Registry
 from test_registry import make_dist, run_cli
 
 

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hookstream._errors import UnknownPluginError
-from hookstream._registry import Registry
+from hookstream.errors import UnknownPluginError
+from hookstream.plugin import Registry
 
 
 def make_dist(tmp: Path, name: str, module_src: str) -> Path:

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 import requests
-from click.testing import CliRunner
-from hookstream._cli.serve import command, is_loopback
+from hookstream._cli.serve import is_loopback
 from hookstream.server import JWTAuthenticator, Principal, ServerLimits, TokenAuthenticator, make_app
 from hookstream.stores import InMemoryStore
+from hookstream.testing import run_cli
 
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 jwt = pytest.importorskip("jwt", reason="JWT authentication needs PyJWT: pip install 'hookstream[serve]'")
@@ -232,7 +232,7 @@ def test_serve_with_jwt_answers_401_for_bad_tokens(issuer: _Issuer) -> None:
 
 
 def test_non_loopback_without_auth_is_refused() -> None:
-    done = CliRunner().invoke(command, ["--demo", "--host", "0.0.0.0", "--port", "0"])
+    done = run_cli(["serve", "--demo", "--host", "0.0.0.0", "--port", "0"])
     assert done.exit_code == 2 and "without authentication" in done.output and "--no-auth" in done.output
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
@@ -347,8 +347,7 @@ def _call(app: Any, environ: dict[str, Any]) -> tuple[str, dict[str, str], bytes
 
 
 def test_a_plugin_authenticator_by_name() -> None:
-    from hookstream._registry import Registry, reset_registry
-    from hookstream.plugin import hookimpl
+    from hookstream.plugin import Registry, hookimpl, reset_registry
 
     class Plugin:
         @hookimpl

@@ -19,17 +19,13 @@ from typing import Any
 import hookstream
 import pytest
 from hookstream import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._events import Outcome, ReasoningMessageContent, ReasoningMessageEnd, ReasoningMessageStart
-from hookstream._server.ui_message_stream import (
-    UI_MESSAGE_STREAM_HEADERS,
-    messages_from_ui,
-    parse_chat_request,
-    resume_entries,
-    ui_message_chunks,
-)
 from hookstream.events import (
     Custom,
     Interrupt,
+    Outcome,
+    ReasoningMessageContent,
+    ReasoningMessageEnd,
+    ReasoningMessageStart,
     RunError,
     RunFinished,
     RunStarted,
@@ -43,13 +39,19 @@ from hookstream.events import (
     ToolCallResult,
     ToolCallStart,
 )
-from hookstream.server import make_app
+from hookstream.server import (
+    UI_MESSAGE_STREAM_HEADERS,
+    make_app,
+    messages_from_ui,
+    parse_chat_request,
+    resume_entries,
+    ui_message_chunks,
+)
 from hookstream.stores import InMemoryStore
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
-from hookstream._server.demo import demo_factory
-from hookstream.testing import DEMO_PROMPT, demo_server, demo_tools
+from hookstream.testing import DEMO_PROMPT, demo_factory, demo_server, demo_tools
 
 # -- helpers --------------------------------------------------------------------------------------------
 
