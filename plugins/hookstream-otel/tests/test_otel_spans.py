@@ -16,9 +16,8 @@ import pytest
 pytest.importorskip("opentelemetry.sdk", reason="install hookstream-otel[cli] (opentelemetry-sdk) for these tests")
 pytest.importorskip("hookstream_openai", reason="the demo speaks OpenAI Chat Completions: install the plugin")
 
-from hookstream import chat, get_model
-from hookstream._demo import demo_stream
-from hookstream.testing import LoopbackServer, Response
+from hookstream import ChatStream, chat, get_model
+from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, LoopbackServer, Response, demo_server, demo_tools
 from hookstream_otel import OtelObserver, make_observer
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
@@ -27,6 +26,14 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+
+
+def demo_stream(*, delay: float = 0, observers: list[Any]) -> tuple[LoopbackServer, ChatStream]:
+    """The offline demo's run (``hookstream chat --demo``) with ``observers``; the caller stops the server."""
+    server = demo_server(delay=delay)
+    model = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
+    return server, chat(model, DEMO_PROMPT, tools=demo_tools(), max_steps=4, observers=observers)
+
 
 
 def _frame(delta: dict[str, Any] | None, finish: str | None = None, usage: bool = False) -> bytes:
