@@ -338,3 +338,42 @@ def test_no_exception_class_is_defined_outside_the_root() -> None:
                 if bases and len(bases) == len(node.bases) and set(bases) <= builtin_exceptions:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}({', '.join(bases)})")
     assert not offenders, "exceptions that do not derive from HookstreamError:\n" + "\n".join(offenders)
+
+
+# -- (f) tests go through the public faces ------------------------------------------------------------
+
+# The share of test files that may import a private module (``hookstream._x``): the tests of internals
+# (the transport's chunked reads, the engine's thread pool, the CLI's renderers, the hook specs...).
+MAX_PRIVATE_TEST_SHARE = 0.15
+
+
+def suite_files() -> list[Path]:
+    return sorted([*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("plugins/*/tests/test_*.py")])
+
+
+def private_imports(path: Path) -> set[str]:
+    """The private hookstream modules ``path`` imports (``from hookstream._x import``, ``import
+    hookstream._x``, ``from hookstream import _x``), anywhere in the file."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            parts = node.module.split(".")
+            if parts[0] == "hookstream" and any(p.startswith("_") for p in parts[1:]):
+                found.add(node.module)
+            elif node.module == "hookstream":
+                found.update(f"hookstream.{a.name}" for a in node.names if a.name.startswith("_"))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names
+                         if a.name.startswith("hookstream.") and any(p.startswith("_") for p in a.name.split(".")[1:]))
+    return found
+
+
+def test_tests_use_the_public_faces() -> None:
+    files = suite_files()
+    assert len(files) >= 100
+    private = {str(f.relative_to(ROOT)): sorted(mods) for f in files if (mods := private_imports(f))}
+    share = len(private) / len(files)
+    assert share <= MAX_PRIVATE_TEST_SHARE, (
+        f"{len(private)} of {len(files)} test files ({share:.0%}) import private modules (at most "
+        f"{MAX_PRIVATE_TEST_SHARE:.0%}); import from the public faces instead:\n"
+        + "\n".join(f"{name}: {mods}" for name, mods in sorted(private.items())))
