@@ -4,15 +4,16 @@
 Two ``clients.py hookstream`` workers run the same text stream, measured as bench_pipeline.py measures
 (server in its own process, each worker's own CPU time, one warm-up run, interleaved rounds, medians):
 
-* **otel installed**: the environment without any ``OTEL_*`` variable, so hookstream-otel's observer
-  factory builds an ``OtelObserver`` for every run on the OpenTelemetry API's global providers, which
-  nobody set (the API's proxy, no-op): the run pays the observer fan-out, the run's own
-  ``contextvars`` context and the no-op spans;
-* **otel blocked**: the same environment plus ``HOOKSTREAM_BLOCK_PLUGINS=otel``: no observer at all.
+* **otel installed**: the environment without any ``OTEL_*`` variable, so hookstream-otel's run hooks
+  (``hookstream_run_start``, the ``hookstream_model_call`` and ``hookstream_tool_call`` wrappers...)
+  are on for every run but find OpenTelemetry unconfigured (nobody set a global provider) and hand
+  every result back untouched: the run pays the hook calls and the run's own ``contextvars`` context;
+* **otel blocked**: the same environment plus ``HOOKSTREAM_BLOCK_PLUGINS=otel``: no run hooks at all.
 
-Before measuring, a probe process with each environment reports which observers a run gets and what
-the global tracer provider is, so the figure cannot silently compare two identical set-ups. The
-judged figure is the ratio of the median CPU times: at most 1.05 (within 5%).
+Before measuring, a probe process with each environment reports which installed plugins have run
+hooks, whether the otel hooks would trace, and what the global tracer provider is, so the figure cannot
+silently compare two identical set-ups. The judged figure is the ratio of the median CPU times: at most
+1.05 (within 5%).
 """
 
 from __future__ import annotations
@@ -33,14 +34,18 @@ from bench_pipeline import Row, Server, Worker, close_all, measure, med, row  # 
 BLOCK_ENV = "HOOKSTREAM_BLOCK_PLUGINS"
 TARGET = 1.05
 
-# Run in a child with each environment: the observers a new run gets, and the global tracer provider
-# after the factories ran (the otel factory configures the SDK only when an exporter is asked for).
+# Run in a child with each environment: the installed plugins with run hooks (on for every run), whether
+# the otel hooks would trace (they configure the SDK only when an exporter is asked for), and the global
+# tracer provider after that.
 PROBE = """
 import json
 import hookstream
+from hookstream_otel.plugin import global_plugin
+registry = hookstream.get_registry()
+run_plugins = sorted(name for name, info in registry.plugins.items() if info.run_hooks)
+tracing = global_plugin() is not None
 from opentelemetry import trace
-observers = hookstream.get_registry().observers()
-print(json.dumps({"observers": [type(o).__module__ + "." + type(o).__name__ for o in observers],
+print(json.dumps({"run_plugins": run_plugins, "tracing": tracing,
                   "tracer_provider": type(trace.get_tracer_provider()).__name__}))
 """
 
@@ -69,15 +74,14 @@ def check_setups(installed: dict[str, Any], blocked: dict[str, Any]) -> str | No
     """Why the two set-ups are not the ones to compare, or None when they are."""
     if "error" in installed:
         return f"hookstream-otel or opentelemetry-api not importable: {installed['error']}"
-    otel = [o for o in installed["observers"] if o.startswith("hookstream_otel.")]
-    if not otel:
-        return f"hookstream-otel is not installed (a run's observers: {installed['observers']})"
-    if installed["tracer_provider"] != "ProxyTracerProvider":
+    if "otel" not in installed["run_plugins"]:
+        return f"hookstream-otel is not installed (plugins with run hooks: {installed['run_plugins']})"
+    if installed["tracing"] or installed["tracer_provider"] != "ProxyTracerProvider":
         return f"a global tracer provider is set ({installed['tracer_provider']}): an exporter is configured"
     if "error" in blocked:
         return f"the blocked set-up failed: {blocked['error']}"
-    if any(o.startswith("hookstream_otel.") for o in blocked["observers"]):
-        return f"{BLOCK_ENV}=otel did not block the plugin ({blocked['observers']})"
+    if "otel" in blocked["run_plugins"]:
+        return f"{BLOCK_ENV}=otel did not block the plugin ({blocked['run_plugins']})"
     return None
 
 
@@ -105,7 +109,7 @@ def bench_observer(url: str, n: int, rounds: int) -> list[Row]:
         f"{with_cpu / n * 1e6:.2f} vs {without_cpu / n * 1e6:.2f} µs CPU/chunk = {ratio:.3f}x (elapsed "
         f"{with_wall / n * 1e6:.1f} vs {without_wall / n * 1e6:.1f} µs = {with_wall / without_wall:.3f}x)",
         ratio, f"CPU within 5% (<= {TARGET:.2f}x)", ratio <= TARGET,
-        chunks=n, rounds=rounds, observers=setups["otel-installed"]["observers"],
+        chunks=n, rounds=rounds, run_plugins=setups["otel-installed"]["run_plugins"],
         installed_cpu_s=[r["cpu"] for r in res["otel-installed"]],
         blocked_cpu_s=[r["cpu"] for r in res["otel-blocked"]],
         installed_wall_s=[r["wall"] for r in res["otel-installed"]],

@@ -412,41 +412,104 @@ def _child_cpu(cmd: list[str], env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+# Entry points of the core distribution itself: loaded in every process, never blocked here.
+CORE_PLUGINS = ("builtins", "replay")
+
+
+def installed_plugins() -> list[str]:
+    """Entry-point names of the ``hookstream`` group that are not the core's own (:data:`CORE_PLUGINS`)."""
+    import importlib.metadata
+
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group="hookstream")} - set(CORE_PLUGINS))
+
+
+# Run in a child per plugin: the registry with the core's built-ins only, then that plugin's entry point
+# loaded and registered as the registry does it, its CPU time printed (what the plugin adds to any start).
+PLUGIN_PROBE = """
+import importlib.metadata, os, sys, time
+os.environ["HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+from hookstream._registry import Registry
+registry = Registry()
+(ep,) = [e for e in importlib.metadata.entry_points(group="hookstream") if e.name == sys.argv[1]]
+t = time.process_time()
+info = registry.add_plugin(ep.load(), ep.name, ep.dist.name if ep.dist else None, None)
+cpu = time.process_time() - t
+assert info is not None and not registry.failures, registry.failures
+print(cpu)
+"""
+
+
+def _plugin_cpu(name: str, env: dict[str, str]) -> float:
+    out = subprocess.run([sys.executable, "-c", PLUGIN_PROBE, name], env=env, check=True, capture_output=True,
+                         text=True)
+    return float(out.stdout.split()[-1])
+
+
 def bench_startup(rounds: int, peer_venvs: Sequence[str]) -> list[Row]:
-    """CPU seconds of fresh processes: bare interpreter, ``import hookstream``, ``hookstream replay``."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: .pyc kept
+    """CPU seconds of fresh processes: bare interpreter, ``import requests`` (the floor of any command that
+    speaks HTTP), ``import hookstream``, ``hookstream replay`` and ``hookstream --version`` with every
+    installed plugin and with only the core's entry points (``HOOKSTREAM_BLOCK_PLUGINS`` naming every
+    other one); and what each plugin adds to a start, measured inside a child (:data:`PLUGIN_PROBE`:
+    loading and registering its entry point, imports included), since a few milliseconds are within the
+    noise of whole-process figures (issue 30: registration names things; heavy modules load on first use)."""
+    env = {k: v for k, v in os.environ.items()  # as installed: .pyc kept; every plugin loaded
+           if k not in ("PYTHONDONTWRITEBYTECODE", "HOOKSTREAM_BLOCK_PLUGINS", "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD")}
+    plugins = installed_plugins()
     with tempfile.TemporaryDirectory() as tmp:
         body = Path(tmp) / "short.sse"
         body.write_bytes(b"".join(sse_server.scenario("openai-text-20")))
         script = Path(sys.executable).parent / "hookstream"
-        replay = [str(script)] if script.exists() else [sys.executable, "-m", "hookstream"]
-        cmds: dict[str, list[str]] = {
-            "python": [sys.executable, "-c", "pass"],
-            "import": [sys.executable, "-c", "import hookstream"],
-            "replay": [*replay, "replay", "--provider", "openai", str(body)],
+        hookstream = [str(script)] if script.exists() else [sys.executable, "-m", "hookstream"]
+        cmds: dict[str, tuple[list[str], dict[str, str]]] = {
+            "python": ([sys.executable, "-c", "pass"], env),
+            "requests": ([sys.executable, "-c", "import requests"], env),
+            "import": ([sys.executable, "-c", "import hookstream"], env),
+            "replay": ([*hookstream, "replay", "--provider", "openai", str(body)], env),
+            "version": ([*hookstream, "--version"], env),
+            "version:core": ([*hookstream, "--version"], {**env, "HOOKSTREAM_BLOCK_PLUGINS": ",".join(plugins)}),
         }
         imports = {"openai": "openai", "anthropic": "anthropic", "litellm": "litellm", "llm": "llm",
                    "pydantic-ai": "pydantic_ai", "openai-agents": "agents"}
         for v in peer_venvs:
-            cmds[f"peer:{v}"] = [str(peers.python_of(v)), "-c", f"import {imports[v]}"]
+            cmds[f"peer:{v}"] = ([str(peers.python_of(v)), "-c", f"import {imports[v]}"], env)
         cpu: dict[str, list[float]] = {k: [] for k in cmds}
         names = list(cmds)
         for r in range(-1, rounds):  # the warm-up round writes .pyc files as a first install-time run would
             for k in names[r % len(names):] + names[: r % len(names)]:
-                env_k = {**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-                t = _child_cpu(cmds[k], env_k)
+                cmd, env_k = cmds[k]
+                t = _child_cpu(cmd, {**env_k, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
                 if r >= 0:
                     cpu[k].append(t)
+            for name in plugins:
+                t = _plugin_cpu(name, env)
+                if r >= 0:
+                    cpu.setdefault(f"plugin:{name}", []).append(t)
     m = {k: statistics.median(v) for k, v in cpu.items()}
     rows = [
         row("startup", "python", "fresh `python -c pass` (the interpreter alone), CPU", f"{m['python']:.3f} s",
             m["python"], cpu_s=cpu["python"]),
+        row("startup", "requests", "fresh `python -c 'import requests'` (the floor of a command that speaks HTTP), "
+            "CPU", f"{m['requests']:.3f} s", m["requests"], cpu_s=cpu["requests"]),
         row("startup", "import", "fresh `python -c 'import hookstream'`, CPU of the whole child",
             f"{m['import']:.3f} s (import alone {m['import'] - m['python']:.3f} s)", m["import"], "<= 0.15 s",
             m["import"] <= 0.15, cpu_s=cpu["import"]),
-        row("startup", "replay", "`hookstream replay --provider openai` of a 20-chunk body, CPU of the whole child",
-            f"{m['replay']:.3f} s", m["replay"], "<= 0.25 s", m["replay"] <= 0.25, cpu_s=cpu["replay"]),
+        row("startup", "replay", f"`hookstream replay --provider openai` of a 20-chunk body, {len(plugins)} plugins "
+            "installed, CPU of the whole child", f"{m['replay']:.3f} s", m["replay"], "<= 0.25 s",
+            m["replay"] <= 0.25, cpu_s=cpu["replay"], plugins=plugins),
+        row("startup", "version", f"`hookstream --version`, {len(plugins)} plugins installed, CPU of the whole child",
+            f"{m['version']:.3f} s (core's entry points only: {m['version:core']:.3f} s)", m["version"],
+            cpu_s=cpu["version"], core_cpu_s=cpu["version:core"], plugins=plugins),
     ]
+    added = m["version"] - m["version:core"]
+    rows.append(row("startup", "plugins", f"what the {len(plugins)} plugins add to `hookstream --version`, whole "
+                    "child (all installed vs only the core's entry points), CPU",
+                    f"{added * 1e3:+.1f} ms ({added * 1e3 / max(1, len(plugins)):+.1f} ms a plugin)", added,
+                    f"<= {5 * len(plugins)} ms", added <= 0.005 * len(plugins)))
+    for name in plugins:
+        k = f"plugin:{name}"
+        rows.append(row("startup", k, f"plugin {name!r}: loading and registering its entry point in a started "
+                        "process (imports included), CPU", f"{m[k] * 1e3:.1f} ms", m[k], "<= 5 ms",
+                        m[k] <= 0.005, cpu_s=cpu[k]))
     for v in peer_venvs:
         k = f"peer:{v}"
         rows.append(row("startup", k, f"fresh `python -c 'import {imports[v]}'` ({v} venv), CPU",

@@ -12,7 +12,7 @@
   openai-agents), each in its own venv under ``benchmarks/.venvs/`` created on first use.
 * ``--no-serve``: without the serving benchmark (``--serve``, its former switch, is still accepted).
 * ``--only``: just these sections (comma-separated): text, tool-args, memory, concurrency, latency,
-  startup, observer, attack, linearity, serve; ``--only text`` for a change to the
+  startup, observer, hooks, attack, linearity, serve; ``--only text`` for a change to the
   text path.
 * ``--json``: where the results go (default ``benchmarks/results.json``, not committed; the run
   docs/performance.md quotes is ``docs/performance-run.json``).
@@ -36,6 +36,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_hooks  # noqa: E402
 import bench_observer  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_processor  # noqa: E402
@@ -43,7 +44,7 @@ import bench_serve  # noqa: E402
 import bench_serve_attack  # noqa: E402
 import peers  # noqa: E402
 
-SECTIONS = (*bench_pipeline.SECTIONS, "observer", "attack", "linearity", "serve")
+SECTIONS = (*bench_pipeline.SECTIONS, "observer", "hooks", "attack", "linearity", "serve")
 
 
 def machine() -> dict[str, Any]:
@@ -101,6 +102,8 @@ def main(argv: list[str]) -> int:
                                   [s for s in bench_pipeline.SECTIONS if s in only])
     if "observer" in only:
         rows += bench_observer.run_all(args.quick, rounds, progress)
+    if "hooks" in only:
+        rows += bench_hooks.run_all(args.quick, rounds, progress)
     if "attack" in only:
         progress("time to first event under a slowloris attack (gunicorn and waitress)")
         rows += bench_serve_attack.run(2 if args.quick else 3)

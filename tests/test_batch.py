@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 from engine_kit import text_body, text_pieces, tool_body, usage
-from hookstream import RateLimiter, batch
+from hookstream import BatchInput, BatchResult, Callbacks, RateLimiter, RunSettings, batch
 from hookstream.errors import BatchInputError
-from hookstream.plugin import Permit, open_output
+from hookstream.plugin import BatchJob, ChatRunner, Permit, open_output
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, run_cli
 
 MODEL = "openai:gpt-4o-mini"
@@ -407,9 +407,58 @@ def test_the_limiter_counts_every_request_with_its_real_tokens(tmp_path: Path) -
     assert lim.pauses == 1
 
 
-def test_cli_workers_without_ray_is_a_usage_error(tmp_path: Path) -> None:
-    write_inputs(tmp_path / "in.jsonl", ["a"])
-    res = run_cli(["batch", str(tmp_path / "in.jsonl"), "--model", MODEL, "--output",
-                                    str(tmp_path / "out.jsonl"), "--workers", "2"])
-    assert res.exit_code == 2 and "--workers is for --ray" in res.output
-    assert not (tmp_path / "out.jsonl").exists()
+# -- one settings value; the runner --------------------------------------------------------------------
+
+
+def test_settings_and_their_fields_as_keywords_reach_every_chat(tmp_path: Path) -> None:
+    seen: list[int] = []
+    settings = RunSettings(system="Be brief.", max_tokens=50,
+                           callbacks=Callbacks(on_step_finish=lambda step: seen.append(step.number)))
+    with LoopbackServer(Response(text_body("ok", u=usage(7, 3)))) as srv:
+        results = list(batch([{"id": f"s{i}", "prompt": f"item s{i}"} for i in range(3)], MODEL,
+                             settings=settings, temperature=0.5, base_url=srv.url + "/v1", concurrency=2))
+        bodies = [r.json() for r in srv.requests]
+    assert [r.error for r in results] == [None] * 3
+    for body in bodies:
+        assert body["messages"][0] == {"role": "system", "content": "Be brief."}
+        assert body["temperature"] == 0.5 and body["max_tokens"] == 50
+    assert seen == [1, 1, 1]  # the user's callback still runs beside the limiter's own
+
+
+def test_a_wrong_field_fails_at_once() -> None:
+    with pytest.raises(TypeError):
+        batch([], MODEL, max_step=3)
+    with pytest.raises(ValueError, match="max_steps"):
+        batch([], MODEL, max_steps=0)
+
+
+class _CountingRunner:
+    """A real runner around the in-process one that counts the chats it ran (what a plugin's runner
+    factory returns: run, stop, close)."""
+
+    def __init__(self, job: BatchJob) -> None:
+        self.job, self.inner, self.ran = job, ChatRunner.from_job(job), 0
+        self.limiter = self.inner.limiter
+
+    def run(self, item: BatchInput) -> BatchResult | None:
+        self.ran += 1
+        return self.inner.run(item)
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_runner_factory_gets_the_job_and_runs_every_chat(tmp_path: Path) -> None:
+    with LoopbackServer(Response(text_body("ok"))) as srv:
+        run = batch([{"id": f"j{i}", "prompt": f"item j{i}"} for i in range(4)], MODEL, base_url=srv.url + "/v1",
+                    concurrency=3, rpm=600, system="S", runner=_CountingRunner, output=tmp_path / "out.jsonl")
+        results = list(run)
+    runner = run.runner
+    assert isinstance(runner, _CountingRunner) and runner.ran == 4 and len(results) == 4
+    job = runner.job
+    assert (job.model, job.concurrency, job.rpm, job.settings.system) == (MODEL, 3, 600, "S")
+    assert run.limiter is runner.limiter
+    assert sorted(d["id"] for d in read_lines(tmp_path / "out.jsonl")) == ["j0", "j1", "j2", "j3"]

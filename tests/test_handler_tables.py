@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hookstream._cli import live
+from hookstream._cli import live, render
 from hookstream._processing import processor as _processor
+from hookstream._server import ui_message_stream as _ui_message_stream
 from hookstream._stream import accumulate as _accumulate
 
 
@@ -28,7 +29,8 @@ def _accepted(handler: Callable[..., Any]) -> set[type]:
 
 @pytest.mark.parametrize("table", [
     _processor._HANDLERS, _accumulate._HANDLERS, live._LIVE_HANDLERS, live._PLAIN_HANDLERS,
-], ids=["processor", "accumulate", "live", "plain"])
+    _ui_message_stream._CHUNK_HANDLERS, render._RENDER_HANDLERS,
+], ids=["processor", "accumulate", "live", "plain", "ui_message_stream", "render"])
 def test_every_handler_takes_the_event_class_it_is_keyed_by(table: dict[type, Callable[..., Any]]) -> None:
     wrong = {cls.__name__: handler.__qualname__ for cls, handler in table.items() if cls not in _accepted(handler)}
     assert wrong == {}

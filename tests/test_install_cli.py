@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from dist_kit import make_dist, run_cli
 from hookstream._registry import FIRST_PARTY, KINDS
 from hookstream.errors import UnknownPluginError
 from hookstream.plugin import Registry
-from test_registry import make_dist, run_cli
 
 
 def test_plugins_json_is_one_document_with_plugins_and_failures(tmp_path: Path) -> None:
@@ -35,7 +35,8 @@ def test_plugins_json_is_one_document_with_plugins_and_failures(tmp_path: Path) 
         "name": "goodjson", "distribution": "goodjson", "version": "1.2.3",
         "hooks": ["hookstream_register_chunk_strategies"],
         "registered": {"providers": [], "chunk_strategies": ["good-json-immediate"], "tool_executors": [],
-                       "stop_conditions": [], "observers": [], "authenticators": [], "models": []},
+                       "stop_conditions": [], "observers": [], "authenticators": [], "models": [],
+                       "run_plugins": []},
     }
     assert list(by_name["builtins"]["registered"]) == list(KINDS)
     assert "replay" in by_name["replay"]["registered"]["providers"]

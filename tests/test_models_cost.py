@@ -21,9 +21,9 @@ from engine_kit import MODEL, text_body, tool_body, usage
 from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 from hookstream import chat, cost_exceeds, final_json, get_model, models, tool
-from hookstream._prices import cost_of, price_source, priced
+from hookstream._prices import cost_of, price_source
 from hookstream.events import Cost, RunFinished, StepFinished, Usage, from_json, to_json
-from hookstream.plugin import ModelCapabilities, Registry, hookimpl, reset_registry
+from hookstream.plugin import ModelCapabilities, Registry, hookimpl, priced, reset_registry
 from hookstream.testing import LoopbackServer, Response
 
 
@@ -291,7 +291,7 @@ def test_an_alias_works_wherever_a_model_string_does(tmp_path: Path, monkeypatch
 
 def test_the_otel_spans_carry_the_cost() -> None:
     pytest.importorskip("opentelemetry.sdk")
-    from hookstream_otel import OtelObserver
+    from hookstream_otel import OtelPlugin
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -300,11 +300,11 @@ def test_the_otel_spans_carry_the_cost() -> None:
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    observer = OtelObserver(tracer_provider, MeterProvider())
+    plugin = OtelPlugin(tracer_provider, MeterProvider())
     with LoopbackServer([Response(tool_body(("c1", "add", {"a": 1, "b": 2}), u=usage(1000, 500))),
                          Response(text_body("3", u=usage(2000, 100)))]) as srv:
         result = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "1+2?", tools=[add],
-                      observers=[observer]).result()
+                      plugins=[plugin]).result()
     calls = [dict(s.attributes or {}) for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert len(calls) == 2
     assert [c["hookstream.usage.cost.amount"] for c in calls] == [float(price(1000, 500)), float(price(2000, 100))]

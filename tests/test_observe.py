@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from engine_kit import run, text_body, tool_body
 from hookstream import ChatStream, Observer, ToolResultPart, chat, get_model
-from hookstream._agentloop.observe import Observers, current
+from hookstream._agentloop.hooks import RunHooks, current_hooks
 from hookstream.plugin import ModelCallInfo, RetryInfo, RunInfo, ToolInfo
 from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, LoopbackServer, Response, demo_server, demo_tools
 
@@ -75,32 +75,29 @@ class Recorder(Observer):
 
 
 def test_no_observers_means_no_fan_out() -> None:
-    assert Observers.of(None) is None
-    assert Observers.of([]) is None
-    assert Observers.of([None]) is None
     seen: list[Any] = []
 
     def probe() -> str:
         """Report what the tool thread sees."""
-        seen.append(current())
+        seen.append(current_hooks())
         return "ok"
 
     with LoopbackServer([Response(tool_body(("c1", "probe", {}))), Response(text_body("done"))]) as server:
         _, stream = run(server.url, tools=[probe])
     assert stream.result().outcome == "success"
-    # The otel plugin may be installed (an observer per run); without any observer nothing is current.
-    assert seen and all(s is None or isinstance(s, Observers) for s in seen)
+    # An installed run plugin (hookstream-otel) gives every run hooks; without one nothing is current.
+    assert seen and all(s is None or isinstance(s, RunHooks) for s in seen)
 
 
-def test_no_observers_at_all_the_tool_thread_sees_none(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_run_hooks_at_all_the_tool_thread_sees_none(monkeypatch: pytest.MonkeyPatch) -> None:
     from hookstream import _registry
 
-    monkeypatch.setattr(_registry.Registry, "observers", lambda self: [])
+    monkeypatch.setattr(_registry.Registry, "run_hooks", lambda self, plugins=(), observers=(): None)
     seen: list[Any] = []
 
     def probe() -> str:
         """Report what the tool thread sees."""
-        seen.append(current())
+        seen.append(current_hooks())
         return "ok"
 
     with LoopbackServer([Response(tool_body(("c1", "probe", {}))), Response(text_body("done"))]) as server:

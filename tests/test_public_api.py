@@ -46,7 +46,8 @@ PLUGIN_FACES = USER_FACES | {"hookstream.plugin"}
 # How many names ``hookstream`` may export: what a user of chat() needs, the rest lives in USER_MODULES.
 MAX_TOP_LEVEL_NAMES = 120
 
-PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "hooks.rst",
+PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "tutorial-run-plugin.md",
+                         "hooks.rst",
                          "installing-plugins.md", "executors.md"})
 # Pages about the implementation for hookstream's own engineers: they name private classes on purpose.
 # Pages that name private classes or other libraries' classes on purpose (internals, peer benchmarks).
@@ -65,7 +66,7 @@ NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "D
 # The bundled plugin distributions' own public names (their pages document them).
 PLUGIN_PACKAGES = ("hookstream_openai", "hookstream_anthropic", "hookstream_gemini", "hookstream_strategies",
                    "hookstream_otel", "hookstream_mcp", "hookstream_azure", "hookstream_vertex", "hookstream_bedrock",
-                   "hookstream_ollama")
+                   "hookstream_ollama", "hookstream_ray", "hookstream_cache", "hookstream_guardrails")
 
 
 def plugin_names() -> set[str]:

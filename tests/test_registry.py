@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from dist_kit import make_dist, run_cli
 from hookstream.errors import UnknownPluginError
 from hookstream.plugin import Registry
-
-
-def make_dist(tmp: Path, name: str, module_src: str) -> Path:
-    """A real installed-looking distribution (dist-info with entry points) on a path of its own."""
-    site = tmp / f"site-{name}"
-    site.mkdir()
-    (site / f"{name}_mod.py").write_text(textwrap.dedent(module_src))
-    info = site / f"{name}-1.2.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2.3\n")
-    (info / "entry_points.txt").write_text(f"[hookstream]\n{name} = {name}_mod\n")
-    return site
-
-
-def run_cli(args: list[str], paths: list[Path], **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), **env}
-    return subprocess.run([sys.executable, "-m", "hookstream", *args], capture_output=True, text=True,
-                          env=full_env, timeout=60)
 
 
 def test_broken_plugin_is_reported_and_does_not_stop_the_cli(tmp_path: Path) -> None:
@@ -87,3 +70,26 @@ def test_duplicate_name_is_reported_not_overwritten() -> None:
     reg.add_plugin(Dup(), "dup")
     assert reg.get("tool_executors", "thread") is before
     assert any("already registered" in f.error for f in reg.failures)
+
+
+def test_builtin_stop_condition_names_match_the_stop_module() -> None:
+    from hookstream._agentloop.stop import BUILTIN
+    from hookstream._builtins import STOP_CONDITIONS
+
+    assert set(STOP_CONDITIONS) == set(BUILTIN)
+
+
+def test_loading_every_entry_point_imports_no_provider_adapter() -> None:
+    # Issue 30: registration names things; a plugin's modules load on first use. A fresh process builds
+    # the registry with every installed plugin and must not have imported any adapter, executor or client.
+    probe = ("import json, sys, hookstream._registry as r; r.get_registry(); "
+             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('hookstream'))))")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HOOKSTREAM_BLOCK_PLUGINS", "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD")}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    loaded: list[str] = json.loads(out.stdout)
+    # A plugin's package and its entry point (``hookstream_x.plugin``), nothing else of it.
+    assert [m for m in loaded if m.startswith("hookstream_") and m.count(".") and not m.endswith(".plugin")] == []
+    for core in ("hookstream._agui_client", "hookstream._replay_provider", "hookstream._agentloop.executors",
+                 "hookstream._agentloop.stop", "hookstream._processing.processor"):
+        assert core not in loaded

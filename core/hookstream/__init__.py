@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from ._ratelimit import RateLimiter
     from ._record import Recorder
     from ._registry import get_registry
+    from ._settings import RunSettings
     from ._stream.accumulate import StepResult
     from ._stream.fallback import FallbackModel
     from ._stream.provider import Provider
@@ -165,6 +166,7 @@ _LAZY: dict[str, str] = {
     "RateLimiter": "_ratelimit",
     "Observer": "_agentloop.observe",
     "Recorder": "_record",
+    "RunSettings": "_settings",
 }
 
 # The public modules beside the names above; ``hookstream.errors`` after ``import hookstream`` imports it.
@@ -205,6 +207,7 @@ __all__ = [
     "Resume",
     "Role",
     "RunResult",
+    "RunSettings",
     "SequentialExecutor",
     "SourcePart",
     "SourceUIPart",

@@ -106,7 +106,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -596,41 +596,52 @@ class _Parser:
             pending = self._end_chunk_call()
             rest = self.event(doc)
             return pending + rest if rest is not None else pending + self.b.raw(doc, KEY)
-        if kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK"):
-            role = doc.get("role")
-            if role not in (None, "assistant"):
-                return None
-            if kind == "TEXT_MESSAGE_START":
-                return []
-            if kind == "TEXT_MESSAGE_END":
-                if doc.get("messageId") == self.text_remote:
-                    self.text_remote = None
-                    return self.b.end_text()
-                return []
-            return self._text(doc.get("messageId"), doc.get("delta"))
-        if kind in ("REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CHUNK", "THINKING_TEXT_MESSAGE_CONTENT"):
-            return self._reasoning(doc.get("delta"))
-        if kind in ("REASONING_START", "REASONING_MESSAGE_START", "THINKING_START", "THINKING_TEXT_MESSAGE_START"):
-            return []
-        if kind in ("REASONING_MESSAGE_END", "REASONING_END", "THINKING_TEXT_MESSAGE_END", "THINKING_END"):
-            return self.b.end_reasoning()
-        if kind == "TOOL_CALL_START":
-            cid, name = doc.get("toolCallId"), doc.get("toolCallName")
-            if not isinstance(cid, str) or not isinstance(name, str):
-                return None
-            return self._tool_start(cid, name, doc.get("parentMessageId"))
-        if kind == "TOOL_CALL_ARGS":
-            return self._tool_args(doc.get("toolCallId"), doc.get("delta"))
-        if kind == "TOOL_CALL_END":
-            return self._tool_end(doc.get("toolCallId"))
-        if kind == "TOOL_CALL_CHUNK":
-            return self._tool_chunk(doc)
-        if kind == "TOOL_CALL_RESULT":
-            return self._tool_result(doc)
-        if kind == "RUN_STARTED" and not self.started:
-            self.started = True
-            return []
-        return None
+        handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
+        return handler(self, doc) if handler is not None else None
+
+    # One handler per remote event type (see _EVENT_HANDLERS); None passes the event on as RAW.
+    def _text_start_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        return None if doc.get("role") not in (None, "assistant") else []  # text opens with its first delta
+
+    def _text_content_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        if doc.get("role") not in (None, "assistant"):
+            return None
+        return self._text(doc.get("messageId"), doc.get("delta"))
+
+    def _text_end_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        if doc.get("role") not in (None, "assistant"):
+            return None
+        if doc.get("messageId") == self.text_remote:
+            self.text_remote = None
+            return self.b.end_text()
+        return []
+
+    def _reasoning_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        return self._reasoning(doc.get("delta"))
+
+    def _opening_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        return []  # a block opens with its first content
+
+    def _reasoning_end_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        return self.b.end_reasoning()
+
+    def _tool_start_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        cid, name = doc.get("toolCallId"), doc.get("toolCallName")
+        if not isinstance(cid, str) or not isinstance(name, str):
+            return None
+        return self._tool_start(cid, name, doc.get("parentMessageId"))
+
+    def _tool_args_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        return self._tool_args(doc.get("toolCallId"), doc.get("delta"))
+
+    def _tool_end_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        return self._tool_end(doc.get("toolCallId"))
+
+    def _run_started_event(self, doc: dict[str, Any]) -> list[BaseEvent] | None:
+        if self.started:
+            return None
+        self.started = True
+        return []
 
     def run(self, events: Iterable[Any]) -> Iterator[BaseEvent]:
         b = self.b
@@ -659,3 +670,24 @@ class _Parser:
                 return
             out = self.event(doc)
             yield from (out if out is not None else b.raw(doc, KEY))
+
+
+# Remote event type -> its handler; the types missing here pass on as RAW.
+_EVENT_HANDLERS: dict[str, Callable[[_Parser, dict[str, Any]], list[BaseEvent] | None]] = {
+    "TEXT_MESSAGE_START": _Parser._text_start_event,
+    "TEXT_MESSAGE_CONTENT": _Parser._text_content_event,
+    "TEXT_MESSAGE_CHUNK": _Parser._text_content_event,
+    "TEXT_MESSAGE_END": _Parser._text_end_event,
+    **dict.fromkeys(("REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CHUNK", "THINKING_TEXT_MESSAGE_CONTENT"),
+                    _Parser._reasoning_event),
+    **dict.fromkeys(("REASONING_START", "REASONING_MESSAGE_START", "THINKING_START", "THINKING_TEXT_MESSAGE_START"),
+                    _Parser._opening_event),
+    **dict.fromkeys(("REASONING_MESSAGE_END", "REASONING_END", "THINKING_TEXT_MESSAGE_END", "THINKING_END"),
+                    _Parser._reasoning_end_event),
+    "TOOL_CALL_START": _Parser._tool_start_event,
+    "TOOL_CALL_ARGS": _Parser._tool_args_event,
+    "TOOL_CALL_END": _Parser._tool_end_event,
+    "TOOL_CALL_CHUNK": _Parser._tool_chunk,
+    "TOOL_CALL_RESULT": _Parser._tool_result,
+    "RUN_STARTED": _Parser._run_started_event,
+}

@@ -23,19 +23,18 @@ import attrs
 import requests
 import requests.adapters
 
-from ._agentloop.timeouts import Timeouts
-from ._agentloop.tools import Tool
-from ._agentloop.values import Callbacks, LoopSettings, RunResult
+from ._agentloop.values import RunResult
 from ._batch_file import BatchInput, BatchInputError, OutputFile, parse_input
 from ._chat import ChatStream, chat, get_model
 from ._errors import HookstreamError
 from ._ratelimit import Limiter, RateLimiter
 from ._secrets import Secret
+from ._settings import RunSettings
 from ._stream.accumulate import StepResult
 from ._stream.provider import Provider
 from ._stream.transport import parse_retry_after
 
-__all__ = ["BatchResult", "BatchRun", "ChatRunner", "Runner", "batch", "chat_options", "open_output"]
+__all__ = ["BatchJob", "BatchResult", "BatchRun", "ChatRunner", "Runner", "RunnerFactory", "batch", "open_output"]
 
 DEFAULT_429_PAUSE = 1.0
 """Seconds all workers pause after a 429 without ``Retry-After``."""
@@ -148,7 +147,9 @@ class ChatRunner:
     passes ``limiter`` (a :class:`~hookstream.RateLimiter`, or any object with its ``acquire``,
     ``settle`` and ``pause`` methods, such as a proxy to a limiter in another process);
     ``pool_size`` is the most connections kept open to the provider (the threads that call
-    :meth:`run` at once); ``chat_kwargs`` go to :func:`hookstream.chat` for every input.
+    :meth:`run` at once); ``settings`` (a :class:`~hookstream.RunSettings`) is how every input's
+    :func:`hookstream.chat` goes (its ``callbacks.on_step_finish`` is still called, after the runner
+    has settled the step's tokens with the limiter).
 
     Thread safety: :meth:`run` is called from many threads at once; :meth:`stop` from any thread.
     """
@@ -162,14 +163,16 @@ class ChatRunner:
         api_key: str | Secret | None = None,
         pool_size: int = 10,
         first_output_estimate: int = 256,
-        chat_kwargs: dict[str, Any] | None = None,
+        settings: RunSettings | None = None,
     ) -> None:
         self.limiter = limiter
         self._local = threading.local()
         self._stopped = threading.Event()
         self._estimator = _Estimator(first_output_estimate)
         self._session: requests.Session | None = None
-        self._chat_kwargs = dict(chat_kwargs or {})
+        settings = RunSettings.of(settings)
+        self._user_finish = settings.callbacks.on_step_finish
+        self._settings = settings.evolve(callbacks=attrs.evolve(settings.callbacks, on_step_finish=self._settle))
         self._lock = threading.Lock()
         self._inflight: dict[int, ChatStream] = {}
         if isinstance(model, str):
@@ -200,15 +203,24 @@ class ChatRunner:
         if self._session is not None:
             self._session.close()
 
+    @classmethod
+    def from_job(cls, job: BatchJob) -> ChatRunner:
+        """The runner of a batch on threads of this process (what :func:`batch` uses without ``runner``):
+        ``job.limiter``, else a :class:`~hookstream.RateLimiter` of ``job.rpm``/``job.tpm``."""
+        limiter = job.limiter if job.limiter is not None else RateLimiter(job.rpm, job.tpm)
+        return cls(job.model, limiter, base_url=job.base_url, api_key=job.api_key, pool_size=job.concurrency,
+                   first_output_estimate=job.first_output_estimate, settings=job.settings)
+
     def _settle(self, step: StepResult) -> None:
         permits: list[Any] = getattr(self._local, "permits", [])
-        if not permits or step.usage is None:
-            return
-        u = step.usage
-        total = u.total_tokens or (u.input_tokens or 0) + (u.output_tokens or 0)
-        self.limiter.settle(permits.pop(), total)
-        if u.output_tokens is not None:
-            self._estimator.observe(u.output_tokens)
+        if permits and step.usage is not None:
+            u = step.usage
+            total = u.total_tokens or (u.input_tokens or 0) + (u.output_tokens or 0)
+            self.limiter.settle(permits.pop(), total)
+            if u.output_tokens is not None:
+                self._estimator.observe(u.output_tokens)
+        if self._user_finish is not None:
+            self._user_finish(step)
 
     def run(self, item: BatchInput) -> BatchResult | None:
         """Run one input's chat to its end: its result (a failed chat is a result with ``error``), or
@@ -216,8 +228,7 @@ class ChatRunner:
         self._local.permits = []
         key = threading.get_ident()
         try:
-            stream = chat(self._provider, item.chat_input, callbacks=Callbacks(on_step_finish=self._settle),
-                          **self._chat_kwargs)
+            stream = chat(self._provider, item.chat_input, settings=self._settings)
         except (ValueError, HookstreamError) as exc:
             code = exc.code if isinstance(exc, HookstreamError) else "invalid_input"
             return BatchResult(item.id, error={"code": code, "message": str(exc)})
@@ -239,13 +250,49 @@ class ChatRunner:
 
 class Runner(Protocol):
     """What :class:`BatchRun` needs of the thing that runs its chats: :class:`ChatRunner` in this
-    process, or a runner that sends each chat to another process (``hookstream-ray``)."""
+    process, or a runner that sends each chat to another process (``hookstream-ray``'s Ray workers).
+
+    ``run(item)`` runs one input's chat to its end and returns its result (``None``: stopped before or
+    during it, the input is not done); it is called from ``concurrency`` threads at once. ``stop()``
+    (any thread) starts no more chats and cancels those in flight; ``close()`` releases what the runner
+    holds, once, after the last ``run``. A runner may have a ``limiter`` attribute (a
+    :class:`~hookstream.plugin.Limiter`), which the batch shows as :attr:`BatchRun.limiter`."""
 
     def run(self, item: BatchInput) -> BatchResult | None: ...
 
     def stop(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class BatchJob:
+    """What every chat of a batch is, as :func:`batch` hands it to a :data:`RunnerFactory`: ``model``
+    (``"PROVIDER:MODEL"`` or a provider object), ``settings`` (each chat's
+    :class:`~hookstream.RunSettings`), ``base_url``/``api_key`` (as in :func:`hookstream.get_model`),
+    ``concurrency`` (chats at once), ``rpm``/``tpm`` (caps per minute over the whole batch) or a shared
+    ``limiter`` given instead, and ``first_output_estimate`` (output tokens a chat is assumed to take
+    before any has finished: ``settings.max_tokens``, else 256)."""
+
+    model: str | Provider
+    settings: RunSettings
+    base_url: str | None = None
+    api_key: str | Secret | None = None
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    limiter: Limiter | None = None
+
+    @property
+    def first_output_estimate(self) -> int:
+        return self.settings.max_tokens or 256
+
+
+RunnerFactory = Callable[[BatchJob], Runner]
+"""Builds the :class:`Runner` of a batch from its :class:`BatchJob` (``batch(..., runner=factory)``):
+:meth:`ChatRunner.from_job` (threads of this process) by default; ``hookstream_ray.RayRunner(...)`` runs
+the chats in Ray worker processes. It raises what stops the batch from starting (:class:`ValueError` for
+a job it cannot run, :class:`ConnectionError` for a cluster it cannot reach...)."""
 
 
 class BatchRun:
@@ -407,30 +454,11 @@ def open_output(output: str | os.PathLike[str] | None, fsync: bool = False) -> O
     return OutputFile(output, fsync=fsync) if output is not None else None
 
 
-def chat_options(
-    *,
-    max_steps: int = 10,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
-    system: str | None = None,
-    max_tokens: int | None = None,
-    temperature: float | None = None,
-    options: dict[str, Any] | None = None,
-    timeouts: Timeouts | dict[str, Any] | None = None,
-    loop: LoopSettings | dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The :func:`hookstream.chat` keyword arguments every chat of a batch gets; raises
-    :class:`ValueError` for ``max_steps`` below 1."""
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
-    return {"tools": list(tools) if tools is not None else None, "system": system, "max_steps": max_steps,
-            "max_tokens": max_tokens, "temperature": temperature, "options": options, "timeouts": timeouts,
-            "loop": loop}
-
-
 def batch(
     inputs: Iterable[BatchInput | dict[str, Any]],
     model: str | Provider,
     *,
+    settings: RunSettings | None = None,
     output: str | os.PathLike[str] | None = None,
     base_url: str | None = None,
     api_key: str | Secret | None = None,
@@ -438,16 +466,10 @@ def batch(
     rpm: float | None = None,
     tpm: float | None = None,
     limiter: RateLimiter | None = None,
-    max_steps: int = 10,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
-    system: str | None = None,
-    max_tokens: int | None = None,
-    temperature: float | None = None,
-    options: dict[str, Any] | None = None,
-    timeouts: Timeouts | dict[str, Any] | None = None,
-    loop: LoopSettings | dict[str, Any] | None = None,
     fail_fast: bool = False,
     fsync: bool = False,
+    runner: RunnerFactory | None = None,
+    **fields: Any,
 ) -> BatchRun:
     """Run one chat per input on ``concurrency`` threads; iterate the result for
     :class:`BatchResult` objects as they finish (completion order, not input order).
@@ -460,30 +482,38 @@ def batch(
     finishes, ids already in it are skipped (not yielded), and a line cut by a crash is truncated
     first (``fsync=True`` flushes each line to disk; see ``docs/batch.md``).
 
+    How each chat goes is a :class:`~hookstream.RunSettings`, as for :func:`hookstream.chat`: pass one
+    as ``settings`` and/or its fields as keywords (``tools``, ``system``, ``max_steps``,
+    ``max_tokens``, ``temperature``, ``options``, ``timeouts``, ``loop``, ``plugins``...), which replace
+    the settings' own. Structured output goes in ``settings=RunSettings(output=...)``: ``output`` here
+    is the results file.
+
     ``rpm``/``tpm`` cap requests and tokens per minute over all threads, held over every 10-second
     window (or pass a shared ``limiter``); any HTTP 429 pauses all threads until its ``Retry-After``.
     ``fail_fast`` stops at the first result with an ``error`` (it is still written and yielded).
-    ``max_steps``, ``tools``, ``system``, ``max_tokens``, ``temperature``, ``options``, ``timeouts``
-    and ``loop`` are passed to :func:`hookstream.chat` for every input.
+    ``runner`` builds what runs the chats from the batch's :class:`BatchJob` (:data:`RunnerFactory`;
+    default :meth:`ChatRunner.from_job`, threads of this process; ``hookstream_ray.RayRunner()`` runs
+    them in Ray worker processes).
 
-    Raises :class:`ValueError` for ``concurrency`` below 1, a cap below 1, or caps with a provider
-    object; :class:`~hookstream.errors.BatchInputError` (while iterating) for a bad input or a
-    repeated id, or (at once) for an output file that is not a result file. A failing chat does not
-    raise: its line carries ``error``.
+    Raises :class:`TypeError` for an unknown keyword or a field of the wrong type; :class:`ValueError`
+    for ``concurrency`` below 1, a cap below 1, ``max_steps`` below 1, or caps with a provider object;
+    :class:`~hookstream.errors.BatchInputError` (while iterating) for a bad input or a repeated id, or (at
+    once) for an output file that is not a result file; and what ``runner`` raises. A failing chat
+    does not raise: its line carries ``error``.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    kwargs = chat_options(max_steps=max_steps, tools=tools, system=system, max_tokens=max_tokens,
-                          temperature=temperature, options=options, timeouts=timeouts, loop=loop)
-    if limiter is None:
-        limiter = RateLimiter(rpm, tpm)
-    elif rpm is not None or tpm is not None:
+    if limiter is not None and (rpm is not None or tpm is not None):
         raise ValueError("give either limiter= or rpm=/tpm=, not both")
-    runner = ChatRunner(model, limiter, base_url=base_url, api_key=api_key, pool_size=concurrency,
-                        first_output_estimate=max_tokens or 256, chat_kwargs=kwargs)
+    RateLimiter(rpm, tpm)  # the caps' errors, before a runner starts anything
+    job = BatchJob(model=model, settings=RunSettings.of(settings, **fields), base_url=base_url, api_key=api_key,
+                   concurrency=concurrency, rpm=rpm, tpm=tpm, limiter=limiter)
+    out = open_output(output, fsync)  # a bad output file fails before a runner starts processes
     try:
-        out = open_output(output, fsync)
+        chats = (runner or ChatRunner.from_job)(job)
     except BaseException:
-        runner.close()
+        if out is not None:
+            out.close()
         raise
-    return BatchRun(inputs, runner, limiter=limiter, output=out, concurrency=concurrency, fail_fast=fail_fast)
+    return BatchRun(inputs, chats, limiter=getattr(chats, "limiter", None), output=out, concurrency=concurrency,
+                    fail_fast=fail_fast)

@@ -1,55 +1,46 @@
-"""Built-in plugin: registered through the ``hookstream`` entry-point group like any other plugin."""
+"""Built-in plugin: registered through the ``hookstream`` entry-point group like any other plugin.
+
+Everything is registered as a ``"module:attribute"`` reference, imported when a run first asks for it
+(:meth:`hookstream._registry.Registry.get`): a command that runs no tool and calls no AG-UI server
+(``hookstream --version``, ``hookstream replay``) does not pay for the executors, the stop conditions or
+the AG-UI client.
+"""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from ._hookspecs import (
+    ChunkStrategyRegistrar,
+    ProviderRegistrar,
+    StopConditionRegistrar,
+    ToolExecutorRegistrar,
+    hookimpl,
+)
 
-from ._hookspecs import hookimpl
-
-if TYPE_CHECKING:
-    from ._agentloop.executors import ToolExecutor
-
-
-@hookimpl
-def hookstream_register_chunk_strategies(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    from ._processing.strategies import ImmediateStrategy
-
-    register("immediate", ImmediateStrategy)
-
-
-# Executor name -> its class in ._executors.
+# Executor name -> its class in ._agentloop.executors.
 _EXECUTORS = {"thread": "ThreadExecutor", "sequential": "SequentialExecutor", "bounded": "BoundedExecutor",
               "process": "ProcessExecutor"}
-
-
-def _executor(name: str, *args: Any, **kwargs: Any) -> ToolExecutor:
-    # The executors and the tool machinery they import load when a run first builds one, not when the
-    # registry starts: a command that runs no tool (``hookstream replay``) does not pay for them.
-    from ._agentloop import executors as _executors
-
-    executor: ToolExecutor = getattr(_executors, _EXECUTORS[name])(*args, **kwargs)
-    return executor
+# The names of ._agentloop.stop.BUILTIN (a test checks the two agree).
+STOP_CONDITIONS = ("step_count_is", "has_tool_call", "finish_reason_is", "total_tokens_exceed", "cost_exceeds")
 
 
 @hookimpl
-def hookstream_register_tool_executors(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    for name in _EXECUTORS:
-        register(name, functools.partial(_executor, name))
+def hookstream_register_chunk_strategies(register: ChunkStrategyRegistrar) -> None:
+    register("immediate", "hookstream._processing.strategies:ImmediateStrategy")
 
 
 @hookimpl
-def hookstream_register_stop_conditions(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    from ._agentloop.stop import BUILTIN
-
-    for name, factory in BUILTIN.items():
-        register(name, factory)
+def hookstream_register_tool_executors(register: ToolExecutorRegistrar) -> None:
+    for name, cls in _EXECUTORS.items():
+        register(name, f"hookstream._agentloop.executors:{cls}")
 
 
 @hookimpl
-def hookstream_register_providers(register: Callable[[str, Any], None]) -> None:
+def hookstream_register_stop_conditions(register: StopConditionRegistrar) -> None:
+    for name in STOP_CONDITIONS:
+        register(name, f"hookstream._agentloop.stop:{name}")
+
+
+@hookimpl
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
     # The AG-UI client provider (``agui:URL``) is part of the core: it speaks AG-UI, which the core owns.
-    from ._agui_client import AGUIProvider
-
-    register("agui", AGUIProvider)
+    register("agui", "hookstream._agui_client:AGUIProvider")

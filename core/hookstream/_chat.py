@@ -21,21 +21,19 @@ import requests
 from ._agentloop.engine import Engine, EngineConfig
 from ._agentloop.executors import ToolExecutor
 from ._agentloop.stop import StopCondition
-from ._agentloop.structured import Output, resolve_output
-from ._agentloop.timeouts import Timeouts
-from ._agentloop.tools import Tool, as_tools
-from ._agentloop.values import Callbacks, LoopSettings, Resume, RunResult
+from ._agentloop.structured import resolve_output
+from ._agentloop.values import Resume, RunResult
 from ._events import BaseEvent, TextMessageContent, to_json, to_sse
-from ._messages import Message, ToolCallPart, coerce_messages
+from ._messages import Message, coerce_messages
 from ._registry import get_registry
 from ._secrets import Secret
+from ._settings import RunSettings
 from ._stores.history import History, summary_request
-from ._stores.memory import ConversationStore
 from ._stream.call import CallOptions
 from ._stream.fallback import FallbackModel
 from ._stream.provider import Provider
 
-__all__ = ["ChatStream", "chat", "get_model"]
+__all__ = ["ChatStream", "chat", "engine_config", "get_model"]
 
 ExecutorSpec = str | tuple[Any, ...] | ToolExecutor
 """A tool executor: a registered name (``"thread"``), ``(name, *args)`` or an executor object."""
@@ -200,26 +198,10 @@ def chat(
     model: str | Provider,
     messages_or_prompt: str | Message | Iterable[Message | dict[str, Any]] | None = None,
     *,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
-    system: str | None = None,
-    max_steps: int = 10,
-    tool_choice: str | dict[str, Any] | None = None,
-    max_tokens: int | None = None,
-    temperature: float | None = None,
-    options: dict[str, Any] | None = None,
-    executor: ExecutorSpec = "thread",
-    stop_when: Iterable[StopSpec] | None = None,
-    approve: Callable[[ToolCallPart], bool] | None = None,
+    settings: RunSettings | None = None,
     resume: Resume | dict[str, Any] | list[dict[str, Any]] | None = None,
-    memory: ConversationStore | None = None,
     thread_id: str | None = None,
-    timeouts: Timeouts | dict[str, Any] | None = None,
-    callbacks: Callbacks | None = None,
-    loop: LoopSettings | dict[str, Any] | None = None,
-    observers: Iterable[Any] | None = None,
-    output: Output | dict[str, Any] | type | None = None,
-    context: Any = None,
-    history: History | None = None,
+    **fields: Any,
 ) -> ChatStream:
     """Start a chat run and return its :class:`ChatStream` (nothing is sent until it is iterated).
 
@@ -230,107 +212,108 @@ def chat(
     no API key, a run against the provider's own endpoint ends at once with ``RUN_ERROR``
     ``missing_api_key`` naming the environment variable (a custom ``base_url`` is called without one).
     ``messages_or_prompt`` is a prompt string, a :class:`~hookstream.Message`, or a list of messages /
-    ``{"role", "content"}`` dicts. ``tools`` are functions (schema from signature and docstring),
-    :class:`~hookstream.Tool` objects or ``{"name", "description", "parameters"}`` dicts.
-    ``max_steps`` bounds model calls (at least 1). ``max_tokens`` is the output token limit per call;
-    ``options`` are provider-specific request-body fields merged last.
+    ``{"role", "content"}`` dicts.
 
-    ``executor`` is a tool-executor name (``thread``, ``sequential``, ``bounded``, ``process``; ``ray``
-    with hookstream-ray; docs/executors.md), ``("bounded", 2)``
-    or a :class:`~hookstream.ToolExecutor`; ``stop_when`` holds stop conditions as callables or
-    ``("name", *args)`` (``step_count_is``, ``has_tool_call``, ``finish_reason_is``,
-    ``total_tokens_exceed``). ``approve(call) -> bool`` decides tools that need approval (without it the
-    run ends with an ``interrupt`` outcome and ``chat(model, resume=result.resume({...}))`` continues
-    it; client tools resume the same way with ``tool_outputs``; ``resume`` is a
-    :class:`~hookstream.Resume`, a dict of its fields, or AG-UI ``RunAgentInput.resume`` entries).
-    ``context`` is the application's own object (a database handle, the current user) that a tool
-    receives as ``ctx.deps`` through a parameter annotated ``ToolContext[T]`` (never in the tool's JSON
-    schema; pickled for ``process``/``ray`` executors, an error result for that call when it cannot be).
-    ``memory`` loads/saves the conversation under ``thread_id``; ``history`` (a
-    :class:`~hookstream.History`) is how much of it the model is sent (default: all). With ``memory``,
-    ``messages_or_prompt`` may be ``None``: the run continues the stored thread (an interrupted run's
-    pending calls are stored with it, so ``resume=`` needs nothing else).
+    How the run goes is a :class:`~hookstream.RunSettings`: pass one as ``settings`` (shared by any
+    number of runs, an :class:`~hookstream.Agent`, ``batch()`` and ``make_app``), and/or its fields as
+    keywords, which replace the settings' own: ``tools``, ``system``, ``max_steps``, ``tool_choice``,
+    ``max_tokens``, ``temperature``, ``options``, ``executor`` (``thread``, ``sequential``, ``bounded``,
+    ``process``; ``ray`` with hookstream-ray; docs/executors.md), ``stop_when`` (callables or
+    ``("name", *args)``: ``step_count_is``, ``has_tool_call``, ``finish_reason_is``,
+    ``total_tokens_exceed``), ``approve(call) -> bool``, ``timeouts``, ``callbacks``, ``loop``,
+    ``observers``, ``plugins`` (run plugins chosen for this run: ``["cache"]``, docs/writing-a-run-plugin.md),
+    ``output``, ``context``, ``memory`` and ``history``; see :class:`~hookstream.RunSettings` and
+    ``docs/agent-loop.md``.
 
-    Option objects: ``timeouts`` (:class:`~hookstream.Timeouts` or a dict: ``connect``, ``read``,
-    ``first_event``, ``idle``, ``step``, ``run``, ``tool``, in seconds), ``callbacks``
-    (:class:`~hookstream.Callbacks`: ``on_chunk``, ``on_step_start``, ``on_step_finish``,
-    ``on_finish``, ``on_error``, ``on_abort``), ``loop`` (:class:`~hookstream.LoopSettings`:
-    ``prepare_step``, ``repair_tool_call``, ``stream_tool_call_responses``, ``max_retries``,
-    ``max_event_bytes``, ``run_id``, ``include_raw``, ``output_retries``). See ``docs/agent-loop.md``.
-    ``observers`` are run observers (:class:`hookstream.plugin.Observer`: run, model-call and tool
-    start/end) added to the ones installed plugins register (``hookstream-otel``); see
-    ``docs/observability.md``.
+    ``approve(call) -> bool`` decides tools that need approval (without it the run ends with an
+    ``interrupt`` outcome and ``chat(model, resume=result.resume({...}))`` continues it; client tools
+    resume the same way with ``tool_outputs``; ``resume`` is a :class:`~hookstream.Resume`, a dict of its
+    fields, or AG-UI ``RunAgentInput.resume`` entries). ``memory`` loads/saves the conversation under
+    ``thread_id``; with ``memory``, ``messages_or_prompt`` may be ``None``: the run continues the stored
+    thread (an interrupted run's pending calls are stored with it, so ``resume=`` needs nothing else).
 
     ``output`` asks for structured output: a JSON Schema dict, a dataclass, a ``TypedDict``, an attrs
-    class or a pydantic model (or :class:`~hookstream.Output` wrapping one, to set its name, strictness or
-    provider form). Each provider uses its native form; while the answer streams, the partial object is
-    sent as AG-UI ``STATE_DELTA`` events (JSON Patch under ``/output``); at the end the value is
-    validated and structured into the class and kept in ``result().output``. An invalid answer ends the
-    run with ``RUN_ERROR`` ``output_invalid`` (an :class:`~hookstream.OutputValidationError` keeping the
-    raw text) unless ``loop={"output_retries": N}`` lets the model try again. See
-    ``docs/structured-output.md``.
+    class or a pydantic model (or :class:`~hookstream.Output` wrapping one). While the answer streams, the
+    partial object is sent as AG-UI ``STATE_DELTA`` events (JSON Patch under ``/output``); at the end the
+    value is validated and kept in ``result().output`` (``RUN_ERROR`` ``output_invalid`` otherwise, unless
+    ``loop={"output_retries": N}``). See ``docs/structured-output.md``.
 
-    Raises :class:`ValueError` for a malformed ``model``, ``max_steps`` below 1, no messages or an output
-    name that is also a tool's name, :class:`TypeError` for an ``output`` of an unsupported kind, and
-    :class:`~hookstream.UnknownPluginError` for an unknown provider, executor or stop condition. Errors
-    during the run do not raise: they end the stream with ``RUN_ERROR`` and are kept in
-    ``result().error``.
+    Raises :class:`TypeError` for an unknown keyword or a field of the wrong type, :class:`ValueError` for
+    a malformed ``model``, ``max_steps`` below 1, no messages or an output name that is also a tool's
+    name, and :class:`~hookstream.UnknownPluginError` for an unknown provider, executor, stop condition or
+    run plugin. Errors during the run do not raise: they end the stream with ``RUN_ERROR`` and are kept
+    in ``result().error``.
     """
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    run = RunSettings.of(settings, **fields)
     own_provider = isinstance(model, str)
     provider = get_model(model)  # a FallbackModel's "PROVIDER:MODEL" entries are built here, once
-    if resume is not None:
-        resume = Resume.coerce(resume)
-    if history is not None and not isinstance(history, History):
-        raise TypeError(f"history must be a hookstream.History, not {type(history).__name__}")
+    resumed = Resume.coerce(resume) if resume is not None else None
+    msgs = _messages(messages_or_prompt, run, resumed)
+    config = engine_config(provider, run, resumed, thread_id)
+    return ChatStream(Engine(provider, msgs, config, close_provider=own_provider))
+
+
+def _messages(
+    messages_or_prompt: str | Message | Iterable[Message | dict[str, Any]] | None, run: RunSettings,
+    resume: Resume | None,
+) -> list[Message]:
     if messages_or_prompt is None:
-        if memory is None and (resume is None or resume.messages is None):
+        if run.memory is None and (resume is None or resume.messages is None):
             raise ValueError("chat() needs messages_or_prompt (or resume= with the interrupted run's messages, "
                              "or memory= with a thread_id to continue)")
         msgs: list[Message] = []
     else:
         msgs = coerce_messages(messages_or_prompt)
-    if system is not None and not any(m.role == "system" for m in msgs[:1]):
-        msgs.insert(0, Message.system(system))
-    limits = Timeouts.coerce(timeouts)
-    settings = LoopSettings.coerce(loop)
-    tool_set = as_tools(tools)
-    resolved = resolve_output(output) if output is not None else None
+    if run.system is not None and not any(m.role == "system" for m in msgs[:1]):
+        msgs.insert(0, Message.system(run.system))
+    return msgs
+
+
+def engine_config(
+    provider: Provider, run: RunSettings, resume: Resume | None = None, thread_id: str | None = None,
+) -> EngineConfig:
+    """The engine's configuration of one run from its settings: names resolved through the registry
+    (executor, stop conditions, run plugins), the structured output resolved, the run's hooks built.
+    Raises like :func:`chat`."""
+    loop = run.loop
+    limits = run.timeouts
+    tool_set = {t.name: t for t in run.tools}
+    resolved = resolve_output(run.output) if run.output is not None else None
     if resolved is not None and resolved.format.name in tool_set:
         raise ValueError(f"the output is named {resolved.format.name!r} like a tool; give Output(spec, name=...)")
     config = EngineConfig(
         model=provider.model,
         tools=tool_set,
-        max_steps=max_steps,
-        tool_choice=tool_choice,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        options=dict(options or {}),
-        executor=_executor(executor),
-        stop_when=_stop_conditions(stop_when),
+        max_steps=run.max_steps,
+        tool_choice=run.tool_choice,
+        max_tokens=run.max_tokens,
+        temperature=run.temperature,
+        options=dict(run.options),
+        executor=_executor(run.executor),
+        stop_when=_stop_conditions(run.stop_when),
         call_options=CallOptions(connect_timeout=limits.connect, read_timeout=limits.read,
-                                 max_retries=settings.max_retries, max_event_bytes=settings.max_event_bytes),
-        prepare_step=settings.prepare_step,
-        repair_tool_call=settings.repair_tool_call,
-        approve=approve,
-        stream_tool_call_responses=settings.stream_tool_call_responses,
-        memory=memory,
-        callbacks=callbacks or Callbacks(),
+                                 max_retries=loop.max_retries, max_event_bytes=loop.max_event_bytes),
+        prepare_step=loop.prepare_step,
+        repair_tool_call=loop.repair_tool_call,
+        approve=run.approve,
+        stream_tool_call_responses=loop.stream_tool_call_responses,
+        memory=run.memory,
+        callbacks=run.callbacks,
         timeouts=limits,
         resume=resume,
         resolve_model=get_model,
-        observers=[*get_registry().observers(), *(observers or ())],
-        include_raw=settings.include_raw,
+        hooks=get_registry().run_hooks(run.plugins, run.observers),
+        settings=run,
+        include_raw=loop.include_raw,
         output=resolved,
-        output_retries=settings.output_retries,
-        context=context,
-        parent_run_id=settings.parent_run_id,
-        history=history,
-        summarizer=_summarizer(history),
+        output_retries=loop.output_retries,
+        context=run.context,
+        parent_run_id=loop.parent_run_id,
+        history=run.history,
+        summarizer=_summarizer(run.history),
     )
     if thread_id:
         config.thread_id = thread_id
-    if settings.run_id:
-        config.run_id = settings.run_id
-    return ChatStream(Engine(provider, msgs, config, close_provider=own_provider))
+    if loop.run_id:
+        config.run_id = loop.run_id
+    return config

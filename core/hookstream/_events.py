@@ -769,27 +769,39 @@ def _converter() -> cattrs.Converter:
     conv = cattrs.Converter()
     # ``metadata`` and free-form payloads (``value``, ``input``, ``result``) are JSON values already.
     conv.register_unstructure_hook(Any, lambda v: v)
+    conv.register_unstructure_hook(Cost, _cost_to_wire)
+    conv.register_structure_hook(Cost | None, lambda d, t: None if d is None else _cost_from_wire(d, t))
+    _register_usage(conv)
+    for cls in (Interrupt, Outcome, AGUIFunctionCall, AGUIToolCall, AGUIMessage):
+        _register(conv, cls)
+    _register_message_check(conv)
+    for event_cls in EVENT_TYPES.values():  # after the message hook: MESSAGES_SNAPSHOT's hook is built with it
+        _register(conv, event_cls)
+    _register_tool_call_end(conv)
+    return conv
 
-    def cost_to_wire(c: Cost) -> dict[str, Any]:
-        out: dict[str, Any] = {"amount": float(c.amount), "currency": c.currency}
-        if c.source is not None:
-            out["source"] = c.source
-        return out
 
-    def cost_from_wire(data: Any, _: Any) -> Cost | None:
-        # Another AG-UI server may write its own "cost" in a usage entry: one hookstream cannot read is
-        # left out (unknown), it does not make the whole event unreadable.
-        amount = data.get("amount") if isinstance(data, dict) else None
-        if isinstance(amount, bool) or not isinstance(amount, int | float | str):
-            return None
-        source = data.get("source")
-        try:
-            return Cost(amount, str(data.get("currency") or "USD"), source if isinstance(source, str) else None)
-        except ArithmeticError:  # decimal.InvalidOperation: not a number
-            return None
+def _cost_to_wire(c: Cost) -> dict[str, Any]:
+    out: dict[str, Any] = {"amount": float(c.amount), "currency": c.currency}
+    if c.source is not None:
+        out["source"] = c.source
+    return out
 
-    conv.register_unstructure_hook(Cost, cost_to_wire)
-    conv.register_structure_hook(Cost | None, lambda d, t: None if d is None else cost_from_wire(d, t))
+
+def _cost_from_wire(data: Any, _: Any) -> Cost | None:
+    # Another AG-UI server may write its own "cost" in a usage entry: one hookstream cannot read is
+    # left out (unknown), it does not make the whole event unreadable.
+    amount = data.get("amount") if isinstance(data, dict) else None
+    if isinstance(amount, bool) or not isinstance(amount, int | float | str):
+        return None
+    source = data.get("source")
+    try:
+        return Cost(amount, str(data.get("currency") or "USD"), source if isinstance(source, str) else None)
+    except ArithmeticError:  # decimal.InvalidOperation: not a number
+        return None
+
+
+def _register_usage(conv: cattrs.Converter) -> None:
     _register(conv, Usage)
     usage_plain = conv.get_unstructure_hook(Usage)
     usage_struct = conv.get_structure_hook(Usage)
@@ -808,8 +820,9 @@ def _converter() -> cattrs.Converter:
 
     conv.register_unstructure_hook(Usage | None, usage_to_wire)
     conv.register_structure_hook(Usage | None, usage_from_wire)
-    for cls in (Interrupt, Outcome, AGUIFunctionCall, AGUIToolCall, AGUIMessage):
-        _register(conv, cls)
+
+
+def _register_message_check(conv: cattrs.Converter) -> None:
     message_struct = conv.get_structure_hook(AGUIMessage)
 
     def message_from_wire(data: Any, _: Any) -> AGUIMessage:
@@ -827,8 +840,9 @@ def _converter() -> cattrs.Converter:
         return message
 
     conv.register_structure_hook(AGUIMessage, message_from_wire)
-    for event_cls in EVENT_TYPES.values():  # after the message hook: MESSAGES_SNAPSHOT's hook is built with it
-        _register(conv, event_cls)
+
+
+def _register_tool_call_end(conv: cattrs.Converter) -> None:
     end_plain = conv.get_unstructure_hook(ToolCallEnd)
 
     def end_to_wire(event: ToolCallEnd) -> dict[str, Any]:
@@ -842,7 +856,6 @@ def _converter() -> cattrs.Converter:
         return body
 
     conv.register_unstructure_hook(ToolCallEnd, end_to_wire)
-    return conv
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes"]
+__all__ = ["lazy_attributes", "resolve_ref"]
 
 
 def lazy_attributes(
@@ -36,3 +36,16 @@ def lazy_attributes(
         return sorted(set(vars(sys.modules[module_name])) | set(names))
 
     return __getattr__, __dir__
+
+
+def resolve_ref(ref: str) -> Any:
+    """The object a ``"package.module:attribute"`` reference names (``attribute`` may be dotted,
+    ``"pkg.mod:Class.factory"``), importing its module. Raises :class:`ValueError` for a string without
+    exactly one ``:``, :class:`ImportError` and :class:`AttributeError` as importing and looking up do."""
+    module_name, sep, qualname = ref.partition(":")
+    if not sep or not module_name or not qualname or ":" in qualname:
+        raise ValueError(f"a lazy reference is 'module:attribute', not {ref!r}")
+    value: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value

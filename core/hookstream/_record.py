@@ -16,7 +16,7 @@ are dropped, the URL loses its query string (Gemini's ``key=``) through
 in the request is replaced by ``***``. The manifest is rewritten after every call, so a run that fails
 midway still leaves a usable recording of the calls before the failure.
 
-The ``replay`` provider (``hookstream._replay``) plays a directory back: ``chat("replay:DIR",
+The ``replay`` provider (``hookstream._replay_provider``) plays a directory back: ``chat("replay:DIR",
 ...)``.
 
 Thread safety: one Recorder may serve the session of one run at a time; its calls are numbered under a
@@ -36,6 +36,7 @@ import requests
 import requests.adapters
 
 from ._secrets import SECRET_HEADERS as _SECRET_HEADERS
+from ._stream.tee import TeeRaw
 from ._stream.transport import HTTPRequest
 
 __all__ = ["FORMAT", "Recorder", "load_manifest"]
@@ -54,47 +55,6 @@ def load_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
     return doc
 
 
-class _TeeRaw:
-    """Wraps urllib3's response so every byte the transport reads is also written to the recording."""
-
-    def __init__(self, raw: Any, sink: Any) -> None:
-        self._raw = raw
-        self._sink = sink
-
-    def read1(self, amt: int = -1) -> bytes:
-        data: bytes = self._raw.read1(amt)
-        self._sink.write(data)
-        return data
-
-    def read(self, amt: int | None = None, *args: Any, **kwargs: Any) -> bytes:
-        data: bytes = self._raw.read(amt, *args, **kwargs)
-        self._sink.write(data)
-        return data
-
-    def read_chunked(self, amt: int | None = None, decode_content: bool | None = None) -> Any:
-        for chunk in self._raw.read_chunked(amt, decode_content=decode_content):
-            self._sink.write(chunk)
-            yield chunk
-
-    def stream(self, amt: int = 65536, decode_content: bool | None = None) -> Any:
-        for chunk in self._raw.stream(amt, decode_content=decode_content):
-            self._sink.write(chunk)
-            yield chunk
-
-    def close(self) -> None:
-        try:
-            self._raw.close()
-        finally:
-            self._sink.close()
-
-    def release_conn(self) -> None:
-        self._sink.close()
-        self._raw.release_conn()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._raw, name)
-
-
 class _RecordingAdapter(requests.adapters.HTTPAdapter):
     def __init__(self, recorder: Recorder) -> None:
         super().__init__()
@@ -105,7 +65,7 @@ class _RecordingAdapter(requests.adapters.HTTPAdapter):
         self._recorder._write_request(index, request)
         response = super().send(request, *args, **kwargs)
         sink = open(self._recorder.directory / f"{index:03d}-response.sse", "wb")
-        response.raw = _TeeRaw(response.raw, sink)
+        response.raw = TeeRaw(response.raw, sink)
         self._recorder._add_call(index, response.status_code, response.headers.get("content-type"))
         return response
 

@@ -1,7 +1,16 @@
 """Plugin registry: a pluggy PluginManager fed from the ``hookstream`` entry-point group.
 
-Built-ins register through the same group (``builtins = hookstream._builtins``). A plugin that fails to import or
-whose hook raises is recorded in :attr:`Registry.failures` and skipped; it never stops the others.
+Built-ins register through the same group (``builtins = hookstream._builtins``). Every hook is called
+through pluggy: the ``hookstream_register_*`` hooks are historic, called once here before any plugin
+loads, so pluggy runs each plugin's implementation as the plugin registers and every name is credited to
+its plugin. A plugin is refused, recorded in :attr:`Registry.failures` and unregistered (nothing it
+registered is kept) when it fails to import, when a hook raises, when pluggy's validation refuses a hook
+(an argument its spec does not name, a wrapper of a historic hook) or when it has a ``hookstream_*``
+function that matches no spec (a misspelt hook). It never stops the others.
+
+A registered thing may be a ``"module:attribute"`` string: it is imported when first asked for
+(:meth:`Registry.get`), so a plugin's heavy modules load on first use. Plugins that implement run hooks
+(:mod:`hookstream._agentloop.hooks`) are on for every run; :meth:`Registry.run_hooks` gives a run its hooks.
 
 Environment:
 
@@ -15,22 +24,25 @@ dictionaries and may run on any thread. :meth:`Registry.add_plugin` is for set-u
 
 from __future__ import annotations
 
+import collections
 import difflib
 import importlib.metadata
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import pluggy
 
-from . import _hookspecs as hookspecs
-from ._errors import UnknownPluginError
+from ._errors import PluginError, UnknownPluginError
+from ._hookspecs import RUN_HOOKS
+from ._lazy import resolve_ref
+from ._pm import HookstreamPluginManager
 
 if TYPE_CHECKING:
     from ._agentloop.executors import ToolExecutor
+    from ._agentloop.hooks import RunHooks
     from ._agentloop.observe import Observer
     from ._agentloop.stop import StopCondition
     from ._prices import ModelCapabilities
@@ -43,13 +55,14 @@ __all__ = ["PluginFailure", "PluginInfo", "Registry", "get_registry", "reset_reg
 log = logging.getLogger("hookstream.registry")
 
 GROUP = "hookstream"
+_RUN_MANAGERS = 64  # run plugin sets whose managers are kept (least recently used dropped)
 BLOCK_ENV = "HOOKSTREAM_BLOCK_PLUGINS"
 DISABLE_ENV = "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD"
 KINDS = ("providers", "chunk_strategies", "tool_executors", "stop_conditions", "observers", "authenticators",
-         "models")
+         "models", "run_plugins")
 _SINGULAR = {"providers": "provider", "chunk_strategies": "chunk strategy", "tool_executors": "tool executor",
              "stop_conditions": "stop condition", "observers": "observer", "authenticators": "authenticator",
-             "models": "model"}
+             "models": "model", "run_plugins": "run plugin"}
 # Which first-party distribution registers each name, so "no provider named 'gemini'" can say what to install.
 # Names nobody here ships get no guessed distribution name: a guess like "hookstream-NAME" would send people to
 # whatever a stranger uploaded under that name on the package index (and pip no longer has a search command).
@@ -91,20 +104,48 @@ class PluginInfo:
     version: str | None
     hooks: list[str]
     registered: dict[str, list[str]] = attrs.Factory(dict)
+    run_hooks: list[str] = attrs.Factory(list)
 
 
 class Registry:
     """Everything plugins registered, by kind and name."""
 
     def __init__(self, autoload: bool = True) -> None:
-        self.pm = pluggy.PluginManager("hookstream")
-        self.pm.add_hookspecs(hookspecs)
+        self.pm = HookstreamPluginManager()
         self.failures: list[PluginFailure] = []
         self.plugins: dict[str, PluginInfo] = {}
         self._items: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
         self._owner: dict[tuple[str, str], str] = {}
+        self._loading: list[tuple[str, PluginInfo]] = []  # the plugin pm.register is registering now
+        self._run_plugins: list[tuple[str, object]] = []
+        self._bases: dict[bool, HookstreamPluginManager] = {}
+        # A run's own plugin objects -> their manager: a server or a CLI command that gives every run the same
+        # objects (RunSettings.plugins) builds it once. The objects are kept with it, so an id is not reused.
+        self._run_managers: collections.OrderedDict[tuple[Any, ...], tuple[HookstreamPluginManager, list[object]]] = (
+            collections.OrderedDict())
+        self._managers_lock = threading.Lock()
+        for kind in KINDS:
+            # Historic: pluggy calls every plugin's implementation as the plugin registers (below).
+            hook = getattr(self.pm.hook, f"hookstream_register_{kind}")
+            hook.call_historic(kwargs={"register": self._registrar(kind)})
         if autoload:
             self._load_entry_points()
+
+    def _registrar(self, kind: str) -> Callable[[str, Any], None]:
+        def register(item_name: str, item: Any) -> None:
+            if not self._loading:
+                raise PluginError(f"register({item_name!r}) called outside a plugin's registration")
+            name, info = self._loading[-1]
+            key = (kind, item_name)
+            if key in self._owner and self._owner[key] != name:
+                self.failures.append(PluginFailure(name, f"{kind} {item_name!r} already registered by "
+                                                         f"{self._owner[key]}"))
+                return
+            self._owner[key] = name
+            self._items[kind][item_name] = item
+            info.registered.setdefault(kind, []).append(item_name)
+
+        return register
 
     def _load_entry_points(self) -> None:
         blocked = {n.strip() for n in os.environ.get(BLOCK_ENV, "").split(",") if n.strip()}
@@ -126,42 +167,43 @@ class Registry:
     def add_plugin(
         self, plugin: Any, name: str, distribution: str | None = None, version: str | None = None
     ) -> PluginInfo | None:
-        """Register ``plugin`` (module or object with ``hookimpl`` functions) and collect its
-        registrations. Returns its :class:`PluginInfo`, or ``None`` when it failed (see ``failures``)."""
+        """Register ``plugin`` (module or object with ``hookimpl`` functions) through pluggy and collect
+        its registrations. Returns its :class:`PluginInfo`, or ``None`` when it was refused (see
+        ``failures``; nothing it registered is kept)."""
+        info = PluginInfo(name, distribution, version, [])
+        self._loading.append((name, info))
         try:
             self.pm.register(plugin, name=name)
+            unknown = self.pm.unknown_hooks(plugin)
+            if unknown:
+                raise PluginError(f"{', '.join(unknown)}: no such hook (misspelt? see docs/hooks.rst)")
         except Exception as exc:
-            self.failures.append(PluginFailure(name, f"{type(exc).__name__}: {exc}"))
+            self._refuse(plugin, name, info, exc)
             return None
-        hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
-        info = PluginInfo(name, distribution, version, hooks)
-        for kind in KINDS:
-            hook = getattr(self.pm.hook, f"hookstream_register_{kind}")
-            got: list[str] = []
-
-            def register(item_name: str, item: Any, _kind: str = kind, _got: list[str] = got) -> None:
-                key = (_kind, item_name)
-                if key in self._owner and self._owner[key] != name:
-                    self.failures.append(
-                        PluginFailure(name, f"{_kind} {item_name!r} already registered by {self._owner[key]}")
-                    )
-                    return
-                self._owner[key] = name
-                self._items[_kind][item_name] = item
-                _got.append(item_name)
-
-            try:
-                # Call this plugin's own implementation, so each registration is attributed to it.
-                for impl in hook.get_hookimpls():
-                    if impl.plugin is plugin:
-                        impl.function(register)
-            except Exception as exc:
-                self.failures.append(PluginFailure(name, f"hookstream_register_{kind}: {type(exc).__name__}: {exc}"))
-                log.warning("plugin %s failed in hookstream_register_%s: %s", name, kind, exc)
-            if got:
-                info.registered[kind] = got
+        finally:
+            self._loading.pop()
+        info.hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+        info.run_hooks = sorted(c.name for c in self.pm.get_hookcallers(plugin) or [] if c.name in RUN_HOOKS)
+        if info.run_hooks:
+            self._run_plugins.append((name, plugin))
+            self._bases.clear()
+            self._run_managers.clear()
         self.plugins[name] = info
         return info
+
+    def _refuse(self, plugin: Any, name: str, info: PluginInfo, exc: BaseException) -> None:
+        """Record why ``plugin`` is refused, unregister it and forget what it registered."""
+        text = exc.message if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+        text = " ".join(text.split())  # pluggy's validation messages span lines; a failure is one line
+        self.failures.append(PluginFailure(name, text))
+        log.warning("plugin %s refused: %s", name, text)
+        if self.pm.is_registered(plugin):
+            self.pm.unregister(plugin)
+        for kind, names in info.registered.items():
+            for item_name in names:
+                if self._owner.get((kind, item_name)) == name:
+                    del self._owner[(kind, item_name)]
+                    self._items[kind].pop(item_name, None)
 
     def names(self, kind: str) -> list[str]:
         return sorted(self._items[kind])
@@ -171,11 +213,20 @@ class Registry:
         lists the installed names and says what to do: the first-party distribution to install
         (:data:`FIRST_PARTY`), why an installed one registered nothing, or a close name for a typo."""
         try:
-            return self._items[kind][name]
+            item = self._items[kind][name]
         except KeyError:
             known = ", ".join(self.names(kind)) or "none"
             hint = self._hint(kind, name)
             raise UnknownPluginError(f"no {_SINGULAR[kind]} named {name!r} (installed: {known}); {hint}") from None
+        if isinstance(item, str) and kind != "models":
+            owner = self._owner.get((kind, name), "?")
+            try:
+                item = resolve_ref(item)
+            except Exception as exc:
+                raise PluginError(f"{_SINGULAR[kind]} {name!r} of plugin {owner} cannot be loaded: "
+                                  f"{type(exc).__name__}: {exc}") from exc
+            self._items[kind][name] = item  # imported once; a dict store is atomic, so threads may race here
+        return item
 
     def _hint(self, kind: str, name: str) -> str:
         # What to do about a missing name: install its first-party distribution, fix a typo, or find the
@@ -249,15 +300,68 @@ class Registry:
         """One observer from each registered factory, for a new run (factories returning ``None`` and
         factories that raise, logged, left out)."""
         out: list[Observer] = []
-        for name, factory in sorted(self._items["observers"].items()):
+        for name in sorted(self._items["observers"]):
             try:
-                made = factory()
+                made = self.get("observers", name)()
             except Exception as exc:  # a broken observer plugin must not stop the run
                 log.warning("observer factory %s failed: %s: %s", name, type(exc).__name__, exc)
                 continue
             if made is not None:
                 out.append(made)
         return out
+
+    def run_plugin(self, name: str) -> Callable[..., object]:
+        """The run-plugin factory registered as ``name``; raises :class:`UnknownPluginError`."""
+        factory: Callable[..., object] = self.get("run_plugins", name)
+        return factory
+
+    def run_hooks(self, plugins: Sequence[object] = (), observers: Sequence[Any] = ()) -> RunHooks | None:
+        """The hooks of a new run: the run plugins installed plugins keep on, then ``plugins`` (names,
+        ``(name, {options})`` or objects, as ``RunSettings.plugins`` holds them), then one plugin driving
+        ``observers`` and the registered observer factories. ``None`` when nothing implements a run hook
+        (the engine then adds nothing to the run). Raises :class:`UnknownPluginError` for an unknown name
+        and :class:`PluginError` for an invalid plugin object."""
+        # Imported here: the run-hook machinery brings the model call and requests, which a command that only
+        # lists plugins or replays a body never needs at start.
+        from ._agentloop.hooks import RunHooks, base_manager, options_of, run_hooks
+        from ._agentloop.observe import OBSERVERS
+
+        extra: list[tuple[str, object]] = []
+        for spec in plugins:
+            named = options_of(spec)
+            if named is None:
+                extra.append((type(spec).__name__, spec))
+            else:
+                extra.append((named[0], self.run_plugin(named[0])(**named[1])))
+        watching = [*self.observers(), *observers]
+        observed = bool(watching)
+        base = self._bases.get(observed)
+        if base is None:
+            # Built once (with and without the shared observer plugin): a run with only the installed plugins'
+            # hooks pays nothing to set them up, and a run with plugins of its own reaches the installed ones
+            # through it instead of registering them again.
+            always = [*self._run_plugins, *([("observers", OBSERVERS)] if observed else [])]
+            base = self._bases[observed] = base_manager(always)
+        if not extra:
+            return run_hooks(base, bool(self._run_plugins) or observed, (), watching)
+        return RunHooks(self._run_manager(observed, base, extra), watching)
+
+    def _run_manager(self, observed: bool, base: HookstreamPluginManager,
+                     extra: list[tuple[str, object]]) -> HookstreamPluginManager:
+        from ._agentloop.hooks import run_manager
+
+        key = (observed, *(id(plugin) for _, plugin in extra))
+        with self._managers_lock:
+            found = self._run_managers.get(key)
+            if found is not None:
+                self._run_managers.move_to_end(key)
+                return found[0]
+        pm = run_manager(base, extra)
+        with self._managers_lock:
+            self._run_managers[key] = (pm, [plugin for _, plugin in extra])
+            while len(self._run_managers) > _RUN_MANAGERS:
+                self._run_managers.popitem(last=False)
+        return pm
 
 
 _lock = threading.Lock()

@@ -1,17 +1,18 @@
-"""The plugin SDK: what a provider, chunk-strategy, tool-executor, stop-condition, observer or
-authenticator plugin needs beyond the user face.
+"""The plugin SDK: what a provider, chunk-strategy, tool-executor, stop-condition, observer,
+authenticator or run plugin needs beyond the user face.
 
 A provider plugin subclasses :class:`Provider`, builds an :class:`HTTPRequest` from a
 :class:`ModelRequest`, and maps the provider's SSE events to AG-UI events with a
 :class:`StreamBuilder`; every plugin registers its parts from functions marked :data:`hookimpl`
-(hooks and their arguments: the hook reference ``docs/hooks.rst``, generated from the hook specs).
-:class:`ModelCall` runs one model call of a provider as the engine does (retries, time limits, the
-provider's error mapping) and :class:`StepAccumulator` folds its events into a :class:`hookstream.StepResult`,
-for a plugin's own tests; test helpers are in :mod:`hookstream.testing`.
+(hooks and their arguments: the hook reference ``docs/hooks.rst``, generated from the hook specs); a
+run plugin's hooks get a :class:`RunContext`, :class:`StepContext`, :class:`ModelCallContext` or
+:class:`ToolCallContext`. :class:`ModelCall` runs one model call of a provider as the engine does
+(retries, time limits, the provider's error mapping) and :class:`StepAccumulator` folds its events into a
+:class:`hookstream.StepResult`, for a plugin's own tests; test helpers are in :mod:`hookstream.testing`.
 
 What users see is not repeated here: import messages (``Message``, ``TextPart``...), tools, stop
-conditions, chunk strategies, ``Observer`` and ``get_registry`` from :mod:`hookstream`, events from
-:mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` from
+conditions, chunk strategies, ``RunSettings``, ``Observer`` and ``get_registry`` from :mod:`hookstream`,
+events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` from
 :mod:`hookstream.server`. The one name on both faces is :class:`Provider` (users annotate what
 :func:`hookstream.get_model` returns; plugin authors subclass it). Nothing else in hookstream is needed or
 promised to plugins.
@@ -23,34 +24,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo
-from ._errors import error_for_status
-from ._events import parse_arguments
 from ._hookspecs import (
     AuthenticatorRegistrar,
     ChunkStrategyRegistrar,
     ModelRegistrar,
     ObserverRegistrar,
     ProviderRegistrar,
+    RunPluginRegistrar,
     StopConditionRegistrar,
     ToolExecutorRegistrar,
     hookimpl,
     hookspec,
 )
-from ._json_data import json_loads
 from ._lazy import lazy_attributes
-from ._messages import coerce_messages, detect_media_type, tool_output_text
-from ._prices import ModelCapabilities
-from ._processing.processor import resolve_strategy
-from ._processing.strategies import TimedChunkStrategy
-from ._registry import PluginFailure, PluginInfo, Registry, reset_registry
-from ._secrets import SECRET_HEADERS, Secret
-from ._stream.accumulate import StepAccumulator, merge_metadata
-from ._stream.builder import StreamBuilder, new_id
-from ._stream.credentials import RefreshingToken
-from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
-from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
-from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
 
 if TYPE_CHECKING:
     from ._agentloop.executors import (
@@ -62,21 +48,59 @@ if TYPE_CHECKING:
         run_request,
         tool_ref,
     )
-    from ._batch import ChatRunner, Runner, chat_options, open_output
+    from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
+    from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo
+    from ._batch import BatchJob, ChatRunner, Runner, open_output
+    from ._errors import error_for_status
+    from ._events import parse_arguments
+    from ._json_data import json_loads
+    from ._messages import coerce_messages, detect_media_type, tool_output_text
+    from ._prices import ModelCapabilities, priced
+    from ._processing.processor import resolve_strategy
+    from ._processing.strategies import TimedChunkStrategy
     from ._ratelimit import Limiter, Permit
+    from ._registry import PluginFailure, PluginInfo, Registry, reset_registry
+    from ._secrets import SECRET_HEADERS, Secret
+    from ._settings import CLIRun
+    from ._stream.accumulate import StepAccumulator, merge_metadata
+    from ._stream.builder import StreamBuilder, new_id
     from ._stream.call import CallOptions, ModelCall
+    from ._stream.credentials import RefreshingToken
+    from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
+    from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
+    from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
 
-# The batch driver pulls in the whole agent loop, and tool execution, rate limits and model calls are
-# for plugins that run tools, batches or their own tests; every plugin imports this module at start-up
-# (for ``hookimpl``) and a provider plugin needs none of them, so these names load on first use (PEP 562).
-_LAZY = {
-    **{name: "hookstream._batch" for name in ("ChatRunner", "Runner", "chat_options", "open_output")},
-    **{name: "hookstream._agentloop.executors" for name in ("ToolCallRequest", "ToolExecutor", "error_part",
-                                                             "resolve_tool", "run_calls", "run_request",
-                                                             "tool_ref")},
-    **{name: "hookstream._ratelimit" for name in ("Limiter", "Permit")},
-    **{name: "hookstream._stream.call" for name in ("CallOptions", "ModelCall")},
+# Every name loads on first use (PEP 562): each plugin's entry point imports this module at start-up for
+# ``hookimpl``, and a process that never runs a model (``hookstream --version``, ``hookstream replay``)
+# must not pay for the engine, the stream processor or the server to get it. Only the hook markers and
+# the registrar types are here at once. Module -> the names it gives.
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "hookstream._agentloop.hooks": ("ModelCallContext", "RunContext", "StepContext", "ToolCallContext"),
+    "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo"),
+    "hookstream._errors": ("error_for_status",),
+    "hookstream._events": ("parse_arguments",),
+    "hookstream._json_data": ("json_loads",),
+    "hookstream._messages": ("coerce_messages", "detect_media_type", "tool_output_text"),
+    "hookstream._prices": ("ModelCapabilities", "priced"),
+    "hookstream._processing.processor": ("resolve_strategy",),
+    "hookstream._processing.strategies": ("TimedChunkStrategy",),
+    "hookstream._registry": ("PluginFailure", "PluginInfo", "Registry", "reset_registry"),
+    "hookstream._secrets": ("SECRET_HEADERS", "Secret"),
+    "hookstream._settings": ("CLIRun",),
+    "hookstream._stream.accumulate": ("StepAccumulator", "merge_metadata"),
+    "hookstream._stream.builder": ("StreamBuilder", "new_id"),
+    "hookstream._stream.call": ("CallOptions", "ModelCall"),
+    "hookstream._stream.credentials": ("RefreshingToken",),
+    "hookstream._stream.framing": ("NDJSON", "SSE", "Framing", "NDJSONFraming", "SSEFraming", "media_type"),
+    "hookstream._stream.provider": ("CallContext", "ModelRequest", "OutputFormat", "Provider", "ToolSpec"),
+    "hookstream._stream.transport": ("DEFAULT_MAX_EVENT_BYTES", "HTTPRequest", "SSEEvent", "default_error_reader"),
+    "hookstream._agentloop.executors": (
+        "ToolCallRequest", "ToolExecutor", "error_part", "resolve_tool", "run_calls", "run_request", "tool_ref"
+    ),
+    "hookstream._batch": ("BatchJob", "ChatRunner", "Runner", "open_output"),
+    "hookstream._ratelimit": ("Limiter", "Permit"),
 }
+_LAZY = {name: module for module, names in _SOURCES.items() for name in names}
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY)
@@ -87,6 +111,8 @@ __all__ = [
     "SECRET_HEADERS",
     "SSE",
     "AuthenticatorRegistrar",
+    "BatchJob",
+    "CLIRun",
     "CallContext",
     "CallOptions",
     "ChatRunner",
@@ -95,6 +121,7 @@ __all__ = [
     "HTTPRequest",
     "Limiter",
     "ModelCall",
+    "ModelCallContext",
     "ModelCallInfo",
     "ModelCapabilities",
     "ModelRegistrar",
@@ -110,21 +137,24 @@ __all__ = [
     "RefreshingToken",
     "Registry",
     "RetryInfo",
+    "RunContext",
     "RunInfo",
+    "RunPluginRegistrar",
     "Runner",
     "SSEEvent",
     "SSEFraming",
     "Secret",
     "StepAccumulator",
+    "StepContext",
     "StopConditionRegistrar",
     "StreamBuilder",
     "TimedChunkStrategy",
+    "ToolCallContext",
     "ToolCallRequest",
     "ToolExecutor",
     "ToolExecutorRegistrar",
     "ToolInfo",
     "ToolSpec",
-    "chat_options",
     "coerce_messages",
     "default_error_reader",
     "detect_media_type",
@@ -139,6 +169,7 @@ __all__ = [
     "new_id",
     "open_output",
     "parse_arguments",
+    "priced",
     "reset_registry",
     "resolve_strategy",
     "resolve_tool",

@@ -31,8 +31,7 @@ each :meth:`Agent.chat` is a run of its own. An agent tool runs on the executor'
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -51,48 +50,49 @@ from .._events import (
 )
 from .._ids import new_id
 from .._messages import Message
+from .._settings import RunSettings
 from .._stream.provider import Provider
 from .tool_phase import NestedBlocks
-from .tools import Tool, ToolContext, as_tools
-from .values import LoopSettings, RunResult
+from .tools import Tool, ToolContext
+from .values import RunResult
 
 __all__ = ["Agent", "AgentToolError"]
 
-_OWN = frozenset({"model", "messages_or_prompt", "tools", "system"})
-_SETTINGS = frozenset(inspect.signature(chat).parameters) - _OWN
-
-
 class Agent:
-    """A model, tools, a system prompt and chat settings, bundled: ``Agent("openai:gpt-4o-mini",
-    tools=[search], system="You research.", max_steps=5)``.
+    """A model and its :class:`~hookstream.RunSettings` (tools, system prompt, limits...), bundled:
+    ``Agent("openai:gpt-4o-mini", tools=[search], system="You research.", max_steps=5)``.
 
     ``model`` is what ``chat()`` takes (``"PROVIDER:MODEL"``, a provider object, a
-    :class:`~hookstream.FallbackModel`); ``tools`` are functions, :class:`~hookstream.Tool` objects or
-    dicts, as for ``chat()`` (checked now); ``settings`` are other ``chat()`` keyword arguments
-    (``max_steps``, ``temperature``, ``executor``, ``loop``, ``timeouts``, ``output``, ``context``...).
-    ``name`` names the agent (default ``"agent"``; :meth:`as_tool` uses the tool name).
+    :class:`~hookstream.FallbackModel`); ``settings`` a :class:`~hookstream.RunSettings`, and ``fields``
+    any of its fields (``tools``, ``system``, ``max_steps``, ``temperature``, ``executor``, ``loop``,
+    ``timeouts``, ``output``, ``context``, ``plugins``...), which replace the settings' own; both are checked
+    now. ``name`` names the agent (default ``"agent"``; :meth:`as_tool` uses the tool name).
 
-    Raises :class:`TypeError` for a setting ``chat()`` does not take, and what :func:`hookstream.tool`
-    raises for a tool it cannot describe.
+    Raises :class:`TypeError` for a field ``RunSettings`` does not have or of the wrong type, and what
+    :func:`hookstream.tool` raises for a tool it cannot describe.
     """
 
     def __init__(
         self,
         model: str | Provider,
         *,
-        tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
-        system: str | None = None,
+        settings: RunSettings | None = None,
         name: str = "agent",
-        **settings: Any,
+        **fields: Any,
     ) -> None:
-        unknown = sorted(set(settings) - _SETTINGS)
-        if unknown:
-            raise TypeError(f"Agent() got settings chat() does not take: {', '.join(unknown)}")
         self.model = model
-        self.tools: dict[str, Tool] = as_tools(tools)
-        self.system = system
+        self.settings = RunSettings.of(settings, **fields)
         self.name = name
-        self.settings: dict[str, Any] = dict(settings)
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The agent's tools by name."""
+        return {t.name: t for t in self.settings.tools}
+
+    @property
+    def system(self) -> str | None:
+        """The agent's system prompt."""
+        return self.settings.system
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, model={self.model!r}, tools={list(self.tools)!r})"
@@ -102,12 +102,9 @@ class Agent:
         messages_or_prompt: str | Message | Iterable[Message | dict[str, Any]] | None = None,
         **overrides: Any,
     ) -> ChatStream:
-        """``chat()`` with the agent's model, tools, system prompt and settings; ``overrides`` (any
-        ``chat()`` keyword argument, ``tools`` and ``system`` included) replace the agent's for this run.
-        Raises what ``chat()`` raises."""
-        kwargs: dict[str, Any] = {"tools": list(self.tools.values()), "system": self.system, **self.settings}
-        kwargs.update(overrides)
-        return chat(self.model, messages_or_prompt, **kwargs)
+        """``chat()`` with the agent's model and settings; ``overrides`` (any ``chat()`` keyword argument,
+        ``tools`` and ``system`` included) replace the agent's for this run. Raises what ``chat()`` raises."""
+        return chat(self.model, messages_or_prompt, settings=self.settings, **overrides)
 
     def run(self, messages_or_prompt: str | Message | Iterable[Message | dict[str, Any]], **overrides: Any
             ) -> RunResult:
@@ -145,9 +142,8 @@ class Agent:
         ``ctx``; add its usage; return its final text or raise :class:`AgentToolError`."""
         sub_run = new_id("run")
         overrides: dict[str, Any] = {}
-        loop = LoopSettings.coerce(self.settings.get("loop"))
-        overrides["loop"] = attrs.evolve(loop, run_id=sub_run, parent_run_id=ctx.run_id)
-        if "context" not in self.settings:
+        overrides["loop"] = attrs.evolve(self.settings.loop, run_id=sub_run, parent_run_id=ctx.run_id)
+        if self.settings.context is None:
             overrides["context"] = ctx.deps
         stream = self.chat(prompt, **overrides)
         ctx.cancellation.on_cancel(stream.cancel)

@@ -83,6 +83,7 @@ from .._errors import (
     CallbackError,
     HookstreamError,
     OutputValidationError,
+    PluginError,
     ProviderError,
     ResumeError,
     StreamTimeoutError,
@@ -120,7 +121,7 @@ from .._stream.call import CallOptions, ModelCall
 from .._stream.fallback import FallbackModel, fallible
 from .._stream.provider import CallContext, ModelRequest, Provider
 from .executors import ThreadExecutor, ToolExecutor
-from .observe import Observers, RunInfo
+from .hooks import ModelCallContext, RunContext, RunHooks, StepContext
 from .partial_output import OutputTracker
 from .stop import StopCondition
 from .structured import ResolvedOutput
@@ -159,7 +160,8 @@ class EngineConfig:
     stores the conversation under ``thread_id``. ``stream_tool_call_responses=False`` hides the
     events of steps the loop continues after (only the final answer is streamed). ``timeouts`` are
     seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
-    limits. ``observers`` watch the run (``hookstream._agentloop.observe``; none: no cost). ``include_raw`` streams
+    limits. ``hooks`` are the run's plugin hooks (``hookstream._agentloop.hooks``; none: no cost) and ``settings``
+    the :class:`~hookstream.RunSettings` the run came from (for ``RunContext.settings``). ``include_raw`` streams
     the adapters' ``RAW`` events (provider events they did not understand); they are counted in
     ``StepResult.unknown_events`` either way. ``context`` is the application's object tools receive as
     ``ToolContext.deps``.
@@ -186,7 +188,8 @@ class EngineConfig:
     timeouts: Timeouts = attrs.Factory(Timeouts)
     resume: Resume | None = None
     resolve_model: Callable[[str], Provider] | None = None
-    observers: list[Any] = attrs.Factory(list)
+    hooks: RunHooks | None = None
+    settings: Any = None
     include_raw: bool = False
     output: ResolvedOutput | None = None
     output_retries: int = 0
@@ -279,6 +282,13 @@ def _track_output(
     return tracker, []
 
 
+def _notify(on_chunk: Callable[[BaseEvent], None], ev: BaseEvent) -> None:
+    try:
+        on_chunk(ev)
+    except Exception:  # a callback must not break the run; its failure is logged
+        log.exception("on_chunk failed")
+
+
 def _discard(items: list[str], item: str) -> None:
     if item in items:
         items.remove(item)
@@ -329,6 +339,43 @@ class _StepOutput:
             yield from held
 
 
+class _Call:
+    """The model call of one attempt, whether made directly (``direct``) or through the run hooks
+    (``ctx``, whose ``model_call`` exists once the built-in implementation made one; a plugin that
+    answered makes none). What the engine and its watchdog read of it, in one place."""
+
+    __slots__ = ("ctx", "direct")
+
+    def __init__(self, direct: ModelCall | None, ctx: ModelCallContext | None) -> None:
+        self.direct = direct
+        self.ctx = ctx
+
+    @property
+    def model_call(self) -> ModelCall | None:
+        return self.direct if self.ctx is None else self.ctx.model_call
+
+    @property
+    def exception(self) -> BaseException | None:
+        call = self.model_call
+        return call.exception if call is not None else None
+
+    @property
+    def sent_at(self) -> float | None:
+        call = self.model_call
+        return call.sent_at if call is not None else None
+
+    @property
+    def last_event_at(self) -> float | None:
+        call = self.model_call
+        return call.last_event_at if call is not None else None
+
+    def abort(self, reason: BaseException | None = None) -> None:
+        if self.ctx is not None:
+            self.ctx.abort(reason)
+        elif self.direct is not None:
+            self.direct.abort(reason)
+
+
 class Engine:
     """Iterate :meth:`events` once for the run's events; read :meth:`result` at any time."""
 
@@ -362,12 +409,14 @@ class Engine:
         self._cancelled = threading.Event()
         self._failure: StreamTimeoutError | None = None
         self._token = CancellationToken()
-        self._call: ModelCall | None = None
+        self._call: _Call | None = None
         self._watchdog: Watchdog | None = None
         self._lock = threading.Lock()
         self._saved = 0
         self._stored: list[Message] = []  # the thread as loaded, summaries included (History needs them)
         self._ended_fired = False
+        self._run_ctx: RunContext | None = None
+        self._start_failed: BaseException | None = None
         resume = config.resume
         if resume is not None and resume.messages is None and config.memory is not None:
             # A resume with nothing but the thread: the interrupted run saved its pending calls there.
@@ -436,11 +485,16 @@ class Engine:
         cfg = self.config
         self._watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
         run = self._guarded()
-        # Observers: the run's steps go on inside the run's own context (see hookstream._agentloop.observe).
-        observed = Observers.of(cfg.observers)
-        if observed is not None:
-            observed.start_run(RunInfo(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model))
-            run = observed.wrap(run)
+        # Run hooks: the run's steps go on inside the run's own context (see hookstream._agentloop.hooks).
+        hooks = cfg.hooks
+        if hooks is not None:
+            self._run_ctx = RunContext(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model, self.messages,
+                                       cfg.settings, cfg.parent_run_id)
+            try:
+                hooks.start_run(self._run_ctx)
+            except Exception as exc:  # reported as the run's RUN_ERROR by _run
+                self._start_failed = exc
+            run = hooks.wrap(run)
         try:
             # Not ``yield from``: closing this generator would close ``run`` mid-step and lose the step.
             for ev in run:  # noqa: UP028
@@ -466,8 +520,8 @@ class Engine:
                 self._persist()
             if not self._ended_fired:
                 self._ended()
-            if observed is not None:
-                observed.end_run(self.result())
+            if hooks is not None:
+                hooks.end_run(self.result())
 
     def _guarded(self) -> Iterator[BaseEvent]:
         yield RunStarted(self.config.thread_id, self.config.run_id, parent_run_id=self.config.parent_run_id)
@@ -481,6 +535,9 @@ class Engine:
 
     def _run(self) -> Iterator[BaseEvent]:
         cfg = self.config
+        if self._start_failed is not None:
+            exc = self._start_failed
+            raise PluginError(f"a run plugin failed in hookstream_run_start: {type(exc).__name__}: {exc}")
         resume = cfg.resume
         if resume is None and cfg.memory is not None and cfg.history is not None and cfg.history.kind != "all":
             self._apply_history()
@@ -504,44 +561,64 @@ class Engine:
     # -- one step -------------------------------------------------------------------------------
     def _step(self, number: int) -> Generator[BaseEvent, None, str]:
         cfg = self.config
-        cbs = cfg.callbacks
         plan = self._plan(number)
         attempts = self._attempts(plan)
         output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         step_name = f"step-{number}"
-        self._observe(cbs.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
-                                                   plan.request.model, plan.tools, plan.request.tool_choice))
+        self._observe(cfg.callbacks.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
+                                                             plan.request.model, plan.tools, plan.request.tool_choice))
         yield from output.emit([StepStarted(step_name)])
-        on_chunk = cbs.on_chunk
-        held = output.held
-        drop_raw = not cfg.include_raw
-        fmt = cfg.output.format if cfg.output is not None else None
         tried: list[str] = []
         # One model call per attempt; a FallbackModel gives several (hookstream._stream.fallback): a fallible
         # failure before any content of the step hands the same request to the next model.
         for index, (provider, request) in enumerate(attempts):
-            last = index + 1 == len(attempts)
-            acc = StepAccumulator(number)
-            blocks = _OpenBlocks()
-            call = ModelCall(provider, request, CallContext(cfg.thread_id, cfg.run_id), provider.session,
-                             cfg.call_options)
-            with self._lock:
-                self._call = call
-            if self._cancelled.is_set():
-                call.abort()
-            elif self._failure is not None:
-                call.abort(self._failure)
-            tracker: OutputTracker | None = None
-            self._tracker = None  # a retried answer starts from nothing
-            content = False  # an event of this call reached the caller: no fallback any more
-            failed: RunError | None = None
+            acc, blocks = StepAccumulator(number), _OpenBlocks()
+            call, source = self._open_call(number, provider, request)
+            failed = yield from self._stream_call(call, source, acc, blocks, output, plan,
+                                                  last=index + 1 == len(attempts))
+            if failed is None:
+                break
+            if not self._fall_back(call, failed, attempts, index, tried):
+                acc.add(failed)  # not a failure another model would fix: the step ends with it
+                break
+        step = self._record_step(acc, provider, request, tried)
+        if self._cancelled.is_set():
+            return (yield from self._step_cancelled(step, step_name, blocks, output))
+        if step.error is not None:
+            return (yield from self._step_failed(step, call, attempts, index, output))
+        yield from output.emit([_step_finished(step_name, step)])
+        self.messages.append(step.message)
+        return (yield from self._after_model(step, plan, output, number))
+
+    def _stream_call(
+        self, call: _Call, source: Iterator[BaseEvent], acc: StepAccumulator, blocks: _OpenBlocks,
+        output: _StepOutput, plan: _Step, last: bool,
+    ) -> Generator[BaseEvent, None, RunError | None]:
+        """Stream one model call's events into the step; returns the ``RUN_ERROR`` it failed with before
+        any content when another model may still be tried (``None`` otherwise)."""
+        cfg = self.config
+        with self._lock:
+            self._call = call
+        if self._cancelled.is_set():
+            call.abort()
+        elif self._failure is not None:
+            call.abort(self._failure)
+        on_chunk = cfg.callbacks.on_chunk
+        held = output.held
+        drop_raw = not cfg.include_raw
+        fmt = cfg.output.format if cfg.output is not None else None
+        tracker: OutputTracker | None = None
+        self._tracker = None  # a retried answer starts from nothing
+        content = False  # an event of this call reached the caller: no fallback any more
+        failed: RunError | None = None
+        try:
             # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
-            for ev in call:
+            for ev in source:
                 t = type(ev)
                 if t is RunStarted:
                     continue
                 if t is RunError and not content and not last:
-                    failed = cast("RunError", ev)  # maybe the next model's turn: decided below
+                    failed = cast("RunError", ev)  # maybe the next model's turn: decided by the caller
                     break
                 ev = acc.add(ev)  # a TOOL_CALL_END comes back with the call's text, for consumers to share
                 if t is RunFinished or t is RunError:
@@ -551,35 +628,49 @@ class Engine:
                 content = True
                 blocks.see(ev)
                 if on_chunk is not None:
-                    try:
-                        on_chunk(ev)
-                    except Exception:
-                        log.exception("on_chunk failed")
+                    _notify(on_chunk, ev)
                 if held is None:
                     yield ev
                 else:
                     held.append(ev)
                 if fmt is not None:
-                    tracker, ops = _track_output(ev, t, tracker, fmt.name, plan.tools)
-                    self._tracker = tracker
-                    if ops:
-                        delta = StateDelta(ops)
-                        if held is None:
-                            yield delta
-                        else:
-                            held.append(delta)
+                    tracker = yield from self._track(ev, t, tracker, fmt.name, plan.tools, output)
+        finally:
             with self._lock:
                 self._call = None
-            if failed is None:
-                break
-            if self._may_fall_back(call, failed):
-                tried.append(provider.label(request.model))
-                following = attempts[index + 1][0].label(attempts[index + 1][1].model)
-                log.warning("model %s failed before any content (%s: %s); trying %s", tried[-1], failed.code,
-                            failed.message, following)
-                continue
-            acc.add(failed)  # not a failure another model would fix: the step ends with it
-            break
+            # A plugin may have ended the step before the HTTP call ended: closing its iterator closes the
+            # call's (a generator closed mid-read aborts its request).
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+        return failed
+
+    def _track(
+        self, ev: BaseEvent, t: type, tracker: OutputTracker | None, name: str, tools: dict[str, Tool],
+        output: _StepOutput,
+    ) -> Generator[BaseEvent, None, OutputTracker | None]:
+        """Feed one event to the structured-output tracker; emit the ``STATE_DELTA`` it gives."""
+        tracker, ops = _track_output(ev, t, tracker, name, tools)
+        self._tracker = tracker
+        if ops:
+            yield from output.emit([StateDelta(ops)])
+        return tracker
+
+    def _fall_back(self, call: _Call, failed: RunError, attempts: list[tuple[Provider, ModelRequest]], index: int,
+                   tried: list[str]) -> bool:
+        """Whether the step goes on to the next model after attempt ``index`` failed before content
+        (``tried`` gains the failed model's label)."""
+        if not self._may_fall_back(call, failed):
+            return False
+        provider, request = attempts[index]
+        tried.append(provider.label(request.model))
+        following = attempts[index + 1][0].label(attempts[index + 1][1].model)
+        log.warning("model %s failed before any content (%s: %s); trying %s", tried[-1], failed.code,
+                    failed.message, following)
+        return True
+
+    def _record_step(self, acc: StepAccumulator, provider: Provider, request: ModelRequest,
+                     tried: list[str]) -> StepResult:
         step = acc.finish()
         step.provider = provider.label(request.model)
         step.fallbacks = tried
@@ -587,28 +678,39 @@ class Engine:
         self.steps.append(step)
         if step.usage is not None:
             self.usage = self.usage + step.usage
-        if self._cancelled.is_set():
-            yield from output.emit([*blocks.close(), StepFinished(step_name)])
-            yield from output.release()
-            self._keep_partial(step, "the run was cancelled")
-            self._observe(cbs.on_step_finish, step)
-            yield from self._finish("cancelled")
-            return "cancelled"
-        if step.error is not None:
-            yield from output.release()
-            self._keep_partial(step, "the model call failed")
-            self._observe(cbs.on_step_finish, step)
-            code, message = step.error
-            exc = self._failure or call.exception or ProviderError(message, error_type=code)
-            if not last and isinstance(exc, HookstreamError) and fallible(exc, code, message):
-                # Content had streamed (else the next model would have been tried): say why it was not.
-                following = attempts[index + 1][0].label(attempts[index + 1][1].model)
-                exc.message += f" (not retried on {following}: no fallback once the step has streamed content)"
-                exc.args = (exc.message, *exc.args[1:])
-            yield from self._fail(exc, code=code)
-            return "error"
-        yield from output.emit([_step_finished(step_name, step)])
-        self.messages.append(step.message)
+        return step
+
+    def _step_cancelled(self, step: StepResult, step_name: str, blocks: _OpenBlocks,
+                        output: _StepOutput) -> Generator[BaseEvent, None, str]:
+        yield from output.emit([*blocks.close(), StepFinished(step_name)])
+        yield from output.release()
+        self._keep_partial(step, "the run was cancelled")
+        self._observe(self.config.callbacks.on_step_finish, step)
+        yield from self._finish("cancelled")
+        return "cancelled"
+
+    def _step_failed(self, step: StepResult, call: _Call, attempts: list[tuple[Provider, ModelRequest]],
+                     index: int, output: _StepOutput) -> Generator[BaseEvent, None, str]:
+        yield from output.release()
+        self._keep_partial(step, "the model call failed")
+        self._observe(self.config.callbacks.on_step_finish, step)
+        assert step.error is not None
+        code, message = step.error
+        exc = self._failure or call.exception or ProviderError(message, error_type=code)
+        if index + 1 < len(attempts) and isinstance(exc, HookstreamError) and fallible(exc, code, message):
+            # Content had streamed (else the next model would have been tried): say why it was not.
+            following = attempts[index + 1][0].label(attempts[index + 1][1].model)
+            exc.message += f" (not retried on {following}: no fallback once the step has streamed content)"
+            exc.args = (exc.message, *exc.args[1:])
+        yield from self._fail(exc, code=code)
+        return "error"
+
+    def _after_model(self, step: StepResult, plan: _Step, output: _StepOutput,
+                     number: int) -> Generator[BaseEvent, None, str]:
+        """What a step that answered does next: the structured output, a remote interrupt, the end of the
+        run, or its tools (and then the next step, or a stop)."""
+        cfg = self.config
+        cbs = cfg.callbacks
         if cfg.output is not None:
             out_call = next((c for c in step.tool_calls if c.name == cfg.output.format.name
                              and c.name not in plan.tools), None)
@@ -616,14 +718,10 @@ class Engine:
                 return (yield from self._structured(step, out_call, output))
         if step.interrupts is not None:
             return (yield from self._remote_interrupt(step, output, number))
-        if not step.tool_calls:
-            self._observe(cbs.on_step_finish, step)
-            yield from output.release()
-            yield from self._finish("success")
-            return "done"
-        if step.finish_reason in _NO_CONTINUE:
-            # Cut off (length, content filter): the calls are not run; error results keep history paired.
-            self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
+        if not step.tool_calls or step.finish_reason in _NO_CONTINUE:
+            if step.tool_calls:
+                # Cut off (length, content filter): the calls are not run; error results keep history paired.
+                self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
             self._observe(cbs.on_step_finish, step)
             yield from output.release()
             yield from self._finish("success")
@@ -633,17 +731,32 @@ class Engine:
         self._settle(out, assistant_index)
         self._observe(cbs.on_step_finish, step)
         if out.kind == "continue":
-            stop = self._stop_now(number)
-            if stop:
-                self.stopped_by = stop
-                yield from output.release()
-                # Said on the stream: a run cut short by a limit must not look like a finished answer.
-                yield LoopStoppedPayload(stop, number, cfg.max_steps).to_event()
-                yield from self._finish("success")
-                return "done"
-            return "continue"  # the held events of a tool-call step are dropped with ``output``
+            return (yield from self._continue_or_stop(output, number))
         yield from output.release()
         return (yield from self._conclude(out))
+
+    def _continue_or_stop(self, output: _StepOutput, number: int) -> Generator[BaseEvent, None, str]:
+        stop = self._stop_now(number)
+        if not stop:
+            return "continue"  # the held events of a tool-call step are dropped with ``output``
+        self.stopped_by = stop
+        yield from output.release()
+        # Said on the stream: a run cut short by a limit must not look like a finished answer.
+        yield LoopStoppedPayload(stop, number, self.config.max_steps).to_event()
+        yield from self._finish("success")
+        return "done"
+
+    def _open_call(self, number: int, provider: Provider, request: ModelRequest) -> tuple[_Call, Iterator[BaseEvent]]:
+        """The step's model call and its events: the HTTP call itself, or through the run's
+        ``hookstream_model_call`` hooks (which may change the request, wrap the events or answer)."""
+        cfg = self.config
+        context = CallContext(cfg.thread_id, cfg.run_id)
+        hooks, run = cfg.hooks, self._run_ctx
+        if hooks is None or run is None:
+            direct = ModelCall(provider, request, context, provider.session, cfg.call_options)
+            return _Call(direct, None), iter(direct)
+        ctx = ModelCallContext(run, number, provider, request, context, provider.session, cfg.call_options)
+        return _Call(None, ctx), hooks.model_call(ctx)
 
     # -- a remote agent's interrupt -------------------------------------------------------------
     def _remote_interrupt(self, step: StepResult, output: _StepOutput, number: int) -> Generator[BaseEvent, None, str]:
@@ -817,25 +930,13 @@ class Engine:
         provider, model, tools, choice = self.provider, cfg.model, cfg.tools, cfg.tool_choice
         messages = self.messages
         if cfg.prepare_step is not None:
-            try:
-                raw = cfg.prepare_step(StepStart(number, list(self.steps), list(messages), model, dict(tools), choice))
-                s = StepSettings.coerce(raw)
-            except Exception as exc:
-                raise CallbackError(f"prepare_step failed: {type(exc).__name__}: {exc}") from exc
-            if s.model is not None:
-                provider, model = self._model(s.model)
-            new_tools: Any = s.tools
-            if new_tools is not None:
-                tools = new_tools if isinstance(new_tools, dict) else as_tools(new_tools)
-            if s.active_tools is not None:
-                wanted = set(s.active_tools)
-                tools = {n: t for n, t in tools.items() if n in wanted}
-            if s.tool_choice is not None:
-                choice = s.tool_choice
-            if s.messages is not None:
-                messages = list(s.messages)
-            if s.system is not None:
-                messages = [Message.system(s.system), *(m for m in messages if m.role != "system")]
+            provider, model, tools, choice, messages = self._prepared(number, provider, model, tools, choice, messages)
+        if cfg.hooks is not None and self._run_ctx is not None:
+            step = StepContext(self._run_ctx, number, list(self.steps), list(messages), dict(tools), choice, model)
+            cfg.hooks.step_start(step)
+            if step.model is not model:
+                provider, model = self._model(step.model)
+            tools, choice, messages = step.tools, step.tool_choice, step.messages
         request = ModelRequest(
             model=model,
             messages=list(messages),
@@ -851,6 +952,33 @@ class Engine:
         self._remote_resume = None  # the answers go with this step's call only
         return _Step(provider, request, tools)
 
+    def _prepared(
+        self, number: int, provider: Provider, model: str, tools: dict[str, Tool], choice: Any, messages: list[Message],
+    ) -> tuple[Provider, str, dict[str, Tool], Any, list[Message]]:
+        """What ``prepare_step`` changes of a step: provider and model, tools, tool choice, messages."""
+        assert self.config.prepare_step is not None
+        try:
+            raw = self.config.prepare_step(StepStart(number, list(self.steps), list(messages), model, dict(tools),
+                                                     choice))
+            s = StepSettings.coerce(raw)
+        except Exception as exc:
+            raise CallbackError(f"prepare_step failed: {type(exc).__name__}: {exc}") from exc
+        if s.model is not None:
+            provider, model = self._model(s.model)
+        new_tools: Any = s.tools
+        if new_tools is not None:
+            tools = new_tools if isinstance(new_tools, dict) else as_tools(new_tools)
+        if s.active_tools is not None:
+            wanted = set(s.active_tools)
+            tools = {n: t for n, t in tools.items() if n in wanted}
+        if s.tool_choice is not None:
+            choice = s.tool_choice
+        if s.messages is not None:
+            messages = list(s.messages)
+        if s.system is not None:
+            messages = [Message.system(s.system), *(m for m in messages if m.role != "system")]
+        return provider, model, tools, choice, messages
+
     def _attempts(self, plan: _Step) -> list[tuple[Provider, ModelRequest]]:
         """The model calls a step may make, in order: one, or one per entry of a FallbackModel (the same
         request with each entry's model name; the first keeps a model name ``prepare_step`` chose)."""
@@ -861,7 +989,7 @@ class Engine:
         return [(e, plan.request if i == 0 else attrs.evolve(plan.request, model=e.model))
                 for i, e in enumerate(entries)]
 
-    def _may_fall_back(self, call: ModelCall, failed: RunError) -> bool:
+    def _may_fall_back(self, call: _Call, failed: RunError) -> bool:
         """Whether the step goes to the next model after ``call`` ended with ``failed`` before any content:
         not when the run was cancelled or a run/step time limit passed; yes for a fallible failure
         (:func:`hookstream._stream.fallback.fallible`). A first-event timeout is forgotten and the watchdog

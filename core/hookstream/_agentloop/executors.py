@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextvars
 import importlib
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from .._messages import Message, ToolCallPart, ToolResultPart
-from .observe import current
+from .hooks import ToolCallContext, current_hooks
 from .tools import CancellationToken, Tool, ToolChannel, ToolContext, _read_function, run_tool, run_tool_guarded
 
 if TYPE_CHECKING:
@@ -219,17 +221,18 @@ RunOne = Callable[[ToolCallRequest, CancellationToken], ToolResultPart]
 
 
 def _observed(req: ToolCallRequest, cancel: CancellationToken, one: RunOne) -> ToolResultPart:
-    """``one(req, cancel)`` reported to the run's observers (``tool_start``/``tool_end``) on this thread."""
-    obs = current()
-    if obs is None:
+    """``one(req, cancel)`` through the run's ``hookstream_tool_call`` hooks, on this thread (directly
+    when the run has none)."""
+    hooks = current_hooks()
+    if hooks is None:
         return one(req, cancel)
-    info = obs.tool_start(req.call)
-    result: ToolResultPart | None = None
-    try:
-        result = one(req, cancel)
-        return result
-    finally:
-        obs.tool_end(info, result if result is not None else error_part(req, f"{req.name!r} stopped"))
+
+    def runner(ctx: ToolCallContext) -> ToolResultPart:
+        call = ctx.with_arguments(req.call)
+        return one(req if call is req.call else attrs.evolve(req, call=call), cancel)
+
+    return hooks.tool_call(ToolCallContext(None, req.call.id, req.call.name, req.call.arguments, req.tool,
+                                           runner=runner))
 
 
 def run_calls(
@@ -335,6 +338,14 @@ class ProcessExecutor:
 
         pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(self.start_method))
         try:
+            # The worker's pid first, through the pool's own public API: before Python 3.14 the pool cannot
+            # stop a running call, so a cancelled or timed-out call is stopped by killing this process.
+            try:
+                pid = pool.submit(os.getpid).result(timeout=deadline and max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                return timed_out(req)
+            except Exception as exc:
+                return error_part(req, f"{req.name!r} failed in its worker process: {type(exc).__name__}: {exc}")
             future: Future[ToolResultPart] = pool.submit(run_request, wire)
             while True:
                 wait = _POLL if deadline is None else max(0.0, min(_POLL, deadline - time.monotonic()))
@@ -345,10 +356,10 @@ class ProcessExecutor:
                 except Exception as exc:  # the worker died, or the request/result did not pickle
                     return error_part(req, f"{req.name!r} failed in its worker process: {type(exc).__name__}: {exc}")
                 if cancel.cancelled:
-                    _kill(pool, future)
+                    _kill(pool, future, pid)
                     return cancelled(req)
                 if deadline is not None and time.monotonic() >= deadline:
-                    _kill(pool, future)
+                    _kill(pool, future, pid)
                     return timed_out(req)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -373,14 +384,15 @@ def _lookup_error(req: ToolCallRequest) -> LookupError:
     return LookupError(f"{req.name!r} cannot run in another process")
 
 
-def _kill(pool: ProcessPoolExecutor, future: Future[Any]) -> None:
-    """Stop the call: cancel it if it has not started, else kill the pool's worker process."""
-    future.cancel()
+def _kill(pool: ProcessPoolExecutor, future: Future[Any], pid: int) -> None:
+    """Stop the call: cancel it if it has not started, else kill the pool's one worker process (``pid``)."""
+    if future.cancel():
+        return
     kill = getattr(pool, "kill_workers", None)  # Python 3.14+
     if kill is not None:
         kill()
         return
-    # Before 3.14 there is no public way to stop a running call: kill the worker itself.
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        if process.is_alive():
-            process.kill()
+    try:
+        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    except ProcessLookupError:
+        pass  # it ended on its own meanwhile

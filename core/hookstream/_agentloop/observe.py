@@ -22,14 +22,13 @@ passes explicit ones from ``chat(observers=...)``. What is observed, and where i
   the executor's thread that waits for it, with the run's context (the executors copy it), so an
   OpenTelemetry span made current in ``tool_start`` is the current span inside the tool function.
 
-Cost: without observers a run does what it did before; each observation point checks one ``None``
-(per call, never per chunk). An observer method that raises is logged once (a warning with its
-traceback) and that observer is not called again in the run; the run goes on.
-
-The run's context: with observers, the engine runs every step of the run inside one
-``contextvars.Context`` copied when the run starts, so what an observer attaches there (an
-OpenTelemetry current span) stays attached for the whole run and never leaks into the consumer's code
-between events; model calls and tool calls find the run's :class:`Observers` through it.
+Observers are run plugins: :class:`ObserverPlugin` implements the run hooks
+(:mod:`hookstream._agentloop.hooks`) and forwards each to these methods; the run's own
+:mod:`contextvars` context, in which every hook runs, is the hooks' (an OpenTelemetry span made current
+in ``run_start`` stays current for the run). Cost: a run without observers and without run plugins has
+no hooks at all; ``model_call_chunk`` adds per-event work only when some observer defines it. An observer
+method that raises is logged once (a warning with its traceback) and that observer is not called again in
+the run; the run goes on.
 
 Thread safety: ``tool_start``/``tool_end`` may be called on several executor threads at once; observers
 must allow that. Disabling a failed observer is locked; calling them is not.
@@ -37,28 +36,28 @@ must allow that. Disabling a failed observer is locked; calling them is not.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._events import BaseEvent, RunFinished, Usage
-from .._messages import ToolCallPart, ToolResultPart
+from .._errors import CancelledError, ProviderError
+from .._events import BaseEvent, RunError, RunFinished, RunStarted, Usage
+from .._hookspecs import hookimpl
+from .._messages import ToolResultPart
 from .._prices import priced
 from .._stream.provider import ModelRequest
 
 if TYPE_CHECKING:
-    from .._stream.provider import Provider
+    from .hooks import ModelCallContext, RunContext, ToolCallContext
 
-__all__ = ["HOOKS", "ModelCallInfo", "Observer", "Observers", "RetryInfo", "RunInfo", "ToolInfo", "current"]
+__all__ = ["HOOKS", "OBSERVERS", "STATE_KEY", "ModelCallInfo", "Observer", "ObserverPlugin", "RetryInfo", "RunInfo",
+           "ToolInfo"]
 
 log = logging.getLogger("hookstream.observe")
-
-T = TypeVar("T")
 
 HOOKS = (
     "run_start", "run_end", "model_call_start", "model_call_first_chunk", "model_call_chunk", "model_call_retry",
@@ -172,32 +171,24 @@ class Observer:
 
 _NOOPS = {name: getattr(Observer, name) for name in HOOKS if hasattr(Observer, name)}
 
-_current: contextvars.ContextVar[Observers | None] = contextvars.ContextVar("hookstream_observers", default=None)
 
+class ObserverPlugin:
+    """Observers driven by the run hooks: one run plugin forwarding each hook to the :class:`Observer`
+    methods of the objects it was given, in their order. A run's observers (``chat(observers=...)``, the
+    factories plugins register with ``hookstream_register_observers``) are one such plugin. An observer
+    method that raises is logged once and that observer is not called again in the run.
 
-def current() -> Observers | None:
-    """The observers of the run whose context this code runs in, or ``None`` (no run, no observers)."""
-    return _current.get()
+    Thread safety: ``tool_start``/``tool_end`` are called on several executor threads at once; disabling
+    a failed observer is locked, calling them is not."""
 
-
-class Observers:
-    """The observers of one run, called in registration order. Build with :meth:`of` (``None`` when
-    there are none, so call sites test one ``None``)."""
-
-    __slots__ = ("_context", "_hooks", "_lock", "_warned", "run", "wants_chunks")
+    __slots__ = ("_hooks", "_lock", "_warned", "info", "wants_chunks")
 
     def __init__(self, observers: Iterable[Any]) -> None:
         self._lock = threading.Lock()
         self._warned: set[int] = set()
         self._hooks: dict[str, tuple[tuple[Any, Callable[..., None]], ...]] = {}
-        self._context: contextvars.Context | None = None
-        self.run: RunInfo | None = None
-        self._build(list(observers))
-
-    @classmethod
-    def of(cls, observers: Iterable[Any] | None) -> Observers | None:
-        items = [o for o in observers or () if o is not None]
-        return cls(items) if items else None
+        self.info: RunInfo | None = None
+        self._build([o for o in observers if o is not None])
 
     def _build(self, observers: list[Any]) -> None:
         hooks: dict[str, tuple[tuple[Any, Callable[..., None]], ...]] = {}
@@ -232,88 +223,156 @@ class Observers:
             log.warning("observer %s failed in %s and is disabled for the rest of the run",
                         type(obs).__name__, name, exc_info=True)
 
-    # -- the run --------------------------------------------------------------------------------
-    def start_run(self, run: RunInfo) -> None:
-        """Open the run's own context (a copy of the caller's), make these observers current in it and
-        call ``run_start`` there."""
-        self.run = run
-        ctx = contextvars.copy_context()
-        self._context = ctx
-        ctx.run(self._start, run)
+    # -- run hooks --------------------------------------------------------------------------------
+    @hookimpl
+    def hookstream_run_start(self, run: RunContext) -> None:
+        self.info = RunInfo(run.thread_id, run.run_id, run.provider, run.model, started_at=run.started_at)
+        self._emit("run_start", self.info)
 
-    def _start(self, run: RunInfo) -> None:
-        _current.set(self)
-        self._emit("run_start", run)
+    @hookimpl
+    def hookstream_run_end(self, run: RunContext, result: Any) -> None:
+        if self.info is None:
+            return
+        self.info.ended_at = run.ended_at if run.ended_at is not None else time.monotonic()
+        self._emit("run_end", self.info, result)
 
-    def wrap(self, events: Iterator[T]) -> Iterator[T]:
-        """``events`` advanced inside the run's context (each ``next`` runs there)."""
-        ctx = self._context
-        if ctx is None:
-            raise RuntimeError("start_run() first")
-        step: Callable[[], T] = events.__next__
-        while True:
-            try:
-                ev = ctx.run(step)
-            except StopIteration:
+    @hookimpl(wrapper=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent] | None,
+                                                                       Iterable[BaseEvent] | None]:
+        provider = call.provider
+        info = ModelCallInfo(provider.name, call.request.model, call.request, call.context.thread_id,
+                             call.context.run_id, provider.base_url, priced_as=provider.priced_as)
+        call.state[_STATE] = info
+        self._emit("model_call_start", info)
+        events = yield
+        if events is None:
+            return None
+        return self._watch(call, info, events)
+
+    def _watch(self, call: ModelCallContext, info: ModelCallInfo, events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
+        first = True
+        try:
+            for ev in events:
+                t = type(ev)
+                if self.wants_chunks:
+                    self._emit("model_call_chunk", info, ev)
+                if t is RunFinished or t is RunError:
+                    # Before the yield: the consumer may stop reading at the terminal event.
+                    self._ended(call, info, ev)
+                elif first and t is not RunStarted:
+                    first = False
+                    info.first_chunk_at = time.monotonic()
+                    self._emit("model_call_first_chunk", info)
+                yield ev
+        finally:
+            if info.ended_at is None:
+                self._failed(call, info, CancelledError("the consumer stopped reading the model call"), "cancelled")
+
+    def _ended(self, call: ModelCallContext, info: ModelCallInfo, event: BaseEvent) -> None:
+        if isinstance(event, RunFinished):
+            if info.ended_at is not None:
                 return
-            yield ev
+            info.ended_at = time.monotonic()
+            info.attempts = _attempts(call)
+            info.finish_reason = event.finish_reason
+            info.raw_finish_reason = event.raw_finish_reason
+            info.response_id, info.response_model = _response_ids(event.metadata)
+            info.usage = priced(event.usage, info.priced_as or info.provider, info.response_model, info.model)
+            self._emit("model_call_end", info)
+        elif isinstance(event, RunError):
+            model_call = call.model_call
+            error = model_call.exception if model_call is not None and model_call.exception is not None else \
+                ProviderError(event.message, error_type=event.code)
+            self._failed(call, info, error, event.code)
 
-    def end_run(self, result: Any) -> None:
-        """Call ``run_end`` with the run's result, inside the run's context; once."""
-        run, ctx = self.run, self._context
-        if run is None or ctx is None or run.ended_at is not None:
+    def _failed(self, call: ModelCallContext, info: ModelCallInfo, error: BaseException, code: str | None) -> None:
+        if info.ended_at is not None:
             return
-        run.ended_at = time.monotonic()
-        ctx.run(self._emit, "run_end", run, result)
-
-    # -- model calls ----------------------------------------------------------------------------
-    def model_call_start(self, provider: Provider, request: ModelRequest, thread_id: str, run_id: str) -> ModelCallInfo:
-        call = ModelCallInfo(provider.name, request.model, request, thread_id, run_id, provider.base_url,
-                             priced_as=provider.priced_as)
-        self._emit("model_call_start", call)
-        return call
-
-    def model_call_first_chunk(self, call: ModelCallInfo) -> None:
-        call.first_chunk_at = time.monotonic()
-        self._emit("model_call_first_chunk", call)
-
-    def tap(self, call: ModelCallInfo, events: Iterator[BaseEvent]) -> Iterator[BaseEvent]:
-        """``events`` with ``model_call_chunk`` called for each (only used when an observer wants it)."""
-        for ev in events:
-            if self.wants_chunks:
-                self._emit("model_call_chunk", call, ev)
-            yield ev
-
-    def model_call_retry(self, call: ModelCallInfo, attempt: int, delay: float, error: BaseException) -> None:
-        self._emit("model_call_retry", call, RetryInfo(attempt, delay, error))
-
-    def model_call_end(self, call: ModelCallInfo, event: RunFinished) -> None:
-        if call.ended_at is not None:
-            return
-        call.ended_at = time.monotonic()
-        call.finish_reason = event.finish_reason
-        call.raw_finish_reason = event.raw_finish_reason
-        call.response_id, call.response_model = _response_ids(event.metadata)
-        call.usage = priced(event.usage, call.priced_as or call.provider, call.response_model, call.model)
-        self._emit("model_call_end", call)
-
-    def model_call_error(self, call: ModelCallInfo, error: BaseException, code: str | None) -> None:
-        if call.ended_at is not None:
-            return
-        call.ended_at = time.monotonic()
-        call.error_type = code
-        self._emit("model_call_error", call, error)
-
-    # -- tools ----------------------------------------------------------------------------------
-    def tool_start(self, call: ToolCallPart) -> ToolInfo:
-        info = ToolInfo(call.name, call.id, call.arguments)
-        self._emit("tool_start", info)
-        return info
-
-    def tool_end(self, info: ToolInfo, result: ToolResultPart) -> None:
         info.ended_at = time.monotonic()
-        info.is_error = result.is_error
-        self._emit("tool_end", info, result)
+        info.attempts = _attempts(call)
+        info.error_type = code
+        self._emit("model_call_error", info, error)
+
+    @hookimpl
+    def hookstream_model_call_retry(self, call: ModelCallContext, retry: RetryInfo) -> None:
+        info = call.state.get(_STATE)
+        if isinstance(info, ModelCallInfo):
+            info.attempts = retry.attempt
+            self._emit("model_call_retry", info, retry)
+
+    @hookimpl(wrapper=True)
+    def hookstream_tool_call(self, call: ToolCallContext) -> Generator[None, ToolResultPart | None,
+                                                                     ToolResultPart | None]:
+        if not self._hooks["tool_start"] and not self._hooks["tool_end"]:
+            return (yield)
+        info = ToolInfo(call.name, call.call_id, call.arguments)
+        self._emit("tool_start", info)
+        result: ToolResultPart | None = None
+        try:
+            result = yield
+            return result
+        finally:
+            info.ended_at = time.monotonic()
+            end = result if result is not None else ToolResultPart(
+                call.call_id, call.name, f"Error: {call.name!r} stopped", is_error=True)
+            info.is_error = end.is_error
+            self._emit("tool_end", info, end)
+
+
+_STATE = "hookstream.observers"
+STATE_KEY = "hookstream.run-observers"
+"""Where a run's :class:`ObserverPlugin` sits in ``RunContext.state`` for :data:`OBSERVERS` to find."""
+
+
+class _RunObservers:
+    """The run hooks of every observed run, one shared object: each hook finds the run's own
+    :class:`ObserverPlugin` in ``run.state`` (put there when the run starts) and hands over to it. Shared,
+    so a run with observers needs no plugin manager of its own."""
+
+    @hookimpl
+    def hookstream_run_start(self, run: RunContext) -> None:
+        plugin = run.state.get(STATE_KEY)
+        if plugin is not None:
+            plugin.hookstream_run_start(run)
+
+    @hookimpl
+    def hookstream_run_end(self, run: RunContext, result: Any) -> None:
+        plugin = run.state.get(STATE_KEY)
+        if plugin is not None:
+            plugin.hookstream_run_end(run, result)
+
+    @hookimpl(wrapper=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent] | None,
+                                                                       Iterable[BaseEvent] | None]:
+        plugin = call.run.state.get(STATE_KEY)
+        if plugin is None:
+            return (yield)
+        events: Iterable[BaseEvent] | None = yield from plugin.hookstream_model_call(call)
+        return events
+
+    @hookimpl
+    def hookstream_model_call_retry(self, call: ModelCallContext, retry: RetryInfo) -> None:
+        plugin = call.run.state.get(STATE_KEY)
+        if plugin is not None:
+            plugin.hookstream_model_call_retry(call, retry)
+
+    @hookimpl(wrapper=True)
+    def hookstream_tool_call(self, call: ToolCallContext) -> Generator[None, ToolResultPart | None,
+                                                                     ToolResultPart | None]:
+        plugin = call.run.state.get(STATE_KEY) if call.run is not None else None
+        if plugin is None:
+            return (yield)
+        result: ToolResultPart | None = yield from plugin.hookstream_tool_call(call)
+        return result
+
+
+OBSERVERS = _RunObservers()
+"""The shared run plugin that drives each run's observers."""
+
+
+def _attempts(call: ModelCallContext) -> int:
+    model_call = call.model_call
+    return model_call.attempts if model_call is not None else 0
 
 
 _ID_KEYS = ("response_id", "responseId", "id")

@@ -171,26 +171,37 @@ def apply_patch(doc: Any, ops: list[Any]) -> Any:
             for token in parents:
                 target = target[int(token)] if isinstance(target, list) else target[token]
             if isinstance(target, list):
-                index = len(target) if last == "-" else int(last)
-                if kind == "add":
-                    if not 0 <= index <= len(target):
-                        raise IndexError(index)
-                    target.insert(index, op.get("value"))
-                elif kind == "replace":
-                    target[index] = op.get("value")
-                else:
-                    del target[index]
+                _patch_list(target, kind, last, op.get("value"))
             elif isinstance(target, dict):
-                if kind == "add":
-                    target[last] = op.get("value")
-                elif kind == "replace":
-                    if last not in target:
-                        raise KeyError(last)
-                    target[last] = op.get("value")
-                else:
-                    del target[last]
+                _patch_dict(target, kind, last, op.get("value"))
             else:
                 raise TypeError(type(target).__name__)
         except (LookupError, TypeError, ValueError) as exc:
             raise ValueError(f"JSON Patch {kind} {path!r:.100}: no such location ({exc!r:.60})") from None
     return doc
+
+
+def _patch_list(target: list[Any], kind: str, last: str, value: Any) -> None:
+    """One operation on the array member ``last`` (an index, or ``-`` for the end).
+    Raises :class:`LookupError` or :class:`ValueError` when that member does not exist."""
+    index = len(target) if last == "-" else int(last)
+    if kind == "add":
+        if not 0 <= index <= len(target):
+            raise IndexError(index)
+        target.insert(index, value)
+    elif kind == "replace":
+        target[index] = value
+    else:
+        del target[index]
+
+
+def _patch_dict(target: dict[str, Any], kind: str, last: str, value: Any) -> None:
+    """One operation on the object member ``last``. Raises :class:`KeyError` when it does not exist."""
+    if kind == "add":
+        target[last] = value
+    elif kind == "replace":
+        if last not in target:
+            raise KeyError(last)
+        target[last] = value
+    else:
+        del target[last]

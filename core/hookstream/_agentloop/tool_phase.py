@@ -153,7 +153,6 @@ class ToolPhase:
         is ``messages[assistant_index]``); yield ``CUSTOM`` events for repaired and waiting calls, then the
         ``TOOL_CALL_RESULT`` of each call that got a result, in call order. Sets ``step.tool_results``.
         Raises :class:`~hookstream.errors.CallbackError` when ``repair_tool_call`` or ``approve`` raised."""
-        cfg = self._settings
         cancelled = self._cancelled
         results: dict[str, ToolResultPart] = {}
         runnable: list[tuple[ToolCallPart, Tool]] = []
@@ -179,27 +178,8 @@ class ToolPhase:
                 yield ToolInputAvailablePayload(call.id, call.name, call.arguments).to_event()
                 continue
             if needs_approval(t, call.arguments):
-                aid = approval_id(call.id)
-                decided = resume.approval_for(call.id) if resume is not None else None
-                if decided is None:
-                    yield ApprovalRequestedPayload(call.id, aid, call.name, call.arguments).to_event()
-                    if cancelled.is_set():
-                        results[call.id] = error_result(call, "not run: the run was cancelled")
-                        continue
-                    if cfg.approve is None:
-                        self.pending_approvals.append(PendingApproval(aid, call))
-                        continue
-                    try:
-                        decided = bool(cfg.approve(call))
-                    except Exception as exc:
-                        raise CallbackError(f"approve failed: {type(exc).__name__}: {exc}") from exc
-                    yield ApprovalRespondedPayload(call.id, aid, decided).to_event()
-                if not decided:
-                    why = resume.reason_for(call.id) if resume is not None else None
-                    text = f"Denied: the user did not approve running {call.name!r}."
-                    results[call.id] = ToolResultPart(
-                        call.id, call.name, f"{text} Their reason: {why}" if why else text, is_error=True
-                    )
+                approved = yield from self._approval(call, resume, results)
+                if not approved:
                     continue
             runnable.append((call, t))
         if runnable and cancelled.is_set():
@@ -210,7 +190,38 @@ class ToolPhase:
             yield from self._execute(runnable, results)
         kept = self._pair(step, calls, results, assistant_index)
         yield from self._result_events(step.tool_results)
-        if cancelled.is_set():
+        return self._outcome(kept, tools, assistant_index)
+
+    def _approval(self, call: ToolCallPart, resume: Resume | None,
+                  results: dict[str, ToolResultPart]) -> Generator[BaseEvent, None, bool]:
+        """Whether a call that needs approval may run: the resume's answer, else ``approve``'s (the
+        approval events yielded), else it waits (pending) or was cancelled; a denial is its error result."""
+        aid = approval_id(call.id)
+        decided = resume.approval_for(call.id) if resume is not None else None
+        if decided is None:
+            yield ApprovalRequestedPayload(call.id, aid, call.name, call.arguments or {}).to_event()
+            if self._cancelled.is_set():
+                results[call.id] = error_result(call, "not run: the run was cancelled")
+                return False
+            if self._settings.approve is None:
+                self.pending_approvals.append(PendingApproval(aid, call))
+                return False
+            try:
+                decided = bool(self._settings.approve(call))
+            except Exception as exc:
+                raise CallbackError(f"approve failed: {type(exc).__name__}: {exc}") from exc
+            yield ApprovalRespondedPayload(call.id, aid, decided).to_event()
+        if not decided:
+            why = resume.reason_for(call.id) if resume is not None else None
+            text = f"Denied: the user did not approve running {call.name!r}."
+            results[call.id] = ToolResultPart(
+                call.id, call.name, f"{text} Their reason: {why}" if why else text, is_error=True
+            )
+        return decided
+
+    def _outcome(self, kept: list[ToolResultPart], tools: dict[str, Tool], assistant_index: int) -> ToolsOutcome:
+        """How the phase ended: cancelled, a time limit, calls waiting, a direct result, or continue."""
+        if self._cancelled.is_set():
             return ToolsOutcome("cancelled")
         failure = self._failure()
         if failure is not None:

@@ -207,16 +207,9 @@ def _fields(
 
 
 def _schema(tp: Any, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, Any]:
-    if tp is Any or tp is object:
-        return {}
-    if tp is None or tp is _NONE:
-        return {"type": "null"}
-    if tp in _PRIMITIVES:
-        return {"type": _PRIMITIVES[tp]}
-    if tp in _FORMATS:
-        return {"type": "string", "format": _FORMATS[tp]}
-    if tp is pathlib.Path:
-        return {"type": "string"}
+    simple = _simple(tp)
+    if simple is not None:
+        return simple
     if isinstance(tp, typing.NewType):
         return schema_for(tp.__supertype__, path, seen)
     origin, args = get_origin(tp), get_args(tp)
@@ -229,12 +222,45 @@ def _schema(tp: Any, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, 
             raise Unsupported(path, tp, "the enum has no members")
         return _enum([m.value for m in tp], path, tp)
     if origin in (typing.Union, types.UnionType):
-        arms = [schema_for(a, path, seen) for a in args if a is not _NONE]
-        if {} in arms:
-            return {}  # Any absorbs the rest
-        if _NONE in args:
-            return {"anyOf": [*arms, {"type": "null"}]}
-        return arms[0] if len(arms) == 1 else {"anyOf": arms}
+        return _union(args, path, seen)
+    container = _container(tp, origin, args, path, seen)
+    if container is not None:
+        return container
+    if isinstance(tp, type) and (typing.is_typeddict(tp) or dataclasses.is_dataclass(tp) or attrs.has(tp)):
+        if tp in seen:
+            raise Unsupported(path, tp, "recursive classes are not supported")
+        return _class_schema(tp, path, seen)
+    raise _unsupported(tp, origin, path)
+
+
+def _simple(tp: Any) -> dict[str, Any] | None:
+    """The schema of a type without parameters that maps to one JSON type (a new dict), else ``None``."""
+    if tp is Any or tp is object:
+        return {}
+    if tp is None or tp is _NONE:
+        return {"type": "null"}
+    if tp in _PRIMITIVES:
+        return {"type": _PRIMITIVES[tp]}
+    if tp in _FORMATS:
+        return {"type": "string", "format": _FORMATS[tp]}
+    if tp is pathlib.Path:
+        return {"type": "string"}
+    return None
+
+
+def _union(args: tuple[Any, ...], path: tuple[str, ...], seen: frozenset[type]) -> dict[str, Any]:
+    arms = [schema_for(a, path, seen) for a in args if a is not _NONE]
+    if {} in arms:
+        return {}  # Any absorbs the rest
+    if _NONE in args:
+        return {"anyOf": [*arms, {"type": "null"}]}
+    return arms[0] if len(arms) == 1 else {"anyOf": arms}
+
+
+def _container(
+    tp: Any, origin: Any, args: tuple[Any, ...], path: tuple[str, ...], seen: frozenset[type]
+) -> dict[str, Any] | None:
+    """The schema of an array or object type (bare or parameterized), else ``None``."""
     if tp in (list, tuple):
         return {"type": "array"}
     if tp in (set, frozenset):
@@ -242,12 +268,7 @@ def _schema(tp: Any, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, 
     if tp is dict:
         return {"type": "object"}
     if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": schema_for(args[0], (*path, "[]"), seen)}
-        if args == ((),) or not args:  # tuple[()]
-            return {"type": "array", "maxItems": 0}
-        items = [schema_for(a, (*path, f"[{i}]"), seen) for i, a in enumerate(args)]
-        return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items), "maxItems": len(items)}
+        return _tuple(args, path, seen)
     if origin in _SEQUENCES and args:
         return {"type": "array", "items": schema_for(args[0], (*path, "[]"), seen)}
     if origin in _SETS and args:
@@ -257,17 +278,27 @@ def _schema(tp: Any, path: tuple[str, ...], seen: frozenset[type]) -> dict[str, 
         if key is not str:
             raise Unsupported(path, tp, "JSON object keys are strings: use dict[str, X]")
         return {"type": "object", "additionalProperties": schema_for(value, (*path, "{}"), seen)}
-    if isinstance(tp, type) and (typing.is_typeddict(tp) or dataclasses.is_dataclass(tp) or attrs.has(tp)):
-        if tp in seen:
-            raise Unsupported(path, tp, "recursive classes are not supported")
-        return _class_schema(tp, path, seen)
+    return None
+
+
+def _tuple(args: tuple[Any, ...], path: tuple[str, ...], seen: frozenset[type]) -> dict[str, Any]:
+    if len(args) == 2 and args[1] is Ellipsis:
+        return {"type": "array", "items": schema_for(args[0], (*path, "[]"), seen)}
+    if args == ((),) or not args:  # tuple[()]
+        return {"type": "array", "maxItems": 0}
+    items = [schema_for(a, (*path, f"[{i}]"), seen) for i, a in enumerate(args)]
+    return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items), "maxItems": len(items)}
+
+
+def _unsupported(tp: Any, origin: Any, path: tuple[str, ...]) -> Unsupported:
+    """The error for a type with no JSON Schema, saying why."""
     if origin is not None and isinstance(origin, type) and (dataclasses.is_dataclass(origin) or attrs.has(origin)):
-        raise Unsupported(path, tp, "generic classes are not supported; use a concrete class")
+        return Unsupported(path, tp, "generic classes are not supported; use a concrete class")
     if isinstance(tp, typing.TypeVar):
-        raise Unsupported(path, tp, "a type variable has no JSON Schema")
+        return Unsupported(path, tp, "a type variable has no JSON Schema")
     if origin is not None or tp in (cabc.Callable, type):
-        raise Unsupported(path, tp, "this generic type has no JSON Schema")
-    raise Unsupported(path, tp, "not a JSON type, Enum, Literal, dataclass, attrs class or TypedDict")
+        return Unsupported(path, tp, "this generic type has no JSON Schema")
+    return Unsupported(path, tp, "not a JSON type, Enum, Literal, dataclass, attrs class or TypedDict")
 
 
 def typeddict_keys(tp: type, hints: dict[str, Any]) -> list[tuple[str, Any, bool]]:

@@ -41,10 +41,16 @@ _COMMANDS = {
 
 
 class _Group(click.Group):
-    """Loads each command from its module on first use; turns hookstream's typed errors into a
-    one-line message and exit code 2, never a traceback."""
+    """Loads each command from its module on first use; asks plugins for theirs
+    (``hookstream_register_commands(cli)``) only when a name is not built in or the commands are listed,
+    so a built-in command pays nothing for them; turns hookstream's typed errors into a one-line
+    message, never a traceback."""
+
+    _plugins_asked = False
+    _registering = False
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._plugin_commands()
         return sorted({*super().list_commands(ctx), *_COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -52,8 +58,35 @@ class _Group(click.Group):
         if command is None and cmd_name in _COMMANDS:
             module, attribute = _COMMANDS[cmd_name]
             command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-            self.add_command(command, cmd_name)
+            super().add_command(command, cmd_name)
+        elif command is None and not self._plugins_asked:
+            self._plugin_commands()
+            command = super().get_command(ctx, cmd_name)
         return command
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        name = name or cmd.name
+        if self._registering and (name in _COMMANDS or name in self.commands):
+            # A plugin may add commands, never replace one (a built-in or another plugin's).
+            logging.getLogger("hookstream.cli").warning("a plugin's command %r is left out: the name is taken",
+                                                        name)
+            return
+        super().add_command(cmd, name)
+
+    def _plugin_commands(self) -> None:
+        if self._plugins_asked:
+            return
+        self._plugins_asked = True
+        from .._registry import get_registry
+
+        self._registering = True
+        try:
+            get_registry().pm.hook.hookstream_register_commands(cli=self)
+        except Exception as exc:  # one plugin's bug must not take the built-in commands with it
+            click.echo(f"warning: a plugin's hookstream_register_commands failed: {type(exc).__name__}: {exc}",
+                       err=True)
+        finally:
+            self._registering = False
 
     def invoke(self, ctx: click.Context) -> object:
         try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from contextlib import closing
 from typing import IO, Any
 
@@ -25,8 +24,9 @@ from rich.progress import (
 )
 
 from .._batch import BatchResult, BatchRun, batch
-from .._batch_file import BatchInputError, read_inputs
-from .chat import EXIT_INTERRUPTED, load_tool
+from .._batch_file import BatchInput, BatchInputError, read_inputs
+from .._settings import CLIRun
+from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
 
 _PLAIN_EVERY = 5.0  # seconds between plain progress lines
 
@@ -90,17 +90,7 @@ class _Display:
         print(self.tally.line(), file=self.stream, flush=True)
 
 
-def _ray_batch() -> Callable[..., BatchRun]:
-    """``hookstream_ray.batch``, imported only for ``--ray`` (the plugin brings Ray, a large import)."""
-    try:
-        from hookstream_ray.batch import batch as ray_batch
-    except ImportError as exc:
-        raise click.UsageError(f"--ray needs the hookstream-ray plugin and Ray ({exc}): "
-                               "hookstream install 'hookstream-ray[ray]'") from None
-    return ray_batch
-
-
-@click.command("batch")
+@click.command("batch", cls=RunCommand)
 @click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(exists=True, dir_okay=False))
 @click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
@@ -110,19 +100,8 @@ def _ray_batch() -> Callable[..., BatchRun]:
               help="Chats running at once (threads).")
 @click.option("--rpm", type=click.IntRange(min=1), default=None, help="Most requests per minute (all threads).")
 @click.option("--tpm", type=click.IntRange(min=1), default=None, help="Most tokens per minute (all threads).")
-@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Most model calls per chat (at least 1).")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Output token limit per model call.")
-@click.option("--system", default=None, help="System prompt for every chat.")
-@click.option("--tool", "tool_specs", multiple=True, help="A tool as MODULE:FUNC (repeatable).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first chat that ends with an error (exit 1).")
 @click.option("--fsync", is_flag=True, help="Flush each output line to disk (survives power loss, slower).")
-@click.option("--ray", "ray_address", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
-              help="Run the chats on a Ray cluster (hookstream-ray): ADDRESS, else RAY_ADDRESS, else a local one. "
-                   "Put it after INPUT.jsonl when giving no ADDRESS.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="With --ray: worker processes (default: one per CPU of the cluster); "
-                   "--concurrency is split among them.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: on a terminal only; plain lines otherwise).")
 def command(
@@ -133,15 +112,10 @@ def command(
     concurrency: int,
     rpm: int | None,
     tpm: int | None,
-    max_steps: int,
-    max_tokens: int | None,
-    system: str | None,
-    tool_specs: tuple[str, ...],
     fail_fast: bool,
     fsync: bool,
-    ray_address: str | None,
-    workers: int | None,
     progress: bool | None,
+    **run_options: Any,
 ) -> None:
     """Run one chat per line of INPUT.jsonl ({"id", "prompt"} or {"id", "messages"}) and append
     {"id", "text", "tool_calls", "finish_reason", "usage", "error"} to --output as each finishes.
@@ -154,29 +128,29 @@ def command(
         raise click.UsageError(f"{input_path}: {exc.message}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise click.UsageError(f"cannot read {input_path}: {exc}") from None
-    tools = [load_tool(s) for s in tool_specs]
-    if workers is not None and ray_address is None:
-        raise click.UsageError("--workers is for --ray (threads: --concurrency)")
-    options: dict[str, Any] = {
-        "output": output_path, "base_url": base_url, "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
-        "max_steps": max_steps, "max_tokens": max_tokens, "system": system, "tools": tools,
-        "fail_fast": fail_fast, "fsync": fsync}
+    with configured("batch", run_settings(run_options)) as cli_run:
+        run = _start(cli_run, inputs, model, output_path, base_url=base_url, concurrency=concurrency, rpm=rpm,
+                     tpm=tpm, fail_fast=fail_fast, fsync=fsync)
+        print_notes(cli_run)
+        _drive(run, inputs, output_path, progress)
+
+
+def _start(cli_run: CLIRun, inputs: list[BatchInput], model: str, output_path: str, **options: Any) -> BatchRun:
+    """The batch, with the command's settings and the runner a plugin chose (``None``: threads here)."""
     try:
-        if ray_address is None:
-            run = batch(inputs, model, **options)
-        else:
-            run = _ray_batch()(inputs, model, address=ray_address or None, workers=workers, **options)
+        return batch(inputs, model, settings=cli_run.settings, output=output_path, runner=cli_run.runner, **options)
     except BatchInputError as exc:
         raise click.UsageError(f"{output_path}: {exc.message}") from None
-    except ConnectionError as exc:  # ray.init could not reach the cluster (before OSError: a subclass)
-        raise click.ClickException(f"cannot reach the Ray cluster: {exc}") from None
+    except ConnectionError as exc:  # a runner could not reach its cluster (before OSError: a subclass)
+        raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.UsageError(f"cannot open {output_path}: {exc.strerror or exc}") from None
-    except (ValueError, LookupError) as exc:
+    except (ValueError, LookupError, TypeError, ImportError) as exc:
         raise click.UsageError(str(exc)) from None
-    if ray_address is not None:
-        nodes = getattr(run.runner, "nodes", [])
-        click.echo(f"ray: {len(nodes)} worker processes on {len(set(nodes))} nodes", err=True)
+
+
+def _drive(run: BatchRun, inputs: list[BatchInput], output_path: str, progress: bool | None) -> None:
+    """Iterate the batch with progress on stderr; exits 130 on Ctrl-C and 1 when --fail-fast stopped it."""
     pending = sum(1 for i in inputs if i.id not in run.done_ids)
     if len(inputs) > pending:
         click.echo(f"resuming: {len(inputs) - pending} of {len(inputs)} ids already in {output_path}", err=True)

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import signal
 import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
-from .._agentloop.tools import Tool, tool
 from .._chat import ChatStream, chat, get_model
-from .._errors import ToolDefinitionError
 from .._messages import FilePart, Message, ToolCallPart
+from .._settings import RunSettings
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run
+from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
 from .timing import Timing
 
 
@@ -31,30 +29,6 @@ def _confirm(call: ToolCallPart) -> bool:
         return click.confirm(f"Run tool {call.name}({args})?", default=False, err=True)
     except click.Abort:
         return False
-
-
-def load_tool(spec: str) -> Any:
-    """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`,
-    also for a function that cannot become a tool (a parameter annotation without JSON Schema).
-
-    ``MODULE`` is found on ``sys.path`` with the current directory first, as ``python -m`` does (the
-    ``hookstream`` console script does not put it there itself)."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise click.BadParameter(f"expected MODULE:FUNC, got {spec!r}", param_hint="--tool")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        obj = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="--tool") from None
-    if callable(obj) and not isinstance(obj, Tool):
-        try:
-            tool(obj)
-        except ToolDefinitionError as exc:
-            raise click.BadParameter(exc.message, param_hint="--tool") from None
-    return obj
 
 
 def _attachment(path: str) -> FilePart:
@@ -86,40 +60,6 @@ def load_schema(path: str) -> dict[str, Any]:
     return schema
 
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
-
-MCP_MISSING = "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp"
-
-
-def start_mcp_servers(stack: ExitStack, specs: tuple[str, ...]) -> list[Any]:
-    """The tools of the MCP servers that ``--mcp`` options name (a command line for stdio, or an
-    ``http(s)://`` URL for streamable HTTP), each server started now and registered on ``stack``, which
-    stops it when it closes, however the command ends.
-
-    The core does not depend on the hookstream-mcp plugin: it is imported here, only when ``--mcp`` is
-    given; without it this raises :class:`click.UsageError` saying to install it. A server that does not
-    start raises :class:`click.ClickException` (exit code 1) with the plugin's message."""
-    if not specs:
-        return []
-    try:
-        plugin = importlib.import_module("hookstream_mcp")
-        server_class, server_error = plugin.MCPServer, plugin.MCPServerError
-    except ImportError as exc:
-        raise click.UsageError(f"{MCP_MISSING} ({exc})") from None
-    tools: list[Any] = []
-    for spec in specs:
-        try:
-            server = server_class.from_spec(spec)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--mcp") from None
-        try:
-            stack.enter_context(server)
-        except server_error as exc:
-            raise click.ClickException(exc.message) from None
-        tools += server.tools()
-    return tools
-
-
 @contextmanager
 def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
     """While the run streams, Ctrl-C cancels it (it then ends with ``RUN_FINISHED`` outcome
@@ -143,18 +83,10 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
-@click.command("chat")
+@click.command("chat", cls=RunCommand)
 @click.argument("prompt")
 @click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
-@click.option("--tool", "tool_specs", multiple=True, help="A tool as MODULE:FUNC (repeatable).")
-@click.option("--mcp", "mcp_specs", multiple=True, metavar="COMMAND|URL",
-              help="Offer an MCP server's tools (repeatable; needs hookstream-mcp): a command line, started "
-                   "for the run and spoken to over stdio ('uvx mcp-server-time'), or a streamable HTTP URL.")
-@click.option("--system", default=None, help="System prompt.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Most model calls in the run (at least 1).")
-@click.option("--max-tokens", type=int, default=None)
 @click.option("--output", type=click.Choice(OUTPUT_CHOICES), default="text", show_default=True)
 @click.option("--approve", "ask_approval", is_flag=True,
               help="Ask y/N on the terminal before a tool that needs approval runs (always on with a terminal).")
@@ -179,11 +111,6 @@ def command(
     prompt: str,
     model: str,
     base_url: str | None,
-    tool_specs: tuple[str, ...],
-    mcp_specs: tuple[str, ...],
-    system: str | None,
-    max_steps: int,
-    max_tokens: int | None,
     output: str,
     strategy: str | None,
     record_dir: str | None,
@@ -194,36 +121,32 @@ def command(
     continue_latest: bool = False,
     cid: str | None = None,
     no_log: bool = False,
+    **run_options: Any,
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
 
     Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 130 cancelled with Ctrl-C."""
     if not prompt.strip():
         raise click.UsageError("PROMPT is empty: give the model something to answer")
-    # Everything that can be a usage error is read before any MCP server starts.
-    tools = [load_tool(s) for s in tool_specs]
+    # Everything that can be a usage error is read before a plugin starts anything (an MCP server).
     message = Message.user(prompt, *(_attachment(a) for a in attachments))
-    options: dict[str, Any] = {"system": system, "max_steps": max_steps, "max_tokens": max_tokens,
-                               "output": load_schema(schema_file) if schema_file is not None else None}
-    options.update(_conversation(continue_latest, cid, no_log))
-    # MCP servers run for the whole command: started before the run, stopped by the ExitStack whatever
+    memory, thread_id = _conversation(continue_latest, cid, no_log)
+    settings = run_settings(run_options, output=load_schema(schema_file) if schema_file is not None else None,
+                            memory=memory)
+    # What plugins start (MCP servers) runs for the whole command: stopped by the run's ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
-    with ExitStack() as servers:
-        try:
-            tools += start_mcp_servers(servers, mcp_specs)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            raise SystemExit(EXIT_INTERRUPTED) from None
-        _run(message, model, base_url, tools, options, output=output, strategy=strategy, record_dir=record_dir,
-             ask_approval=ask_approval, show_timing=show_timing)
+    with configured("chat", settings) as run:
+        print_notes(run)
+        _run(message, model, base_url, run.settings, thread_id, output=output, strategy=strategy,
+             record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing)
 
 
-def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> dict[str, Any]:
+def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple[Any, str | None]:
     """chat()'s ``memory`` and ``thread_id`` for the conversation log (``hookstream._cli.logs``)."""
     if no_log:
         if continue_latest or cid:
             raise click.UsageError("--no-log keeps no conversation to continue: drop -c/--cid or --no-log")
-        return {}
+        return None, None
     if continue_latest and cid:
         raise click.UsageError("give -c (the latest conversation) or --cid ID, not both")
     from .logs import open_logs
@@ -236,16 +159,19 @@ def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> dict[
         cid = latest[0].id
     elif cid is not None and not store.load(cid):
         raise click.UsageError(f"no conversation {cid!r} (hookstream logs lists them)")
-    return {"memory": store, "thread_id": cid or f"cli-{uuid.uuid4().hex[:12]}"}
+    return store, cid or f"cli-{uuid.uuid4().hex[:12]}"
 
 
-def _run(message: Message, model: str, base_url: str | None, tools: list[Any], options: dict[str, Any], *,
+def _run(message: Message, model: str, base_url: str | None, settings: RunSettings, thread_id: str | None, *,
          output: str, strategy: str | None, record_dir: str | None, ask_approval: bool, show_timing: bool) -> None:
-    """One run of ``hookstream chat`` (``options``: chat()'s keyword arguments from the command line);
-    always ends with :class:`SystemExit` carrying the exit code."""
+    """One run of ``hookstream chat`` with the command's ``settings``; always ends with
+    :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
     approve = live.approve if live is not None else (_confirm if ask_approval else None)
+    timing = Timing() if show_timing else None
+    settings = settings.evolve(approve=settings.approve or approve,
+                               observers=(*settings.observers, *([timing] if timing is not None else [])))
     try:
         session = None
         if record_dir is not None:
@@ -253,9 +179,7 @@ def _run(message: Message, model: str, base_url: str | None, tools: list[Any], o
 
             session = Recorder(record_dir, model, base_url).session()
         provider = get_model(model, base_url=base_url, session=session)
-        timing = Timing() if show_timing else None
-        stream = chat(provider, message, tools=tools, approve=approve,
-                      observers=[timing] if timing is not None else None, **options)
+        stream = chat(provider, message, settings=settings, thread_id=thread_id)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None
     try:
@@ -268,7 +192,7 @@ def _run(message: Message, model: str, base_url: str | None, tools: list[Any], o
     if timing is not None:
         timing.report()
     if result.stopped_by == "max_steps":
-        click.echo(f"note: stopped after {options['max_steps']} step(s) (--max-steps) while the model still wanted "
+        click.echo(f"note: stopped after {settings.max_steps} step(s) (--max-steps) while the model still wanted "
                    "to call tools; the answer to their results was not asked for", err=True)
     if interrupted() and result.outcome == "cancelled":
         click.echo("cancelled", err=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -38,53 +38,83 @@ def render_text(events: Iterable[BaseEvent], strategy: Any = None) -> None:
     strategy decides when text is written; tool calls and results get their own lines; sources and
     generated files are listed after the answer (``[source] TITLE URL``, ``[file] TYPE SIZE``); errors
     go to stderr."""
-    out = sys.stdout
-    state = {"printed": 0, "line_start": True}
-
-    def write(text: str) -> None:
-        if text:
-            out.write(text)
-            out.flush()
-            state["line_start"] = text.endswith("\n")
-
-    def on_text_update(message_id: str, text: str) -> None:
-        # The processor hands the full text of the current text part; print only what is new.
-        write(text[state["printed"]:])
-        state["printed"] = len(text)
-
-    def line(text: str) -> None:
-        write(("" if state["line_start"] else "\n") + text + "\n")
-
-    processor = StreamProcessor(strategy=strategy, on_text_update=on_text_update)
-    after: list[SourcePayload | FilePayload] = []
+    renderer = _TextRenderer(sys.stdout)
+    processor = StreamProcessor(strategy=strategy, on_text_update=renderer.on_text_update)
     for ev in events:
         processor.process_chunk(ev)
-        if isinstance(ev, TextMessageStart):
-            state["printed"] = 0  # a new text part starts from its own beginning
-        elif isinstance(ev, ToolCallStart):
-            line(f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})")
-        elif isinstance(ev, Custom):
-            payload = parse_custom(ev)
-            if isinstance(payload, ToolCallRepairedPayload):
-                line(f"[tool call repaired] {payload.tool_name} ({payload.tool_call_id})")
-            elif isinstance(payload, SourcePayload | FilePayload):
-                after.append(payload)  # listed after the answer, so the streamed text stays whole
-        elif isinstance(ev, ToolCallResult):
-            line(f"[tool {'error' if ev.error else 'result'}] {ev.tool_call_id}: {ev.content[:200]}")
-        elif isinstance(ev, RunError):
-            if not state["line_start"]:
-                write("\n")
-            click.echo(f"error ({ev.code}): {ev.message}", err=True)
+        handler = _RENDER_HANDLERS.get(type(ev))
+        if handler is not None:
+            handler(renderer, ev)
     processor.finalize()
-    if not state["line_start"]:
-        write("\n")
-    for payload in after:
-        if isinstance(payload, SourcePayload):
-            src = payload.part
-            line(" ".join(["[source]", *(x for x in (src.title, src.url) if x)]))
-        else:
-            f = payload.part
-            line(f"[file] {f.media_type} " + (f.url or f"{len(f.data or b'')} bytes"))
+    renderer.finish()
+
+
+class _TextRenderer:
+    """What :func:`render_text` has written so far: one method per event class it prints a line for."""
+
+    __slots__ = ("after", "line_start", "out", "printed")
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.printed = 0  # characters of the current text part written
+        self.line_start = True
+        self.after: list[SourcePayload | FilePayload] = []  # listed after the answer
+
+    def write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self.line_start = text.endswith("\n")
+
+    def on_text_update(self, message_id: str, text: str) -> None:
+        # The processor hands the full text of the current text part; print only what is new.
+        self.write(text[self.printed:])
+        self.printed = len(text)
+
+    def line(self, text: str) -> None:
+        self.write(("" if self.line_start else "\n") + text + "\n")
+
+    def text_message_start(self, ev: TextMessageStart) -> None:
+        self.printed = 0  # a new text part starts from its own beginning
+
+    def tool_call_start(self, ev: ToolCallStart) -> None:
+        self.line(f"[tool call] {ev.tool_call_name} ({ev.tool_call_id})")
+
+    def custom(self, ev: Custom) -> None:
+        payload = parse_custom(ev)
+        if isinstance(payload, ToolCallRepairedPayload):
+            self.line(f"[tool call repaired] {payload.tool_name} ({payload.tool_call_id})")
+        elif isinstance(payload, SourcePayload | FilePayload):
+            self.after.append(payload)  # listed after the answer, so the streamed text stays whole
+
+    def tool_call_result(self, ev: ToolCallResult) -> None:
+        self.line(f"[tool {'error' if ev.error else 'result'}] {ev.tool_call_id}: {ev.content[:200]}")
+
+    def run_error(self, ev: RunError) -> None:
+        if not self.line_start:
+            self.write("\n")
+        click.echo(f"error ({ev.code}): {ev.message}", err=True)
+
+    def finish(self) -> None:
+        """End the last line; list the sources and files."""
+        if not self.line_start:
+            self.write("\n")
+        for payload in self.after:
+            if isinstance(payload, SourcePayload):
+                src = payload.part
+                self.line(" ".join(["[source]", *(x for x in (src.title, src.url) if x)]))
+            else:
+                f = payload.part
+                self.line(f"[file] {f.media_type} " + (f.url or f"{len(f.data or b'')} bytes"))
+
+
+_RENDER_HANDLERS: dict[type[BaseEvent], Callable[[_TextRenderer, Any], None]] = {
+    TextMessageStart: _TextRenderer.text_message_start,
+    ToolCallStart: _TextRenderer.tool_call_start,
+    Custom: _TextRenderer.custom,
+    ToolCallResult: _TextRenderer.tool_call_result,
+    RunError: _TextRenderer.run_error,
+}
 
 
 def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:

@@ -32,18 +32,19 @@ import click
 from .._server.agui import make_app
 from .._server.auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
 from .._server.limits import ServerLimits
+from .._settings import RunSettings
 from .._stores.memory import ConversationStore, InMemoryStore
 from .._stores.sql import open_store
-from .chat import load_tool
+from .runs import RunCommand, configured, print_notes, run_settings
 
 TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
 
 
-def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | None, system: str | None,
-              max_steps: int, demo: bool, delay: float, store: ConversationStore | None = None, *,
-              authenticate: Authenticator | None = None, limits: ServerLimits | None = None,
-              cors_origins: Sequence[str] = ()) -> Any:
-    """The WSGI application ``serve`` runs (also what tests mount). Raises :class:`click.UsageError`."""
+def build_app(model: str | None, settings: RunSettings, base_url: str | None, demo: bool, delay: float,
+              store: ConversationStore | None = None, *, authenticate: Authenticator | None = None,
+              limits: ServerLimits | None = None, cors_origins: Sequence[str] = ()) -> Any:
+    """The WSGI application ``serve`` runs: every run of ``model`` goes as ``settings`` say (the server's
+    tools are ``settings.tools``). Raises :class:`click.UsageError`."""
     guard: dict[str, Any] = {"store": store, "authenticate": authenticate, "limits": limits,
                              "cors_origins": cors_origins}
     try:
@@ -53,8 +54,8 @@ def build_app(model: str | None, tool_specs: tuple[str, ...], base_url: str | No
             return make_app(stream_factory=demo_factory(delay=delay), **guard)
         if not model:
             raise click.UsageError("--model PROVIDER:MODEL is required (or --demo for the offline demo)")
-        tools = [load_tool(s) for s in tool_specs]
-        return make_app(model, tools=tools, base_url=base_url, system=system, max_steps=max_steps, **guard)
+        # chat()'s tools= keyword (the server's tools and the request's) replaces settings.tools in each run.
+        return make_app(model, tools=settings.tools, base_url=base_url, settings=settings, **guard)
     except (ValueError, LookupError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -101,13 +102,9 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
     return chain[0] if len(chain) == 1 else first_of(*chain)
 
 
-@click.command("serve")
+@click.command("serve", cls=RunCommand)
 @click.option("--model", default=None, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
-@click.option("--tool", "tool_specs", multiple=True, help="A server-side tool as MODULE:FUNC (repeatable).")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
-@click.option("--system", default=None, help="System prompt.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Most model calls per run (at least 1).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True, help="0 picks a free port.")
 @click.option("--threads", type=int, default=8, show_default=True, help="Concurrent runs served (per worker).")
@@ -139,12 +136,11 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
               help="Wall-clock seconds a run may take before it is cancelled.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A browser origin allowed to call (repeatable; none by default).")
-def command(model: str | None, tool_specs: tuple[str, ...], base_url: str | None, system: str | None,
-            max_steps: int, host: str, port: int, threads: int, workers: int, store_url: str | None, demo: bool,
-            delay: float, tokens_file: str | None, jwt_issuer: str | None, jwt_audience: tuple[str, ...],
-            jwks_url: str | None, auth_plugins: tuple[str, ...], no_auth: bool, max_concurrent_runs: int,
-            max_runs_per_minute: int, max_messages: int, max_message_bytes: int, max_run_seconds: float,
-            cors_origins: tuple[str, ...]) -> None:
+def command(model: str | None, base_url: str | None, host: str, port: int, threads: int, workers: int,
+            store_url: str | None, demo: bool, delay: float, tokens_file: str | None, jwt_issuer: str | None,
+            jwt_audience: tuple[str, ...], jwks_url: str | None, auth_plugins: tuple[str, ...], no_auth: bool,
+            max_concurrent_runs: int, max_runs_per_minute: int, max_messages: int, max_message_bytes: int,
+            max_run_seconds: float, cors_origins: tuple[str, ...], **run_options: Any) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput) and a chat page at /."""
     authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
     if authenticate is not None and no_auth:
@@ -174,8 +170,16 @@ def command(model: str | None, tool_specs: tuple[str, ...], base_url: str | None
             raise click.UsageError(f"--store: cannot open the store: {type(exc).__name__}: {exc}") from None
     if workers > 1 and isinstance(store, InMemoryStore):
         raise click.UsageError("--store memory: lives in one process; with --workers use sqlite:/// or postgresql://")
-    app = build_app(model, tool_specs, base_url, system, max_steps, demo, delay, store,
-                    authenticate=authenticate, limits=limits, cors_origins=cors_origins)
+    settings = run_settings(run_options)
+    with configured("serve", settings) as run:
+        print_notes(run)
+        app = build_app(model, run.settings, base_url, demo, delay, store,
+                        authenticate=authenticate, limits=limits, cors_origins=cors_origins)
+        _serve(app, host, port, workers, threads, limits)
+
+
+def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: ServerLimits) -> None:
+    """Serve ``app`` until Ctrl-C: on gunicorn worker processes, or waitress in this one."""
     if workers > 1:
         from .workers import run_workers
 

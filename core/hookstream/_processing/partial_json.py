@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from .._errors import PartialJSONError
 
@@ -37,16 +38,17 @@ _SCALAR = re.compile(r"[-+0-9.eEa-z]+")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 
-# Modes: what the parser expects next.
+# Modes: what the parser expects next. The structural modes come first, numbered from 0: they index
+# _STRUCTURAL, the table of their one-character handlers.
 _VALUE = 0  # a value
 _VALUE_OR_CLOSE = 1  # right after '[': a value or ']'
 _KEY_OR_CLOSE = 2  # right after '{': a key or '}'
 _KEY = 3  # after ',' in an object
 _COLON = 4
 _AFTER_VALUE = 5  # ',' or the container's closing bracket
-_STRING = 6
-_SCALAR_TOKEN = 7
-_DONE = 8
+_DONE = 6
+_STRING = 7
+_SCALAR_TOKEN = 8
 
 
 class PartialJSONParser:
@@ -145,7 +147,7 @@ class PartialJSONParser:
         return self.complete
 
     # -- machine ---------------------------------------------------------------------------------
-    def _fail(self, message: str, i: int) -> None:
+    def _fail(self, message: str, i: int) -> NoReturn:
         raise PartialJSONError(message, self._offset + i - len(self._carry))
 
     def _feed(self, text: str) -> None:
@@ -155,83 +157,109 @@ class PartialJSONParser:
             self._carry = ""
         n = len(text)
         i = 0
+        structural = _STRUCTURAL
         while i < n:
             mode = self._mode
-            if mode == _STRING:
-                m = _RUN.match(text, i)
-                if m is not None:
-                    self._add(m.group())
-                    i = m.end()
-                    continue
-                if text[i] == '"':
-                    self._end_string()
-                    i += 1
-                    continue
-                j = self._escape(text, i)
-                if j < 0:
-                    self._carry = text[i:]
-                    break
-                i = j
-                continue
-            if mode == _SCALAR_TOKEN:
-                m = _SCALAR.match(text, i)
-                if m is not None:
-                    self._token.append(m.group())
-                    i = m.end()
-                if i < n:
-                    self._end_scalar(i)
-                continue
-            c = text[i]
-            if c in " \t\r\n":
-                m = _SPACE.match(text, i)
-                i = m.end() if m is not None else i + 1
-                continue
-            if mode == _VALUE or mode == _VALUE_OR_CLOSE:
-                if c == "]" and mode == _VALUE_OR_CLOSE:
-                    self._close_container()
-                elif c == "{":
-                    self._open({})
-                    self._mode = _KEY_OR_CLOSE
-                elif c == "[":
-                    self._open([])
-                    self._mode = _VALUE_OR_CLOSE
-                elif c == '"':
-                    self._mode = _STRING
-                    self._is_key = False
-                    self._string = ""
-                elif c in "-0123456789tfn":
-                    self._mode = _SCALAR_TOKEN
-                    self._token = []
-                    continue  # the token regex takes this character
+            if mode == _STRING:  # inline, with its own loop: most of the text is in strings
+                while i < n:
+                    m = _RUN.match(text, i)
+                    if m is not None:
+                        self._add(m.group())
+                        i = m.end()
+                    elif text[i] == '"':
+                        self._end_string()
+                        i += 1
+                        break
+                    else:
+                        j = self._escape(text, i)
+                        if j < 0:
+                            self._carry = text[i:]  # an escape cut off: decoded with the next piece
+                            self._offset += n
+                            return
+                        i = j
+            elif mode == _SCALAR_TOKEN:
+                i = self._scalar_part(text, i, n)
+            else:
+                c = text[i]
+                if c in " \t\r\n":
+                    m = _SPACE.match(text, i)
+                    i = m.end() if m is not None else i + 1
                 else:
-                    self._fail(f"unexpected {c!r} where a value was expected", i)
-            elif mode == _KEY_OR_CLOSE or mode == _KEY:
-                if c == '"':
-                    self._mode = _STRING
-                    self._is_key = True
-                    self._string = ""
-                elif c == "}" and mode == _KEY_OR_CLOSE:
-                    self._close_container()
-                else:
-                    self._fail(f"unexpected {c!r} where an object key was expected", i)
-            elif mode == _COLON:
-                if c != ":":
-                    self._fail(f"unexpected {c!r} where ':' was expected", i)
-                self._mode = _VALUE
-            elif mode == _AFTER_VALUE:
-                top = self._stack[-1]
-                if c == ",":
-                    self._mode = _KEY if isinstance(top, dict) else _VALUE
-                elif c == "}" and isinstance(top, dict):
-                    self._close_container()
-                elif c == "]" and isinstance(top, list):
-                    self._close_container()
-                else:
-                    self._fail(f"unexpected {c!r} after a value", i)
-            else:  # _DONE
-                self._fail(f"unexpected {c!r} after the end of the JSON value", i)
-            i += 1
+                    i = structural[mode](self, c, i)
         self._offset += n
+
+    def _scalar_part(self, text: str, i: int, n: int) -> int:
+        """Take the open number or literal's characters from ``text[i]`` on; end it at the first other
+        character, which is left (the index returned) for the next mode."""
+        m = _SCALAR.match(text, i)
+        if m is not None:
+            self._token.append(m.group())
+            i = m.end()
+        if i < n:
+            self._end_scalar(i)
+        return i
+
+    # Structural handlers, one per mode (see _STRUCTURAL): take the character ``c`` at ``i`` (never
+    # whitespace), return the index to go on from.
+    def _at_value(self, c: str, i: int) -> int:
+        if c == "{":
+            self._open({})
+            self._mode = _KEY_OR_CLOSE
+        elif c == "[":
+            self._open([])
+            self._mode = _VALUE_OR_CLOSE
+        elif c == '"':
+            self._mode = _STRING
+            self._is_key = False
+            self._string = ""
+        elif c in "-0123456789tfn":
+            self._mode = _SCALAR_TOKEN
+            self._token = []
+            return i  # the token regex takes this character
+        else:
+            self._fail(f"unexpected {c!r} where a value was expected", i)
+        return i + 1
+
+    def _at_value_or_close(self, c: str, i: int) -> int:
+        if c == "]":
+            self._close_container()
+            return i + 1
+        return self._at_value(c, i)
+
+    def _at_key(self, c: str, i: int) -> int:
+        if c != '"':
+            self._fail(f"unexpected {c!r} where an object key was expected", i)
+        self._mode = _STRING
+        self._is_key = True
+        self._string = ""
+        return i + 1
+
+    def _at_key_or_close(self, c: str, i: int) -> int:
+        if c == "}":
+            self._close_container()
+            return i + 1
+        return self._at_key(c, i)
+
+    def _at_colon(self, c: str, i: int) -> int:
+        if c != ":":
+            self._fail(f"unexpected {c!r} where ':' was expected", i)
+        self._mode = _VALUE
+        return i + 1
+
+    def _after_value(self, c: str, i: int) -> int:
+        top = self._stack[-1]
+        if c == ",":
+            self._mode = _KEY if isinstance(top, dict) else _VALUE
+        elif c == "}" and isinstance(top, dict):
+            self._close_container()
+        elif c == "]" and isinstance(top, list):
+            self._close_container()
+        else:
+            self._fail(f"unexpected {c!r} after a value", i)
+        return i + 1
+
+    def _at_done(self, c: str, i: int) -> int:
+        self._fail(f"unexpected {c!r} after the end of the JSON value", i)
 
     def _escape(self, text: str, i: int) -> int:
         """Decode the escape at ``text[i]`` (a backslash). Returns the index after it, or -1 when the
@@ -314,3 +342,15 @@ class PartialJSONParser:
             self._mode = _VALUE
             self._fail(f"invalid literal or number {token!r}", i)
         self._put(value)
+
+
+# The structural modes' handlers, indexed by mode (a tuple index is the cheapest dispatch per character).
+_STRUCTURAL: tuple[Callable[[PartialJSONParser, str, int], int], ...] = (
+    PartialJSONParser._at_value,  # _VALUE
+    PartialJSONParser._at_value_or_close,  # _VALUE_OR_CLOSE
+    PartialJSONParser._at_key_or_close,  # _KEY_OR_CLOSE
+    PartialJSONParser._at_key,  # _KEY
+    PartialJSONParser._at_colon,  # _COLON
+    PartialJSONParser._after_value,  # _AFTER_VALUE
+    PartialJSONParser._at_done,  # _DONE
+)

@@ -43,7 +43,6 @@ Thread safety: the application object is immutable after :func:`make_app` and se
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import uuid
@@ -53,13 +52,13 @@ from typing import Any, Protocol
 
 import attrs
 
-from .._agentloop.tools import Tool, as_tools
-from .._agentloop.values import LoopSettings
 from .._chat import ChatStream, chat, get_model
 from .._errors import AGUIInputError
 from .._events import BaseEvent, to_sse
 from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
+from .._settings import RunSettings
 from .._stores.memory import ConversationStore, OwnedStore
+from .._stream.provider import Provider
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, retry_after
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
@@ -338,36 +337,33 @@ class RunStream(Protocol):
 StreamFactory = Callable[[RunInput], RunStream]
 """Builds the run's event stream from the request; :func:`chat_factory` is the default."""
 
-_CHAT_PARAMS = frozenset(inspect.signature(chat).parameters)
 
 
 def chat_factory(
-    model: str,
+    model: str | Provider,
     *,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] = (),
+    settings: RunSettings | None = None,
     base_url: str | None = None,
-    **chat_options: Any,
+    api_key: str | None = None,
+    **fields: Any,
 ) -> StreamFactory:
     """A :data:`StreamFactory` running :func:`hookstream.chat` with ``model`` and the server's
-    ``tools`` plus the request's frontend tools (as client tools). ``chat_options`` go to ``chat``
-    (``system``, ``max_steps``, ``api_key``...). Raises :class:`ValueError` at build time for a
-    malformed ``model`` or duplicate server tool names."""
-    server_tools = as_tools(tools)
+    :class:`~hookstream.RunSettings` (``settings``, and/or its fields as keywords: ``tools``, ``system``,
+    ``max_steps``, ``plugins``...), the request's frontend tools added as client tools. ``base_url`` and
+    ``api_key`` build the one provider every run shares. Raises :class:`ValueError` at build time for a
+    malformed ``model`` or duplicate server tool names, :class:`TypeError` for an unknown field."""
+    run_settings = RunSettings.of(settings, **fields)
+    server_tools = {t.name: t for t in run_settings.tools}
     # One provider object for every run the server starts: one connection pool to the model's API.
-    provider = get_model(model, base_url=base_url, api_key=chat_options.pop("api_key", None))
-    loop = LoopSettings.coerce(chat_options.pop("loop", None))
+    provider = get_model(model, base_url=base_url, api_key=api_key)
+    loop = run_settings.loop
 
     def start(run: RunInput) -> ChatStream:
         clash = sorted(set(server_tools) & {t["name"] for t in run.tools})
         if clash:
             raise AGUIInputError(f"tools {clash} are defined by both the server and the frontend")
-        extra: dict[str, Any] = {}
-        if run.resume is not None:
-            if "resume" not in _CHAT_PARAMS:
-                raise AGUIInputError("this hookstream cannot resume interrupted runs")
-            extra["resume"] = run.resume
-        return chat(provider, run.messages, tools=[*server_tools.values(), *run.tools], thread_id=run.thread_id,
-                    loop=attrs.evolve(loop, run_id=run.run_id), **chat_options, **extra)
+        return chat(provider, run.messages, settings=run_settings, tools=[*server_tools.values(), *run.tools],
+                    thread_id=run.thread_id, loop=attrs.evolve(loop, run_id=run.run_id), resume=run.resume)
 
     return start
 
@@ -468,9 +464,9 @@ def _cors_headers(environ: Mapping[str, Any], origins: frozenset[str]) -> list[t
 
 
 def make_app(
-    model: str | None = None,
+    model: str | Provider | None = None,
     *,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] = (),
+    settings: RunSettings | None = None,
     base_url: str | None = None,
     stream_factory: StreamFactory | None = None,
     serve_page: bool = True,
@@ -478,9 +474,11 @@ def make_app(
     authenticate: Authenticator | None = None,
     limits: ServerLimits | None = None,
     cors_origins: Iterable[str] = (),
-    **chat_options: Any,
+    **fields: Any,
 ) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
-    """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with ``tools``.
+    """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with the server's
+    :class:`~hookstream.RunSettings` (``settings`` and/or its fields as keywords, as :func:`chat_factory`
+    takes them: ``tools``, ``system``, ``max_steps``, ``plugins``...).
 
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
     ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
@@ -489,7 +487,7 @@ def make_app(
     nested deeper than 64, a malformed ``RunAgentInput``); a failure during the run ends the
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
     ``stream_factory`` replaces the default (:func:`chat_factory` of ``model``), e.g. to serve the
-    offline demo. ``chat_options`` go to :func:`hookstream.chat`.
+    offline demo.
     ``store`` keeps each thread's conversation (:func:`hookstream.open_store`: SQLite, PostgreSQL):
     a request's messages are merged into the stored history by message id and what the run adds is
     saved when it ends, so any worker process serves any turn and resumes any interrupt
@@ -514,7 +512,7 @@ def make_app(
     if stream_factory is None:
         if model is None:
             raise ValueError("make_app needs a model or a stream_factory")
-        stream_factory = chat_factory(model, tools=tools, base_url=base_url, **chat_options)
+        stream_factory = chat_factory(model, settings=settings, base_url=base_url, **fields)
     if authenticate is not None and not callable(authenticate):
         raise TypeError(f"authenticate must be callable, not {type(authenticate).__name__}")
     if authenticate is not None and store is not None and not isinstance(store, OwnedStore):
@@ -522,64 +520,138 @@ def make_app(
                         "threads of one principal would be open to all")
     if limits is not None and not isinstance(limits, ServerLimits):
         raise TypeError(f"limits must be ServerLimits, not {type(limits).__name__}")
-    factory = stream_factory
-    keeper = ThreadKeeper(store) if store is not None else None
-    owned = store if isinstance(store, OwnedStore) else None
     limits = limits or ServerLimits()
-    counts = PrincipalLimits(limits)
-    origins = frozenset(cors_origins)
+    return _App(factory=stream_factory, keeper=ThreadKeeper(store) if store is not None else None,
+                owned=store if isinstance(store, OwnedStore) else None, limits=limits,
+                counts=PrincipalLimits(limits), authenticate=authenticate, origins=frozenset(cors_origins),
+                serve_page=serve_page)
 
-    def post(environ: Mapping[str, Any], start_response: Callable[..., Any],
-             cors: list[tuple[str, str]], ui: bool = False) -> Iterable[bytes]:
-        def error(status: str, message: str, *headers: tuple[str, str]) -> list[bytes]:
-            return _json_error(start_response, status, message, [*headers, *cors])
 
-        principal: Principal | None = None
-        if authenticate is not None:
-            principal = authenticate(environ)
-            if principal is None:
-                return error("401 Unauthorized", "authentication required",
-                             ("WWW-Authenticate", 'Bearer realm="hookstream"'))
+class _Refused(Exception):
+    """A POST answered with an HTTP error before any run starts: status line, message, extra headers."""
+
+    def __init__(self, status: str, message: str, *headers: tuple[str, str]) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+
+
+_Frames = Callable[[RunStream], Generator[bytes, None, None]]
+
+
+@attrs.frozen
+class _App:
+    """The WSGI application :func:`make_app` returns (the routes and answers are documented there).
+    Immutable: serves concurrent requests."""
+
+    factory: StreamFactory
+    keeper: ThreadKeeper | None
+    owned: OwnedStore | None  # the store when it keeps thread owners
+    limits: ServerLimits
+    counts: PrincipalLimits
+    authenticate: Authenticator | None
+    origins: frozenset[str]
+    serve_page: bool
+
+    def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = environ.get("PATH_INFO") or "/"
+        cors = _cors_headers(environ, self.origins)
+        if method == "POST":
+            try:
+                return self._post(environ, start_response, cors, ui=path == UI_CHAT_PATH)
+            except _Refused as refused:
+                return _json_error(start_response, refused.status, refused.message, [*refused.headers, *cors])
+        if method == "OPTIONS":
+            return _preflight(start_response, cors)
+        if method in ("GET", "HEAD") and self.serve_page:
+            return _page(method, path, start_response, cors)
+        return _json_error(start_response, "405 Method Not Allowed", "POST an AG-UI RunAgentInput", cors)
+
+    def _post(self, environ: Mapping[str, Any], start_response: Callable[..., Any],
+              cors: list[tuple[str, str]], ui: bool) -> Iterable[bytes]:
+        """A run: checked in order (principal, body, messages, thread owner, run limits), then started.
+        Raises :class:`_Refused` for the error answer."""
+        principal = self._principal(environ)
+        doc, raw = self._body(environ)
+        self._check_messages(doc, raw)
+        who = principal.id if principal is not None else None
+        thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
+        if self.owned is not None and isinstance(thread_id, str) and thread_id:
+            self._claim(self.owned, thread_id, who)
+        # Without authentication every caller is the same anonymous principal: a shared cap on runs
+        # would let one client starve all others, so the run limits apply per authenticated principal.
+        wait = self.counts.start(who) if who is not None else None
+        if wait is not None:
+            raise _Refused("429 Too Many Requests", "too many runs: try again later",
+                           ("Retry-After", retry_after(wait)))
+        try:
+            stream, frames = self._stream(doc, principal, ui)
+        except BaseException:
+            if who is not None:
+                self.counts.finish(who)
+            raise
+        start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+        counts = self.counts
+        return _RunBody(stream, (lambda: counts.finish(who)) if who is not None else None,
+                        self.limits.max_run_seconds, frames)
+
+    def _principal(self, environ: Mapping[str, Any]) -> Principal | None:
+        if self.authenticate is None:
+            return None
+        principal = self.authenticate(environ)
+        if principal is None:
+            raise _Refused("401 Unauthorized", "authentication required",
+                           ("WWW-Authenticate", 'Bearer realm="hookstream"'))
+        return principal
+
+    def _body(self, environ: Mapping[str, Any]) -> tuple[Any, bytes]:
+        """The request's JSON document and its bytes."""
+        limit = self.limits.max_body_bytes
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        if length > limits.max_body_bytes:
-            return error("413 Payload Too Large", f"body over {limits.max_body_bytes} bytes")
+        if length > limit:
+            raise _Refused("413 Payload Too Large", f"body over {limit} bytes")
         try:
             raw = _read_body(environ, length)
-        except (OSError, ValueError):
-            return error("408 Request Timeout", "the request body did not arrive in time")
+        except (OSError, ValueError) as exc:
+            raise _Refused("408 Request Timeout", "the request body did not arrive in time") from exc
         try:
             doc = json.loads(raw or b"null")
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            return error("400 Bad Request", f"the body is not JSON: {type(exc).__name__}")
+            raise _Refused("400 Bad Request", f"the body is not JSON: {type(exc).__name__}") from exc
         if _too_deep(doc, _MAX_DEPTH):
-            return error("400 Bad Request", f"values nested deeper than {_MAX_DEPTH}")
+            raise _Refused("400 Bad Request", f"values nested deeper than {_MAX_DEPTH}")
+        return doc, raw
+
+    def _check_messages(self, doc: Any, raw: bytes) -> None:
         messages = doc.get("messages") if isinstance(doc, dict) else None
-        if isinstance(messages, list):
-            if limits.max_messages is not None and len(messages) > limits.max_messages:
-                return error("413 Payload Too Large", f"more than {limits.max_messages} messages")
-            if (limits.max_message_bytes is not None and len(raw) > limits.max_message_bytes
-                    and len(json.dumps(messages).encode()) > limits.max_message_bytes):
-                return error("413 Payload Too Large", f"messages over {limits.max_message_bytes} bytes")
-        who = principal.id if principal is not None else None
-        thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
-        if owned is not None and isinstance(thread_id, str) and thread_id:
-            try:
-                mine = owned.claim(thread_id, who)
-            except Exception as exc:
-                log.error("claiming thread failed", exc_info=exc)
-                return error("503 Service Unavailable", f"conversation store unavailable: {type(exc).__name__}")
-            if not mine:
-                return error("404 Not Found", f"no thread {thread_id!r}")
-        # Without authentication every caller is the same anonymous principal: a shared cap on runs
-        # would let one client starve all others, so the run limits apply per authenticated principal.
-        wait = counts.start(who) if who is not None else None
-        if wait is not None:
-            return error("429 Too Many Requests", "too many runs: try again later", ("Retry-After", retry_after(wait)))
-        started = False
-        frames: Callable[[RunStream], Generator[bytes, None, None]] = to_sse
+        if not isinstance(messages, list):
+            return
+        limits = self.limits
+        if limits.max_messages is not None and len(messages) > limits.max_messages:
+            raise _Refused("413 Payload Too Large", f"more than {limits.max_messages} messages")
+        if (limits.max_message_bytes is not None and len(raw) > limits.max_message_bytes
+                and len(json.dumps(messages).encode()) > limits.max_message_bytes):
+            raise _Refused("413 Payload Too Large", f"messages over {limits.max_message_bytes} bytes")
+
+    @staticmethod
+    def _claim(owned: OwnedStore, thread_id: str, who: str | None) -> None:
+        try:
+            mine = owned.claim(thread_id, who)
+        except Exception as exc:
+            log.error("claiming thread failed", exc_info=exc)
+            raise _Refused("503 Service Unavailable", f"conversation store unavailable: {type(exc).__name__}") from exc
+        if not mine:
+            raise _Refused("404 Not Found", f"no thread {thread_id!r}")
+
+    def _stream(self, doc: Any, principal: Principal | None, ui: bool) -> tuple[RunStream, _Frames]:
+        """The run's event stream (wrapped by the store's keeper when there is one) and its framing."""
+        keeper, factory = self.keeper, self.factory
+        frames: _Frames = to_sse
         try:
             if ui:
                 run, new, frames = _ui_run(doc, keeper)
@@ -594,49 +666,36 @@ def make_app(
                 run, new = _parse_stored(keeper, doc)
                 run.principal = principal
                 stream = keeper.wrap(run.thread_id, run.messages, new, factory(run))
-            started = True
-        except ValueError as exc:  # AGUIInputError, bad model: the client's mistake
-            return error("400 Bad Request", str(exc))
-        except LookupError as exc:  # an unknown provider or executor
-            return error("400 Bad Request", str(exc))
+        except (ValueError, LookupError) as exc:  # AGUIInputError, a bad model, an unknown provider or executor
+            raise _Refused("400 Bad Request", str(exc)) from exc  # the client's mistake
         except StoreUnavailableError as exc:
             log.error("%s", exc, exc_info=exc.__cause__)
-            return error("503 Service Unavailable", str(exc))
-        finally:
-            if not started and who is not None:
-                counts.finish(who)
-        start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
-        return _RunBody(stream, (lambda: counts.finish(who)) if who is not None else None, limits.max_run_seconds,
-                        frames)
+            raise _Refused("503 Service Unavailable", str(exc)) from exc
+        return stream, frames
 
-    def app(environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        method = environ.get("REQUEST_METHOD", "GET")
-        path = environ.get("PATH_INFO") or "/"
-        cors = _cors_headers(environ, origins)
-        if method == "POST":
-            return post(environ, start_response, cors, ui=path == UI_CHAT_PATH)
-        if method == "OPTIONS":  # a CORS preflight (Fetch standard, "CORS protocol")
-            headers = [("Content-Length", "0"), *cors]
-            if any(k == "Access-Control-Allow-Origin" for k, _ in cors):
-                headers += [("Access-Control-Allow-Methods", "POST, GET, OPTIONS"),
-                            ("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, Accept"),
-                            ("Access-Control-Max-Age", "600")]
-            start_response("204 No Content", headers)
-            return []
-        if method in ("GET", "HEAD") and serve_page:
-            name = "index.html" if path in ("/", "/index.html") else path.lstrip("/")
-            suffix = name[name.rfind("."):] if "." in name else ""
-            if "/" not in name and suffix in _STATIC_TYPES:
-                try:
-                    body = _static(name)
-                except (FileNotFoundError, IsADirectoryError):
-                    body = b""
-                else:
-                    start_response("200 OK", [("Content-Type", _STATIC_TYPES[suffix]),
-                                              ("Content-Length", str(len(body))), ("Cache-Control", "no-cache"),
-                                              *cors])
-                    return [body] if method == "GET" else []
-            return _json_error(start_response, "404 Not Found", f"no page {path!r}", cors)
-        return _json_error(start_response, "405 Method Not Allowed", "POST an AG-UI RunAgentInput", cors)
 
-    return app
+def _preflight(start_response: Callable[..., Any], cors: list[tuple[str, str]]) -> list[bytes]:
+    """The answer to a CORS preflight (Fetch standard, "CORS protocol")."""
+    headers = [("Content-Length", "0"), *cors]
+    if any(k == "Access-Control-Allow-Origin" for k, _ in cors):
+        headers += [("Access-Control-Allow-Methods", "POST, GET, OPTIONS"),
+                    ("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, Accept"),
+                    ("Access-Control-Max-Age", "600")]
+    start_response("204 No Content", headers)
+    return []
+
+
+def _page(method: str, path: str, start_response: Callable[..., Any], cors: list[tuple[str, str]]) -> list[bytes]:
+    """A file of the bundled chat page, or 404."""
+    name = "index.html" if path in ("/", "/index.html") else path.lstrip("/")
+    suffix = name[name.rfind("."):] if "." in name else ""
+    if "/" not in name and suffix in _STATIC_TYPES:
+        try:
+            body = _static(name)
+        except (FileNotFoundError, IsADirectoryError):
+            pass
+        else:
+            start_response("200 OK", [("Content-Type", _STATIC_TYPES[suffix]), ("Content-Length", str(len(body))),
+                                      ("Cache-Control", "no-cache"), *cors])
+            return [body] if method == "GET" else []
+    return _json_error(start_response, "404 Not Found", f"no page {path!r}", cors)

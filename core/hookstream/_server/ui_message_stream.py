@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -99,7 +99,6 @@ from .._events import (
     ReasoningMessageStart,
     RunError,
     RunFinished,
-    RunStarted,
     StepFinished,
     StepStarted,
     TextMessageChunk,
@@ -257,84 +256,102 @@ class _Writer:
     def chunks(self, ev: BaseEvent) -> list[dict[str, Any]]:
         if self.ended:
             return []
-        if self.in_resume:  # the engine's replay of the calls a resumed run continues
-            if isinstance(ev, StepFinished):
-                self.in_resume = False
-                return [*self.close_parts(), {"type": "finish-step"}] if self.replay else []
-            if isinstance(ev, ToolCallStart):
-                self.tools[ev.tool_call_id] = ev.tool_call_name
+        if self.in_resume:
+            replayed = self.resumed(ev)
+            if replayed is not None:
+                return replayed
+        out = self.start()  # RUN_STARTED, or the first event of a stream without one
+        handler = _CHUNK_HANDLERS.get(type(ev))
+        if handler is None:
+            return out
+        chunks = handler(self, ev)
+        return out + chunks if out else chunks
+
+    def resumed(self, ev: BaseEvent) -> list[dict[str, Any]] | None:
+        """An event of the engine's replay of the calls a resumed run continues: its chunks, or ``None``
+        to map it as any other event (when replaying)."""
+        if isinstance(ev, StepFinished):
+            self.in_resume = False
+            return [*self.close_parts(), {"type": "finish-step"}] if self.replay else []
+        if isinstance(ev, ToolCallStart):
+            self.tools[ev.tool_call_id] = ev.tool_call_name
+        return None if self.replay else []
+
+    # One handler per event class (see _CHUNK_HANDLERS): the chunks after ``start``.
+    def step_started(self, ev: StepStarted) -> list[dict[str, Any]]:
+        if ev.step_name == "resume":
+            self.in_resume = True
             if not self.replay:
                 return []
-        if isinstance(ev, RunStarted):
-            return self.start()
-        out = self.start()
-        if isinstance(ev, StepStarted):
-            if ev.step_name == "resume":
-                self.in_resume = True
-                if not self.replay:
-                    return out
-            return [*out, {"type": "start-step"}]
-        if isinstance(ev, StepFinished):
-            return out + self.close_parts() + [{"type": "finish-step"}]
-        if isinstance(ev, TextMessageStart):
-            if ev.role != "assistant":
-                self.user_texts.add(ev.message_id)
-                return out
-            return out + self.text_start(ev.message_id)
-        if isinstance(ev, TextMessageContent):
-            if ev.message_id in self.user_texts or not ev.delta:
-                return out
-            return out + self.text_start(ev.message_id) + [{"type": "text-delta", "id": ev.message_id,
-                                                            "delta": ev.delta}]
-        if isinstance(ev, TextMessageEnd):
-            return out + self.text_end(ev.message_id)
-        if isinstance(ev, TextMessageChunk):
-            ident = ev.message_id or self.last_text or f"text-{uuid.uuid4().hex[:12]}"
-            if ev.role not in (None, "assistant"):
-                self.user_texts.add(ident)
-            if ident in self.user_texts:
-                return out
-            out += self.text_start(ident)
-            return out + ([{"type": "text-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
-        if isinstance(ev, ReasoningMessageStart):
-            return out + self.reasoning_start(ev.message_id)
-        if isinstance(ev, (ReasoningMessageContent, ReasoningMessageChunk)):
-            ident = ev.message_id or (self.reasoning[-1] if self.reasoning else f"reasoning-{uuid.uuid4().hex[:12]}")
-            out += self.reasoning_start(ident)
-            return out + ([{"type": "reasoning-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
-        if isinstance(ev, (ReasoningMessageEnd, ReasoningEnd)):
-            return out + self.reasoning_end(ev.message_id)
-        if isinstance(ev, ToolCallStart):
-            return out + self.call_start(ev.tool_call_id, ev.tool_call_name)
-        if isinstance(ev, ToolCallArgs):
-            if ev.tool_call_id in self.args:
-                self.args[ev.tool_call_id] += ev.delta
-            return out + ([{"type": "tool-input-delta", "toolCallId": ev.tool_call_id,
-                            "inputTextDelta": ev.delta}] if ev.delta else [])
-        if isinstance(ev, ToolCallChunk):
-            call_id = ev.tool_call_id or self.last_call
-            if call_id is None:
-                return out
-            if call_id not in self.tools and ev.tool_call_name:
-                out += self.call_start(call_id, ev.tool_call_name)
-            if ev.delta and call_id in self.args:
-                self.args[call_id] += ev.delta
-                out.append({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": ev.delta})
-            return out
-        if isinstance(ev, ToolCallEnd):
-            chunk = self.input_available(ev.tool_call_id, ev.input)
-            return out + ([chunk] if chunk else [])
-        if isinstance(ev, ToolCallResult):
-            return out + self.result(ev)
-        if isinstance(ev, Custom):
-            return out + self.custom(ev)
-        if isinstance(ev, RunFinished):
-            return out + self.finished(ev)
-        if isinstance(ev, RunError):
-            self.ended = True
-            return out + self.close_parts() + [{"type": "error", "errorText": ev.message},
-                                               {"type": "finish", "finishReason": "error"}]
+        return [{"type": "start-step"}]
+
+    def step_finished(self, ev: StepFinished) -> list[dict[str, Any]]:
+        return [*self.close_parts(), {"type": "finish-step"}]
+
+    def text_message_start(self, ev: TextMessageStart) -> list[dict[str, Any]]:
+        if ev.role != "assistant":
+            self.user_texts.add(ev.message_id)
+            return []
+        return self.text_start(ev.message_id)
+
+    def text_message_content(self, ev: TextMessageContent) -> list[dict[str, Any]]:
+        if ev.message_id in self.user_texts or not ev.delta:
+            return []
+        return [*self.text_start(ev.message_id), {"type": "text-delta", "id": ev.message_id, "delta": ev.delta}]
+
+    def text_message_end(self, ev: TextMessageEnd) -> list[dict[str, Any]]:
+        return self.text_end(ev.message_id)
+
+    def text_message_chunk(self, ev: TextMessageChunk) -> list[dict[str, Any]]:
+        ident = ev.message_id or self.last_text or f"text-{uuid.uuid4().hex[:12]}"
+        if ev.role not in (None, "assistant"):
+            self.user_texts.add(ident)
+        if ident in self.user_texts:
+            return []
+        out = self.text_start(ident)
+        return out + ([{"type": "text-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
+
+    def reasoning_message_start(self, ev: ReasoningMessageStart) -> list[dict[str, Any]]:
+        return self.reasoning_start(ev.message_id)
+
+    def reasoning_delta(self, ev: ReasoningMessageContent | ReasoningMessageChunk) -> list[dict[str, Any]]:
+        ident = ev.message_id or (self.reasoning[-1] if self.reasoning else f"reasoning-{uuid.uuid4().hex[:12]}")
+        out = self.reasoning_start(ident)
+        return out + ([{"type": "reasoning-delta", "id": ident, "delta": ev.delta}] if ev.delta else [])
+
+    def reasoning_message_end(self, ev: ReasoningMessageEnd | ReasoningEnd) -> list[dict[str, Any]]:
+        return self.reasoning_end(ev.message_id)
+
+    def tool_call_start(self, ev: ToolCallStart) -> list[dict[str, Any]]:
+        return self.call_start(ev.tool_call_id, ev.tool_call_name)
+
+    def tool_call_args(self, ev: ToolCallArgs) -> list[dict[str, Any]]:
+        if ev.tool_call_id in self.args:
+            self.args[ev.tool_call_id] += ev.delta
+        if not ev.delta:
+            return []
+        return [{"type": "tool-input-delta", "toolCallId": ev.tool_call_id, "inputTextDelta": ev.delta}]
+
+    def tool_call_chunk(self, ev: ToolCallChunk) -> list[dict[str, Any]]:
+        call_id = ev.tool_call_id or self.last_call
+        if call_id is None:
+            return []
+        out: list[dict[str, Any]] = []
+        if call_id not in self.tools and ev.tool_call_name:
+            out += self.call_start(call_id, ev.tool_call_name)
+        if ev.delta and call_id in self.args:
+            self.args[call_id] += ev.delta
+            out.append({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": ev.delta})
         return out
+
+    def tool_call_end(self, ev: ToolCallEnd) -> list[dict[str, Any]]:
+        chunk = self.input_available(ev.tool_call_id, ev.input)
+        return [chunk] if chunk else []
+
+    def run_error(self, ev: RunError) -> list[dict[str, Any]]:
+        self.ended = True
+        return [*self.close_parts(), {"type": "error", "errorText": ev.message},
+                {"type": "finish", "finishReason": "error"}]
 
     def result(self, ev: ToolCallResult) -> list[dict[str, Any]]:
         cid = ev.tool_call_id
@@ -411,6 +428,30 @@ class _Writer:
             return []
         self.ended = True
         return [*self.start(), *self.close_parts(), {"type": "finish"}]
+
+
+# Event class -> its chunks (exact classes: one dict lookup per event); the others map to nothing.
+_CHUNK_HANDLERS: dict[type[BaseEvent], Callable[[_Writer, Any], list[dict[str, Any]]]] = {
+    TextMessageContent: _Writer.text_message_content,
+    ToolCallArgs: _Writer.tool_call_args,
+    ReasoningMessageContent: _Writer.reasoning_delta,
+    StepStarted: _Writer.step_started,
+    StepFinished: _Writer.step_finished,
+    TextMessageStart: _Writer.text_message_start,
+    TextMessageEnd: _Writer.text_message_end,
+    TextMessageChunk: _Writer.text_message_chunk,
+    ReasoningMessageStart: _Writer.reasoning_message_start,
+    ReasoningMessageChunk: _Writer.reasoning_delta,
+    ReasoningMessageEnd: _Writer.reasoning_message_end,
+    ReasoningEnd: _Writer.reasoning_message_end,
+    ToolCallStart: _Writer.tool_call_start,
+    ToolCallChunk: _Writer.tool_call_chunk,
+    ToolCallEnd: _Writer.tool_call_end,
+    ToolCallResult: _Writer.result,
+    Custom: _Writer.custom,
+    RunFinished: _Writer.finished,
+    RunError: _Writer.run_error,
+}
 
 
 def ui_message_chunks(
@@ -540,59 +581,15 @@ def _assistant(ui: dict[str, Any], where: str, approvals: dict[str, bool]) -> li
         if kind == "step-start":
             if step.parts or step.results:
                 steps.append(_Step())
-            continue
-        name = _tool_name(p)
-        if kind in ("text", "reasoning") and step.results:
-            step = _Step()  # text after tool results without a step-start: the model's next step
-            steps.append(step)
-        if kind in ("text", "reasoning"):
-            text = p.get("text")
-            if not isinstance(text, str):
-                raise AGUIInputError(f"{at}: a {kind} part needs text")
-            meta = p.get("providerMetadata")
-            hs = meta.get("hookstream") if isinstance(meta, dict) else None
-            if step.ident is None and isinstance(hs, dict) and isinstance(hs.get("messageId"), str):
-                step.ident = hs["messageId"]
-            if text:
-                step.parts.append(TextPart(text) if kind == "text" else ReasoningPart(text))
+        elif kind in ("text", "reasoning"):
+            if step.results:
+                step = _Step()  # text after tool results without a step-start: the model's next step
+                steps.append(step)
+            _text_part(step, p, kind, at)
         elif kind == "file":
             step.parts.append(_file(p, at))
-        elif name is not None:
-            call_id, state = p.get("toolCallId"), p.get("state")
-            if not isinstance(call_id, str) or not call_id:
-                raise AGUIInputError(f"{at}: a tool part needs a toolCallId")
-            if state == "input-streaming" or not name:
-                continue  # the model never finished this call
-            raw_input = p.get("input")
-            if isinstance(raw_input, dict):
-                arguments: dict[str, Any] | None = raw_input
-                raw = json.dumps(raw_input, ensure_ascii=False)
-            elif raw_input is None and p.get("rawInput") is None:
-                arguments, raw = {}, "{}"
-            else:  # text input, or the raw input of a tool-input-error
-                source = raw_input if raw_input is not None else p.get("rawInput")
-                arguments, raw = None, source if isinstance(source, str) else json.dumps(source)
-            approval = p.get("approval")
-            metadata = None
-            if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
-                answer: dict[str, Any] = {"approved": approval["approved"]}
-                if isinstance(approval.get("reason"), str):
-                    answer["reason"] = approval["reason"]
-                metadata = {"hookstream": {"approval": answer}}
-                if state == "approval-responded":
-                    approvals[call_id] = bool(approval["approved"])
-            step.parts.append(ToolCallPart(call_id, name, arguments, raw, provider_metadata=metadata))
-            if state == "output-available":
-                step.results.append(ToolResultPart(call_id, name, p.get("output")))
-            elif state == "output-error":
-                error = p.get("errorText")
-                step.results.append(ToolResultPart(call_id, name, error if isinstance(error, str) else "Error",
-                                                   is_error=True))
-            elif state == "output-denied":
-                reason = approval.get("reason") if isinstance(approval, dict) else None
-                step.results.append(ToolResultPart(call_id, name, _denial(name, reason), is_error=True))
-            elif state not in ("input-available", "approval-requested", "approval-responded"):
-                raise AGUIInputError(f"{at}: unknown tool part state {state!r}")
+        elif (name := _tool_name(p)) is not None:
+            _tool_part(step, p, name, at, approvals)
         # sources, data-* parts and unknown part types are UI-only
     out: list[Message] = []
     ui_id = ui.get("id") if isinstance(ui.get("id"), str) else None
@@ -604,6 +601,69 @@ def _assistant(ui: dict[str, Any], where: str, approvals: dict[str, bool]) -> li
         if step.results:
             out.append(Message("tool", list[Part](step.results)))
     return out
+
+
+def _text_part(step: _Step, p: dict[str, Any], kind: str, at: str) -> None:
+    """A ``text`` or ``reasoning`` part; the first one naming hookstream's message id names the step."""
+    text = p.get("text")
+    if not isinstance(text, str):
+        raise AGUIInputError(f"{at}: a {kind} part needs text")
+    meta = p.get("providerMetadata")
+    hs = meta.get("hookstream") if isinstance(meta, dict) else None
+    if step.ident is None and isinstance(hs, dict) and isinstance(hs.get("messageId"), str):
+        step.ident = hs["messageId"]
+    if text:
+        step.parts.append(TextPart(text) if kind == "text" else ReasoningPart(text))
+
+
+def _tool_part(step: _Step, p: dict[str, Any], name: str, at: str, approvals: dict[str, bool]) -> None:
+    """A ``tool-*`` or ``dynamic-tool`` part: the call, and its result when the part has one."""
+    call_id, state = p.get("toolCallId"), p.get("state")
+    if not isinstance(call_id, str) or not call_id:
+        raise AGUIInputError(f"{at}: a tool part needs a toolCallId")
+    if state == "input-streaming" or not name:
+        return  # the model never finished this call
+    arguments, raw = _tool_input(p)
+    approval = p.get("approval")
+    metadata = None
+    if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
+        answer: dict[str, Any] = {"approved": approval["approved"]}
+        if isinstance(approval.get("reason"), str):
+            answer["reason"] = approval["reason"]
+        metadata = {"hookstream": {"approval": answer}}
+        if state == "approval-responded":
+            approvals[call_id] = bool(approval["approved"])
+    step.parts.append(ToolCallPart(call_id, name, arguments, raw, provider_metadata=metadata))
+    result = _tool_part_result(p, at, call_id, name, state, approval)
+    if result is not None:
+        step.results.append(result)
+
+
+def _tool_input(p: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """A tool part's (arguments, raw arguments text); arguments ``None`` when the input is not an object."""
+    raw_input = p.get("input")
+    if isinstance(raw_input, dict):
+        return raw_input, json.dumps(raw_input, ensure_ascii=False)
+    if raw_input is None and p.get("rawInput") is None:
+        return {}, "{}"
+    # text input, or the raw input of a tool-input-error
+    source = raw_input if raw_input is not None else p.get("rawInput")
+    return None, source if isinstance(source, str) else json.dumps(source)
+
+
+def _tool_part_result(p: dict[str, Any], at: str, call_id: str, name: str, state: Any,
+                      approval: Any) -> ToolResultPart | None:
+    if state == "output-available":
+        return ToolResultPart(call_id, name, p.get("output"))
+    if state == "output-error":
+        error = p.get("errorText")
+        return ToolResultPart(call_id, name, error if isinstance(error, str) else "Error", is_error=True)
+    if state == "output-denied":
+        reason = approval.get("reason") if isinstance(approval, dict) else None
+        return ToolResultPart(call_id, name, _denial(name, reason), is_error=True)
+    if state not in ("input-available", "approval-requested", "approval-responded"):
+        raise AGUIInputError(f"{at}: unknown tool part state {state!r}")
+    return None
 
 
 def messages_from_ui(ui_messages: Any, approvals: dict[str, bool] | None = None) -> list[Message]:

@@ -19,8 +19,8 @@ For the engine's watchdog (``hookstream._agentloop.timeouts``) the call stamps :
 the request and :attr:`last_event_at` (``time.monotonic()``) when an adapter event arrives and again
 when the consumer asks for the next one, so time spent by the consumer is not counted as idle.
 
-Observers (:mod:`hookstream._agentloop.observe`) of the run the call belongs to are told when the request is
-about to be sent, the first chunk arrived, a retry waits, and the call ended or failed.
+``on_retry(attempt, delay, error)`` is told before each backoff wait (the run hooks' ``hookstream_model_call_retry``;
+everything else a run plugin sees of a call it sees in the events, :mod:`hookstream._agentloop.hooks`).
 
 Thread safety: iterate a ModelCall on one thread; :meth:`ModelCall.abort` may be called from any other.
 """
@@ -30,11 +30,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import requests
 
-from .._agentloop.observe import ModelCallInfo, Observers, current
 from .._errors import (
     CancelledError,
     ConnectionClosedError,
@@ -93,6 +92,7 @@ class ModelCall:
         context: CallContext,
         session: requests.Session,
         options: CallOptions | None = None,
+        on_retry: Callable[[int, float, BaseException], None] | None = None,
     ) -> None:
         self.provider = provider
         self.request = request
@@ -107,9 +107,7 @@ class ModelCall:
         self._cancelled = threading.Event()
         self._reason: BaseException | None = None
         self._lock = threading.Lock()
-        # The run's observers (hookstream._agentloop.observe), found in the run's context when iteration starts.
-        self._obs: Observers | None = None
-        self._info: ModelCallInfo | None = None
+        self._on_retry = on_retry
 
     def abort(self, reason: BaseException | None = None) -> None:
         """Stop the call from any thread: the pending read (or retry wait) returns at once and the call
@@ -166,9 +164,11 @@ class ModelCall:
         if delay is None or self._cancelled.is_set():
             raise exc
         log.info("retrying %s in %.2f s after %s", where, delay, exc.code)
-        if self._obs is not None and self._info is not None:
-            self._info.attempts = self.attempts
-            self._obs.model_call_retry(self._info, attempt + 1, delay, exc)
+        if self._on_retry is not None:
+            try:
+                self._on_retry(attempt + 1, delay, exc)
+            except Exception:  # an observer of retries must not change whether the call is retried
+                log.exception("on_retry failed")
         # The wait is interruptible: abort() sets the event.
         if self._cancelled.wait(delay):
             raise CancelledError("cancelled while waiting to retry") from None
@@ -176,12 +176,6 @@ class ModelCall:
     def __iter__(self) -> Iterator[BaseEvent]:
         started = False
         mono = time.monotonic
-        redact = self.provider.redact
-        obs = self._obs = current()
-        info: ModelCallInfo | None = None
-        if obs is not None:
-            info = self._info = obs.model_call_start(self.provider, self.request, self.context.thread_id,
-                                                     self.context.run_id)
         try:
             attempt = 0
             while True:
@@ -195,8 +189,6 @@ class ModelCall:
                 retry: ProviderError | None = None
                 try:
                     parsed = self.provider.parse_stream(stream.events(), self.context)
-                    if obs is not None and info is not None and obs.wants_chunks:
-                        parsed = obs.tap(info, parsed)
                     for event in parsed:
                         t = type(event)
                         if t is RunStarted:
@@ -205,20 +197,12 @@ class ModelCall:
                                 yield event
                             continue
                         if isinstance(event, RunError):
-                            event.message = redact(event.message)
-                            if not content and attempt < self.options.max_retries:
-                                retry = ProviderError(event.message, error_type=event.code)
-                                if retry_delay(retry, attempt, max_wait=self.options.max_retry_wait) is not None:
-                                    break
-                                retry = None
-                        if not content and obs is not None and info is not None and t is not RunError:
-                            obs.model_call_first_chunk(info)
+                            retry = self._retry_for(event, content, attempt)
+                            if retry is not None:
+                                break
                         content = True
                         self.last_event_at = mono()
                         if t in _TERMINAL:
-                            if obs is not None and info is not None:
-                                # Before the yield: the consumer may stop reading at the terminal event.
-                                self._observe_end(obs, info, event)
                             yield event
                             return
                         yield event
@@ -238,32 +222,34 @@ class ModelCall:
             raise ConnectionClosedError("stream ended before the provider's final event")
         except GeneratorExit:
             self.abort()
-            if obs is not None and info is not None and info.ended_at is None:
-                obs.model_call_error(info, CancelledError("the consumer stopped reading the model call"), "cancelled")
             raise
         except Exception as raised:
-            exc: BaseException = raised
-            if self._cancelled.is_set():
-                exc = self._reason or CancelledError("cancelled")
-            # One place masks the API key in whatever the failure carries: provider text echoed in an
-            # HTTP error body, the first bytes of a non-stream body, an adapter's exception.
-            redact_exception(exc, redact)
-            if not isinstance(exc, HookstreamError) and not isinstance(exc, ValueError):
-                log.exception("adapter %s failed", self.provider.name)
-            self.exception = exc
-            if obs is not None and info is not None:
-                info.attempts = self.attempts
-                obs.model_call_error(info, exc, _code(exc))
-            if not started:
-                yield RunStarted(self.context.thread_id, self.context.run_id)
-            yield RunError(redact(_message(exc)), code=_code(exc))
+            yield from self._failed(raised, started)
 
-    def _observe_end(self, obs: Observers, info: ModelCallInfo, event: BaseEvent) -> None:
-        info.attempts = self.attempts
-        if isinstance(event, RunFinished):
-            obs.model_call_end(info, event)
-        elif isinstance(event, RunError):
-            obs.model_call_error(info, ProviderError(event.message, error_type=event.code), event.code)
+    def _retry_for(self, event: RunError, content: bool, attempt: int) -> ProviderError | None:
+        """An in-stream error (its message masked here): the error to retry it as, when nothing but
+        ``RUN_STARTED`` reached the caller and retries are left, else ``None``."""
+        event.message = self.provider.redact(event.message)
+        if content or attempt >= self.options.max_retries:
+            return None
+        retry = ProviderError(event.message, error_type=event.code)
+        return retry if retry_delay(retry, attempt, max_wait=self.options.max_retry_wait) is not None else None
+
+    def _failed(self, raised: BaseException, started: bool) -> Iterator[BaseEvent]:
+        """The call's end after ``raised``: ``RUN_STARTED`` when none was yielded, then ``RUN_ERROR``."""
+        exc: BaseException = raised
+        if self._cancelled.is_set():
+            exc = self._reason or CancelledError("cancelled")
+        redact = self.provider.redact
+        # One place masks the API key in whatever the failure carries: provider text echoed in an
+        # HTTP error body, the first bytes of a non-stream body, an adapter's exception.
+        redact_exception(exc, redact)
+        if not isinstance(exc, HookstreamError) and not isinstance(exc, ValueError):
+            log.exception("adapter %s failed", self.provider.name, exc_info=exc)
+        self.exception = exc
+        if not started:
+            yield RunStarted(self.context.thread_id, self.context.run_id)
+        yield RunError(redact(_message(exc)), code=_code(exc))
 
 
 def _code(exc: BaseException) -> str:

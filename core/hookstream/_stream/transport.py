@@ -5,7 +5,8 @@ or a plugin's binary framing) decides whether a 2xx body is the stream and cuts 
 Bytes reach the framing as soon as the socket delivers them (``read1``, never a read that waits to
 fill a buffer; at most 64 KiB per read), so each delta is surfaced the moment its chunk arrives. A
 chunked body (as OpenAI, Anthropic and Gemini send it: one chunk per event) is parsed here, every
-chunk a read completed passed on as one piece (:func:`_dechunked`); a compressed one, by urllib3.
+chunk a read completed passed on as one piece (:func:`_dechunked`, which reads urllib3's private
+``HTTPResponse._fp``: docs/architecture.md says why); a compressed one, by urllib3.
 Line endings ``\\n``, ``\\r\\n`` and ``\\r`` and a last event without a final blank line are
 handled by sseclient-py.
 
@@ -23,6 +24,7 @@ other thread and unblocks a pending read at once.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -145,18 +147,38 @@ def default_error_reader(status: int, body: bytes) -> tuple[str, str | None]:
 _MAX_CHUNK_LINE = 65536  # urllib3's bound on a chunk-size or trailer line
 
 
-def _dechunked(raw: urllib3.HTTPResponse) -> Iterator[bytes]:
+def _unencoded_chunked_source(raw: Any) -> http.client.HTTPResponse | None:
+    """The http.client response under urllib3's response ``raw`` when :func:`_dechunked` may read its
+    body: ``raw`` is urllib3's own class (not a wrapper such as the recorder's, which must see the bytes
+    through its methods), its body is not content-encoded (urllib3 decodes that), and the http.client
+    response holds the buffered reader of the socket (``fp``) with ``read1``. None otherwise: the
+    caller then reads with urllib3's public ``read_chunked``, slower but the same bytes.
+
+    This reads urllib3's private ``HTTPResponse._fp``: urllib3 has no public way to the bytes one
+    socket read completed (docs/architecture.md, "Decisions that differ": the transport's chunk
+    parser). tests/test_transport_chunked.py fails when a urllib3 release moves it."""
+    if type(raw) is not urllib3.HTTPResponse or \
+            raw.headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
+        return None
+    original = getattr(raw, "_fp", None)  # urllib3 private: the http.client response it wraps
+    if not isinstance(original, http.client.HTTPResponse) or not callable(getattr(original.fp, "read1", None)):
+        return None
+    return original
+
+
+def _dechunked(raw: urllib3.HTTPResponse, original: http.client.HTTPResponse) -> Iterator[bytes]:
     """The body of a chunked response (RFC 9112 section 7.1), each piece everything that one read of
     the socket completed, then the connection back to the pool as urllib3's ``read_chunked`` leaves it.
+    ``original`` is the http.client response under ``raw`` (:func:`_unencoded_chunked_source`).
 
     Providers send one HTTP chunk per event; a client slower than the server finds dozens queued per
     read. urllib3 parses them one at a time (a line read, an ``int``, two buffered reads: about 1.5 µs
     per event) and sseclient-py and :func:`bounded_reads` then take one pass each per chunk; here one
-    read of up to 64 KiB is parsed in a loop of slices and passed on as one byte string. Errors are
-    urllib3's, raised after the bytes before them were passed on: :class:`urllib3.exceptions.ProtocolError`
-    for a bad size line or a body cut short; socket errors and timeouts pass through."""
-    fp = raw._fp.fp  # type: ignore[union-attr]  # http.client's buffered reader of the socket
-    read1 = fp.read1
+    read of up to 64 KiB is parsed in a loop of slices (:func:`_cut_chunks`) and passed on as one byte
+    string. Errors are urllib3's, raised after the bytes before them were passed on:
+    :class:`urllib3.exceptions.ProtocolError` for a bad size line or a body cut short; socket errors
+    and timeouts pass through."""
+    read1 = original.fp.read1
     head = b""  # an incomplete chunk-size line at the end of the last read
     left = 0  # bytes of the current chunk still to come, its closing CRLF included
     while True:
@@ -165,55 +187,58 @@ def _dechunked(raw: urllib3.HTTPResponse) -> Iterator[bytes]:
             raise urllib3.exceptions.ProtocolError("Response ended prematurely")
         if head:
             data = head + data
-            head = b""
-        n = len(data)
-        pos = 0
-        pieces = []
-        error: Exception | None = None
-        last = False
-        while True:
-            if left:
-                end = pos + left
-                if end > n:  # the chunk goes on in the next read
-                    stop = end - 2 if end - 2 < n else n
-                    if stop > pos:
-                        pieces.append(data[pos:stop])
-                    left = end - n
-                    break
-                if end - 2 > pos:
-                    pieces.append(data[pos:end - 2])
-                pos = end
-                left = 0
-            nl = data.find(b"\n", pos)
-            if (nl if nl >= 0 else n) - pos > _MAX_CHUNK_LINE:
-                error = urllib3.exceptions.ProtocolError("Response chunk size line exceeded maximum allowed length")
-                break
-            if nl < 0:
-                head = data[pos:]
-                break
-            line = data[pos:nl].split(b";", 1)[0]
-            try:
-                size = int(line, 16)  # as urllib3: whitespace around it, the CR included, is allowed
-            except ValueError:
-                size = -1
-            if size < 0:
-                error = urllib3.exceptions.ProtocolError(f"Invalid chunk length: {line[:20]!r}")
-                break
-            pos = nl + 1
-            if size == 0:
-                last = True
-                break
-            left = size + 2
+        pieces: list[bytes] = []
+        pos, left, outcome = _cut_chunks(data, left, pieces)
         if pieces:
             yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        if error is not None:
-            raise error
-        if last:
-            _end_of_body(raw, read1, data[pos:])
+        if outcome is None:
+            head = data[pos:]
+        elif outcome:
+            raise urllib3.exceptions.ProtocolError(outcome)
+        else:
+            _end_of_body(raw, original, read1, data[pos:])
             return
 
 
-def _end_of_body(raw: urllib3.HTTPResponse, read1: Callable[[int], bytes], rest: bytes) -> None:
+def _cut_chunks(data: bytes, left: int, pieces: list[bytes]) -> tuple[int, int, str | None]:
+    """Append to ``pieces`` the chunk data in ``data``, whose first ``left`` bytes end the chunk of
+    the last read (its closing CRLF included). Returns (where parsing stopped, bytes of the open chunk
+    still to come, outcome): outcome None when the body goes on (``data[pos:]`` is an incomplete size
+    line), ``""`` after the last chunk's size line (``data[pos:]`` starts the trailer), else the
+    error's message (a bad size line)."""
+    n = len(data)
+    pos = 0
+    while True:
+        if left:
+            end = pos + left
+            if end > n:  # the chunk goes on in the next read
+                stop = min(end - 2, n)
+                if stop > pos:
+                    pieces.append(data[pos:stop])
+                return n, end - n, None
+            if end - 2 > pos:
+                pieces.append(data[pos:end - 2])
+            pos = end
+        nl = data.find(b"\n", pos)
+        if (nl if nl >= 0 else n) - pos > _MAX_CHUNK_LINE:
+            return pos, 0, "Response chunk size line exceeded maximum allowed length"
+        if nl < 0:
+            return pos, 0, None
+        line = data[pos:nl].split(b";", 1)[0]
+        try:
+            size = int(line, 16)  # as urllib3: whitespace around it, the CR included, is allowed
+        except ValueError:
+            size = -1
+        if size < 0:
+            return pos, 0, f"Invalid chunk length: {line[:20]!r}"
+        pos = nl + 1
+        if size == 0:
+            return pos, 0, ""
+        left = size + 2
+
+
+def _end_of_body(raw: urllib3.HTTPResponse, original: http.client.HTTPResponse,
+                 read1: Callable[[int], bytes], rest: bytes) -> None:
     """After the last chunk: skip the trailer fields up to their empty line, then close the response
     and release its connection to the pool, as urllib3's ``read_chunked`` does at the end of a body."""
     while True:
@@ -229,9 +254,7 @@ def _end_of_body(raw: urllib3.HTTPResponse, read1: Callable[[int], bytes], rest:
         line, rest = rest[:nl + 1], rest[nl + 1:]
         if line == b"\r\n":
             break
-    original = raw._original_response
-    if original is not None:
-        original.close()
+    original.close()
     if rest:
         raw.close()  # bytes past the body: the connection cannot serve another request
     else:
@@ -265,13 +288,14 @@ class Stream:
             elif getattr(raw, "chunked", False) and raw.supports_chunked_reads():
                 # Not after ``head``: that read went through http.client's chunk parser, whose position in
                 # the body neither urllib3's nor ours knows.
-                if type(raw) is urllib3.HTTPResponse and raw.headers.get("content-encoding", "").strip().lower() \
-                        in ("", "identity"):
-                    yield from _dechunked(raw)
+                original = _unencoded_chunked_source(raw)
+                if original is not None:
+                    yield from _dechunked(raw, original)
                 else:
-                    # Compressed (urllib3 decodes it), or a wrapped response (the recorder's tee sees the
-                    # bytes through its own methods): urllib3's parser, one HTTP chunk at a time.
-                    yield from raw.read_chunked(_READ_SIZE)
+                    # Compressed, or a wrapped response (the recorder's tee sees the bytes through its
+                    # own methods): urllib3's parser, one HTTP chunk at a time. urllib3 decodes the body
+                    # when asked to: requests opens every response with decode_content=False.
+                    yield from raw.read_chunked(_READ_SIZE, decode_content=True)
                 return
             while data := raw.read1(_READ_SIZE):
                 yield data
@@ -309,7 +333,8 @@ class Stream:
         except (OSError, ValueError, RuntimeError, AttributeError):
             pass
         try:
-            sock = raw._connection.sock if raw._connection is not None else None
+            connection = raw.connection  # urllib3 before 2.3 has no shutdown()
+            sock = connection.sock if connection is not None else None
             if sock is not None:
                 sock.shutdown(socket.SHUT_RDWR)
         except (OSError, AttributeError):

@@ -264,57 +264,10 @@ class FaultServer:
         return [Response(b"", writer=self._writer(self._script_for(fault, s, ev, marks)))]
 
     def _script_for(self, fault: str, s: StreamScript, ev: list[bytes], marks: dict[str, int]) -> Script:
-        mid_text, after_text, mid_args = marks["mid_text"], marks["after_text"], marks["mid_args"]
-
-        def cut(n: int, partial: int = 0, rst: bool = False) -> Script:
-            def run(w: ChunkWriter) -> None:
-                w.chunks(ev[:n])
-                if partial:
-                    w.chunk(ev[n][:partial])
-                if rst:
-                    w.reset()
-                else:
-                    w.drop()
-
-            return run
-
-        if fault == "none":
-            return self._events(ev)
-        if fault == "close_mid_text":
-            return cut(mid_text)
-        if fault == "close_mid_args":
-            # Gemini sends a call whole: the arguments can only be cut inside that event's frame.
-            whole = not any(b"arguments" in e or b"partial_json" in e for e in ev[after_text:mid_args + 1])
-            return cut(mid_args, len(ev[mid_args]) * 2 // 3) if whole else cut(mid_args)
-        if fault == "close_mid_frame":
-            return cut(mid_text, len(ev[mid_text]) // 2)
-        if fault == "reset_mid_text":
-            return cut(mid_text, rst=True)
-        if fault in ("stall_keepalive", "stall_silent"):
-            return self._stall(ev, after_text, s.keepalive if fault == "stall_keepalive" else None)
-        if fault == "malformed_frame":
-            def malformed(w: ChunkWriter) -> None:
-                w.chunks(ev[:after_text])
-                w.raw(b"zz\r\nthis is not a chunk\r\n")
-                w.drop()
-
-            return malformed
-        if fault == "invalid_json":
-            return self._events([*ev[:after_text], s.invalid_json, *ev[after_text:]])
-        if fault == "unknown_event":
-            return self._events([*ev[:mid_text], s.unknown, *ev[mid_text:]])
-        if fault == "huge_line":
-            return self._huge(s, ev, after_text)
-        if fault == "utf8_split":
-            return self._utf8_split(b"".join(ev))
-        if fault == "utf8_truncated":
-            bad = b"data: " + b'{"truncated": "caf\xc3"}\n\n'
-            return self._events([*ev[:after_text], bad, *ev[after_text:]])
-        if fault == "provider_error":
-            return self._events([*ev[:after_text], s.error])
-        if fault == "slow":
-            return self._slow(b"".join(ev))
-        raise AssertionError(fault)  # FAULTS and this dispatch are kept in step
+        build = _STREAM_FAULTS.get(fault)
+        if build is None:
+            raise AssertionError(fault)  # FAULTS and _STREAM_FAULTS are kept in step
+        return build(self, s, ev, marks)
 
     def _stall(self, ev: list[bytes], at: int, keepalive: bytes | None) -> Script:
         def run(w: ChunkWriter) -> None:
@@ -377,3 +330,69 @@ class FaultServer:
             w.end()
 
         return run
+
+
+# -- the stream faults' scripts: (server, stream script, its events, its marks) -> Script ----------------
+
+
+_FaultScript = Callable[[FaultServer, StreamScript, list[bytes], dict[str, int]], Script]
+
+
+def _cut(ev: list[bytes], n: int, partial: int = 0, rst: bool = False) -> Script:
+    """Send ``ev[:n]`` and ``partial`` bytes of ``ev[n]``, then drop or reset the connection."""
+    def run(w: ChunkWriter) -> None:
+        w.chunks(ev[:n])
+        if partial:
+            w.chunk(ev[n][:partial])
+        if rst:
+            w.reset()
+        else:
+            w.drop()
+
+    return run
+
+
+def _close_mid_args(server: FaultServer, s: StreamScript, ev: list[bytes], marks: dict[str, int]) -> Script:
+    after_text, mid_args = marks["after_text"], marks["mid_args"]
+    # Gemini sends a call whole: the arguments can only be cut inside that event's frame.
+    whole = not any(b"arguments" in e or b"partial_json" in e for e in ev[after_text:mid_args + 1])
+    return _cut(ev, mid_args, len(ev[mid_args]) * 2 // 3) if whole else _cut(ev, mid_args)
+
+
+def _malformed_frame(server: FaultServer, s: StreamScript, ev: list[bytes], marks: dict[str, int]) -> Script:
+    def malformed(w: ChunkWriter) -> None:
+        w.chunks(ev[:marks["after_text"]])
+        w.raw(b"zz\r\nthis is not a chunk\r\n")
+        w.drop()
+
+    return malformed
+
+
+def _insert(mark: str, event: Callable[[StreamScript], bytes]) -> _FaultScript:
+    """A fault that inserts one event before the one at ``mark``."""
+    def build(server: FaultServer, s: StreamScript, ev: list[bytes], marks: dict[str, int]) -> Script:
+        at = marks[mark]
+        return server._events([*ev[:at], event(s), *ev[at:]])
+
+    return build
+
+
+_UTF8_TRUNCATED = b"data: " + b'{"truncated": "caf\xc3"}\n\n'
+
+_STREAM_FAULTS: dict[str, _FaultScript] = {
+    "none": lambda server, s, ev, marks: server._events(ev),
+    "close_mid_text": lambda server, s, ev, marks: _cut(ev, marks["mid_text"]),
+    "close_mid_args": _close_mid_args,
+    "close_mid_frame": lambda server, s, ev, marks: _cut(ev, marks["mid_text"], len(ev[marks["mid_text"]]) // 2),
+    "reset_mid_text": lambda server, s, ev, marks: _cut(ev, marks["mid_text"], rst=True),
+    "stall_keepalive": lambda server, s, ev, marks: server._stall(ev, marks["after_text"], s.keepalive),
+    "stall_silent": lambda server, s, ev, marks: server._stall(ev, marks["after_text"], None),
+    "malformed_frame": _malformed_frame,
+    "invalid_json": _insert("after_text", lambda s: s.invalid_json),
+    "unknown_event": _insert("mid_text", lambda s: s.unknown),
+    "huge_line": lambda server, s, ev, marks: server._huge(s, ev, marks["after_text"]),
+    "utf8_split": lambda server, s, ev, marks: server._utf8_split(b"".join(ev)),
+    "utf8_truncated": _insert("after_text", lambda s: _UTF8_TRUNCATED),
+    "provider_error": lambda server, s, ev, marks: server._events([*ev[:marks["after_text"]], s.error]),
+    "slow": lambda server, s, ev, marks: server._slow(b"".join(ev)),
+}

@@ -17,6 +17,7 @@ Thread safety: pure functions.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["schema_example"]
@@ -87,11 +88,26 @@ def _value(schema: Any, root: dict[str, Any], variant: int, depth: int) -> Any:
         return values[variant % len(values)]
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            branches = [_resolve(b, root) if isinstance(b, dict) else b for b in schema[key]]
-            usable = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")] or branches
-            extra = {k: v for k, v in schema.items() if k not in (key, "description", "title", "default")}
-            branch = usable[0]
-            return _value({**extra, **branch} if isinstance(branch, dict) else branch, root, variant, depth + 1)
+            return _value(_branch(schema, root, key), root, variant, depth + 1)
+    kind = _kind(schema)
+    make = _BY_TYPE.get(kind) if isinstance(kind, str) else None
+    if make is None:
+        raise ValueError(f"schema_example does not know the type {kind!r}")
+    return make(schema, root, variant, depth)
+
+
+def _branch(schema: dict[str, Any], root: dict[str, Any], key: str) -> Any:
+    """The ``anyOf``/``oneOf`` branch to follow (the first that is not null), with the schema's other
+    keywords."""
+    branches = [_resolve(b, root) if isinstance(b, dict) else b for b in schema[key]]
+    usable = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")] or branches
+    extra = {k: v for k, v in schema.items() if k not in (key, "description", "title", "default")}
+    branch = usable[0]
+    return {**extra, **branch} if isinstance(branch, dict) else branch
+
+
+def _kind(schema: dict[str, Any]) -> Any:
+    """The schema's JSON type: its ``type`` (the first not null of a list), else guessed from its keywords."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
@@ -99,21 +115,7 @@ def _value(schema: Any, root: dict[str, Any], variant: int, depth: int) -> Any:
         kind = ("object" if "properties" in schema or "additionalProperties" in schema
                 else "array" if "items" in schema or "prefixItems" in schema
                 else "string")
-    if kind == "string":
-        return _string(schema, variant)
-    if kind == "integer":
-        return _number(schema, variant, integer=True)
-    if kind == "number":
-        return _number(schema, variant, integer=False)
-    if kind == "boolean":
-        return variant % 2 == 0
-    if kind == "null":
-        return None
-    if kind == "array":
-        return _array(schema, root, variant, depth)
-    if kind == "object":
-        return _object(schema, root, variant, depth)
-    raise ValueError(f"schema_example does not know the type {kind!r}")
+    return kind
 
 
 def _string(schema: dict[str, Any], variant: int) -> str:
@@ -202,3 +204,15 @@ def _object(schema: dict[str, Any], root: dict[str, Any], variant: int, depth: i
         n += 1
         out[f"key{n}"] = _value(extra if isinstance(extra, dict) else {}, root, variant + n, depth + 1)
     return out
+
+
+# JSON type -> its example: (schema, root, variant, depth) -> value.
+_BY_TYPE: dict[str, Callable[[dict[str, Any], dict[str, Any], int, int], Any]] = {
+    "string": lambda schema, root, variant, depth: _string(schema, variant),
+    "integer": lambda schema, root, variant, depth: _number(schema, variant, integer=True),
+    "number": lambda schema, root, variant, depth: _number(schema, variant, integer=False),
+    "boolean": lambda schema, root, variant, depth: variant % 2 == 0,
+    "null": lambda schema, root, variant, depth: None,
+    "array": _array,
+    "object": _object,
+}

@@ -70,15 +70,20 @@ def test_a_server_that_does_not_start_is_an_error_with_exit_code_1() -> None:
     assert srv.requests == []  # the run never started
 
 
-def test_without_the_plugin_the_cli_says_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A None entry in sys.modules makes `import hookstream_mcp` raise ImportError, as when not installed.
-    monkeypatch.setitem(sys.modules, "hookstream_mcp", None)
-    with LoopbackServer([Response(text_body("never asked"))]) as srv:
-        res = invoke(srv, "--mcp", "uvx mcp-server-time")
-        plain = invoke(srv, "--output", "events")  # without --mcp the plugin is not needed
-    assert res.exit_code == 2
-    assert "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp" in res.output
-    assert plain.exit_code == 0, plain.output
+def test_without_the_plugin_the_cli_says_to_install_it() -> None:
+    # --mcp comes from the plugin: with it not loaded (blocked, as when not installed) the core has no such
+    # option, and says which plugin adds it.
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "HOOKSTREAM_BLOCK_PLUGINS": "mcp"}
+    with LoopbackServer([Response(text_body("never asked")), Response(text_body("Fine."))]) as srv:
+        base = [sys.executable, "-m", "hookstream", "chat", "What time is it?", "--model", MODEL, "--base-url",
+                srv.url + "/v1"]
+        res = subprocess.run([*base, "--mcp", "uvx mcp-server-time"], capture_output=True, text=True, env=env,
+                             timeout=NEVER)
+        plain = subprocess.run([*base, "--output", "events"], capture_output=True, text=True, env=env,
+                               timeout=NEVER)  # without --mcp the plugin is not needed
+    assert res.returncode == 2
+    assert "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp" in res.stderr
+    assert plain.returncode == 0, plain.stderr
 
 
 def _read_until(proc: subprocess.Popen[bytes], marker: bytes) -> bytes:

@@ -1,7 +1,8 @@
 """hookstream-otel against the OpenTelemetry SDK's in-memory exporter and metric reader: the span tree of
 the offline demo (one invoke_agent, two chat, two execute_tool, with their parents and attributes), the
 tool threads carrying the execute_tool span as current, metrics, content capture only when asked,
-failures and retries, and the CLI's set-up from the OTEL_* variables (console exporter, subprocess)."""
+failures and retries, the installed plugin's run hooks (untouched results until OpenTelemetry is
+configured) and the CLI's set-up from the OTEL_* variables (console exporter, subprocess)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ pytest.importorskip("hookstream_openai", reason="the demo speaks OpenAI Chat Com
 
 from hookstream import ChatStream, chat, get_model
 from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, LoopbackServer, Response, demo_server, demo_tools
-from hookstream_otel import OtelObserver, make_observer
+from hookstream_otel import OtelPlugin, global_plugin
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -69,8 +70,8 @@ class Otel:
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
-    def observer(self, capture: bool = False) -> OtelObserver:
-        return OtelObserver(self.tracer_provider, self.meter_provider, capture=capture)
+    def plugin(self, capture: bool = False) -> OtelPlugin:
+        return OtelPlugin(self.tracer_provider, self.meter_provider, capture=capture)
 
     def spans(self) -> list[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
@@ -90,12 +91,15 @@ def otel() -> Otel:
     return Otel()
 
 
-def run_demo(observer: OtelObserver) -> Any:
-    server, stream = demo_stream(delay=0, observers=[observer])
-    try:
+def demo_run(server: LoopbackServer, plugin: OtelPlugin) -> ChatStream:
+    model = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
+    return chat(model, DEMO_PROMPT, tools=demo_tools(), max_steps=4, plugins=[plugin])
+
+
+def run_demo(plugin: OtelPlugin) -> Any:
+    with demo_server() as server:
+        stream = demo_run(server, plugin)
         events = list(stream)
-    finally:
-        server.stop()
     assert events[-1].type == "RUN_FINISHED"
     return stream.result()
 
@@ -109,7 +113,7 @@ def parent_id(span: ReadableSpan) -> int | None:
 
 
 def test_the_demo_span_tree(otel: Otel) -> None:
-    result = run_demo(otel.observer())
+    result = run_demo(otel.plugin())
     spans = otel.spans()
     assert len(spans) == 5
     (agent,) = by_name(spans, "invoke_agent")
@@ -160,7 +164,7 @@ def test_the_demo_span_tree(otel: Otel) -> None:
 
 
 def test_metrics_of_the_demo(otel: Otel) -> None:
-    run_demo(otel.observer())
+    run_demo(otel.plugin())
     m = otel.metrics()
     durations = m["gen_ai.client.operation.duration"]
     assert sum(p.count for p in durations) == 2
@@ -181,14 +185,14 @@ def test_tool_code_runs_under_its_execute_tool_span(otel: Otel) -> None:
     with LoopbackServer([Response(tool_body(("c1", "probe", {}), ("c2", "probe", {}))),
                          Response(text_body("done"))]) as server:
         stream = chat(get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="sk-x"), "hi",
-                      tools=[probe], observers=[otel.observer()])
+                      tools=[probe], plugins=[otel.plugin()])
         list(stream)
     tools = by_name(otel.spans(), "execute_tool ")
     assert len(tools) == 2 and sorted(seen) == sorted(t.context.span_id for t in tools)
 
 
 def test_content_only_when_capture_is_on(otel: Otel) -> None:
-    run_demo(otel.observer(capture=True))
+    run_demo(otel.plugin(capture=True))
     first, second = sorted(by_name(otel.spans(), "chat "), key=lambda s: s.start_time or 0)
     inputs = json.loads(str((first.attributes or {})["gen_ai.input.messages"]))
     assert inputs[0]["role"] == "user" and "Paris" in inputs[0]["parts"][0]["content"]
@@ -210,7 +214,7 @@ def test_a_failed_call_and_a_retry(otel: Otel) -> None:
                     content_type="application/json", headers={"Retry-After": "0"})
     with LoopbackServer([busy, Response(text_body("hi"))]) as server:
         list(chat(get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="sk-x"), "hi",
-                  observers=[otel.observer()]))
+                  plugins=[otel.plugin()]))
     (span,) = by_name(otel.spans(), "chat ")
     retry = [e for e in span.events if e.name == "hookstream.retry"]
     assert len(retry) == 1 and (retry[0].attributes or {})["hookstream.retry.attempt"] == 1
@@ -220,7 +224,7 @@ def test_a_failed_call_and_a_retry(otel: Otel) -> None:
                    content_type="application/json")
     with LoopbackServer([bad]) as server:
         stream = chat(get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="sk-secret-123"), "hi",
-                      observers=[otel.observer()])
+                      plugins=[otel.plugin()])
         list(stream)
     assert stream.result().outcome == "error"
     (span,) = by_name(otel.spans(), "chat ")
@@ -241,7 +245,7 @@ def test_a_fallback_model_gives_one_chat_span_per_model_tried(otel: Otel) -> Non
     with LoopbackServer([busy]) as first, LoopbackServer([Response(text_body("hi"))]) as second:
         model = FallbackModel(get_model("openai:model-a", base_url=first.url + "/v1", api_key="sk-x"),
                               get_model("openai:model-b", base_url=second.url + "/v1", api_key="sk-x"))
-        result = chat(model, "hi", observers=[otel.observer()], loop={"max_retries": 0}).result()
+        result = chat(model, "hi", plugins=[otel.plugin()], loop={"max_retries": 0}).result()
     assert result.outcome == "success" and result.steps[0].provider == "openai:model-b"
     failed, answered = by_name(otel.spans(), "chat ")
     assert (failed.name, answered.name) == ("chat model-a", "chat model-b")
@@ -255,17 +259,51 @@ def test_a_fallback_model_gives_one_chat_span_per_model_tried(otel: Otel) -> Non
     assert parent_id(failed) == parent_id(answered) == agent.context.span_id
 
 
-def test_the_plugin_factory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    assert make_observer() is None
-    monkeypatch.delenv("OTEL_SDK_DISABLED")
-    for k in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER"):
+def test_the_installed_plugin_traces_nothing_until_opentelemetry_is_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for k in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER",
+              "OTEL_SDK_DISABLED"):
         monkeypatch.delenv(k, raising=False)
-    assert isinstance(make_observer(), OtelObserver)
+    assert global_plugin() is None
     # Nothing asked for an exporter: the global provider is still the API's proxy.
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    with LoopbackServer([Response(text_body("hi"))]) as server:
+        result = chat(get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="sk-x"), "hi").result()
+    assert result.outcome == "success"
     out = subprocess.run([sys.executable, "-m", "hookstream", "plugins"], capture_output=True, text=True, check=True)
-    assert "observers: otel" in out.stdout
+    otel = out.stdout.split("otel  [", 1)[1].split("\n", 2)[1]
+    for hook in ("hookstream_run_start", "hookstream_model_call", "hookstream_model_call_retry",
+                 "hookstream_tool_call", "hookstream_run_end"):
+        assert hook in otel
+
+
+def test_the_installed_plugin_traces_runs_once_configured() -> None:
+    # A fresh process whose application sets a global tracer provider (the SDK's), then runs the demo.
+    code = """
+import json
+from hookstream import chat, get_model
+from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, demo_server, demo_tools
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+with demo_server() as server:
+    model = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
+    chat(model, DEMO_PROMPT, tools=demo_tools(), max_steps=4).result()
+print(json.dumps(sorted(s.name for s in exporter.get_finished_spans())))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == [
+        "chat gpt-4o-mini", "chat gpt-4o-mini", "execute_tool convert_currency", "execute_tool get_weather",
+        "invoke_agent"]
 
 
 def test_the_cli_sets_the_sdk_up_from_the_environment() -> None:
@@ -283,17 +321,34 @@ def test_the_cli_sets_the_sdk_up_from_the_environment() -> None:
 
 
 def test_a_run_stopped_early_still_ends_its_spans(otel: Otel) -> None:
-    server, stream = demo_stream(delay=0, observers=[otel.observer()])
-    try:
+    with demo_server() as server:
+        stream = demo_run(server, otel.plugin())
         for ev in stream:
             if ev.type == "TOOL_CALL_START":
                 break
         assert stream.result().outcome == "cancelled"
-    finally:
-        server.stop()
     spans = otel.spans()
     (agent,) = by_name(spans, "invoke_agent")
     assert (agent.attributes or {})["hookstream.run.outcome"] == "cancelled"
     assert by_name(spans, "chat ") and all(parent_id(s) == agent.context.span_id for s in spans if s is not agent)
     # Nothing of the run stays current in the caller's context.
     assert not trace.get_current_span().get_span_context().is_valid
+
+
+def test_unconfigured_hooks_hand_the_inner_results_back_untouched() -> None:
+    # A run whose start found OpenTelemetry unconfigured keeps nothing in run.state: the wrappers give
+    # back the very objects the inner implementations returned (no iterator around the events).
+    from types import SimpleNamespace
+
+    from hookstream_otel import plugin
+
+    run = SimpleNamespace(state={})
+    for hook, call in ((plugin.hookstream_model_call, SimpleNamespace(run=run)),
+                       (plugin.hookstream_tool_call, SimpleNamespace(run=run)),
+                       (plugin.hookstream_tool_call, SimpleNamespace(run=None))):
+        inner = object()
+        wrapper = hook(call)  # type: ignore[arg-type]  # only .run.state is read when not traced
+        next(wrapper)
+        with pytest.raises(StopIteration) as stop:
+            wrapper.send(inner)  # type: ignore[arg-type]
+        assert stop.value.value is inner

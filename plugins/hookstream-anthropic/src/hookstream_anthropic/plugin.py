@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from hookstream.plugin import ModelRegistrar, hookimpl
+from hookstream.plugin import ModelRegistrar, ProviderRegistrar, hookimpl
 
 # Capabilities of well-known models, from Anthropic's models overview: (image input, tool calls, extended
 # thinking, context window in tokens). Prices are not here: hookstream takes them from genai-prices.
@@ -20,11 +17,10 @@ MODELS: dict[str, tuple[bool, bool, bool, int]] = {
 
 
 @hookimpl
-def hookstream_register_providers(register: Callable[[str, type[Any]], None]) -> None:
-    """Register :class:`~hookstream_anthropic.provider.AnthropicProvider` as ``anthropic``."""
-    from .provider import AnthropicProvider
-
-    register("anthropic", AnthropicProvider)
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    """Register :class:`~hookstream_anthropic.provider.AnthropicProvider` as ``anthropic`` (imported on
+    first use: every hookstream process loads this entry point)."""
+    register("anthropic", "hookstream_anthropic.provider:AnthropicProvider")
 
 
 @hookimpl

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from hookstream.plugin import hookimpl
+from hookstream.plugin import ProviderRegistrar, hookimpl
 
 
 @hookimpl
-def hookstream_register_providers(register: Callable[[str, type[Any]], None]) -> None:
-    """Register ``azure`` (Chat Completions) and ``azure-responses`` (Responses API) on Azure OpenAI."""
-    from .provider import AzureChatProvider, AzureResponsesProvider
-
-    register(AzureChatProvider.name, AzureChatProvider)
-    register(AzureResponsesProvider.name, AzureResponsesProvider)
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    """Register ``azure`` (Chat Completions) and ``azure-responses`` (Responses API) on Azure OpenAI,
+    imported on first use."""
+    register("azure", "hookstream_azure.provider:AzureChatProvider")
+    register("azure-responses", "hookstream_azure.provider:AzureResponsesProvider")

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from hookstream.plugin import hookimpl
+from hookstream.plugin import ProviderRegistrar, hookimpl
 
 
 @hookimpl
-def hookstream_register_providers(register: Callable[[str, type[Any]], None]) -> None:
-    """Register :class:`~hookstream_bedrock.provider.BedrockProvider` as ``bedrock``."""
-    from .provider import BedrockProvider
-
-    register("bedrock", BedrockProvider)
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    """Register :class:`~hookstream_bedrock.provider.BedrockProvider` as ``bedrock`` (imported on first use)."""
+    register("bedrock", "hookstream_bedrock.provider:BedrockProvider")

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from hookstream.plugin import hookimpl
+from hookstream.plugin import ProviderRegistrar, hookimpl
 
 
 @hookimpl
-def hookstream_register_providers(register: Callable[[str, type[Any]], None]) -> None:
-    """Register :class:`hookstream_gemini.provider.GeminiProvider` as ``gemini``."""
-    from .provider import GeminiProvider
-
-    register("gemini", GeminiProvider)
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    """Register :class:`hookstream_gemini.provider.GeminiProvider` as ``gemini`` (imported on first use)."""
+    register("gemini", "hookstream_gemini.provider:GeminiProvider")

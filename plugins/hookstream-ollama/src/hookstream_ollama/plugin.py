@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from hookstream.plugin import hookimpl
+from hookstream.plugin import ProviderRegistrar, hookimpl
 
 
 @hookimpl
-def hookstream_register_providers(register: Callable[[str, type[Any]], None]) -> None:
-    """Register ``ollama`` (Ollama's native ``/api/chat``, NDJSON)."""
-    from .provider import OllamaProvider
-
-    register(OllamaProvider.name, OllamaProvider)
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    """Register ``ollama`` (Ollama's native ``/api/chat``, NDJSON), imported on first use."""
+    register("ollama", "hookstream_ollama.provider:OllamaProvider")

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from hookstream.plugin import ModelRegistrar, hookimpl
+from hookstream.plugin import ModelRegistrar, ProviderRegistrar, hookimpl
 
 # Capabilities of well-known models, from OpenAI's model pages: (image input, tool calls, reasoning,
 # context window in tokens). Prices are not here: hookstream takes them from genai-prices.
@@ -24,13 +21,11 @@ MODELS: dict[str, tuple[bool, bool, bool, int]] = {
 
 
 @hookimpl
-def hookstream_register_providers(register: Callable[[str, type[Any]], None]) -> None:
-    """Register ``openai`` (Chat Completions and compatible servers) and ``openai-responses``."""
-    from .chat import OpenAIChatProvider
-    from .responses import OpenAIResponsesProvider
-
-    register(OpenAIChatProvider.name, OpenAIChatProvider)
-    register(OpenAIResponsesProvider.name, OpenAIResponsesProvider)
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    """Register ``openai`` (Chat Completions and compatible servers) and ``openai-responses``, each
+    imported on first use (every hookstream process loads this entry point)."""
+    register("openai", "hookstream_openai.chat:OpenAIChatProvider")
+    register("openai-responses", "hookstream_openai.responses:OpenAIResponsesProvider")
 
 
 @hookimpl

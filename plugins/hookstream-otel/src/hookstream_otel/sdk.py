@@ -2,8 +2,9 @@
 
 A library never configures the SDK: the application does, and this plugin only uses the global
 providers. The CLI has no application around it, and the core must not import this plugin, so the
-plugin does it itself, lazily: the first time its observer factory runs (the first run of the
-process), :func:`configure_from_env` sets up a tracer provider and a meter provider when all hold:
+plugin does it itself, lazily: at the first run of the process (from the plugin's
+``hookstream_run_start``, :func:`hookstream_otel.plugin.global_plugin`), :func:`configure_from_env` sets
+up a tracer provider and a meter provider when all hold:
 
 * an exporter is asked for: ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
   or ``OTEL_TRACES_EXPORTER`` is set (``otlp``, ``console`` or ``none``);

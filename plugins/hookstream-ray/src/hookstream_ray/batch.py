@@ -1,7 +1,9 @@
 """Batch runs on a Ray cluster (``hookstream batch --ray``): the chats run as Ray actor tasks in worker
 processes spread over the cluster's nodes, under one rate limiter that a Ray actor holds.
 
-The driver (the process that calls :func:`batch`) is hookstream's own :class:`hookstream.BatchRun`:
+:class:`RayRunner` is a runner factory for :func:`hookstream.batch` (``batch(..., runner=RayRunner())``);
+:func:`batch` is the same call with the Ray options as keywords. The driver (the process that calls
+:func:`hookstream.batch`) is hookstream's own :class:`hookstream.plugin.BatchRun`:
 it reads the inputs, skips the ids already in the output file, writes each result as one whole line,
 stops on ``fail_fast``, and shows progress, exactly as a batch on threads does, so the output file is
 the same. Only where each chat runs changes: ``concurrency`` driver threads each hand one input at a
@@ -39,17 +41,16 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hookstream import BatchInput, BatchResult, BatchRun, RateLimiter, Tool, get_registry
-from hookstream.plugin import ChatRunner, Permit, Secret, chat_options, open_output
+import attrs
+import hookstream
+from hookstream import BatchInput, BatchResult, BatchRun, RateLimiter, RunSettings, Tool, get_registry
+from hookstream.plugin import BatchJob, ChatRunner, Permit, Secret
 
-if TYPE_CHECKING:
-    from hookstream import LoopSettings, Timeouts
-
-__all__ = ["DEFAULT_MARGIN", "RayBatchRunner", "RemoteLimiter", "batch"]
+__all__ = ["DEFAULT_MARGIN", "RayBatchRunner", "RayRunner", "RemoteLimiter", "batch"]
 
 DEFAULT_MARGIN = 0.25
 """Seconds a request stays counted past the limiter's window (:class:`~hookstream.RateLimiter`'s
@@ -212,11 +213,11 @@ class ChatWorker:
     called from up to ``threads`` actor threads at once."""
 
     def __init__(self, model: str, limiter: RemoteLimiter, base_url: str | None, key: _SealedKey | None,
-                 threads: int, first_output_estimate: int, chat_kwargs: dict[str, Any]) -> None:
+                 threads: int, first_output_estimate: int, settings: RunSettings) -> None:
         api_key = Secret(key.value) if key is not None else None
         self._limiter = limiter
         self._runner = ChatRunner(model, limiter, base_url=base_url, api_key=api_key, pool_size=threads,
-                                  first_output_estimate=first_output_estimate, chat_kwargs=chat_kwargs)
+                                  first_output_estimate=first_output_estimate, settings=settings)
 
     def node(self) -> str:
         """The id of the Ray node this worker runs on."""
@@ -241,7 +242,8 @@ class RayBatchRunner:
     """The driver's side of a Ray batch: hands each input to a worker actor and waits for its result.
 
     Each driver thread is bound to one worker (thread ``i`` to worker ``i % workers``), so a worker never
-    gets more chats at once than it has threads. ``nodes`` lists the node id of each worker.
+    gets more chats at once than it has threads. ``nodes`` lists the node id of each worker; ``limiter``
+    is the driver's handle on the limiter actor (the batch's :attr:`~hookstream.plugin.BatchRun.limiter`).
     Thread safety: :meth:`run` from many threads; :meth:`stop` from any thread.
     """
 
@@ -249,7 +251,7 @@ class RayBatchRunner:
         ray = self._ray = _ray()
         self._workers = workers
         self._owns_ray = owns_ray
-        self._limiter = limiter
+        self.limiter = limiter
         self._stopped = threading.Event()
         self._local = threading.local()
         self._next = itertools.count()
@@ -286,8 +288,8 @@ class RayBatchRunner:
             ray.wait([w.close.remote() for w in self._workers], num_returns=len(self._workers), timeout=10)
         except Exception:  # dead workers: their connections died with them
             pass
-        self._limiter.freeze()
-        for actor in [*self._workers, self._limiter.actor]:
+        self.limiter.freeze()
+        for actor in [*self._workers, self.limiter.actor]:
             try:
                 ray.kill(actor)
             except Exception:
@@ -346,6 +348,97 @@ def _ship_local_tools(tools: Iterable[Any] | None) -> None:
             cloudpickle.register_pickle_by_value(module)
 
 
+@attrs.define(slots=True, kw_only=True)
+class RayRunner:
+    """A runner factory for :func:`hookstream.batch` (``runner=RayRunner(...)``): the batch's chats run
+    in worker processes (Ray actors) spread over a Ray cluster; the inputs, output file, resume, results
+    and errors are those of a batch on threads.
+
+    ``address`` is passed to ``ray.init`` (``None``: ``RAY_ADDRESS``, else a cluster running on this
+    machine, else a new local one, shut down when the batch closes); ``init_options`` are more
+    ``ray.init`` keyword arguments. ``workers`` is the number of worker processes (actors; ``None``:
+    one per CPU of the cluster, at most the batch's ``concurrency``), spread over the nodes;
+    ``worker_options`` are their Ray actor options (default ``num_cpus=0``: a chat mostly waits on the
+    network, so workers do not reserve cores; give ``{"num_cpus": 1}`` to reserve one each). The batch's
+    ``concurrency`` is the number of chats at once over all workers (each worker runs
+    ``ceil(concurrency / workers)`` threads). Its ``rpm``/``tpm`` cap requests and tokens per minute
+    over the whole cluster, over every ``window``-second window, each request counted ``margin`` seconds
+    longer (:data:`DEFAULT_MARGIN`). ``notes``, when given, gets the line
+    ``"ray: N worker processes on M nodes"`` once the workers run (``hookstream batch`` prints it).
+
+    Called with the batch's :class:`hookstream.plugin.BatchJob`, it starts the workers and returns the
+    :class:`RayBatchRunner`. Raises :class:`ValueError` for ``workers`` below 1, a model that is not
+    ``"PROVIDER:MODEL"`` or a shared ``limiter`` (the caps must be ``rpm``/``tpm``); :class:`ImportError`
+    without Ray (``pip install 'hookstream-ray[ray]'``); :class:`ConnectionError` for a cluster
+    ``ray.init`` cannot reach.
+    """
+
+    address: str | None = None
+    workers: int | None = None
+    init_options: Mapping[str, Any] | None = None
+    worker_options: Mapping[str, Any] | None = None
+    window: float = 10.0
+    margin: float = DEFAULT_MARGIN
+    notes: list[str] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+
+    def __call__(self, job: BatchJob) -> RayBatchRunner:
+        model = job.model
+        if not isinstance(model, str):
+            raise ValueError("a Ray batch needs model as 'PROVIDER:MODEL' (each worker builds its own provider)")
+        if job.limiter is not None:
+            raise ValueError("a Ray batch takes rpm=/tpm= (its limiter is a Ray actor), not limiter=")
+        RateLimiter(job.rpm, job.tpm, window=self.window, margin=self.margin)  # the caps' errors, before Ray
+        get_registry().provider(model.partition(":")[0])  # an unknown provider fails here, not in each worker
+        key = _resolve_key(model, job.api_key)
+        ray = _ray()
+        owns_ray = False
+        actors: list[Any] = []
+        try:
+            if not ray.is_initialized():
+                try:
+                    ray.init(address=self.address, **{"log_to_driver": False, **(self.init_options or {})})
+                except ConnectionError as exc:
+                    raise ConnectionError(f"cannot reach the Ray cluster: {exc}") from exc
+                owns_ray = True
+            runner = self._start(ray, job, model, key, owns_ray, actors)
+        except BaseException:
+            for actor in actors:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
+            if owns_ray:
+                ray.shutdown()
+            raise
+        if self.notes is not None:
+            self.notes.append(f"ray: {len(runner.nodes)} worker processes on {len(set(runner.nodes))} nodes")
+        return runner
+
+    def _start(self, ray: Any, job: BatchJob, model: str, key: _SealedKey | None, owns_ray: bool,
+               actors: list[Any]) -> RayBatchRunner:
+        """The limiter actor and the worker actors (appended to ``actors`` as they start)."""
+        _ship_local_tools(job.settings.tools)
+        limiter_actor = ray.remote(num_cpus=0)(LimiterActor).remote(job.rpm, job.tpm, self.window, self.margin)
+        actors.append(limiter_actor)
+        limiter = RemoteLimiter(limiter_actor, job.rpm, job.tpm)
+        workers = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        workers = min(workers, job.concurrency)
+        threads = math.ceil(job.concurrency / workers)
+        # One thread more than the driver ever gives a worker at once: stop() must not queue behind chats.
+        spec = {"num_cpus": 0, **(self.worker_options or {}), "max_concurrency": threads + 1, "max_restarts": 0}
+        worker_cls = ray.remote(ChatWorker)
+        pool = [worker_cls.options(**options).remote(model, limiter, job.base_url, key, threads,
+                                                      job.first_output_estimate, job.settings)
+                for options in _worker_options(ray, spec, workers)]
+        actors.extend(pool)
+        limiter_actor.add_workers.remote(pool)
+        return RayBatchRunner(pool, owns_ray, limiter)
+
+
 def batch(
     inputs: Iterable[BatchInput | dict[str, Any]],
     model: str,
@@ -354,88 +447,15 @@ def batch(
     workers: int | None = None,
     init_options: Mapping[str, Any] | None = None,
     worker_options: Mapping[str, Any] | None = None,
-    output: str | os.PathLike[str] | None = None,
-    base_url: str | None = None,
-    api_key: str | Secret | None = None,
-    concurrency: int = 8,
-    rpm: float | None = None,
-    tpm: float | None = None,
     window: float = 10.0,
     margin: float = DEFAULT_MARGIN,
-    max_steps: int = 10,
-    tools: Iterable[Tool | Callable[..., Any] | dict[str, Any]] | None = None,
-    system: str | None = None,
-    max_tokens: int | None = None,
-    temperature: float | None = None,
-    options: dict[str, Any] | None = None,
-    timeouts: Timeouts | dict[str, Any] | None = None,
-    loop: LoopSettings | dict[str, Any] | None = None,
-    fail_fast: bool = False,
-    fsync: bool = False,
+    **batch_options: Any,
 ) -> BatchRun:
-    """:func:`hookstream.batch` with the chats running on a Ray cluster; the same inputs, output file,
-    resume, results and errors.
-
-    ``address`` is passed to ``ray.init`` (``None``: ``RAY_ADDRESS``, else a cluster running on this
-    machine, else a new local one, shut down when the batch closes); ``init_options`` are more
-    ``ray.init`` keyword arguments. ``workers`` is the number of worker processes (actors; ``None``:
-    one per CPU of the cluster, at most ``concurrency``), spread over the nodes; ``worker_options``
-    are their Ray actor options (default ``num_cpus=0``: a chat mostly waits on the network, so
-    workers do not reserve cores; give ``{"num_cpus": 1}`` to reserve one each). ``concurrency`` is
-    the number of chats at once over all workers (each worker runs ``ceil(concurrency / workers)``
-    threads). ``rpm``/``tpm`` cap requests and tokens per minute over the whole cluster, over every
-    ``window``-second window, each request counted ``margin`` seconds longer (:data:`DEFAULT_MARGIN`).
-    The other arguments are :func:`hookstream.batch`'s; ``model`` must be ``"PROVIDER:MODEL"``.
-
-    Raises :class:`ValueError` for ``concurrency`` or ``workers`` below 1 and a cap below 1;
-    :class:`ImportError` without Ray (``pip install 'hookstream-ray[ray]'``); what ``ray.init``
-    raises for a cluster it cannot reach; and what :func:`hookstream.batch` raises for the output file.
-    """
-    if not isinstance(model, str):
-        raise ValueError("a Ray batch needs model as 'PROVIDER:MODEL' (each worker builds its own provider)")
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    if workers is not None and workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    RateLimiter(rpm, tpm, window=window, margin=margin)  # the caps' errors, before anything starts
-    kwargs = chat_options(max_steps=max_steps, tools=tools, system=system, max_tokens=max_tokens,
-                          temperature=temperature, options=options, timeouts=timeouts, loop=loop)
-    get_registry().provider(model.partition(":")[0])  # an unknown provider fails here, not in each worker
-    key = _resolve_key(model, api_key)
-    ray = _ray()
-    out = open_output(output, fsync)
-    owns_ray = False
-    actors: list[Any] = []
-    try:
-        if not ray.is_initialized():
-            ray.init(address=address, **{"log_to_driver": False, **(init_options or {})})
-            owns_ray = True
-        _ship_local_tools(kwargs["tools"])
-        limiter_actor = ray.remote(num_cpus=0)(LimiterActor).remote(rpm, tpm, window, margin)
-        actors.append(limiter_actor)
-        limiter = RemoteLimiter(limiter_actor, rpm, tpm)
-        if workers is None:
-            workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        workers = min(workers, concurrency)
-        threads = math.ceil(concurrency / workers)
-        # One thread more than the driver ever gives a worker at once: stop() must not queue behind chats.
-        spec = {"num_cpus": 0, **(worker_options or {}), "max_concurrency": threads + 1, "max_restarts": 0}
-        worker_cls = ray.remote(ChatWorker)
-        pool = [worker_cls.options(**options).remote(model, limiter, base_url, key, threads, max_tokens or 256,
-                                                      kwargs)
-                for options in _worker_options(ray, spec, workers)]
-        actors.extend(pool)
-        limiter_actor.add_workers.remote(pool)
-        runner = RayBatchRunner(pool, owns_ray, limiter)
-    except BaseException:
-        for actor in actors:
-            try:
-                ray.kill(actor)
-            except Exception:
-                pass
-        if owns_ray:
-            ray.shutdown()
-        if out is not None:
-            out.close()
-        raise
-    return BatchRun(inputs, runner, limiter=limiter, output=out, concurrency=concurrency, fail_fast=fail_fast)
+    """:func:`hookstream.batch` with the chats running on a Ray cluster: ``hookstream.batch(inputs,
+    model, runner=RayRunner(address=..., workers=..., ...), **batch_options)``. ``batch_options`` are
+    :func:`hookstream.batch`'s (``settings``, ``output``, ``base_url``, ``api_key``, ``concurrency``,
+    ``rpm``, ``tpm``, ``fail_fast``, ``fsync`` and the :class:`~hookstream.RunSettings` fields); the Ray
+    options are :class:`RayRunner`'s. Raises what both raise."""
+    runner = RayRunner(address=address, workers=workers, init_options=init_options,
+                       worker_options=worker_options, window=window, margin=margin)
+    return hookstream.batch(inputs, model, runner=runner, **batch_options)

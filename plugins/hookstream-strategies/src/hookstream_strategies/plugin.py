@@ -1,23 +1,22 @@
-"""The ``hookstream`` entry point of this distribution: registers the chunk strategies by name."""
+"""The ``hookstream`` entry point of this distribution: registers the chunk strategies by name, each
+imported on first use (every hookstream process loads this entry point; few use a strategy)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from hookstream.plugin import ChunkStrategyRegistrar, hookimpl
 
-from hookstream.plugin import hookimpl
-
-from .batch import BatchStrategy
-from .composite import CompositeStrategy
-from .text import PunctuationStrategy, WordBoundaryStrategy
-from .timed import DebounceStrategy, ThrottleStrategy
+# Registered name -> "module:class".
+STRATEGIES = {
+    "punctuation": "hookstream_strategies.text:PunctuationStrategy",
+    "batch": "hookstream_strategies.batch:BatchStrategy",
+    "word-boundary": "hookstream_strategies.text:WordBoundaryStrategy",
+    "debounce": "hookstream_strategies.timed:DebounceStrategy",
+    "throttle": "hookstream_strategies.timed:ThrottleStrategy",
+    "composite": "hookstream_strategies.composite:CompositeStrategy",
+}
 
 
 @hookimpl
-def hookstream_register_chunk_strategies(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    register("punctuation", PunctuationStrategy)
-    register("batch", BatchStrategy)
-    register("word-boundary", WordBoundaryStrategy)
-    register("debounce", DebounceStrategy)
-    register("throttle", ThrottleStrategy)
-    register("composite", CompositeStrategy)
+def hookstream_register_chunk_strategies(register: ChunkStrategyRegistrar) -> None:
+    for name, ref in STRATEGIES.items():
+        register(name, ref)

@@ -10,9 +10,7 @@ from hookstream.plugin import ProviderRegistrar, hookimpl
 def hookstream_register_providers(register: ProviderRegistrar) -> None:
     """Register :class:`~hookstream_vertex.gemini.VertexProvider` as ``vertex`` and
     :class:`~hookstream_vertex.anthropic.VertexAnthropicProvider` as ``vertex-anthropic``."""
-    # Imported here: loading every plugin's entry point at start-up should not import google-auth.
-    from .anthropic import VertexAnthropicProvider
-    from .gemini import VertexProvider
-
-    register("vertex", VertexProvider)
-    register("vertex-anthropic", VertexAnthropicProvider)
+    # Imported on first use: loading every plugin's entry point at start-up must not import google-auth
+    # or the Gemini and Anthropic adapters.
+    register("vertex", "hookstream_vertex.gemini:VertexProvider")
+    register("vertex-anthropic", "hookstream_vertex.anthropic:VertexAnthropicProvider")

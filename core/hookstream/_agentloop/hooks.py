@@ -1,0 +1,479 @@
+"""Run hooks: the values a run plugin sees (:class:`RunContext`, :class:`StepContext`,
+:class:`ModelCallContext`, :class:`ToolCallContext`) and :class:`RunHooks`, the pluggy hook relay one
+run calls them through.
+
+The hook specs are in :mod:`hookstream._hookspecs`; this module holds the built-in innermost
+implementations (the HTTP model call, running the tool), so a plugin's wrapper or ``tryfirst``
+implementation goes around or before them exactly as pytest's hook wrappers do.
+
+A run has hooks only when some plugin implements one: :func:`run_hooks` returns ``None`` otherwise and
+the engine then calls the model and the tools directly, as before hooks existed (nothing is added per
+event or per call). With hooks, the engine runs every step of the run inside one ``contextvars.Context``
+copied when the run starts (so what a plugin sets there, an OpenTelemetry current span, stays set for
+the run and never leaks into the consumer's code between events), and tool calls find the run's hooks
+through it (:func:`current_hooks`).
+
+Thread safety: a :class:`RunHooks` belongs to one run; its hooks may be called from the run's thread and
+from the threads waiting for its tool calls at once (pluggy's calling is re-entrant). The contexts are
+plain values owned by the run; a :class:`ToolCallContext` belongs to one call.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+import pluggy
+
+from .. import _hookspecs
+from .._errors import CancelledError, PluginError
+from .._events import BaseEvent, RunError, RunStarted
+from .._hookspecs import RUN_HOOKS, hookimpl
+from .._messages import Message, ToolCallPart, ToolResultPart
+from .._pm import HookstreamPluginManager
+from .._stream.call import CallOptions, ModelCall
+from .._stream.provider import CallContext, ModelRequest, Provider
+from .._stream.tee import Sink, body_session, tee_session
+from .observe import STATE_KEY, ObserverPlugin, RetryInfo
+
+if TYPE_CHECKING:
+    import requests
+
+    from .._stream.accumulate import StepResult
+    from .._stream.transport import HTTPRequest
+    from .tools import Tool
+
+__all__ = [
+    "ModelCallContext",
+    "RunContext",
+    "RunHooks",
+    "StepContext",
+    "ToolCallContext",
+    "current_hooks",
+    "run_hooks",
+    "run_manager",
+]
+
+log = logging.getLogger("hookstream.hooks")
+
+T = TypeVar("T")
+
+
+_current: contextvars.ContextVar[RunHooks | None] = contextvars.ContextVar("hookstream_run_hooks", default=None)
+
+
+def current_hooks() -> RunHooks | None:
+    """The hooks of the run whose context this code runs in, or ``None`` (no run, or a run without hooks)."""
+    return _current.get()
+
+
+@attrs.define(slots=True, eq=False)
+class RunContext:
+    """One run, as run hooks see it: AG-UI ``thread_id`` and ``run_id`` (``parent_run_id`` for a nested
+    agent run), the provider name and model of its first step, ``messages`` (the conversation it starts
+    from: a ``hookstream_run_start`` implementation may change the list in place), ``settings`` (the
+    :class:`~hookstream.RunSettings` it was started with, when it came from one), ``state`` (a dict for
+    plugins' own per-run values, keyed by plugin name) and ``started_at``/``ended_at`` in
+    ``time.monotonic()`` seconds."""
+
+    thread_id: str
+    run_id: str
+    provider: str
+    model: str
+    messages: list[Message] = attrs.Factory(list)
+    settings: Any = None
+    parent_run_id: str | None = None
+    state: dict[str, Any] = attrs.Factory(dict)
+    started_at: float = attrs.Factory(time.monotonic)
+    ended_at: float | None = None
+
+
+@attrs.define(slots=True, eq=False)
+class StepContext:
+    """The step about to call the model (``number`` from 1; earlier ``steps`` of the run), with what it
+    will send: ``messages``, ``tools`` (``{name: Tool}``), ``tool_choice`` and ``model``
+    (``"PROVIDER:MODEL"``, a model name of the run's provider, or a provider object). Assign to change."""
+
+    run: RunContext
+    number: int
+    steps: Sequence[StepResult]
+    messages: list[Message]
+    tools: dict[str, Tool]
+    tool_choice: str | dict[str, Any] | None
+    model: Any
+
+
+class _BufferSink:
+    """Collects teed bytes for a ``ModelCallContext.on_body`` tap and hands them over once, at close."""
+
+    def __init__(self, taps: Sequence[Callable[[bytes], None]]) -> None:
+        self._parts: list[bytes] = []
+        self._taps = taps
+        self._closed = False
+
+    def write(self, data: bytes, /) -> int:
+        self._parts.append(data)
+        return len(data)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        body = b"".join(self._parts)
+        for tap in self._taps:
+            tap(body)
+
+
+@attrs.define(slots=True, eq=False)
+class ModelCallContext:
+    """One model call, as :func:`hookstream_model_call` sees it.
+
+    ``run`` and ``step`` (its number) place it; ``provider`` and ``request`` (a
+    :class:`~hookstream.plugin.ModelRequest`; a wrapper may assign a changed one before its ``yield``) say
+    what is sent; ``context`` carries the AG-UI ids; ``options`` the retries and transport limits;
+    ``state`` is a dict for plugins to pass values between their wrapper's two halves.
+
+    * :meth:`http_request` builds the HTTP request the provider would send (URL, JSON body, headers), for
+      keys and logs; its ``body()`` never holds the API key (headers do: read
+      ``redacted_headers()``).
+    * :meth:`parse_body` runs a stored response body through the provider's framing and adapter, exactly
+      as a live body (no socket): the same events and result.
+    * ``on_body``: callables given the whole raw response body (``bytes``) when the HTTP response ends
+      (whatever way it ends; check the events to know whether it completed).
+    * :meth:`abort` stops the call from any thread (the HTTP read returns, the step ends with
+      ``RUN_ERROR``); ``model_call`` is the :class:`ModelCall` once the built-in implementation made one
+      (its ``exception`` and ``attempts`` are read by the engine and by observers).
+    """
+
+    run: RunContext
+    step: int
+    provider: Provider
+    request: ModelRequest
+    context: CallContext
+    session: requests.Session
+    options: CallOptions
+    on_body: list[Callable[[bytes], None]] = attrs.Factory(list)
+    state: dict[str, Any] = attrs.Factory(dict)
+    model_call: ModelCall | None = None
+    hooks: RunHooks | None = None
+    _abort_reason: BaseException | None = None
+
+    def http_request(self) -> HTTPRequest:
+        """The :class:`~hookstream.plugin.HTTPRequest` the provider builds for :attr:`request`."""
+        return self.provider.build_request(self.request)
+
+    def parse_body(self, body: bytes, status: int = 200) -> Iterator[BaseEvent]:
+        """The call's AG-UI events from a whole response ``body`` (bytes) instead of the network: served
+        to the real transport and adapter by a socketless session, with the model call's guarantees
+        (exactly one terminal event; a cut-off body ends in ``RUN_ERROR`` ``connection_closed``)."""
+        session = body_session(body, self.provider.framing.media_type, status)
+        call = ModelCall(self.provider, self.request, self.context, session, CallOptions(
+            connect_timeout=None, read_timeout=None, max_event_bytes=self.options.max_event_bytes, max_retries=0))
+        self.model_call = call
+        if self._abort_reason is not None:
+            call.abort(self._abort_reason)
+        try:
+            yield from call
+        finally:
+            session.close()
+
+    def abort(self, reason: BaseException | None = None) -> None:
+        """Stop the call from any thread (``reason``: the error the step ends with; default cancelled)."""
+        if self._abort_reason is None:
+            self._abort_reason = reason if reason is not None else CancelledError("cancelled")
+        call = self.model_call
+        if call is not None:
+            call.abort(reason)
+
+    def open(self) -> Iterator[BaseEvent]:
+        """The built-in model call: :attr:`request` to :attr:`provider` over HTTP (what
+        :func:`hookstream_model_call` returns when no plugin answers)."""
+        session = self.session
+        own: requests.Session | None = None
+        if self.on_body:
+            taps = list(self.on_body)
+
+            def open_sink(_req: Any, _resp: Any) -> Sink:
+                return _BufferSink(taps)
+
+            session = own = tee_session(open_sink)
+        call = ModelCall(self.provider, self.request, self.context, session, self.options,
+                         on_retry=self._retried)
+        self.model_call = call
+        if self._abort_reason is not None:
+            call.abort(self._abort_reason)
+        if own is None:
+            return iter(call)
+        return _closing(call, own)
+
+    def _retried(self, attempt: int, delay: float, error: BaseException) -> None:
+        if self.hooks is not None:
+            self.hooks.hook.hookstream_model_call_retry(call=self, retry=RetryInfo(attempt, delay, error))
+
+
+def _closing(events: Iterable[BaseEvent], session: requests.Session) -> Iterator[BaseEvent]:
+    try:
+        yield from events
+    finally:
+        session.close()
+
+
+@attrs.define(slots=True, eq=False)
+class ToolCallContext:
+    """One tool call, as :func:`hookstream_tool_call` sees it: ``run``, ``call_id``, ``name``,
+    ``arguments`` (the parsed JSON object; a wrapper may assign changed ones before its ``yield``) and
+    ``tool`` (the :class:`~hookstream.Tool`, ``None`` when it runs elsewhere by reference)."""
+
+    run: RunContext | None
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    tool: Tool | None = None
+    state: dict[str, Any] = attrs.Factory(dict)
+    _runner: Callable[[ToolCallContext], ToolResultPart] | None = None
+
+    @property
+    def call(self) -> ToolCallPart:
+        """The call as a :class:`~hookstream.ToolCallPart` (id, name, current arguments)."""
+        return ToolCallPart(self.call_id, self.name, self.arguments)
+
+    def with_arguments(self, call: ToolCallPart) -> ToolCallPart:
+        """``call`` with this context's arguments (the same part when no plugin changed them)."""
+        if self.arguments is call.arguments:
+            return call
+        return attrs.evolve(call, arguments=self.arguments)
+
+    def refuse(self, reason: str) -> ToolResultPart:
+        """An error result saying the call was refused (``Error: <reason>``); return it to stop the call."""
+        return ToolResultPart(self.call_id, self.name, f"Error: {reason}", is_error=True)
+
+    def run_tool(self) -> ToolResultPart:
+        """Run the tool with the current :attr:`arguments` (the built-in implementation)."""
+        if self._runner is None:
+            raise RuntimeError("this tool call has no runner")
+        return self._runner(self)
+
+
+class _BuiltinRunHooks:
+    """The innermost implementations: what a run does when no plugin answers."""
+
+    @hookimpl(trylast=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Iterable[BaseEvent]:
+        return call.open()
+
+    @hookimpl(trylast=True)
+    def hookstream_tool_call(self, call: ToolCallContext) -> ToolResultPart:
+        return call.run_tool()
+
+
+BUILTIN = _BuiltinRunHooks()
+
+
+class RunHooks:
+    """The run hooks of one run: ``hook`` is pluggy's relay (``hooks.hook.hookstream_run_start(run=...)``),
+    ``run`` the :class:`RunContext` once :meth:`start_run` ran."""
+
+    __slots__ = ("_context", "hook", "observers", "pm", "run")
+
+    def __init__(self, pm: pluggy.PluginManager, observers: Sequence[Any] = ()) -> None:
+        self.pm = pm
+        self.hook = pm.hook
+        self.observers = list(observers)
+        self.run: RunContext | None = None
+        self._context: contextvars.Context | None = None
+
+    # -- the run --------------------------------------------------------------------------------
+    def start_run(self, run: RunContext) -> None:
+        """Open the run's own context (a copy of the caller's), make these hooks current in it and call
+        ``hookstream_run_start`` there."""
+        self.run = run
+        ctx = contextvars.copy_context()
+        self._context = ctx
+        ctx.run(self._start, run)
+
+    def _start(self, run: RunContext) -> None:
+        _current.set(self)
+        if self.observers:
+            run.state[STATE_KEY] = ObserverPlugin(self.observers)
+        self.hook.hookstream_run_start(run=run)
+
+    def wrap(self, events: Iterator[T]) -> Iterator[T]:
+        """``events`` advanced inside the run's context (each ``next`` runs there)."""
+        ctx = self._context
+        if ctx is None:
+            raise RuntimeError("start_run() first")
+        step: Callable[[], T] = events.__next__
+        while True:
+            try:
+                ev = ctx.run(step)
+            except StopIteration:
+                return
+            yield ev
+
+    def end_run(self, result: Any) -> None:
+        """Call ``hookstream_run_end`` once, in the run's context; an exception is logged."""
+        run, ctx = self.run, self._context
+        if run is None or ctx is None or run.ended_at is not None:
+            return
+        run.ended_at = time.monotonic()
+        try:
+            ctx.run(self.hook.hookstream_run_end, run=run, result=result)
+        except Exception:
+            log.exception("hookstream_run_end failed")
+
+    # -- steps and calls ------------------------------------------------------------------------
+    def step_start(self, step: StepContext) -> None:
+        """``hookstream_step_start``; a plugin that raises ends the run with ``RUN_ERROR`` ``plugin_error``."""
+        try:
+            self.hook.hookstream_step_start(step=step)
+        except Exception as exc:
+            raise PluginError(f"a run plugin failed in hookstream_step_start: {type(exc).__name__}: {exc}") from exc
+
+    def model_call(self, call: ModelCallContext) -> Iterator[BaseEvent]:
+        """The call's events through ``hookstream_model_call``; a plugin that raises ends the call with
+        ``RUN_ERROR`` ``plugin_error`` (after ``RUN_STARTED``)."""
+        call.hooks = self
+        try:
+            events = self.hook.hookstream_model_call(call=call)
+        except Exception as exc:
+            return iter(_plugin_failed(call, exc))
+        return _guarded(call, iter(events))
+
+    def tool_call(self, call: ToolCallContext) -> ToolResultPart:
+        """The call's result through ``hookstream_tool_call``; a plugin that raises gives an error result."""
+        call.run = self.run
+        try:
+            result: ToolResultPart | None = self.hook.hookstream_tool_call(call=call)
+        except Exception as exc:
+            log.warning("a hookstream_tool_call implementation failed for %r", call.name, exc_info=True)
+            return call.refuse(f"a plugin failed while running {call.name!r}: {type(exc).__name__}: {exc}")
+        if result is None:  # every implementation passed: run it
+            return call.run_tool()
+        return result
+
+
+def _plugin_failed(call: ModelCallContext, exc: BaseException) -> list[BaseEvent]:
+    log.warning("a hookstream_model_call implementation failed", exc_info=exc)
+    error = PluginError(f"a run plugin failed in hookstream_model_call: {type(exc).__name__}: {exc}")
+    return [RunStarted(call.context.thread_id, call.context.run_id), RunError(error.message, code=error.code)]
+
+
+def _guarded(call: ModelCallContext, events: Iterator[BaseEvent]) -> Iterator[BaseEvent]:
+    """A plugin's event iterator that raises ends the call with ``RUN_ERROR`` ``plugin_error``."""
+    started = False
+    while True:
+        try:
+            ev = next(events)
+        except StopIteration:
+            return
+        except Exception as exc:
+            failed = _plugin_failed(call, exc)
+            if started:
+                failed = failed[1:]
+            model_call = call.model_call
+            if model_call is not None:
+                model_call.abort()
+            yield from failed
+            return
+        started = True
+        yield ev
+
+
+# -- which hooks a run has ---------------------------------------------------------------------------------
+
+
+# Only the run hooks, for a run's own manager: adding the specs is part of each such run's cost.
+RunHookSpecs = type("RunHookSpecs", (), {name: staticmethod(getattr(_hookspecs, name)) for name in RUN_HOOKS})
+
+
+class _Bridge:
+    """The innermost implementation of a run's own manager: the same hook of the installed plugins'
+    relay (``trylast``), so a run's plugins wrap and come before the installed ones without those being
+    registered again for every run."""
+
+    def __init__(self, base: pluggy.PluginManager) -> None:
+        self.hook = base.hook
+
+    @hookimpl(trylast=True)
+    def hookstream_run_start(self, run: RunContext) -> None:
+        self.hook.hookstream_run_start(run=run)
+
+    @hookimpl(trylast=True)
+    def hookstream_step_start(self, step: StepContext) -> None:
+        self.hook.hookstream_step_start(step=step)
+
+    @hookimpl(trylast=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Iterable[BaseEvent] | None:
+        events: Iterable[BaseEvent] | None = self.hook.hookstream_model_call(call=call)
+        return events
+
+    @hookimpl(trylast=True)
+    def hookstream_model_call_retry(self, call: ModelCallContext, retry: RetryInfo) -> None:
+        self.hook.hookstream_model_call_retry(call=call, retry=retry)
+
+    @hookimpl(trylast=True)
+    def hookstream_tool_call(self, call: ToolCallContext) -> ToolResultPart | None:
+        result: ToolResultPart | None = self.hook.hookstream_tool_call(call=call)
+        return result
+
+    @hookimpl(trylast=True)
+    def hookstream_run_end(self, run: RunContext, result: Any) -> None:
+        self.hook.hookstream_run_end(run=run, result=result)
+
+
+def base_manager(always: Sequence[tuple[str, object]]) -> HookstreamPluginManager:
+    """The manager of the plugins on for every run (``(name, plugin)``, in that order), the built-in
+    implementations innermost. Built once per registry."""
+    pm = HookstreamPluginManager(RunHookSpecs)
+    pm.register(BUILTIN, name="hookstream-builtin-run-hooks")
+    for name, plugin in always:
+        _register(pm, name, plugin)
+    return pm
+
+
+def run_hooks(base: HookstreamPluginManager | None, has_always: bool,
+              extra: Sequence[tuple[str, object]] = (), observers: Sequence[Any] = ()) -> RunHooks | None:
+    """The hooks of a run: ``base`` (:func:`base_manager`, the installed plugins) and ``extra`` (this run's
+    own plugins, their wrappers outermost and their ``tryfirst`` implementations first); ``observers`` are
+    driven by the shared observer plugin ``base`` then holds. ``None`` when no plugin implements a run hook.
+    Raises :class:`~hookstream.PluginError` for a plugin object whose
+    ``hookstream_*`` method matches no hook spec or takes an argument its spec does not name."""
+    if not extra:
+        return RunHooks(base, observers) if has_always and base is not None else None
+    return RunHooks(run_manager(base, extra), observers)
+
+
+def run_manager(base: HookstreamPluginManager | None, extra: Sequence[tuple[str, object]]) -> HookstreamPluginManager:
+    """A manager of ``extra`` (a run's own plugins) whose innermost implementations reach ``base``."""
+    pm = HookstreamPluginManager(RunHookSpecs)
+    pm.register(_Bridge(base) if base is not None else BUILTIN, name="hookstream-installed-run-plugins")
+    for name, plugin in extra:
+        _register(pm, name, plugin)
+    return pm
+
+
+def _register(pm: HookstreamPluginManager, name: str, plugin: object) -> None:
+    try:
+        pm.register(plugin, name=f"{name}#{id(plugin)}")
+    except ValueError:
+        return  # the same object twice in one run: once is enough
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"run plugin {name!r} is not valid: {exc}") from None
+    unknown = pm.unknown_hooks(plugin)
+    if unknown:
+        pm.unregister(plugin)
+        raise PluginError(f"run plugin {name!r} implements {', '.join(unknown)}, which no hook spec names "
+                          f"(see docs/hooks.rst)")
+
+
+def options_of(spec: object) -> tuple[str, Mapping[str, Any]] | None:
+    """``(name, options)`` for a plugin named in settings (``"NAME"`` or ``("NAME", {options})``), else None."""
+    if isinstance(spec, str):
+        return spec, {}
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], Mapping):
+        return spec[0], spec[1]
+    return None
