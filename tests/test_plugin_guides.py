@@ -47,7 +47,8 @@ PLUGIN_TEST_FACES = PLUGIN_CODE_FACES | {"hookstream.testing"}
 FILES = {
     "provider": {"hookstream-echo/pyproject.toml", "hookstream-echo/src/hookstream_echo/__init__.py",
                  "hookstream-echo/src/hookstream_echo/plugin.py", "hookstream-echo/tests/test_echo.py",
-                 "hookstream-echo/tests/test_conformance.py", "hookstream-echo/tests/recordings/echo__hello.sse",
+                 "hookstream-echo/tests/test_conformance.py", "hookstream-echo/tests/test_contract.py",
+                 "hookstream-echo/tests/recordings/echo__hello.sse",
                  "hookstream-echo/tests/recordings/expected/echo__hello.json"},
     "chunk-strategy": {"hookstream-lines/pyproject.toml", "hookstream-lines/src/hookstream_lines/__init__.py",
                        "hookstream-lines/src/hookstream_lines/plugin.py",

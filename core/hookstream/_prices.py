@@ -28,11 +28,12 @@ import importlib.metadata
 import logging
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._events import Cost, Usage
+if TYPE_CHECKING:
+    from ._events import Cost, Usage
 
 __all__ = ["PRICE_PROVIDERS", "ModelCapabilities", "ModelInfo", "PriceInfo", "catalogue", "cost_of", "price_info",
            "price_source", "priced", "prices_available"]
@@ -129,6 +130,8 @@ def cost_of(usage: Usage, provider: str, *models: str | None) -> Cost | None:
         except Exception as exc:  # inconsistent counts (cache above input) or a price-data problem: no cost
             log.warning("no price for %s:%s: %s: %s", provider, model, type(exc).__name__, exc)
             return None
+        from ._events import Cost  # here: a plugin registering ModelCapabilities does not load the events
+
         return Cost(calc.total_price, "USD", _describe(calc.auto_update_timestamp))
     return None
 

@@ -20,12 +20,18 @@ Every event it returns is valid AG-UI as a plain client reads it (``tests/test_a
   text streamed gets one ``TOOL_CALL_ARGS`` with that input as JSON text before its ``TOOL_CALL_END``,
   so a client that only joins ``TOOL_CALL_ARGS`` deltas (the AG-UI clients) sees the arguments too.
 
+Finish reasons: one policy for every adapter (:meth:`StreamBuilder.normalise_finish_reason`, see
+``docs/finish-reasons.md``). A provider gives only its table of raw values (``finish_reasons``, e.g.
+Anthropic ``{"end_turn": "stop", "tool_use": "tool_calls", ...}``) and the normalised value of a raw one
+the table does not know (``unknown_finish_reason``); the rules around the table are shared.
+
 Thread safety: one builder per model call, used by the thread that parses that call.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from .._custom import FilePayload, SourcePayload
@@ -52,7 +58,10 @@ from .._ids import new_id
 from .._messages import FilePart, SourcePart
 from .provider import CallContext
 
-__all__ = ["StreamBuilder", "new_id"]
+__all__ = ["FINISH_REASONS", "StreamBuilder", "new_id"]
+
+FINISH_REASONS: tuple[str, ...] = ("stop", "length", "content_filter", "tool_calls", "error")
+"""The normalised finish reasons (``hookstream.FinishReason``), what every provider table maps to."""
 
 
 class StreamBuilder:
@@ -60,6 +69,10 @@ class StreamBuilder:
     when there is nothing to send), in the order to yield them: ``yield from builder.text(delta)``.
 
     ``context`` is the call's :class:`~hookstream.plugin.CallContext` (the one ``parse_stream`` is given).
+    ``finish_reasons`` is the provider's table of raw finish reasons (its wire values) -> normalised
+    ones, and ``unknown_finish_reason`` the normalised value of a raw one the table lacks (``"stop"``,
+    or ``"error"`` for a provider whose unlisted values are faults); :meth:`finish_reason` applies them
+    with the shared rules. Raises :class:`ValueError` for a value that is not in :data:`FINISH_REASONS`.
     """
 
     # A dict so autodoc documents each public attribute (docs/hooks.rst lists every member).
@@ -70,13 +83,26 @@ class StreamBuilder:
         "closed": "Whether :meth:`finish` or :meth:`error` ran (the stream is over for this builder).",
         "context": "The call's :class:`~hookstream.plugin.CallContext`, whose ids go on ``RUN_STARTED`` and "
                    "``RUN_FINISHED``.",
+        "finish_reasons": "The provider's table of raw finish reasons -> normalised ones (:data:`FINISH_REASONS`), "
+                          "read by :meth:`finish_reason`.",
         "open_tools": "Ids of the tool calls started and not yet ended, mapped to their names, in start order.",
         "started_tools": "Ids of every tool call started in this call, ended or not (to tell a new call from a "
                          "repeated one).",
+        "unknown_finish_reason": "The normalised finish reason of a raw one :attr:`finish_reasons` does not know.",
     }
 
-    def __init__(self, context: CallContext) -> None:
+    def __init__(
+        self,
+        context: CallContext,
+        finish_reasons: Mapping[str, str] | None = None,
+        unknown_finish_reason: str = "stop",
+    ) -> None:
         self.context = context
+        self.finish_reasons: Mapping[str, str] = finish_reasons if finish_reasons is not None else {}
+        self.unknown_finish_reason = unknown_finish_reason
+        bad = {unknown_finish_reason, *self.finish_reasons.values()} - set(FINISH_REASONS)
+        if bad:
+            raise ValueError(f"finish reasons must map to {FINISH_REASONS}, not {sorted(bad)}")
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
         self.open_tools: dict[str, str] = {}  # id -> name, in start order
@@ -221,6 +247,44 @@ class StreamBuilder:
         these (``StepResult.unknown_events``) and forwards them to the consumer only with
         ``LoopSettings(include_raw=True)``."""
         return [Raw(event, source=source)]
+
+    # -- finish reason ---------------------------------------------------------------------------
+    @staticmethod
+    def normalise_finish_reason(
+        raw: str | None,
+        table: Mapping[str, str],
+        *,
+        tool_calls: bool,
+        refusal: bool = False,
+        unknown: str = "stop",
+    ) -> str:
+        """The one finish-reason policy of every adapter (``docs/finish-reasons.md``): the normalised
+        finish reason (:data:`FINISH_REASONS`) of the provider's ``raw`` value.
+
+        1. ``table[raw]``, the provider's own mapping; a raw value it lacks is ``unknown``; no raw
+           value at all (``None``) is ``stop``.
+        2. ``stop`` becomes ``tool_calls`` when the answer holds tool calls (``tool_calls``): a forced
+           ``tool_choice`` ends with the provider's plain stop value, and the calls must still run.
+        3. Else ``stop`` becomes ``content_filter`` when the answer is only a refusal (``refusal``).
+
+        Any other value (``length``, ``content_filter``, ``error``) stands, tool calls or not: the
+        engine does not run the calls of a cut-off answer. The raw value itself is kept apart, as
+        ``RUN_FINISHED.raw_finish_reason``."""
+        if raw is None:
+            norm = "stop"
+        else:
+            norm = table.get(raw, unknown) if isinstance(raw, str) else unknown
+        if norm != "stop":
+            return norm
+        if tool_calls:
+            return "tool_calls"
+        return "content_filter" if refusal else "stop"
+
+    def finish_reason(self, raw: str | None, *, refusal: bool = False) -> str:
+        """:meth:`normalise_finish_reason` of ``raw`` with this builder's table, for this call: tool
+        calls present when any tool call started (:attr:`started_tools`)."""
+        return self.normalise_finish_reason(raw, self.finish_reasons, tool_calls=bool(self.started_tools),
+                                            refusal=refusal, unknown=self.unknown_finish_reason)
 
     # -- terminals ------------------------------------------------------------------------------
     def close_all(self) -> list[BaseEvent]:

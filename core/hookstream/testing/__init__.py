@@ -1,7 +1,7 @@
 """The public testing kit: loopback server, fault server, grammar checker, recorded-body replay,
-conformance runner, the offline demo's server, tools and AG-UI backend, an in-process runner for the
-``hookstream`` command line, and fake models (``FunctionModel``,
-``TestModel``) that stand in for a provider without HTTP.
+conformance runner, the provider contract suite (:class:`ProviderContract`), the offline demo's server,
+tools and AG-UI backend, an in-process runner for the ``hookstream`` command line, and fake models
+(``FunctionModel``, ``TestModel``) that stand in for a provider without HTTP.
 
 Plugin authors use these in their own test suites; hookstream's own tests use nothing else. Everything
 is importable from here; the submodules (``server``, ``faults``, ``grammar``, ``conformance``...) hold
@@ -9,7 +9,8 @@ the implementation and their docstrings.
 """
 
 from .cli import run_cli
-from .conformance import Recording, check_recording, find_corpus, recordings
+from .conformance import Recording, check_recording, corpus_recordings, find_corpus, recordings, require_corpus
+from .contract import CONTRACT_CHECKS, HTTPErrorCase, ProviderContract
 from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_factory, demo_server, demo_tools
 from .fake_models import FunctionModel, ModelError, ModelInfo, Reply, TestModel, ToolCall
 from .faults import FAULTS, FaultServer
@@ -19,6 +20,7 @@ from .schema_example import schema_example
 from .server import CapturedRequest, LoopbackServer, Response
 
 __all__ = [
+    "CONTRACT_CHECKS",
     "DEMO_MODEL",
     "DEMO_PROMPT",
     "DEMO_STEPS",
@@ -27,9 +29,11 @@ __all__ = [
     "FaultServer",
     "FunctionModel",
     "GrammarError",
+    "HTTPErrorCase",
     "LoopbackServer",
     "ModelError",
     "ModelInfo",
+    "ProviderContract",
     "Recording",
     "Reply",
     "Response",
@@ -37,12 +41,14 @@ __all__ = [
     "ToolCall",
     "check_events",
     "check_recording",
+    "corpus_recordings",
     "demo_factory",
     "demo_server",
     "demo_tools",
     "find_corpus",
     "recordings",
     "replay_body",
+    "require_corpus",
     "run_cli",
     "schema_example",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -27,7 +28,7 @@ from .grammar import check_events
 from .recorded import replay_body
 
 __all__ = ["BODY_SUFFIXES", "CORPUS_ENV", "Recording", "check_recording", "compare", "corpus_providers",
-           "find_corpus", "recordings", "require_corpus", "shared_missing"]
+           "corpus_recordings", "find_corpus", "recordings", "require_corpus", "shared_missing"]
 
 CORPUS_ENV = "HOOKSTREAM_CORPUS"
 BODY_SUFFIXES = (".sse", ".ndjson", ".eventstream")
@@ -160,3 +161,21 @@ def corpus_providers(corpus: Path) -> dict[str, str]:
             value: dict[str, str] = ast.literal_eval(node.value)
             return value
     shared_missing(f"{tool} has no PROVIDER table to map corpus file prefixes to providers")
+
+
+def corpus_recordings(
+    provider: str, start: Path | None = None, names: Sequence[str] = ("provider-streams", "provider-streams-external")
+) -> list[Recording]:
+    """Every recording of the shared corpora ``names`` (by default hookstream's and the external one)
+    whose file prefix the corpus maps to ``provider`` (:func:`corpus_providers`: ``openai`` gets
+    ``openai-chat``, ``deepseek``, ``groq``...), sorted by corpus then name. For use inside a test or
+    fixture: when a corpus, its table or such recordings are absent it stops the test as
+    :func:`require_corpus` does (fail under ``$CI``, skip otherwise)."""
+    found: list[Recording] = []
+    for name in names:
+        corpus = require_corpus(start, name)
+        prefixes = tuple(p for p, prov in corpus_providers(corpus).items() if prov == provider)
+        found.extend(recordings(corpus, prefixes))
+    if not found:
+        shared_missing(f"the corpora {', '.join(names)} have no recordings of provider {provider!r}")
+    return found

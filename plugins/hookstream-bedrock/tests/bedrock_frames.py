@@ -11,6 +11,7 @@ this folder on sys.path).
 from __future__ import annotations
 
 import binascii
+import copy
 import json
 import os
 import struct
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hookstream.testing import Recording
 
 ACCESS_KEY = "AKIDEXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -102,3 +104,18 @@ def set_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, token: b
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
         if token:
             monkeypatch.setenv("AWS_SESSION_TOKEN", SESSION_TOKEN)
+
+
+def hookstream_expected(recording: Recording) -> Recording:
+    """``recording`` with its expected result in hookstream's terms (see ``test_bedrock_conformance``'s docstring: cache
+    counts added to ``input_tokens``, server tools not client tool calls)."""
+    expected = copy.deepcopy(recording.expected)
+    extra = expected.get("extra") or {}
+    usage = expected.get("usage") or {}
+    cache = (extra.get("cacheReadInputTokens") or 0) + (extra.get("cacheWriteInputTokens") or 0)
+    if usage.get("input_tokens") is not None and cache:
+        usage["input_tokens"] += cache
+    kinds = extra.get("tool_use_types") or {}
+    expected["tool_calls"] = [c for c in expected.get("tool_calls") or []
+                              if kinds.get(c.get("id")) != "server_tool_use"]
+    return Recording(recording.name, recording.body_path, expected)

@@ -2,7 +2,8 @@
 random byte boundaries with several seeds.
 
 Two documented differences between the expected files (derived from botocore's raw parse, see
-``recordings/SOURCES.md``) and hookstream's results are applied here, from each file's own ``extra``:
+``recordings/SOURCES.md``) and hookstream's results are applied, from each file's own ``extra``, by
+``bedrock_frames.hookstream_expected`` (shared with the contract suite's test):
 
 * ``usage.input_tokens``: the expected file holds Bedrock's raw ``inputTokens``, which leaves prompt-
   cache reads and writes out; hookstream counts every input token (``Usage`` docs), so the cache
@@ -14,29 +15,15 @@ Two documented differences between the expected files (derived from botocore's r
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
+from bedrock_frames import hookstream_expected
 from hookstream.testing import Recording, check_recording, recordings, replay_body
 
 HERE = Path(__file__).parent / "recordings"
 RECORDINGS = recordings(HERE, ("bedrock",)) if HERE.is_dir() else []
 needs_recordings = pytest.mark.skipif(not RECORDINGS, reason="tests/recordings holds no bedrock__*.eventstream yet")
-
-
-def hookstream_expected(recording: Recording) -> Recording:
-    """``recording`` with its expected result in hookstream's terms (see the module docstring)."""
-    expected = copy.deepcopy(recording.expected)
-    extra = expected.get("extra") or {}
-    usage = expected.get("usage") or {}
-    cache = (extra.get("cacheReadInputTokens") or 0) + (extra.get("cacheWriteInputTokens") or 0)
-    if usage.get("input_tokens") is not None and cache:
-        usage["input_tokens"] += cache
-    kinds = extra.get("tool_use_types") or {}
-    expected["tool_calls"] = [c for c in expected.get("tool_calls") or []
-                              if kinds.get(c.get("id")) != "server_tool_use"]
-    return Recording(recording.name, recording.body_path, expected)
 
 
 @needs_recordings

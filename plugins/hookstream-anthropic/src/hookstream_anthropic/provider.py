@@ -12,14 +12,14 @@ threads; per-call state lives in the generator :meth:`AnthropicProvider.parse_st
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from hookstream.events import BaseEvent
 from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider, default_error_reader
 
 from .request import build_body
-from .stream import MessageStreamParser
+from .stream import STOP_REASONS, MessageStreamParser
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider"]
 
@@ -32,6 +32,9 @@ class AnthropicProvider(Provider):
     and :mod:`hookstream_anthropic.stream` for the event mapping."""
 
     name: ClassVar[str] = "anthropic"
+    finish_reasons: ClassVar[Mapping[str, str]] = STOP_REASONS
+    """Raw finish reason -> normalised one; the rules around it are the builder's one policy."""
+    unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     api_key_env: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
 

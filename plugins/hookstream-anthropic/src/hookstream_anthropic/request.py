@@ -46,18 +46,23 @@ Thread safety: pure functions, no shared state.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
+import attrs
 from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream.plugin import ModelRequest, ToolSpec, tool_output_text
 
 __all__ = [
+    "ANTHROPIC",
     "CACHE_OPTION",
     "DEFAULT_MAX_TOKENS",
     "IMAGE_MEDIA_TYPES",
     "PROVIDER_KEY",
+    "Dialect",
     "add_output",
     "build_body",
+    "conversation_turns",
     "convert_file",
     "convert_messages",
     "convert_tool_choice",
@@ -221,25 +226,55 @@ def convert_tool_choice(choice: str | dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"tool_choice {choice!r}: expected 'auto', 'required', 'none' or {{'name': TOOL}}")
 
 
-def convert_messages(messages: list[Message]) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
-    """(``system``, ``messages``) for the request body; ``system`` is ``None`` when there is none.
+@attrs.define(slots=True, frozen=True)
+class Dialect:
+    """How one API spells the blocks of a Messages-style conversation, for :func:`conversation_turns`.
 
-    Raises :class:`ValueError` for an unknown role.
-    """
+    The Anthropic Messages API and Bedrock Converse (which passes Claude's conversation rules on to
+    every model) share the conversation rules; they differ in the blocks. Each field maps one part
+    to its blocks: ``text`` a non-empty :class:`TextPart` of any role (a list: Converse puts a cache
+    point after the block), ``file`` a :class:`FilePart` of a user turn, ``tool_result`` a
+    :class:`ToolResultPart`, ``tool_use`` a :class:`ToolCallPart` (its ``arguments``, or ``{}`` when
+    cut off), ``reasoning`` a :class:`ReasoningPart` (``None``: not sent back); ``is_tool_result``
+    tells a tool-result block, ``api`` names the API in errors. Raises nothing itself."""
+
+    api: str
+    text: Callable[[TextPart], list[dict[str, Any]]]
+    file: Callable[[FilePart], list[dict[str, Any]]]
+    tool_result: Callable[[ToolResultPart], dict[str, Any]]
+    tool_use: Callable[[ToolCallPart], dict[str, Any]]
+    reasoning: Callable[[ReasoningPart], dict[str, Any] | None]
+    is_tool_result: Callable[[dict[str, Any]], bool]
+
+
+def conversation_turns(messages: list[Message], dialect: Dialect) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(``system`` blocks, turns ``[{"role", "content": [block...]}]``) of ``messages`` in ``dialect``,
+    by the rules the Messages API and Converse share:
+
+    * ``system`` messages, wherever they appear, become the system blocks;
+    * ``user`` and ``tool`` messages become ``user`` turns, ``assistant`` messages ``assistant`` turns;
+      consecutive turns of one role are merged (the roles must alternate), empty ones dropped;
+    * in a user turn the tool-result blocks come first ("tool_result blocks must come first in the
+      content array", Anthropic "Tool use"; Converse requires it for Claude), order kept otherwise;
+    * a tool call whose arguments were cut off (``arguments is None``) is sent only when the
+      conversation holds a result for it (an unanswered tool use is rejected).
+
+    Raises :class:`ValueError` for an unknown role (and what the dialect's callables raise)."""
     answered = {p.tool_call_id for m in messages if m.role == "tool" for p in m.parts if isinstance(p, ToolResultPart)}
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":
-            system.extend(_with_cache({"type": "text", "text": p.text}, p)
-                          for p in message.parts if isinstance(p, TextPart) and p.text)
+            for p in message.parts:
+                if isinstance(p, TextPart) and p.text:
+                    system.extend(dialect.text(p))
             continue
         if message.role in ("user", "tool"):
-            role, blocks = "user", _user_blocks(message)
+            role, blocks = "user", _user_blocks(message, dialect)
         elif message.role == "assistant":
-            role, blocks = "assistant", _assistant_blocks(message, answered)
+            role, blocks = "assistant", _assistant_blocks(message, answered, dialect)
         else:
-            raise ValueError(f"message role {message.role!r} has no Anthropic equivalent")
+            raise ValueError(f"message role {message.role!r} has no {dialect.api} equivalent")
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
@@ -248,8 +283,47 @@ def convert_messages(messages: list[Message]) -> tuple[str | list[dict[str, Any]
             turns.append({"role": role, "content": blocks})
     for turn in turns:
         if turn["role"] == "user":
-            # "tool_result blocks must come first in the content array" (Tool use docs); stable sort.
-            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
+            turn["content"].sort(key=lambda b: not dialect.is_tool_result(b))  # stable: results first
+    return system, turns
+
+
+def _user_blocks(message: Message, dialect: Dialect) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if part.text:  # both APIs reject empty text blocks
+                blocks.extend(dialect.text(part))
+        elif isinstance(part, FilePart):
+            blocks.extend(dialect.file(part))
+        elif isinstance(part, ToolResultPart):
+            blocks.append(dialect.tool_result(part))
+    return blocks
+
+
+def _assistant_blocks(message: Message, answered: set[str], dialect: Dialect) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, ReasoningPart):
+            block = dialect.reasoning(part)
+            if block is not None:
+                blocks.append(block)
+        elif isinstance(part, TextPart):
+            if part.text:
+                blocks.extend(dialect.text(part))
+        elif isinstance(part, ToolCallPart):
+            if part.arguments is None and part.id not in answered:
+                continue
+            blocks.append(dialect.tool_use(part))
+    return blocks
+
+
+def convert_messages(messages: list[Message]) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """(``system``, ``messages``) for the request body; ``system`` is ``None`` when there is none, a
+    string for one plain text block. The rules are :func:`conversation_turns`'.
+
+    Raises :class:`ValueError` for an unknown role.
+    """
+    system, turns = conversation_turns(messages, ANTHROPIC)
     out_system: str | list[dict[str, Any]] | None
     if not system:
         out_system = None
@@ -324,36 +398,12 @@ def _tool_result(part: ToolResultPart) -> dict[str, Any]:
     )
 
 
-def _user_blocks(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            if part.text:  # the API rejects empty text blocks
-                blocks.append(_with_cache({"type": "text", "text": part.text}, part))
-        elif isinstance(part, FilePart):
-            blocks.append(convert_file(part))
-        elif isinstance(part, ToolResultPart):
-            blocks.append(_tool_result(part))
-    return blocks
+def _text_block(part: TextPart) -> list[dict[str, Any]]:
+    return [_with_cache({"type": "text", "text": part.text}, part)]
 
 
-def _assistant_blocks(message: Message, answered: set[str]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, ReasoningPart):
-            block = _thinking_block(part)
-            if block is not None:
-                blocks.append(block)
-        elif isinstance(part, TextPart):
-            if part.text:
-                blocks.append(_with_cache({"type": "text", "text": part.text}, part))
-        elif isinstance(part, ToolCallPart):
-            if part.arguments is None and part.id not in answered:
-                continue
-            blocks.append(
-                {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments or {}}
-            )
-    return blocks
+def _tool_use_block(part: ToolCallPart) -> dict[str, Any]:
+    return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments or {}}
 
 
 def _thinking_block(part: ReasoningPart) -> dict[str, Any] | None:
@@ -366,3 +416,15 @@ def _thinking_block(part: ReasoningPart) -> dict[str, Any] | None:
     if meta.get("signature"):
         return {"type": "thinking", "thinking": part.text, "signature": meta["signature"]}
     return None
+
+
+ANTHROPIC = Dialect(
+    api="Anthropic",
+    text=_text_block,
+    file=lambda part: [convert_file(part)],
+    tool_result=_tool_result,
+    tool_use=_tool_use_block,
+    reasoning=_thinking_block,
+    is_tool_result=lambda block: block["type"] == "tool_result",
+)
+"""The Messages API's blocks (:class:`Dialect`)."""

@@ -59,7 +59,8 @@ from hookstream.plugin import CallContext, StreamBuilder, json_loads, new_id
 
 from .request import PROVIDER_KEY
 
-__all__ = ["STOP_REASONS", "MessageStreamParser", "UsageTracker", "finish_reason_for", "source_for_citation"]
+__all__ = ["STOP_REASONS", "MessageStreamParser", "UsageTracker", "end_signed_reasoning", "server_block_events",
+           "source_for_citation"]
 
 log = logging.getLogger("hookstream.anthropic")
 
@@ -74,15 +75,10 @@ STOP_REASONS: dict[str, str] = {
     # hookstream the call ended normally, with no client tool to run.
     "pause_turn": "stop",
 }
-"""Anthropic ``stop_reason`` -> normalised finish reason (API reference, "Messages" > ``stop_reason``)."""
-
-
-def finish_reason_for(raw: str | None, has_tool_calls: bool) -> str:
-    """Normalised finish reason of a raw ``stop_reason``: unknown values map to ``stop``; a message
-    that ended without any (``None``) maps to ``tool_calls`` when it holds tool calls, else ``stop``."""
-    if raw is None:
-        return "tool_calls" if has_tool_calls else "stop"
-    return STOP_REASONS.get(raw, "stop")
+"""Anthropic ``stop_reason`` -> normalised finish reason (API reference, "Messages" > ``stop_reason``;
+guide "Handling stop reasons"). The rules around it (tool calls present, unknown values: ``stop``)
+are the builder's one policy, :meth:`hookstream.plugin.StreamBuilder.normalise_finish_reason`;
+``hookstream-bedrock`` extends this table, since Converse passes Claude's values on."""
 
 
 class UsageTracker:
@@ -177,7 +173,7 @@ class MessageStreamParser:
     """Turns the SSE events of one streamed message into AG-UI events. Use :meth:`run` once."""
 
     def __init__(self, context: CallContext) -> None:
-        self.builder = StreamBuilder(context)
+        self.builder = StreamBuilder(context, STOP_REASONS)
         self.usage = UsageTracker()
         self.blocks: dict[int, _Block] = {}
         self.stop_reason: str | None = None
@@ -266,14 +262,14 @@ class MessageStreamParser:
                 out.extend(self._end_thinking(block))
             elif block.open and block.citations:
                 out.extend(self._sources(block))
-        has_tools = bool(self.builder.started_tools)
         meta = {
             k: v
             for k, v in (("message_id", self.message_id), ("model", self.model), ("stop_sequence", self.stop_sequence))
             if v is not None
         }
         out.extend(
-            self.builder.finish(finish_reason_for(self.stop_reason, has_tools),
+            self.builder.finish(
+                self.builder.finish_reason(self.stop_reason),
                 self.stop_reason,
                 self.usage.usage(),
                 metadata={PROVIDER_KEY: meta} if meta else None,
@@ -411,13 +407,8 @@ class MessageStreamParser:
                 value["input"] = None
                 value["input_raw"] = raw
                 sent["input"] = {}  # the API wants an object back; what arrived is on the CUSTOM event
-        out = self.builder.end_text()
-        out.append(Custom(f"anthropic.{kind}", value))
         block_id = str(sent.get("id") or sent.get("tool_use_id") or new_id("srv"))
-        out.append(
-            ReasoningEncryptedValue("message", new_id("srv"), block_id, metadata={PROVIDER_KEY: {"server_block": sent}})
-        )
-        return out
+        return server_block_events(self.builder, f"anthropic.{kind}", value, block_id, PROVIDER_KEY, sent)
 
     def _text(self, text: str) -> list[BaseEvent]:
         self.text_len += len(text)
@@ -433,15 +424,41 @@ class MessageStreamParser:
 
     def _end_thinking(self, block: _Block) -> list[BaseEvent]:
         block.open = False
-        meta = {PROVIDER_KEY: {"signature": block.signature}} if block.signature else None
-        if block.text_seen and self.builder.reasoning_open:
-            return self.builder.end_reasoning(metadata=meta)
-        if meta is None:
-            return self.builder.end_reasoning()
-        # No thinking text (display omitted): the signature alone still has to go back to the API.
-        out = self.builder.end_reasoning()
-        out.append(ReasoningEncryptedValue("message", new_id("rsn"), block.signature or "", metadata=meta))
-        return out
+        return end_signed_reasoning(self.builder, block.signature, PROVIDER_KEY, text_seen=block.text_seen)
+
+
+def end_signed_reasoning(
+    builder: StreamBuilder, signature: str | None, provider_key: str, *, text_seen: bool = True
+) -> list[BaseEvent]:
+    """Events that end a thinking block whose ``signature`` must go back to the API with it
+    (Anthropic "Extended thinking"; Bedrock ``reasoningContent.signature``): the signature rides on
+    ``REASONING_MESSAGE_END`` as ``{provider_key: {"signature": ...}}``; a block with no thinking text
+    (``text_seen`` false, display omitted) still keeps it, as a ``REASONING_ENCRYPTED_VALUE`` with that
+    metadata. Without a signature the reasoning simply ends."""
+    if signature is None:
+        return builder.end_reasoning()
+    meta = {provider_key: {"signature": signature}}
+    if text_seen and builder.reasoning_open:
+        return builder.end_reasoning(metadata=meta)
+    out = builder.end_reasoning()
+    out.append(ReasoningEncryptedValue("message", new_id("rsn"), signature, metadata=meta))
+    return out
+
+
+def server_block_events(
+    builder: StreamBuilder, name: str, value: dict[str, Any], ref: str, provider_key: str, sent: dict[str, Any]
+) -> list[BaseEvent]:
+    """Events for a block a provider's server tool produced (Anthropic ``server_tool_use``,
+    ``web_search_tool_result``...; Bedrock ``server_tool_use`` / ``toolResult``), which is not a client
+    tool call: the open text and reasoning end (so history keeps the blocks in stream order), a
+    ``CUSTOM`` event ``name`` with ``value`` for display, and a ``REASONING_ENCRYPTED_VALUE`` (value
+    ``ref``, the block's id) whose metadata ``{provider_key: {"server_block": sent}}`` makes ``sent``
+    part of the assistant message, to go back verbatim in place."""
+    out = builder.end_text()
+    out.extend(builder.end_reasoning())
+    out.append(Custom(name, value))
+    out.append(ReasoningEncryptedValue("message", new_id("srv"), ref, metadata={provider_key: {"server_block": sent}}))
+    return out
 
 
 def _str(value: Any) -> str | None:

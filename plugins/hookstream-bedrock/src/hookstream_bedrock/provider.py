@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote
 
@@ -43,7 +43,7 @@ from hookstream.plugin import CallContext, Framing, HTTPRequest, ModelRequest, P
 
 from .framing import EVENT_STREAM, MEDIA_TYPE
 from .request import build_body
-from .stream import ConverseStreamParser
+from .stream import STOP_REASONS, ConverseStreamParser
 
 __all__ = ["CREDENTIALS_HINT", "DEFAULT_BASE_URL", "BedrockProvider"]
 
@@ -69,6 +69,9 @@ class BedrockProvider(Provider):
     ``base_url`` was given."""
 
     name: ClassVar[str] = "bedrock"
+    finish_reasons: ClassVar[Mapping[str, str]] = STOP_REASONS
+    """Raw finish reason -> normalised one; the rules around it are the builder's one policy."""
+    unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     api_key_env: ClassVar[tuple[str, ...]] = ("AWS_BEARER_TOKEN_BEDROCK",)
     framing: ClassVar[Framing] = EVENT_STREAM

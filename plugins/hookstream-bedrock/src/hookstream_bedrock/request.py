@@ -53,8 +53,10 @@ from typing import Any
 
 from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream.plugin import ModelRequest, ToolSpec, tool_output_text
+from hookstream_anthropic.request import Dialect, conversation_turns
 
 __all__ = [
+    "CONVERSE",
     "DOCUMENT_FORMATS",
     "IMAGE_FORMATS",
     "INFERENCE_OPTIONS",
@@ -196,36 +198,13 @@ def convert_tool_choice(choice: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def convert_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(``system`` blocks, ``messages``) for the body ("SystemContentBlock", "Message").
+    """(``system`` blocks, ``messages``) for the body ("SystemContentBlock", "Message"), by the
+    conversation rules Converse shares with the Anthropic Messages API
+    (:func:`hookstream_anthropic.request.conversation_turns`) in Converse's blocks (:data:`CONVERSE`).
 
     Raises :class:`ValueError` for an unknown role or a file Converse cannot take.
     """
-    answered = {p.tool_call_id for m in messages if m.role == "tool" for p in m.parts if isinstance(p, ToolResultPart)}
-    system: list[dict[str, Any]] = []
-    turns: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            for p in message.parts:
-                if isinstance(p, TextPart) and p.text:
-                    system.append({"text": p.text})
-                    _cache_point(system, p)
-            continue
-        if message.role in ("user", "tool"):
-            role, blocks = "user", _user_blocks(message)
-        elif message.role == "assistant":
-            role, blocks = "assistant", _assistant_blocks(message, answered)
-        else:
-            raise ValueError(f"message role {message.role!r} has no Bedrock Converse equivalent")
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-    for turn in turns:
-        if turn["role"] == "user":
-            turn["content"].sort(key=lambda b: "toolResult" not in b)  # stable: results first
-    return system, turns
+    return conversation_turns(messages, CONVERSE)
 
 
 def _meta(part: Any) -> dict[str, Any]:
@@ -277,37 +256,20 @@ def _tool_result(part: ToolResultPart) -> dict[str, Any]:
                            "status": "error" if part.is_error else "success"}}
 
 
-def _user_blocks(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            if part.text:  # Converse rejects blank text blocks
-                blocks.append({"text": part.text})
-                _cache_point(blocks, part)
-        elif isinstance(part, FilePart):
-            blocks.append(convert_file(part))
-            _cache_point(blocks, part)
-        elif isinstance(part, ToolResultPart):
-            blocks.append(_tool_result(part))
+def _text_blocks(part: TextPart) -> list[dict[str, Any]]:
+    blocks = [{"text": part.text}]
+    _cache_point(blocks, part)
     return blocks
 
 
-def _assistant_blocks(message: Message, answered: set[str]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, ReasoningPart):
-            block = _reasoning_block(part)
-            if block is not None:
-                blocks.append(block)
-        elif isinstance(part, TextPart):
-            if part.text:
-                blocks.append({"text": part.text})
-                _cache_point(blocks, part)
-        elif isinstance(part, ToolCallPart):
-            if part.arguments is None and part.id not in answered:
-                continue
-            blocks.append({"toolUse": {"toolUseId": part.id, "name": part.name, "input": part.arguments or {}}})
+def _file_blocks(part: FilePart) -> list[dict[str, Any]]:
+    blocks = [convert_file(part)]
+    _cache_point(blocks, part)
     return blocks
+
+
+def _tool_use_block(part: ToolCallPart) -> dict[str, Any]:
+    return {"toolUse": {"toolUseId": part.id, "name": part.name, "input": part.arguments or {}}}
 
 
 def _reasoning_block(part: ReasoningPart) -> dict[str, Any] | None:
@@ -322,3 +284,15 @@ def _reasoning_block(part: ReasoningPart) -> dict[str, Any] | None:
     if isinstance(signature, str) and signature:
         return {"reasoningContent": {"reasoningText": {"text": part.text, "signature": signature}}}
     return None
+
+
+CONVERSE = Dialect(
+    api="Bedrock Converse",
+    text=_text_blocks,
+    file=_file_blocks,
+    tool_result=_tool_result,
+    tool_use=_tool_use_block,
+    reasoning=_reasoning_block,
+    is_tool_result=lambda block: "toolResult" in block,
+)
+"""Converse's blocks for the shared conversation rules (:class:`hookstream_anthropic.request.Dialect`)."""

@@ -28,7 +28,8 @@ length side channels; it is ignored).
   block's text); anything else -> ``RAW``.
 * ``contentBlockStop``: ends the tool call (``input: {}`` when no argument text streamed) or the
   reasoning block.
-* ``messageStop``: ``stopReason`` (raw) normalised by :data:`STOP_REASONS`;
+* ``messageStop``: ``stopReason`` (raw) normalised by :data:`STOP_REASONS` under the builder's one
+  finish-reason policy (a ``metadata`` without a ``stopReason`` before it: ``stop``, or ``tool_calls``);
   ``additionalModelResponseFields`` kept in ``RUN_FINISHED`` metadata.
 * ``metadata`` (the last event): ``usage`` -> :class:`Usage`, ``metrics.latencyMs`` and ``trace``
   (guardrail assessments) in ``RUN_FINISHED`` metadata ``{"bedrock": {...}}``; then ``RUN_FINISHED``.
@@ -55,35 +56,30 @@ from typing import Any
 
 from hookstream import SourcePart
 from hookstream.errors import MalformedChunkError
-from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
+from hookstream.events import BaseEvent, ReasoningEncryptedValue, Usage
 from hookstream.plugin import CallContext, StreamBuilder, new_id
+from hookstream_anthropic.stream import STOP_REASONS as ANTHROPIC_STOP_REASONS
+from hookstream_anthropic.stream import end_signed_reasoning, server_block_events
 
 from .request import PROVIDER_KEY
 
-__all__ = ["STOP_REASONS", "ConverseStreamParser", "finish_reason_for", "usage_from"]
+__all__ = ["STOP_REASONS", "ConverseStreamParser", "usage_from"]
 
 log = logging.getLogger("hookstream.bedrock")
 
 STOP_REASONS: dict[str, str] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool_calls",
+    # Converse passes Claude's stop reasons on (end_turn, stop_sequence, max_tokens, tool_use,
+    # model_context_window_exceeded): those entries are the anthropic provider's table.
+    **ANTHROPIC_STOP_REASONS,
     "guardrail_intervened": "content_filter",
     "content_filtered": "content_filter",
     "malformed_model_output": "error",
     "malformed_tool_use": "error",
 }
-"""``messageStop.stopReason`` ("MessageStopEvent") -> normalised finish reason."""
-
-
-def finish_reason_for(stop_reason: str | None, has_tools: bool) -> str | None:
-    """The normalised finish reason for ``stop_reason``; an unknown value is ``tool_calls`` when the
-    answer holds tool calls, else ``stop``; ``None`` stays ``None``."""
-    if stop_reason is None:
-        return None
-    return STOP_REASONS.get(stop_reason) or ("tool_calls" if has_tools else "stop")
+"""``messageStop.stopReason`` ("MessageStopEvent", valid values ``end_turn | tool_use | max_tokens |
+stop_sequence | guardrail_intervened | content_filtered | malformed_model_output | malformed_tool_use |
+model_context_window_exceeded``) -> normalised finish reason, under the builder's one policy
+(:meth:`hookstream.plugin.StreamBuilder.normalise_finish_reason`)."""
 
 
 def _int(value: Any) -> int | None:
@@ -129,7 +125,7 @@ class ConverseStreamParser:
     :meth:`run` once."""
 
     def __init__(self, context: CallContext) -> None:
-        self.builder = StreamBuilder(context)
+        self.builder = StreamBuilder(context, STOP_REASONS)
         self.blocks: dict[int, _Block] = {}
         self.stop_reason: str | None = None
         self.response_fields: Any = None
@@ -227,7 +223,7 @@ class ConverseStreamParser:
             if metadata.get(key) is not None:
                 meta[key] = metadata[key]
         out.extend(self.builder.finish(
-            finish_reason_for(self.stop_reason, bool(self.builder.started_tools)),
+            self.builder.finish_reason(self.stop_reason),
             self.stop_reason,
             usage,
             metadata={PROVIDER_KEY: meta} if meta else None,
@@ -343,13 +339,7 @@ class ConverseStreamParser:
         if kind == "text":
             return self._sources(block)
         if kind == "reasoning":
-            if block.signature is None:
-                return b.end_reasoning()
-            meta = {PROVIDER_KEY: {"signature": block.signature}}
-            if b.reasoning_open:
-                return b.end_reasoning(metadata=meta)
-            # A signature without reasoning text (display omitted) must still go back.
-            return [ReasoningEncryptedValue("message", new_id("rsn"), block.signature, metadata=meta)]
+            return end_signed_reasoning(b, block.signature, PROVIDER_KEY)
         if kind == "tool":
             if b.tool_args_length(block.id):
                 return b.tool_end(block.id)
@@ -371,13 +361,7 @@ class ConverseStreamParser:
         else:
             sent = {"toolResult": data}
             name = "bedrock.tool_result"
-        out = self.builder.end_text()
-        out.extend(self.builder.end_reasoning())
-        out.append(Custom(name, data))
-        out.append(ReasoningEncryptedValue(
-            "message", new_id("srv"), str(data.get("toolUseId") or ""), metadata={PROVIDER_KEY: {"server_block": sent}}
-        ))
-        return out
+        return server_block_events(self.builder, name, data, str(data.get("toolUseId") or ""), PROVIDER_KEY, sent)
 
     def _sources(self, block: _Block) -> list[BaseEvent]:
         out: list[BaseEvent] = []

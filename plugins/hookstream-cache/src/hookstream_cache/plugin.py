@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hookstream.plugin import CLIRun, RunPluginRegistrar, hookimpl
+from hookstream.plugin import RunPluginRegistrar, hookimpl
 
 if TYPE_CHECKING:
     import click
+    from hookstream.plugin import CLIRun
 
 RUN_COMMANDS = ("chat", "batch", "serve")
 """The CLI commands that run chats and so take ``--cache``."""

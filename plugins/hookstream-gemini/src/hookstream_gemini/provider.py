@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote
 
@@ -21,7 +21,7 @@ from hookstream.events import BaseEvent
 from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider
 
 from .request import build_body
-from .stream import parse_stream
+from .stream import FINISH_REASONS, UNKNOWN_FINISH_REASON, parse_stream
 
 __all__ = ["GeminiProvider"]
 
@@ -32,6 +32,9 @@ class GeminiProvider(Provider):
     """Gemini adapter. ``api_key`` defaults to ``$GEMINI_API_KEY``, then ``$GOOGLE_API_KEY``."""
 
     name: ClassVar[str] = "gemini"
+    finish_reasons: ClassVar[Mapping[str, str]] = FINISH_REASONS
+    """Raw finish reason -> normalised one; the rules around it are the builder's one policy."""
+    unknown_finish_reason: ClassVar[str] = UNKNOWN_FINISH_REASON
     default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com"
     api_key_env: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     api_version: ClassVar[str] = "v1beta"

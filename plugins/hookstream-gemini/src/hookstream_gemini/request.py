@@ -71,29 +71,7 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 def build_body(request: ModelRequest) -> dict[str, Any]:
     """The JSON body for ``request``. Raises :class:`ValueError` for a ``tool_choice`` Gemini cannot
     express or a message role it does not know."""
-    call_ids = _gemini_call_ids(request.messages)
-    system: list[dict[str, Any]] = []
-    contents: list[dict[str, Any]] = []
-    for message in request.messages:
-        if message.role == "system":
-            system.extend({"text": p.text} for p in message.parts if isinstance(p, TextPart) and p.text)
-            continue
-        if message.role == "user":
-            role, parts = "user", _user_parts(message, call_ids)
-        elif message.role == "assistant":
-            role, parts = "model", _model_parts(message)
-        elif message.role == "tool":
-            role, parts = "user", [x for p in message.tool_results for x in _function_response(p, call_ids)]
-        else:
-            raise ValueError(f"Gemini has no message role {message.role!r}")
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            # Gemini wants parallel function responses (and what follows them) in one turn.
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
-
+    system, contents = _contents(request.messages)
     body: dict[str, Any] = {"contents": contents}
     if system:
         body["systemInstruction"] = {"parts": system}
@@ -113,6 +91,35 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
     if request.options:
         body = deep_merge(body, request.options)
     return body
+
+
+def _contents(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(``systemInstruction`` parts, ``contents``): system text apart; user text, files and tool
+    results as ``user`` turns, assistant parts as ``model`` turns, consecutive turns of one role merged.
+    Raises :class:`ValueError` for a role Gemini does not know."""
+    call_ids = _gemini_call_ids(messages)
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system.extend({"text": p.text} for p in message.parts if isinstance(p, TextPart) and p.text)
+            continue
+        if message.role == "user":
+            role, parts = "user", _user_parts(message, call_ids)
+        elif message.role == "assistant":
+            role, parts = "model", _model_parts(message)
+        elif message.role == "tool":
+            role, parts = "user", [x for p in message.tool_results for x in _function_response(p, call_ids)]
+        else:
+            raise ValueError(f"Gemini has no message role {message.role!r}")
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            # Gemini wants parallel function responses (and what follows them) in one turn.
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return system, contents
 
 
 def output_generation_config(output: OutputFormat) -> dict[str, Any]:

@@ -68,7 +68,8 @@ from .partial_args import PartialArgs
 
 log = logging.getLogger("hookstream_gemini.stream")
 
-__all__ = ["FINISH_REASONS", "SERVER_PARTS", "GeminiStreamParser", "normalise_finish", "parse_stream", "usage_from"]
+__all__ = ["FINISH_REASONS", "SERVER_PARTS", "UNKNOWN_FINISH_REASON", "GeminiStreamParser", "parse_stream",
+           "usage_from"]
 
 SERVER_PARTS = frozenset({"executableCode", "codeExecutionResult", "toolCall", "toolResponse"})
 """Part fields of built-in (server-side) tools, kept in history and sent back verbatim."""
@@ -95,16 +96,13 @@ FINISH_REASONS: dict[str, str] = {
     "OTHER": "error",
     "FINISH_REASON_UNSPECIFIED": "error",
 }
-"""Gemini ``Candidate.finishReason`` -> hookstream finish reason (unknown values: ``error``)."""
+"""Gemini ``Candidate.finishReason`` -> hookstream finish reason, under the builder's one policy
+(:meth:`hookstream.plugin.StreamBuilder.normalise_finish_reason`; ``STOP`` after function calls is
+``tool_calls``, Gemini having no value of its own for them). Unknown values are ``error``
+(:data:`UNKNOWN_FINISH_REASON`): the enum's unlisted members are faults (``OTHER``, ``MALFORMED_*``)."""
 
-
-def normalise_finish(raw: str, had_tool_calls: bool) -> str:
-    """The normalised finish reason of a raw ``finishReason``; ``STOP`` after function calls is
-    ``tool_calls`` (Gemini has no finish reason of its own for them)."""
-    reason = FINISH_REASONS.get(raw, "error")
-    if reason == "stop" and had_tool_calls:
-        return "tool_calls"
-    return reason
+UNKNOWN_FINISH_REASON = "error"
+"""The normalised finish reason of a ``finishReason`` :data:`FINISH_REASONS` does not know."""
 
 
 def usage_from(raw: dict[str, Any] | None) -> Usage | None:
@@ -153,7 +151,7 @@ class GeminiStreamParser:
 
     def __init__(self, context: CallContext) -> None:
         self.context = context
-        self.builder = StreamBuilder(context)
+        self.builder = StreamBuilder(context, FINISH_REASONS, UNKNOWN_FINISH_REASON)
         self._text_sig: str | None = None
         self._reasoning_sig: str | None = None
         self._streamed: _StreamedCall | None = None
@@ -215,10 +213,8 @@ class GeminiStreamParser:
         blocked = self.prompt_feedback is not None and self.prompt_feedback.get("blockReason")
         if self.finish_raw is None and not blocked:
             return None
-        if self.finish_raw is None:
-            reason = "content_filter"
-        else:
-            reason = normalise_finish(self.finish_raw, bool(self.builder.started_tools))
+        # A blocked prompt has no finishReason at all: promptFeedback.blockReason says why.
+        reason = "content_filter" if self.finish_raw is None else self.builder.finish_reason(self.finish_raw)
         out = self._close_text()
         out.extend(self._close_reasoning())
         out.extend(self.builder.finish(reason, self.finish_raw, usage, self._finish_meta(bool(blocked)),
@@ -413,36 +409,17 @@ class GeminiStreamParser:
 
     # -- function calls -------------------------------------------------------------------------
     def _function_call(self, fc: Any, signature: str | None) -> list[BaseEvent]:
-        if not isinstance(fc, dict):
-            raise MalformedChunkError(f"Gemini functionCall is not a JSON object: {fc!r}"[:200])
-        name = fc.get("name")
-        args = fc.get("args")
-        if args is not None and not isinstance(args, dict):
-            raise MalformedChunkError(f"Gemini functionCall.args is not an object: {fc!r}"[:200])
-        partial = fc.get("partialArgs")
-        if partial is not None and not isinstance(partial, list):
-            raise MalformedChunkError(f"Gemini functionCall.partialArgs is not a list: {fc!r}"[:200])
+        name, args, partial = _checked_call(fc)
         more = fc.get("willContinue") is True
         out: list[BaseEvent] = []
-        streamed = self._streamed
-        if streamed is not None:
+        if self._streamed is not None:
             if not name:  # continuation (or the closing ``functionCall: {}``) of the streamed call
-                if signature and not streamed.signed and streamed.late_signature is None:
-                    streamed.late_signature = signature  # rides on TOOL_CALL_END instead
-                if args:
-                    streamed.args = {**(streamed.args or {}), **args}
-                for entry in partial or ():
-                    streamed.partial.add(entry)
-                if not more:
-                    out.extend(self._finish_streamed())
-                return out
+                return self._continue_streamed(self._streamed, args, partial, more, signature)
             out.extend(self._finish_streamed())  # a new call starts: the previous one is complete
         if not name:
             if partial or args:
                 raise MalformedChunkError(f"Gemini functionCall without a name: {fc!r}"[:200])
             return out  # a stray closing marker carries nothing
-        if not isinstance(name, str):
-            raise MalformedChunkError(f"Gemini functionCall.name is not a string: {fc!r}"[:200])
         out.extend(self._close_text())
         out.extend(self._close_reasoning())
         call_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
@@ -455,15 +432,26 @@ class GeminiStreamParser:
         out.extend(self.builder.tool_start(tool_call_id, name, metadata={"gemini": meta} if meta else None))
         if more or partial:
             self._streamed = _StreamedCall(tool_call_id, args, signature is not None)
-            for entry in partial or ():
-                self._streamed.partial.add(entry)
-            if not more:
-                out.extend(self._finish_streamed())
+            out.extend(self._continue_streamed(self._streamed, None, partial, more, None))
             return out
         value = args or {}
         out.extend(self.builder.tool_args(tool_call_id, json.dumps(value, ensure_ascii=False)))
         out.extend(self.builder.tool_end(tool_call_id, input=value))
         return out
+
+    def _continue_streamed(
+        self, streamed: _StreamedCall, args: dict[str, Any] | None, partial: list[Any] | None, more: bool,
+        signature: str | None,
+    ) -> list[BaseEvent]:
+        """Add one piece (``args``, ``partialArgs``) to the streamed call; finish it when ``more`` is
+        false. A ``signature`` on a later piece than the start rides on ``TOOL_CALL_END``."""
+        if signature and not streamed.signed and streamed.late_signature is None:
+            streamed.late_signature = signature
+        if args:
+            streamed.args = {**(streamed.args or {}), **args}
+        for entry in partial or ():
+            streamed.partial.add(entry)
+        return [] if more else self._finish_streamed()
 
     def _finish_streamed(self) -> list[BaseEvent]:
         streamed = self._streamed
@@ -484,6 +472,23 @@ class GeminiStreamParser:
             tool_call_id = f"{tool_call_id}-{n}"
         self._ids.add(tool_call_id)
         return tool_call_id
+
+
+def _checked_call(fc: Any) -> tuple[str | None, dict[str, Any] | None, list[Any] | None]:
+    """(``name`` or ``None``, ``args``, ``partialArgs``) of a ``functionCall`` part; raises
+    :class:`MalformedChunkError` for one whose fields have the wrong JSON types."""
+    if not isinstance(fc, dict):
+        raise MalformedChunkError(f"Gemini functionCall is not a JSON object: {fc!r}"[:200])
+    name = fc.get("name")
+    if name is not None and not isinstance(name, str):
+        raise MalformedChunkError(f"Gemini functionCall.name is not a string: {fc!r}"[:200])
+    args = fc.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise MalformedChunkError(f"Gemini functionCall.args is not an object: {fc!r}"[:200])
+    partial = fc.get("partialArgs")
+    if partial is not None and not isinstance(partial, list):
+        raise MalformedChunkError(f"Gemini functionCall.partialArgs is not a list: {fc!r}"[:200])
+    return name or None, args, partial
 
 
 def _opt_str(value: Any) -> str | None:

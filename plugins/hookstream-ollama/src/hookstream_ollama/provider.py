@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -28,7 +28,7 @@ from hookstream.events import BaseEvent
 from hookstream.plugin import NDJSON, CallContext, Framing, HTTPRequest, ModelRequest, Provider, Secret
 
 from .request import build_body
-from .stream import parse_stream
+from .stream import FINISH_REASONS, parse_stream
 
 __all__ = ["DEFAULT_HOST", "OllamaProvider", "host_url"]
 
@@ -57,6 +57,9 @@ class OllamaProvider(Provider):
     :mod:`hookstream_ollama.stream` for the event mapping)."""
 
     name: ClassVar[str] = "ollama"
+    finish_reasons: ClassVar[Mapping[str, str]] = FINISH_REASONS
+    """Raw finish reason -> normalised one; the rules around it are the builder's one policy."""
+    unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = DEFAULT_HOST
     api_key_env: ClassVar[tuple[str, ...]] = ("OLLAMA_API_KEY",)
     framing: ClassVar[Framing] = NDJSON

@@ -35,22 +35,21 @@ from hookstream.errors import MalformedChunkError
 from hookstream.events import BaseEvent, Usage
 from hookstream.plugin import CallContext, StreamBuilder
 
-__all__ = ["normalise_done_reason", "parse_stream"]
+__all__ = ["FINISH_REASONS", "parse_stream"]
 
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 
 
-def normalise_done_reason(raw: str | None, *, tool_calls: bool) -> str:
-    """``done_reason`` as ``stop | length | tool_calls``: ``length`` stays, everything else (``stop``,
-    ``load``, ``unload``, none) is ``tool_calls`` when the model called tools, else ``stop``."""
-    if raw == "length":
-        return "length"
-    return "tool_calls" if tool_calls else "stop"
+FINISH_REASONS: dict[str, str] = {"stop": "stop", "length": "length", "load": "stop", "unload": "stop"}
+"""Ollama ``done_reason`` -> normalised finish reason, under the builder's one policy
+(:meth:`hookstream.plugin.StreamBuilder.normalise_finish_reason`): ``stop`` (and ``load`` / ``unload``,
+a model loaded or unloaded without generating, or a missing or unknown value) is ``tool_calls`` when
+the model called tools."""
 
 
 def parse_stream(values: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
     """AG-UI events (adapter grammar) for the parsed NDJSON ``values`` of one ``/api/chat`` stream."""
-    b = StreamBuilder(context)
+    b = StreamBuilder(context, FINISH_REASONS)
     yield from b.start()
     calls = 0
     for value in values:
@@ -71,7 +70,7 @@ def parse_stream(values: Iterable[Any], context: CallContext) -> Iterator[BaseEv
                 yield from _tool_call(b, call, f"call_{context.run_id}_{calls}")
                 calls += 1
         if value.get("done"):
-            yield from _finish(b, value, calls)
+            yield from _finish(b, value)
             return
 
 
@@ -98,11 +97,11 @@ def _tool_call(b: StreamBuilder, call: Any, fallback_id: str) -> Iterator[BaseEv
     yield from b.tool_end(call_id, input=arguments)
 
 
-def _finish(b: StreamBuilder, value: dict[str, Any], calls: int) -> list[BaseEvent]:
+def _finish(b: StreamBuilder, value: dict[str, Any]) -> list[BaseEvent]:
     """``RUN_FINISHED`` from the ``done`` line."""
     raw = value.get("done_reason")
     usage = Usage(input_tokens=value.get("prompt_eval_count"), output_tokens=value.get("eval_count"))
     times = {k: value[k] for k in _DURATIONS if k in value}
     model = value.get("model")
-    return b.finish(normalise_done_reason(raw, tool_calls=calls > 0), raw, usage,
+    return b.finish(b.finish_reason(raw), raw, usage,
                     {"ollama": times} if times else None, model=model if isinstance(model, str) else None)

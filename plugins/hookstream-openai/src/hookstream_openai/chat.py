@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from hookstream import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
@@ -32,18 +32,18 @@ from hookstream.plugin import (
 from .common import arguments_text, auth_headers, output_text, tool_choice
 
 __all__ = [
+    "FINISH_REASONS",
     "OpenAIChatProvider",
     "chat_body",
     "chat_file_part",
     "chat_messages",
     "chat_response_format",
     "chat_usage",
-    "normalise_finish_reason",
 ]
 
 log = logging.getLogger("hookstream_openai.chat")
 
-_FINISH = {
+FINISH_REASONS: dict[str, str] = {
     "stop": "stop",
     "length": "length",
     "content_filter": "content_filter",
@@ -58,6 +58,10 @@ _FINISH = {
     "error": "error",
     "insufficient_system_resource": "error",  # DeepSeek: the server cut the answer off
 }
+"""Chat Completions ``finish_reason`` (and compatible servers' values) -> normalised finish reason,
+under the builder's one policy (:meth:`hookstream.plugin.StreamBuilder.normalise_finish_reason`):
+``stop`` with tool calls is ``tool_calls`` (a forced ``tool_choice`` answers ``stop``), ``stop`` with
+only a refusal ``content_filter``, a missing or unknown value ``stop`` (then the same two rules)."""
 
 
 def _keep_fields(obj: dict[str, Any], fields: tuple[str, ...], kept: dict[str, Any]) -> None:
@@ -70,21 +74,6 @@ def _keep_fields(obj: dict[str, Any], fields: tuple[str, ...], kept: dict[str, A
             kept[key] = value
             if '"filtered": true' in json.dumps(value):
                 kept.setdefault("filtered", []).append({key: value})
-
-
-def normalise_finish_reason(raw: str | None, *, tool_calls: bool, refusal: bool = False) -> str:
-    """Map a Chat Completions ``finish_reason`` to ``stop | length | content_filter | tool_calls | error``.
-
-    ``stop`` with tool calls is ``tool_calls`` (forced/named ``tool_choice`` answers ``stop``: the calls
-    must still run); ``stop`` with only a refusal is ``content_filter``. A missing or unknown value is
-    ``tool_calls`` when the model asked for tools, else ``stop``.
-    """
-    norm = _FINISH.get(raw) if raw is not None else None
-    if norm is None or norm == "stop":
-        if tool_calls:
-            return "tool_calls"
-        return "content_filter" if refusal else "stop"
-    return norm
 
 
 def chat_usage(raw: dict[str, Any]) -> Usage:
@@ -289,11 +278,16 @@ class _ToolSlot:
 class _ChatParse:
     """Per-call state of the chunk mapping. Hot path (text deltas) stays in the generator."""
 
-    __slots__ = ("b", "context", "id_keys", "last_key", "model", "refusal", "response_id", "slots", "source_urls")
+    __slots__ = ("b", "context", "id_keys", "kept", "kept_fields", "last_key", "model", "raw_finish", "refusal",
+                 "response_id", "slots", "source_urls", "usage")
 
-    def __init__(self, b: StreamBuilder, context: CallContext) -> None:
+    def __init__(self, b: StreamBuilder, context: CallContext, kept_fields: tuple[str, ...] = ()) -> None:
         self.b = b
         self.context = context
+        self.kept_fields = kept_fields
+        self.kept: dict[str, Any] = {}
+        self.raw_finish: str | None = None
+        self.usage: dict[str, Any] | None = None
         self.slots: dict[Any, _ToolSlot] = {}
         self.id_keys: dict[str, Any] = {}
         self.last_key: Any = None
@@ -331,6 +325,106 @@ class _ChatParse:
                 start_index=start if type(start) is int else None, end_index=end if type(end) is int else None,
                 provider_metadata={"openai": {"annotation": a}},
             )))
+        return out
+
+    def choice(self, choices: list[Any]) -> list[BaseEvent]:
+        """Events of choice 0 of a chunk that is not text alone (the generator maps those itself)."""
+        choice = choices[0]
+        if choice.get("index", 0) != 0:
+            choice = next((c for c in choices if c.get("index", 0) == 0), None)
+            if choice is None:
+                return []
+        if self.kept_fields:
+            _keep_fields(choice, self.kept_fields, self.kept)
+        delta = choice.get("delta")
+        out = self.delta(delta) if delta and type(delta) is dict else []
+        message = choice.get("message")  # some routers repeat the whole message at the end
+        if type(message) is dict and message.get("annotations"):
+            out.extend(self.sources(message["annotations"]))
+        finish = choice.get("finish_reason")
+        if finish:
+            self.raw_finish = finish
+        return out
+
+    def delta(self, delta: dict[str, Any]) -> list[BaseEvent]:
+        """Events of one choice ``delta``: reasoning, text (or Mistral's typed content), tool call
+        pieces, a refusal (kept for the end), annotations."""
+        b = self.b
+        out: list[BaseEvent] = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning and type(reasoning) is str:
+            out.extend(b.reasoning(reasoning))
+        content = delta.get("content")
+        if content and type(content) is str:
+            out.extend(b.text(content))
+        elif content and type(content) is list:
+            out.extend(self.typed_content(content))
+        calls = delta.get("tool_calls")
+        if calls:
+            out.extend(self.tool_deltas(calls))
+        refusal = delta.get("refusal")
+        if refusal:
+            self.refusal.append(refusal)
+        annotations = delta.get("annotations")
+        if annotations:
+            out.extend(self.sources(annotations))
+        return out
+
+    def chunk_fields(self, chunk: dict[str, Any]) -> list[BaseEvent] | None:
+        """What a chunk carries beside its choices: the response id (first one) and model (last one),
+        Perplexity's sources, usage (last non-empty; Groq's ``x_groq.usage``), and an in-stream
+        ``error``, which ends the call (``RUN_ERROR``, the builder is then closed). ``None`` when there
+        is nothing to emit: most chunks, so no list is made for them."""
+        if self.response_id is None and type(chunk.get("id")) is str:
+            self.response_id = chunk["id"]
+        model = chunk.get("model")
+        if model and type(model) is str:
+            self.model = model
+        u = chunk.get("usage")
+        if u:
+            self.usage = u
+        elif "x_groq" in chunk:
+            xu = chunk["x_groq"].get("usage") if isinstance(chunk["x_groq"], dict) else None
+            if xu:
+                self.usage = xu
+        out: list[BaseEvent] | None = None
+        if "citations" in chunk or "search_results" in chunk:  # Perplexity
+            out = self.sources(chunk.get("search_results"))
+            out.extend(self.sources(chunk.get("citations")))
+        err = chunk.get("error")
+        if err:
+            # Checked after the choices: OpenRouter puts the error object beside a choice (with
+            # ``finish_reason: "error"`` or null) whose delta is still part of the answer.
+            message, code = _error_event(err)
+            out = out or []
+            out.extend(self.b.error(message, code=code, usage=chat_usage(self.usage) if self.usage else None,
+                                    raw_finish_reason=self.raw_finish))
+        return out
+
+    def finish(self, name: str) -> list[BaseEvent]:
+        """The end after ``data: [DONE]``: open tool calls end, a refusal becomes a ``CUSTOM``
+        ``refusal`` event, and ``RUN_FINISHED`` carries the finish reason (the builder's policy over
+        :data:`FINISH_REASONS`), usage and the fields kept under ``name``. Raises
+        :class:`MalformedChunkError` for a tool call that got arguments but never a name."""
+        unnamed = self.unnamed_tool_calls()
+        if unnamed:
+            raise MalformedChunkError(f"tool call {unnamed[0]!r} got arguments but never a name")
+        b = self.b
+        metadata: dict[str, Any] | None = {name: self.kept} if self.kept else None
+        out: list[BaseEvent] = []
+        if self.refusal:
+            text = "".join(self.refusal)
+            metadata = {**(metadata or {}), "openai": {"refusal": text}}
+            out.append(Custom("refusal", {"text": text}))
+        out.extend(self.end_tools())
+        out.extend(b.finish(
+            b.finish_reason(self.raw_finish, refusal=bool(self.refusal)),
+            self.raw_finish,
+            chat_usage(self.usage) if self.usage else None,
+            metadata=metadata,
+            response_id=self.response_id,
+            model=self.model,
+        ))
         return out
 
     def end_tools(self) -> list[BaseEvent]:
@@ -477,6 +571,9 @@ class OpenAIChatProvider(Provider):
     """
 
     name: ClassVar[str] = "openai"
+    finish_reasons: ClassVar[Mapping[str, str]] = FINISH_REASONS
+    """Raw finish reason -> normalised one; the rules around it are the builder's one policy."""
+    unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     distribution: ClassVar[str] = "hookstream-openai"
@@ -491,21 +588,17 @@ class OpenAIChatProvider(Provider):
         return HTTPRequest(self.base_url + "/chat/completions", chat_body(request), auth_headers(self.api_key))
 
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
-        b = StreamBuilder(context)
-        st = _ChatParse(b, context)
-        loads = json_loads
-        raw_finish: str | None = None
-        usage: dict[str, Any] | None = None
+        b = StreamBuilder(context, FINISH_REASONS)
         kept_fields = self.kept_fields
-        kept: dict[str, Any] = {}
+        st = _ChatParse(b, context, kept_fields)
+        loads, chunk_fields, text = json_loads, st.chunk_fields, b.text  # bound once: called per chunk
         yield from b.start()
         for sse in events:
             data = sse.data
             if not data:
                 continue
-            if data[0] != "{":
-                if data.strip() == "[DONE]":
-                    break
+            if data[0] != "{" and data.strip() == "[DONE]":
+                break
             try:
                 chunk = loads(data)
             except ValueError:
@@ -514,87 +607,27 @@ class OpenAIChatProvider(Provider):
                 raise MalformedChunkError(f"chunk is not a JSON object: {data[:80]!r}", data)
             choices = chunk.get("choices")
             if kept_fields:
-                _keep_fields(chunk, kept_fields, kept)
+                _keep_fields(chunk, kept_fields, st.kept)
             if choices:
                 choice = choices[0]
-                if choice.get("index", 0) != 0:
-                    choice = next((c for c in choices if c.get("index", 0) == 0), None)
-                if kept_fields and choice is not None:
-                    _keep_fields(choice, kept_fields, kept)
-                if choice is not None:
-                    delta = choice.get("delta")
-                    if type(delta) is dict and len(delta) == 1 and type(content := delta.get("content")) is str:
-                        # Most chunks: text alone, so none of the other fields below is there.
-                        if content:
-                            yield from b.text(content)
-                    elif delta:
-                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-                        if reasoning and type(reasoning) is str:
-                            yield from b.reasoning(reasoning)
-                        content = delta.get("content")
-                        if content:
-                            if type(content) is str:
-                                yield from b.text(content)
-                            elif type(content) is list:
-                                yield from st.typed_content(content)
-                        calls = delta.get("tool_calls")
-                        if calls:
-                            yield from st.tool_deltas(calls)
-                        refusal = delta.get("refusal")
-                        if refusal:
-                            st.refusal.append(refusal)
-                        annotations = delta.get("annotations")
-                        if annotations:
-                            yield from st.sources(annotations)
-                    message = choice.get("message")  # some routers repeat the whole message at the end
-                    if type(message) is dict and message.get("annotations"):
-                        yield from st.sources(message["annotations"])
-                    finish = choice.get("finish_reason")
-                    if finish:
-                        raw_finish = finish
+                delta = choice.get("delta")
+                if (type(delta) is dict and len(delta) == 1 and type(content := delta.get("content")) is str
+                        and not kept_fields and choice.get("index", 0) == 0 and "message" not in choice):
+                    # Most chunks: text alone in choice 0, so nothing else in the choice needs a look.
+                    if content:
+                        yield from text(content)
+                    if choice.get("finish_reason"):
+                        st.raw_finish = choice["finish_reason"]
+                else:
+                    yield from st.choice(choices)
             elif choices is None and not chunk.get("usage") and not chunk.get("error") and "citations" not in chunk:
                 log.debug("passing on a chunk of unknown type %r (SSE event %r)", chunk.get("object"), sse.event)
                 yield from b.raw(chunk, self.name)
-            if st.response_id is None and type(chunk.get("id")) is str:
-                st.response_id = chunk["id"]
-            model = chunk.get("model")
-            if model and type(model) is str:
-                st.model = model
-            if "citations" in chunk or "search_results" in chunk:  # Perplexity
-                yield from st.sources(chunk.get("search_results"))
-                yield from st.sources(chunk.get("citations"))
-            u = chunk.get("usage")
-            if u:
-                usage = u
-            elif "x_groq" in chunk:
-                xu = chunk["x_groq"].get("usage") if isinstance(chunk["x_groq"], dict) else None
-                if xu:
-                    usage = xu
-            err = chunk.get("error")
-            if err:
-                # Checked after the choices: OpenRouter puts the error object beside a choice (with
-                # ``finish_reason: "error"`` or null) whose delta is still part of the answer.
-                message, code = _error_event(err)
-                yield from b.error(message, code=code, usage=chat_usage(usage) if usage else None,
-                                   raw_finish_reason=raw_finish)
-                return
+            extra = chunk_fields(chunk)
+            if extra is not None:
+                yield from extra
+                if b.closed:
+                    return
         else:
             return  # no [DONE]: the core ends the call with RUN_ERROR connection_closed
-        unnamed = st.unnamed_tool_calls()
-        if unnamed:
-            raise MalformedChunkError(f"tool call {unnamed[0]!r} got arguments but never a name")
-        tools = bool(b.started_tools)
-        metadata: dict[str, Any] | None = {self.name: kept} if kept else None
-        if st.refusal:
-            text = "".join(st.refusal)
-            metadata = {**(metadata or {}), "openai": {"refusal": text}}
-            yield Custom("refusal", {"text": text})
-        yield from st.end_tools()
-        yield from b.finish(
-            normalise_finish_reason(raw_finish, tool_calls=tools, refusal=bool(st.refusal)),
-            raw_finish,
-            chat_usage(usage) if usage else None,
-            metadata=metadata,
-            response_id=st.response_id,
-            model=st.model,
-        )
+        yield from st.finish(self.name)

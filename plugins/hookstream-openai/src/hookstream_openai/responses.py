@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from hookstream import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
@@ -30,6 +30,7 @@ from hookstream.plugin import (
 from .common import arguments_text, auth_headers, output_text, tool_choice
 
 __all__ = [
+    "FINISH_REASONS",
     "KEY",
     "OpenAIResponsesProvider",
     "responses_body",
@@ -55,6 +56,9 @@ _IGNORED = frozenset({
 _TOOL_PROGRESS = ("response.web_search_call.", "response.file_search_call.", "response.code_interpreter_call",
                   "response.image_generation_call.", "response.mcp_", "response.computer_call",
                   "response.custom_tool_call_input.")
+
+_REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 # Output items this adapter maps itself; every other item is provider-executed and kept for the next turn.
 _MAPPED_ITEMS = frozenset({"function_call", "reasoning", "message", "image_generation_call"})
@@ -276,14 +280,27 @@ def responses_text_format(output: OutputFormat) -> dict[str, Any]:
 # -- stream -----------------------------------------------------------------------------------------
 
 
-def _finish_reason(status: str | None, response: dict[str, Any], tool_calls: bool) -> str:
+FINISH_REASONS: dict[str, str] = {
+    "completed": "stop",
+    "incomplete": "length",
+    "incomplete:max_output_tokens": "length",
+    "incomplete:content_filter": "content_filter",
+    "failed": "error",
+}
+"""Responses ``response.status`` -> normalised finish reason, under the builder's one policy
+(:meth:`hookstream.plugin.StreamBuilder.normalise_finish_reason`: ``completed`` with function calls is
+``tool_calls``, with only a refusal ``content_filter``). An ``incomplete`` response is looked up as
+``incomplete:REASON`` (``incomplete_details.reason``) first; the raw finish reason stays the status."""
+
+
+def _finish_key(status: str, response: dict[str, Any]) -> str:
+    """The :data:`FINISH_REASONS` key of a response: ``incomplete:REASON`` when the table knows that
+    reason, else the status."""
     if status == "incomplete":
         details = response.get("incomplete_details")
-        reason = details.get("reason") if isinstance(details, dict) else None
-        return "content_filter" if reason == "content_filter" else "length"
-    if status == "failed":
-        return "error"
-    return "tool_calls" if tool_calls else "stop"
+        key = f"incomplete:{details.get('reason')}" if isinstance(details, dict) else status
+        return key if key in FINISH_REASONS else status
+    return status
 
 
 class _ResponsesParse:
@@ -300,6 +317,41 @@ class _ResponsesParse:
         self.refusal: list[str] = []
         self.items: list[dict[str, Any]] = []  # provider-executed items not yet attached to a part
         self.cited: set[tuple[Any, ...]] = set()
+
+    def event(self, kind: str, ev: dict[str, Any], name: str) -> list[BaseEvent]:
+        """Events of one Responses event of type ``kind`` other than text and argument deltas and the
+        terminal ones (the generator maps those); an unknown type is passed on as ``RAW`` from ``name``."""
+        if kind in _REASONING_DELTAS:
+            return self.summary_delta(ev)
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            item = ev.get("item")
+            if not isinstance(item, dict):
+                return []
+            return self.item_added(item) if kind == "response.output_item.added" else self.output_item_done(item)
+        if kind == "response.function_call_arguments.done":
+            return self.call_done(ev.get("item_id") or "", ev.get("arguments"))
+        if kind == "response.output_text.annotation.added":
+            return self.annotation(ev.get("annotation"))
+        if kind == "response.refusal.delta":
+            if ev.get("delta"):
+                self.refusal.append(ev["delta"])
+            return []
+        if kind == "error":
+            self.error = _error_fields(ev)
+            return []
+        if kind in _IGNORED or kind.startswith(_TOOL_PROGRESS):
+            return []
+        log.debug("passing on a Responses event of unknown type %r", kind)
+        return self.b.raw(ev, name)
+
+    def output_item_done(self, item: dict[str, Any]) -> list[BaseEvent]:
+        """A finished output item: a function call's complete arguments, a reasoning item's id and
+        encrypted content, or any other item (:meth:`item_done`)."""
+        if item.get("type") == "function_call":
+            return self.call_done(item.get("id") or "", item.get("arguments"))
+        if item.get("type") == "reasoning":
+            return self.reasoning_done(item)
+        return self.item_done(item)
 
     def take_items(self, meta: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """``meta`` (this provider's metadata of the part about to open) plus ``items_before``: the
@@ -513,6 +565,9 @@ class OpenAIResponsesProvider(Provider):
     """
 
     name: ClassVar[str] = "openai-responses"
+    finish_reasons: ClassVar[Mapping[str, str]] = FINISH_REASONS
+    """Raw finish reason -> normalised one; the rules around it are the builder's one policy."""
+    unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
 
@@ -521,7 +576,7 @@ class OpenAIResponsesProvider(Provider):
         return HTTPRequest(self.base_url + "/responses", responses_body(request), auth_headers(self.api_key))
 
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
-        b = StreamBuilder(context)
+        b = StreamBuilder(context, FINISH_REASONS)
         st = _ResponsesParse(b)
         loads = json_loads
         yield from b.start()
@@ -536,42 +591,17 @@ class OpenAIResponsesProvider(Provider):
             if type(ev) is not dict:
                 raise MalformedChunkError(f"event is not a JSON object: {data[:80]!r}", data)
             kind = ev.get("type") or sse.event
-            if kind == "response.output_text.delta":
+            if kind == "response.output_text.delta":  # most events: straight to the builder
                 delta = ev.get("delta")
                 if delta:
                     yield from st.text(delta)
             elif kind == "response.function_call_arguments.delta":
                 yield from st.args(ev.get("item_id") or "", ev.get("delta") or "")
-            elif kind == "response.reasoning_summary_text.delta" or kind == "response.reasoning_text.delta":
-                yield from st.summary_delta(ev)
-            elif kind == "response.output_item.added":
-                item = ev.get("item")
-                if isinstance(item, dict):
-                    yield from st.item_added(item)
-            elif kind == "response.function_call_arguments.done":
-                yield from st.call_done(ev.get("item_id") or "", ev.get("arguments"))
-            elif kind == "response.output_item.done":
-                item = ev.get("item")
-                if isinstance(item, dict):
-                    if item.get("type") == "function_call":
-                        yield from st.call_done(item.get("id") or "", item.get("arguments"))
-                    elif item.get("type") == "reasoning":
-                        yield from st.reasoning_done(item)
-                    else:
-                        yield from st.item_done(item)
-            elif kind == "response.output_text.annotation.added":
-                yield from st.annotation(ev.get("annotation"))
-            elif kind == "response.refusal.delta":
-                if ev.get("delta"):
-                    st.refusal.append(ev["delta"])
-            elif kind == "error":
-                st.error = _error_fields(ev)
-            elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            elif kind in _TERMINAL:
                 yield from self._end(st, ev.get("response") or {}, kind)
                 return
-            elif kind not in _IGNORED and not kind.startswith(_TOOL_PROGRESS):
-                log.debug("passing on a Responses event of unknown type %r", kind)
-                yield from b.raw(ev, self.name)
+            else:
+                yield from st.event(kind, ev, self.name)
         if st.error is not None:
             # ``error`` without a closing ``response.failed``: still the provider's own error.
             message, code = st.error
@@ -595,9 +625,7 @@ class OpenAIResponsesProvider(Provider):
             b.closed = True
             yield RunError(message, code=code, usage=usage, raw_finish_reason=status, metadata=metadata)
             return
-        finish = _finish_reason(status, response, bool(b.started_tools))
-        if st.refusal and finish == "stop":
-            finish = "content_filter"
+        finish = b.finish_reason(_finish_key(status, response), refusal=bool(st.refusal))
         if st.items:
             yield from st.trailing_items()
         model = response.get("model")
