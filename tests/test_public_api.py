@@ -284,9 +284,10 @@ def test_names_the_doc_samples_import_exist() -> None:
 
 # -- (e) one exception root: every error a user or plugin can see is a HookstreamError with a code --
 
-# Exceptions that never leave their module: each is caught and turned into a typed public error there
-# (ArgumentTypeError -> the tool's error result, Unsupported -> ToolDefinitionError).
-INTERNAL_EXCEPTIONS = frozenset({"ArgumentTypeError", "Unsupported"})
+# Exceptions that never leave their module: each is caught and turned into a typed public error or an
+# answer there (ArgumentTypeError -> the tool's error result, Unsupported -> ToolDefinitionError, the AG-UI
+# server's _Refused -> an HTTP error response).
+INTERNAL_EXCEPTIONS = frozenset({"ArgumentTypeError", "Unsupported", "_Refused"})
 # Its code is the RUN_ERROR event's it stands for, set per instance.
 CODE_PER_INSTANCE = frozenset({"RunFailedError"})
 _SOURCE_ROOTS = (PACKAGE, *sorted((ROOT / "plugins").glob("*/src")))
