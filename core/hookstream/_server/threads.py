@@ -87,7 +87,7 @@ def merge(history: Sequence[Message], incoming: Sequence[Message], fresh_ids: bo
 
 
 def agui_ids(raw: Sequence[Any], messages: list[Message]) -> None:
-    """Give each of ``messages`` (:func:`~hookstream.messages_from_agui` of ``raw``) the ``id`` of the
+    """Give each of ``messages`` (:func:`~hookstream.server.messages_from_agui` of ``raw``) the ``id`` of the
     AG-UI message it came from: roles are matched in order (UI-only roles skipped; consecutive ``tool``
     messages, which became one message, give it the first one's id)."""
     family = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
