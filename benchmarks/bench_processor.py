@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hookstream import StreamProcessor
 from hookstream import _events as E
-from hookstream._processing.processor import StreamProcessor
 
 MB = 1_000_000
 

@@ -8,12 +8,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
-from hookstream._errors import MalformedChunkError
-from hookstream._events import BaseEvent, Usage
-from hookstream._registry import Registry, get_registry
-from hookstream._stream.builder import StreamBuilder
-from hookstream._stream.provider import CallContext, ModelRequest, Provider
-from hookstream._stream.transport import HTTPRequest
+from hookstream import Provider, get_registry
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Usage
+from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Registry, StreamBuilder
 
 
 class LineProvider(Provider):
@@ -57,7 +55,7 @@ def lineprov() -> type[LineProvider]:
             def hookstream_register_providers(register: Any) -> None:
                 register("lineprov", LineProvider)
 
-        from hookstream._hookspecs import hookimpl
+        from hookstream.plugin import hookimpl
 
         Plugin.hookstream_register_providers = hookimpl(Plugin.hookstream_register_providers)  # type: ignore[method-assign]
         reg.add_plugin(Plugin(), "lineprov-test")

@@ -15,8 +15,7 @@ import pytest
 
 pytest.importorskip("hookstream_openai", reason="engine tests speak OpenAI Chat Completions: install the plugin")
 
-from hookstream import Callbacks, LoopSettings, get_model
-from hookstream._chat import ChatStream, chat
+from hookstream import Callbacks, ChatStream, LoopSettings, chat, get_model
 from hookstream.testing import CapturedRequest, check_events
 
 MODEL = "openai:gpt-4o-mini"

@@ -8,8 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from hookstream import ToolContext
-from hookstream._agentloop.tools import tool
+from hookstream import ToolContext, tool
 
 
 def where(label: str) -> dict[str, object]:

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
-from hookstream import LoopSettings, Timeouts, get_model
+from hookstream import ChatStream, LoopSettings, Timeouts, chat, get_model
 from hookstream._agentloop.thread_pool import IDLE_NAME
-from hookstream._chat import ChatStream, chat
-from hookstream._events import BaseEvent
+from hookstream.events import BaseEvent
 
 
 class RecordingTool:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookstream import _events as E
-from hookstream._processing.processor import StreamProcessor
-from hookstream._processing.ui import UIMessage
+from hookstream import StreamProcessor, UIMessage
+from hookstream import events as E
 
 
 class Recorder:

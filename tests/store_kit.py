@@ -40,7 +40,8 @@ from typing import Any
 import pytest
 import requests
 import sseclient
-from hookstream import open_store, tool
+from hookstream import tool
+from hookstream.stores import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent

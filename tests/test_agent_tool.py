@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from engine_kit import MODEL, text_body, tool_body, usage
-from hookstream import Agent, AgentToolError, ToolContext, chat, get_model
+from hookstream import Agent, ToolContext, chat, get_model
+from hookstream.errors import AgentToolError
 from hookstream.testing import LoopbackServer, Response, check_events
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from hookstream import Message, chat, get_model
-from hookstream._server.agui import messages_from_agui
+from hookstream.server import messages_from_agui
 from hookstream.testing import Response, check_events
 from serve_kit import serve_demo_process
 
@@ -232,8 +232,8 @@ def test_approve_answers_a_remote_interrupt_with_resume_entries_on_the_runs_thre
 _NO_APPROVAL_APP = """
 import sys
 from waitress.server import create_server
-from hookstream import make_app
-from hookstream._server.demo import demo_factory
+from hookstream.server import make_app
+from hookstream.testing import demo_factory
 server = create_server(make_app(stream_factory=demo_factory(delay=0, approval=False)), host="127.0.0.1", port=0)
 print(f"listening on http://127.0.0.1:{server.effective_port}/", flush=True)
 server.run()

@@ -17,9 +17,9 @@ import requests
 
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
-from hookstream import _events as E
-from hookstream._events import BaseEvent
-from hookstream._server.agui import RunInput, RunStream, make_app
+from hookstream import events as E
+from hookstream.events import BaseEvent
+from hookstream.server import RunInput, RunStream, make_app
 
 # Only keeps a broken server from hanging the test; a working one answers at once.
 NEVER = 30.0

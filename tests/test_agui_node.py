@@ -40,10 +40,9 @@ pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-o
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
 from hookstream import ToolContext  # noqa: E402
-from hookstream._events import BaseEvent, to_dict  # noqa: E402
-from hookstream._server.agui import RunInput, RunStream, make_app  # noqa: E402
-from hookstream._server.demo import demo_factory  # noqa: E402
-from hookstream.testing import replay_body  # noqa: E402
+from hookstream.events import BaseEvent, to_dict  # noqa: E402
+from hookstream.server import RunInput, RunStream, make_app  # noqa: E402
+from hookstream.testing import demo_factory, replay_body  # noqa: E402
 from hookstream.testing.conformance import corpus_providers, require_corpus  # noqa: E402
 
 # hookstream fields beyond the AG-UI 1.0 schema (see hookstream.events); enforceEvents() strips them with
@@ -185,7 +184,7 @@ def test_latency_from_event_produced_to_node_arrival(tmp_path: Path, request: py
 def test_every_corpus_stream_passes_enforce_and_verify(tmp_path: Path) -> None:
     corpus = require_corpus(ROOT)
     providers = corpus_providers(corpus)
-    from hookstream._registry import get_registry
+    from hookstream import get_registry
 
     installed = set(get_registry().names("providers"))
     streams, missing = [], []

@@ -1,5 +1,5 @@
 """No invalid AG-UI ever leaves hookstream (issue 23): every event, in its JSON wire form
-(:func:`hookstream.to_json`), validates against the official ``ag-ui-protocol`` models.
+(:func:`hookstream.events.to_json`), validates against the official ``ag-ui-protocol`` models.
 
 What is validated:
 
@@ -55,16 +55,20 @@ except ImportError:  # pragma: no cover - a test dependency (requirements/test.t
     pytest.skip("ag-ui-protocol (test dependency) not installed", allow_module_level=True)
 
 from engine_kit import MODEL, run, text_body, tool_body
-from hookstream import BaseEvent, LoopSettings, chat, get_model, to_json
-from hookstream._agentloop.tools import Tool, tool
-from hookstream._errors import UnknownPluginError
-from hookstream._events import ReasoningMessageContent, TextMessageContent, ToolCallArgs
-from hookstream._registry import get_registry
-from hookstream._server.agui import make_app
-from hookstream._server.demo import demo_factory
-from hookstream._stream.builder import StreamBuilder
-from hookstream._stream.provider import CallContext
-from hookstream.testing import DEMO_PROMPT, LoopbackServer, Response, check_events, demo_server, demo_tools
+from hookstream import LoopSettings, Tool, chat, get_model, get_registry, tool
+from hookstream.errors import UnknownPluginError
+from hookstream.events import BaseEvent, ReasoningMessageContent, TextMessageContent, ToolCallArgs, to_json
+from hookstream.plugin import CallContext, StreamBuilder
+from hookstream.server import make_app
+from hookstream.testing import (
+    DEMO_PROMPT,
+    LoopbackServer,
+    Response,
+    check_events,
+    demo_factory,
+    demo_server,
+    demo_tools,
+)
 from hookstream.testing.conformance import BODY_SUFFIXES, corpus_providers, find_corpus, require_corpus
 from hookstream.testing.recorded import replay_body
 
@@ -154,7 +158,7 @@ def assert_valid(events: Iterable[BaseEvent | dict[str, Any]], where: str = "eve
 # -- the validator itself ------------------------------------------------------------------------------
 
 def test_the_validator_catches_what_clients_reject() -> None:
-    from hookstream import _events as E
+    from hookstream import events as E
 
     assert agui_problems([E.TextMessageStart("m"), E.TextMessageContent("m", "")]) == [
         "events #2 TEXT_MESSAGE_CONTENT: empty delta"]

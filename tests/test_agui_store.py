@@ -25,12 +25,13 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 if sys.platform == "win32":
     pytest.skip("gunicorn runs on Unix only", allow_module_level=True)
 
-from click.testing import CliRunner
-from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, make_app, open_store
-from hookstream import _events as E
-from hookstream._cli.serve import command
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream import events as E
 from hookstream._server.threads import assign_ids, merge
 from hookstream._stores.codec import dumps_message, loads_message
+from hookstream.server import make_app
+from hookstream.stores import open_store
+from hookstream.testing import run_cli
 from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
 
 # One conversation: a tool call, plain text, an approval interrupt then its resume, another tool call.
@@ -187,7 +188,7 @@ def test_sqlite_store_saves_each_id_once(tmp_path: Path) -> None:
 def test_unknown_store_scheme_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown store 'mysql'"):
         open_store("mysql://x")
-    done = CliRunner().invoke(command, ["--model", "openai:m", "--workers", "2", "--store", "mysql://x"])
+    done = run_cli(["serve", "--model", "openai:m", "--workers", "2", "--store", "mysql://x"])
     assert done.exit_code == 2 and "--store: unknown store 'mysql'" in done.output
-    done = CliRunner().invoke(command, ["--model", "openai:m", "--workers", "2", "--store", "memory:"])
+    done = run_cli(["serve", "--model", "openai:m", "--workers", "2", "--store", "memory:"])
     assert done.exit_code == 2 and "lives in one process" in done.output

@@ -21,14 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from engine_kit import text_body, text_pieces, tool_body, usage
 from hookstream import BatchInput, BatchResult, Callbacks, RateLimiter, RunSettings, batch
-from hookstream._batch_file import BatchInputError, OutputFile
-from hookstream._cli import main
-from hookstream._ratelimit import Permit
-from hookstream.plugin import BatchJob, ChatRunner
-from hookstream.testing import CapturedRequest, LoopbackServer, Response
+from hookstream.errors import BatchInputError
+from hookstream.plugin import BatchJob, ChatRunner, Permit, open_output
+from hookstream.testing import CapturedRequest, LoopbackServer, Response, run_cli
 
 MODEL = "openai:gpt-4o-mini"
 KEYS = {"id", "text", "tool_calls", "finish_reason", "usage", "error"}
@@ -99,10 +96,10 @@ def test_cli_progress_bar_and_unwritable_output(tmp_path: Path) -> None:
     write_inputs(tmp_path / "in.jsonl", ["a", "b"])
     with LoopbackServer(Response(text_body("ok"))) as srv:
         args = ["batch", str(tmp_path / "in.jsonl"), "--model", MODEL, "--base-url", srv.url + "/v1"]
-        res = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "out.jsonl"), "--progress"])
+        res = run_cli([*args, "--output", str(tmp_path / "out.jsonl"), "--progress"])
         assert res.exit_code == 0, res.output
         assert "2/2" in res.output and "batch: 2/2 done, 0 errors" in res.output
-        res = CliRunner().invoke(main, [*args, "--output", str(tmp_path / "no" / "out.jsonl")])
+        res = run_cli([*args, "--output", str(tmp_path / "no" / "out.jsonl")])
     assert res.exit_code == 2 and "cannot open" in res.output
 
 
@@ -111,7 +108,9 @@ def test_rerun_skips_done_ids_and_truncates_a_cut_last_line(tmp_path: Path) -> N
     done: dict[str, Any] = {"id": "a", "text": "old", "tool_calls": [], "finish_reason": "stop",
                             "usage": None, "error": None}
     out.write_bytes(json.dumps(done).encode() + b"\n" + b'{"id": "b", "text": "cut by a cra')
-    with OutputFile(out) as f:
+    f = open_output(out)  # the SDK's way to open it, as a batch runner plugin does
+    assert f is not None
+    with f:
         assert f.done == {"a"}
         assert f.truncated == len(b'{"id": "b", "text": "cut by a cra')
     assert out.read_bytes() == json.dumps(done).encode() + b"\n"
@@ -137,7 +136,7 @@ def test_an_output_file_that_is_not_a_result_file_is_refused(tmp_path: Path) -> 
 
 def test_cli_bad_input_line_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text('{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n')
-    res = CliRunner().invoke(main, ["batch", str(tmp_path / "in.jsonl"), "--model", MODEL, "--base-url",
+    res = run_cli(["batch", str(tmp_path / "in.jsonl"), "--model", MODEL, "--base-url",
                                     "http://127.0.0.1:9/v1", "--output", str(tmp_path / "out.jsonl")])
     assert res.exit_code == 2
     assert "line 2" in res.output and "appears twice" in res.output
@@ -150,11 +149,11 @@ def test_cli_exit_0_with_failed_runs_and_1_with_fail_fast(tmp_path: Path) -> Non
     with LoopbackServer(Response(text_body("ok")), check=refuse("bad")) as srv:
         common = ["batch", str(tmp_path / "in.jsonl"), "--model", MODEL, "--base-url", srv.url + "/v1",
                   "--concurrency", "1", "--no-progress"]
-        res = CliRunner().invoke(main, [*common, "--output", str(tmp_path / "all.jsonl")])
+        res = run_cli([*common, "--output", str(tmp_path / "all.jsonl")])
         assert res.exit_code == 0, res.output
         assert sorted(d["id"] for d in read_lines(tmp_path / "all.jsonl")) == sorted(ids)
         assert "1 errors" in res.output
-        res = CliRunner().invoke(main, [*common, "--output", str(tmp_path / "ff.jsonl"), "--fail-fast"])
+        res = run_cli([*common, "--output", str(tmp_path / "ff.jsonl"), "--fail-fast"])
     assert res.exit_code == 1, res.output
     assert "fail-fast" in res.output
     # One thread, inputs in order: the batch stopped at "bad" and never asked for c and d.

@@ -9,39 +9,41 @@ from typing import Any
 
 import pytest
 from hookstream import (
-    AGUIInputError,
     FilePart,
-    FilePayload,
     FileUIPart,
     LoopSettings,
-    MalformedCustomEventError,
     Message,
-    Raw,
-    RunFinished,
     SourcePart,
-    SourcePayload,
     SourceUIPart,
     StreamProcessor,
     TextPart,
     ToolCallPart,
     ToolResultPart,
     UIMessage,
-    Usage,
     chat,
     final_json,
-    from_json,
     get_model,
     model_messages_to_ui_messages,
-    parse_custom,
-    to_json,
     tool,
     ui_messages_to_model_messages,
 )
-from hookstream._agentloop.tools import run_tool
-from hookstream._events import Custom, StepFinished, TextMessageContent, TextMessageStart
-from hookstream._server.agui import messages_from_agui
-from hookstream._stream.accumulate import StepAccumulator
-from hookstream.plugin import coerce_messages
+from hookstream.errors import AGUIInputError, MalformedCustomEventError
+from hookstream.events import (
+    Custom,
+    FilePayload,
+    Raw,
+    RunFinished,
+    SourcePayload,
+    StepFinished,
+    TextMessageContent,
+    TextMessageStart,
+    Usage,
+    from_json,
+    parse_custom,
+    to_json,
+)
+from hookstream.plugin import StepAccumulator, ToolCallRequest, coerce_messages, run_request
+from hookstream.server import messages_from_agui
 from hookstream.testing import LoopbackServer, Response
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
@@ -66,9 +68,9 @@ def test_a_tool_returning_files_gives_a_result_with_files() -> None:
         """Text and a picture."""
         return ["caption", shot, {"w": 1}]
 
-    alone = run_tool(screenshot, ToolCallPart("c1", "screenshot", {}), None)  # type: ignore[arg-type]
+    alone = run_request(ToolCallRequest.of(screenshot, ToolCallPart("c1", "screenshot", {})))
     assert (alone.output, alone.files, alone.is_error) == ("", [shot], False)
-    both = run_tool(mixed, ToolCallPart("c2", "mixed", {}), None)  # type: ignore[arg-type]
+    both = run_request(ToolCallRequest.of(mixed, ToolCallPart("c2", "mixed", {})))
     assert (both.output, both.files) == (["caption", {"w": 1}], [shot])
 
 
@@ -78,7 +80,7 @@ def test_tool_errors_are_unchanged() -> None:
         """Fails."""
         raise RuntimeError("no screen")
 
-    result = run_tool(broken, ToolCallPart("c1", "broken", {}), None)  # type: ignore[arg-type]
+    result = run_request(ToolCallRequest.of(broken, ToolCallPart("c1", "broken", {})))
     assert result.is_error and result.files == [] and "no screen" in result.output
 
 

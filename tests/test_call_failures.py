@@ -14,14 +14,10 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream import LoopSettings, get_model
-from hookstream._chat import chat
-from hookstream._errors import MissingAPIKeyError, NotEventStreamError, RateLimitError
-from hookstream._events import BaseEvent, RunError, RunStarted, TextMessageContent, to_json
-from hookstream._messages import Message
-from hookstream._registry import get_registry
-from hookstream._stream.call import CallOptions, ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest
+from hookstream import LoopSettings, Message, chat, get_model, get_registry
+from hookstream.errors import MissingAPIKeyError, NotEventStreamError, RateLimitError
+from hookstream.events import BaseEvent, RunError, RunStarted, TextMessageContent, to_json
+from hookstream.plugin import CallContext, CallOptions, ModelCall, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.provider_bodies import BASE_PATH, PROVIDERS, error_body, final_stream
 

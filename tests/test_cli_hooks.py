@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pytest
 import requests
-from click.testing import CliRunner
 from dist_kit import make_dist, run_cli
 from engine_kit import text_body
-from hookstream._cli import main
 from hookstream.testing import LoopbackServer, Response
+from hookstream.testing import run_cli as invoke_cli
 
 MODEL = "openai:gpt-4o-mini"
 
@@ -30,7 +29,8 @@ CLIPLUG = """
     import os
     import sys
 
-    from hookstream import Message, hookimpl
+    from hookstream import Message
+    from hookstream.plugin import hookimpl
 
 
     @hookimpl
@@ -146,7 +146,7 @@ def test_plugin_turns_a_registered_run_plugin_on(cliplug: Path) -> None:
 
 
 def test_an_unknown_plugin_name_is_a_one_line_usage_error() -> None:
-    res = CliRunner().invoke(main, ["chat", "hi", "--model", MODEL, "--no-log", "--plugin", "nosuch"])
+    res = invoke_cli(["chat", "hi", "--model", MODEL, "--no-log", "--plugin", "nosuch"])
     assert res.exit_code == 2
     [error] = [line for line in res.output.splitlines() if line.startswith("Error")]
     assert "--plugin: no run plugin named 'nosuch' (installed: " in error
@@ -154,7 +154,7 @@ def test_an_unknown_plugin_name_is_a_one_line_usage_error() -> None:
 
 def test_a_plugin_with_a_misspelt_hook_is_listed_under_failures(tmp_path: Path) -> None:
     typo = make_dist(tmp_path, "typoplug", """
-        from hookstream import hookimpl
+        from hookstream.plugin import hookimpl
 
         @hookimpl
         def hookstream_register_comands(cli):

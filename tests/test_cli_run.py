@@ -15,17 +15,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from engine_kit import frame, text_body, text_pieces, tool_body
-from hookstream._cli import main
-from hookstream.testing import LoopbackServer, Response
+from hookstream.testing import LoopbackServer, Response, run_cli
 
 KEEPALIVE = b": keepalive\n\n"
 MODEL = "openai:gpt-4o-mini"
 
 
 def invoke(*args: str) -> object:
-    return CliRunner().invoke(main, list(args), env={"OPENAI_API_KEY": "sk-test"})
+    return run_cli(list(args), env={"OPENAI_API_KEY": "sk-test"})
 
 
 # -- replay ---------------------------------------------------------------------------------------
@@ -34,7 +32,7 @@ def invoke(*args: str) -> object:
 def test_replay_exits_1_when_the_stream_ends_in_an_error(tmp_path: Path) -> None:
     body = b"".join(text_pieces("partial")[:2]) + frame({"error": {"message": "boom", "type": "server_error"}})
     (tmp_path / "bad.sse").write_bytes(body)
-    res = CliRunner().invoke(main, ["replay", str(tmp_path / "bad.sse"), "--provider", "openai",
+    res = run_cli(["replay", str(tmp_path / "bad.sse"), "--provider", "openai",
                                     "--output", "final-json"])
     assert res.exit_code == 1, res.output
     doc = json.loads(res.stdout)
@@ -43,7 +41,7 @@ def test_replay_exits_1_when_the_stream_ends_in_an_error(tmp_path: Path) -> None
 
 def test_replay_exits_0_on_a_good_stream(tmp_path: Path) -> None:
     (tmp_path / "good.sse").write_bytes(text_body("fine"))
-    res = CliRunner().invoke(main, ["replay", str(tmp_path / "good.sse"), "--provider", "openai"])
+    res = run_cli(["replay", str(tmp_path / "good.sse"), "--provider", "openai"])
     assert res.exit_code == 0, res.output
     assert "fine" in res.stdout
 
@@ -142,15 +140,3 @@ def test_tool_module_in_the_current_directory_is_found(tmp_path: Path) -> None:
         )
     assert proc.returncode == 0, proc.stderr
     assert "sunny in Paris" in proc.stdout and "Sunny." in proc.stdout
-
-
-def test_text_output_names_the_repaired_call(capsys: pytest.CaptureFixture[str]) -> None:
-    from hookstream import _events as E
-    from hookstream._cli.render import render_text
-
-    render_text([E.RunStarted("t", "r"), E.ToolCallStart("c1", "addition"), E.ToolCallArgs("c1", '{"x": "40"}'),
-                 E.ToolCallEnd("c1"),
-                 E.Custom("tool-call-repaired", {"toolCallId": "c1", "toolName": "add", "input": {"a": 40, "b": 2}}),
-                 E.ToolCallResult("toolres_c1", "c1", "42"), E.RunFinished("t", "r")])
-    out = capsys.readouterr().out
-    assert "[tool call repaired] add (c1)" in out

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import re
 
-from click.testing import CliRunner
 from engine_kit import text_body, tool_body
-from hookstream._cli import main
-from hookstream.testing import LoopbackServer, Response
+from hookstream.testing import LoopbackServer, Response, run_cli
 
 MODEL = "openai:gpt-4o-mini"
 T = r"(\d+ ms|\d+\.\d\d s)"  # a duration as the summary prints it
@@ -27,7 +25,7 @@ def lookup(city: str) -> str:
 def test_timing_summary_on_stderr() -> None:
     with LoopbackServer([Response(tool_body(("c1", "lookup", {"city": "Oslo"}))),
                          Response(text_body("It is", " sunny."))]) as srv:
-        res = CliRunner().invoke(main, ["chat", "weather?", "--model", MODEL, "--base-url", srv.url + "/v1",
+        res = run_cli(["chat", "weather?", "--model", MODEL, "--base-url", srv.url + "/v1",
                                         "--tool", "test_cli_timing:lookup", "--timing", "--output", "text"],
                                  env={"OPENAI_API_KEY": "sk-test"})
     assert res.exit_code == 0, res.output
@@ -48,7 +46,7 @@ def test_timing_summary_on_stderr() -> None:
 
 def test_no_timing_without_the_flag() -> None:
     with LoopbackServer([Response(text_body("hello"))]) as srv:
-        res = CliRunner().invoke(main, ["chat", "hi", "--model", MODEL, "--base-url", srv.url + "/v1"],
+        res = run_cli(["chat", "hi", "--model", MODEL, "--base-url", srv.url + "/v1"],
                                  env={"OPENAI_API_KEY": "sk-test"})
     assert res.exit_code == 0, res.output
     assert "timing:" not in res.stderr

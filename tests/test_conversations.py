@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from engine_kit import text_body
-from hookstream import History, InMemoryStore, Message, ToolCallPart, ToolResultPart, chat, get_model, open_store
+from hookstream import Message, ToolCallPart, ToolResultPart, chat, get_model
+from hookstream.stores import History, InMemoryStore, open_store
 from hookstream.testing import LoopbackServer, Response
 from store_kit import postgres
 
@@ -54,11 +55,11 @@ def test_a_store_made_by_the_previous_release_is_migrated(tmp_path: Path) -> Non
         conn.execute("CREATE TABLE hookstream_messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, thread_id TEXT NOT "
                      "NULL, message_key TEXT NOT NULL, body TEXT NOT NULL, UNIQUE (thread_id, message_key))")
     InMemoryStore()  # nothing shared
-    from hookstream._stores.codec import dumps_message
-
+    # Message.user("from before") as that release stored it.
+    body = '{"role":"user","parts":[{"text":"from before","provider_metadata":null,"kind":"text"}],"id":null}'
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO hookstream_messages (thread_id, message_key, body) VALUES (?, ?, ?)",
-                     ("old", "m1", dumps_message(Message.user("from before"))))
+                     ("old", "m1", body))
     store = open_store(f"sqlite:///{path}")
     (info,) = store.list_threads()  # type: ignore[attr-defined]
     assert (info.id, info.title, info.created, info.message_count) == ("old", "from before", None, 1)
@@ -121,10 +122,9 @@ def test_summarize_older_turns_with_a_named_model(tmp_path: Path) -> None:
     stored = store.load("t")
     assert sum(1 for m in stored if m.role == "system") == 2 and len([m for m in stored if m.role == "user"]) == 6
     # With nothing more to drop, the stored summary is reused.
-    from hookstream._stores.history import is_summary
-
     sent, new = History.summarize(summary_model, keep_last=4).apply(stored)
-    assert new is None and is_summary(sent[0]) == 16 and [m.role for m in sent[1:]] == ["user", "assistant"] * 2
+    summary_of = (sent[0].parts[0].provider_metadata or {})["hookstream"]["summary_of"]  # what the summary marks
+    assert new is None and summary_of == 16 and [m.role for m in sent[1:]] == ["user", "assistant"] * 2
 
 
 def test_a_restarted_process_resumes_an_approval_from_the_thread_and_store_alone(tmp_path: Path) -> None:
@@ -132,7 +132,8 @@ def test_a_restarted_process_resumes_an_approval_from_the_thread_and_store_alone
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT / 'tests')!r})
-        from hookstream import chat, get_model, open_store, tool
+        from hookstream import chat, get_model, tool
+        from hookstream.stores import open_store
         from hookstream.testing import LoopbackServer, Response
         from engine_kit import text_body, tool_body
 

@@ -8,24 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from hookstream import (
+from hookstream import HookstreamError, RepairRequest, StreamProcessor, Tool, ToolCallPart, tool
+from hookstream import events as E
+from hookstream.errors import MalformedCustomEventError
+from hookstream.events import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
     CustomPayload,
-    HookstreamError,
     LoopStoppedPayload,
-    MalformedCustomEventError,
-    StreamProcessor,
     ToolCallRepairedPayload,
     ToolInputAvailablePayload,
     parse_custom,
 )
-from hookstream import _events as E
-from hookstream._agentloop.tools import Tool, tool
-from hookstream._agentloop.values import RepairRequest
-from hookstream._cli.process import command
-from hookstream._messages import ToolCallPart
+from hookstream.testing import run_cli
 from processor_kit import run_end, run_start
 
 # Each payload with its wire value exactly as the engine has always sent it (AG-UI clients read these).
@@ -116,7 +111,7 @@ def test_process_cli_names_the_malformed_line(tmp_path: Path) -> None:
     bad = E.Custom("approval-responded", {"toolCallId": "c1", "approved": "yes"})
     log = tmp_path / "run.jsonl"
     log.write_text("\n".join(E.to_json(e) for e in [run_start(), bad, run_end()]) + "\n", encoding="utf-8")
-    res = CliRunner().invoke(command, [str(log)])
+    res = run_cli(["process", str(log)])
     assert res.exit_code == 1
     assert "run.jsonl:2: CUSTOM 'approval-responded': missing 'approvalId'" in res.stderr
     assert json.loads(res.stdout) == []

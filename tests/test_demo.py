@@ -10,14 +10,30 @@ import pytest
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
-from hookstream import _demo as demo
-from hookstream._events import from_dict
-from hookstream.testing import check_events
+import threading
+
+from hookstream import Observer, ToolResultPart, chat, get_model
+from hookstream.events import from_dict
+from hookstream.plugin import ToolInfo
+from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, CapturedRequest, check_events, demo_server, demo_tools
+
+
+class ToolLog(Observer):
+    """(tool name, thread, start, end) of each tool call, as the tool's own thread reports its end."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, float, float]] = []
+
+    def tool_end(self, tool: ToolInfo, result: ToolResultPart) -> None:
+        assert tool.ended_at is not None
+        self.calls.append((tool.name, threading.current_thread().name, tool.started_at, tool.ended_at))
 
 
 def test_demo_runs_two_steps_with_parallel_tools() -> None:
-    demo.tool_log.clear()
-    server, stream = demo.demo_stream(delay=0)
+    log = ToolLog()
+    server = demo_server()
+    model = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
+    stream = chat(model, DEMO_PROMPT, tools=demo_tools(), max_steps=4, observers=[log])
     try:
         events = list(stream)
         result = stream.result()
@@ -37,7 +53,7 @@ def test_demo_runs_two_steps_with_parallel_tools() -> None:
     tool_msgs = [m for m in server.requests[1].json()["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == ["call_hsdemo_weather01", "call_hsdemo_currency02"]
     # The two tools ran on different threads at the same time.
-    (_, t1, s1, e1), (_, t2, s2, e2) = sorted(demo.tool_log)
+    (_, t1, s1, e1), (_, t2, s2, e2) = sorted(log.calls)
     assert t1 != t2 and max(s1, s2) < min(e1, e2)
     # The conversation keeps each assistant tool-call message paired with its results.
     roles = [m.role for m in result.messages]
@@ -45,11 +61,11 @@ def test_demo_runs_two_steps_with_parallel_tools() -> None:
 
 
 def test_server_refuses_a_second_request_without_paired_results() -> None:
-    from hookstream.testing.server import CapturedRequest
-
     body = {"tools": [{"function": {"name": "get_weather"}}, {"function": {"name": "convert_currency"}}],
             "messages": [{"role": "user", "content": "x"}]}
-    problem = demo.check_request(1, CapturedRequest("POST", "/v1/chat/completions", {}, json.dumps(body).encode()))
+    with demo_server() as server:  # its check is the demo's own
+        assert server.check is not None
+        problem = server.check(1, CapturedRequest("POST", "/v1/chat/completions", {}, json.dumps(body).encode()))
     assert problem == "second request must carry the assistant tool-call message"
 
 

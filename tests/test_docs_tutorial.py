@@ -38,7 +38,8 @@ def test_tutorial_package_is_found_by_name_and_its_tests_pass(tmp_path: Path) ->
     assert {f"{PLUGIN}/src/hookstream_lines/plugin.py", f"{PLUGIN}/tests/test_lines_strategy.py"} <= set(files)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / PLUGIN / "src")}
     usage = (
-        "from hookstream import StreamProcessor, TextMessageContent, TextMessageEnd, TextMessageStart\n"
+        "from hookstream import StreamProcessor\n"
+        "from hookstream.events import TextMessageContent, TextMessageEnd, TextMessageStart\n"
         "seen = []\n"
         "p = StreamProcessor(strategy='lines', on_text_update=lambda mid, text: seen.append(text))\n"
         "for e in [TextMessageStart('m'), TextMessageContent('m', 'one\\ntw'), TextMessageContent('m', 'o\\n'),"

@@ -8,12 +8,8 @@ from typing import Any
 
 import pytest
 from engine_kit import MODEL, body_messages, customs, run, text_body, tool_body, types
-from hookstream import get_model
-from hookstream._agentloop.tools import Tool, tool
-from hookstream._agentloop.values import Resume
-from hookstream._chat import chat
-from hookstream._errors import ResumeError
-from hookstream._messages import ToolCallPart
+from hookstream import Resume, Tool, ToolCallPart, chat, get_model, tool
+from hookstream.errors import ResumeError
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, check_events
 
 deleted: list[str] = []

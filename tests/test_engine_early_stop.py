@@ -8,14 +8,18 @@ from typing import Any
 
 import pytest
 from engine_kit import MODEL, customs, run, text_body, text_pieces, tool_body, tool_pieces
-from hookstream import Callbacks, get_model
-from hookstream._agentloop.tools import tool
-from hookstream._agentloop.values import RepairRequest
-from hookstream._chat import ChatStream, chat
-from hookstream._messages import ToolCallPart
-from hookstream._processing.processor import StreamProcessor
-from hookstream._processing.ui import ToolCallUIPart
-from hookstream._stores.memory import InMemoryStore
+from hookstream import (
+    Callbacks,
+    ChatStream,
+    RepairRequest,
+    StreamProcessor,
+    ToolCallPart,
+    ToolCallUIPart,
+    chat,
+    get_model,
+    tool,
+)
+from hookstream.stores import InMemoryStore
 from hookstream.testing import LoopbackServer, Response
 
 KEEPALIVE = b": keepalive\n\n"
@@ -159,7 +163,7 @@ def test_processor_shows_the_approval_answer(approved: bool) -> None:
 
 
 def test_processor_sets_approval_responded_before_the_result() -> None:
-    from hookstream import _events as E
+    from hookstream import events as E
 
     processor = StreamProcessor()
     for ev in [E.RunStarted("t", "r"), E.StepStarted("step-1"), E.ToolCallStart("c1", "wipe"),

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 from engine_kit import run, text_body, tool_body, types
-from hookstream import get_model
-from hookstream._messages import Message
-from hookstream._stores.memory import InMemoryStore
+from hookstream import Message, get_model
+from hookstream.stores import InMemoryStore
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 
 
@@ -81,8 +80,7 @@ def test_memory_saves_each_step_before_the_next_request_is_sent() -> None:
 
 
 def test_an_interrupted_step_is_saved_with_its_pending_calls_and_resumed_once() -> None:
-    from hookstream._agentloop.tools import tool
-    from hookstream._chat import chat
+    from hookstream import chat, tool
 
     @tool(needs_approval=True)
     def rm(path: str) -> str:

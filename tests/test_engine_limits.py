@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from engine_kit import frame, run, text_body, text_pieces, tool_body
 from holdkit import NEVER, held
-from hookstream import Callbacks, ToolContext, get_model
-from hookstream._errors import CancelledError, RateLimitError, StreamTimeoutError
-from hookstream._stream.retry import backoff_delay
+from hookstream import Callbacks, Observer, ToolContext, get_model
+from hookstream.errors import CancelledError, RateLimitError, StreamTimeoutError
+from hookstream.plugin import ModelCallInfo, RetryInfo
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 
 
@@ -48,11 +48,17 @@ def test_5xx_is_retried_with_backoff_and_400_is_not() -> None:
     times, check = stamped()
     responses = [Response(error_body("overloaded", "server_error"), status=503, content_type="application/json"),
                  Response(text_body("ok"))]
+    delays: list[float] = []
+
+    class Delays(Observer):
+        def model_call_retry(self, call: ModelCallInfo, retry: RetryInfo) -> None:
+            delays.append(retry.delay)
+
     with LoopbackServer(responses, check=check) as srv:
-        _, stream = run(srv.url)
+        _, stream = run(srv.url, observers=[Delays()])
     assert stream.result().text == "ok"
-    assert times[1] - times[0] >= 0.2, times  # the first backoff draws from 0.25-0.5 s:
-    assert all(0.25 <= backoff_delay(0) < 0.5 for _ in range(200))
+    assert len(delays) == 1 and 0.25 <= delays[0] < 0.5, delays  # the first backoff draws from 0.25-0.5 s
+    assert times[1] - times[0] >= 0.2, times
     with LoopbackServer([Response(error_body("bad", "invalid_request_error"), status=400,
                                   content_type="application/json")]) as srv:
         events, stream = run(srv.url)
@@ -144,7 +150,7 @@ def test_run_timeout_while_a_tool_runs() -> None:
 def test_slow_consumer_is_not_idle() -> None:
     with LoopbackServer([Response(text_body("a", "b", "c"))]) as srv:
         from engine_kit import MODEL
-        from hookstream._chat import chat
+        from hookstream import chat
 
         # The whole body is already sent: only the consumer is slow, and that time is not idle time.
         stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", timeouts={"idle": 0.5})
@@ -178,7 +184,7 @@ def cancel_when(stream: Any, predicate: Any, gate: threading.Event | None = None
 
 def test_cancel_mid_text_from_another_thread() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
     from hookstream.testing import check_events
 
     # The server holds the stream open (keepalives) until the test lets go: the run can only end
@@ -197,7 +203,7 @@ def test_cancel_mid_text_from_another_thread() -> None:
 
 def test_cancel_mid_tool_from_another_thread() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
     from hookstream.testing import check_events
 
     tokens: list[Any] = []
@@ -279,7 +285,7 @@ def test_callbacks_on_error() -> None:
 
 def test_callbacks_on_abort() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
 
     rec = Recorder()
     with held(text_pieces("Hel")[:2]) as (resp, _hold), LoopbackServer([resp]) as srv:
@@ -292,7 +298,7 @@ def test_callbacks_on_abort() -> None:
 
 def test_consumer_that_stops_early_aborts_the_run() -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
 
     rec = Recorder()
     with held(text_pieces("a", "b")[:3]) as (resp, _hold), LoopbackServer([resp]) as srv:
@@ -317,7 +323,7 @@ def test_a_raising_observer_does_not_break_the_run() -> None:
 @pytest.mark.parametrize("when", ["before", "during"])
 def test_cancel_before_or_during_retry_wait(when: str) -> None:
     from engine_kit import MODEL
-    from hookstream._chat import chat
+    from hookstream import chat
 
     # Retry-After 30 s: were the wait not broken by cancel(), the retry would reach the server.
     asked = threading.Event()

@@ -11,7 +11,8 @@ from typing import Any
 
 import attrs
 from engine_kit import text_body, tool_body
-from hookstream import ToolCallPart, chat, get_model, make_app, tool
+from hookstream import ToolCallPart, chat, get_model, tool
+from hookstream.server import make_app
 from hookstream.testing import LoopbackServer, Response, check_events
 
 ran: list[int] = []

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 from engine_kit import run, text_body, tool_body, usage
-from hookstream._agentloop.stop import finish_reason_is, has_tool_call, step_count_is, total_tokens_exceed
-from hookstream._stream.accumulate import StepResult
+from hookstream import StepResult, finish_reason_is, has_tool_call, step_count_is, total_tokens_exceed
 from hookstream.testing import LoopbackServer, Response
 
 

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 from engine_kit import body_messages, run, text_body, tool_body, tool_names, types
-from hookstream._agentloop.tools import CancellationToken, ToolContext, tool
-from hookstream._agentloop.values import RepairRequest, StepSettings, StepStart
-from hookstream._messages import ToolCallPart
+from hookstream import CancellationToken, RepairRequest, StepSettings, StepStart, ToolCallPart, ToolContext, tool
 from hookstream.testing import LoopbackServer, Response
 
 # Generous limits that only keep a broken test from hanging; none of them bounds how fast the code is.

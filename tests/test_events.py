@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hookstream import _events as ev
+from hookstream import events as ev
 from pydantic import TypeAdapter
 
 ag_ui_core = pytest.importorskip("ag_ui.core", reason="ag-ui-protocol (test dependency) not installed")

@@ -14,9 +14,8 @@ from pathlib import Path
 import executor_tools
 import pytest
 from engine_kit import run, text_body, tool_body
-from hookstream._agentloop.executors import ProcessExecutor, ThreadExecutor, ToolCallRequest, tool_ref
-from hookstream._agentloop.tools import CancellationToken, tool
-from hookstream._messages import Message, TextPart, ToolCallPart
+from hookstream import CancellationToken, Message, ProcessExecutor, TextPart, ThreadExecutor, ToolCallPart, tool
+from hookstream.plugin import ToolCallRequest, tool_ref
 from hookstream.testing import LoopbackServer, Response
 
 # Only keeps a broken test from hanging; never bounds how fast the code is.

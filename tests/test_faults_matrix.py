@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 from faultkit import open_sockets, recording_tool, run_chat, running_threads, settle
 from holdkit import NEVER
-from hookstream import get_model
-from hookstream._errors import HookstreamError
-from hookstream._events import RunError, RunFinished, ToolCallResult
-from hookstream._registry import get_registry
+from hookstream import HookstreamError, get_model, get_registry
+from hookstream.events import RunError, RunFinished, ToolCallResult
 from hookstream.testing import check_events
 from hookstream.testing.faults import FAULTS, HTTP_FAULTS, FaultServer
 from hookstream.testing.provider_bodies import PROVIDERS, final_stream, provider_stream
@@ -166,7 +164,7 @@ def test_cancel_during_stall_keeps_text(provider: str) -> None:
     """cancel() from another thread while the server stalls: outcome cancelled, text kept, no leak."""
     if provider not in _providers():
         pytest.skip(f"provider {provider!r} is not installed")
-    from hookstream._chat import chat
+    from hookstream import chat
 
     rec, get_weather = recording_tool()
     script = provider_stream(provider)

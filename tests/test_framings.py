@@ -12,18 +12,16 @@ from typing import Any, ClassVar
 import pytest
 import requests
 from hookstream import chat, get_model
-from hookstream._stream.call import CallOptions, ModelCall
+from hookstream.errors import CorruptFrameError, LineTooLongError, MalformedChunkError, MissingCredentialsError
+from hookstream.events import BaseEvent
 from hookstream.plugin import (
     NDJSON,
     SSE,
-    BaseEvent,
     CallContext,
-    CorruptFrameError,
+    CallOptions,
     Framing,
     HTTPRequest,
-    LineTooLongError,
-    MalformedChunkError,
-    MissingCredentialsError,
+    ModelCall,
     ModelRequest,
     Provider,
     RefreshingToken,

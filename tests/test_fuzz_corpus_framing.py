@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookstream._agentloop.output import final_json
-from hookstream._registry import get_registry
-from hookstream._stream.call import CallOptions
+from hookstream import final_json, get_registry
+from hookstream.plugin import CallOptions
 from hookstream.testing import replay_body
 from hookstream.testing.conformance import corpus_providers, find_corpus, shared_missing
 from hookstream.testing.server import split_body

@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 import sseclient
-from hookstream._errors import HookstreamError, LineTooLongError
-from hookstream._registry import get_registry
-from hookstream._stream.accumulate import StepAccumulator
-from hookstream._stream.provider import CallContext
-from hookstream._stream.transport import DEFAULT_MAX_EVENT_BYTES, bounded_reads
+from hookstream import HookstreamError, get_registry
+from hookstream._stream.transport import bounded_reads
+from hookstream.errors import LineTooLongError
+from hookstream.plugin import DEFAULT_MAX_EVENT_BYTES, CallContext, StepAccumulator
 from hookstream.testing import check_events, replay_body
 from hookstream.testing.provider_bodies import PROVIDERS, provider_stream
 from hypothesis import HealthCheck, given, settings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hookstream import _events as ev
+from hookstream import events as ev
 from hookstream.testing import GrammarError, check_events
 
 OK_CALL = [

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 from dist_kit import make_dist, run_cli
-from hookstream._errors import UnknownPluginError
-from hookstream._registry import FIRST_PARTY, KINDS, Registry
+from hookstream._registry import FIRST_PARTY, KINDS
+from hookstream.errors import UnknownPluginError
+from hookstream.plugin import Registry
 
 
 def test_plugins_json_is_one_document_with_plugins_and_failures(tmp_path: Path) -> None:
     broken = make_dist(tmp_path, "brokenjson", "raise RuntimeError('broken on purpose')\n")
     good = make_dist(tmp_path, "goodjson", """
-        from hookstream import hookimpl
-        from hookstream._processing.strategies import ImmediateStrategy
+        from hookstream import ImmediateStrategy
+        from hookstream.plugin import hookimpl
 
         @hookimpl
         def hookstream_register_chunk_strategies(register):

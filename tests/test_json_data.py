@@ -10,7 +10,8 @@ import sys
 from typing import Any
 
 import pytest
-from hookstream._json_data import FAST, json_loads, json_loads_stdlib
+from hookstream._json_data import FAST, json_loads_stdlib
+from hookstream.plugin import json_loads
 from hookstream.testing.provider_bodies import PROVIDERS, provider_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -10,10 +10,10 @@ from rich.console import Console
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
 from hookstream import _demo as demo
-from hookstream import get_model
-from hookstream._agentloop.tools import tool
-from hookstream._chat import chat
+from hookstream import chat, get_model, tool
+from hookstream import events as E
 from hookstream._cli.live import LiveRenderer, _MarkdownTail, render_live
+from hookstream._cli.render import render_text
 from hookstream.testing import LoopbackServer, Response
 
 
@@ -64,3 +64,11 @@ def test_markdown_tail_commits_blocks_outside_code_fences() -> None:
     tail.add("```\n\nafter")
     assert tail.take_done() == "```py\nx = 1\n\ny = 2\n```"
     assert tail.take_all() == "after"
+
+def test_text_output_names_the_repaired_call(capsys: pytest.CaptureFixture[str]) -> None:
+    render_text([E.RunStarted("t", "r"), E.ToolCallStart("c1", "addition"), E.ToolCallArgs("c1", '{"x": "40"}'),
+                 E.ToolCallEnd("c1"),
+                 E.Custom("tool-call-repaired", {"toolCallId": "c1", "toolName": "add", "input": {"a": 40, "b": 2}}),
+                 E.ToolCallResult("toolres_c1", "c1", "42"), E.RunFinished("t", "r")])
+    out = capsys.readouterr().out
+    assert "[tool call repaired] add (c1)" in out

@@ -20,24 +20,10 @@ pytest.importorskip("genai_prices", reason="install hookstream[prices] (requirem
 from engine_kit import MODEL, text_body, tool_body, usage
 from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
-from hookstream import (
-    Cost,
-    ModelCapabilities,
-    RunFinished,
-    StepFinished,
-    Usage,
-    chat,
-    cost_exceeds,
-    final_json,
-    from_json,
-    get_model,
-    models,
-    to_json,
-    tool,
-)
-from hookstream._prices import cost_of, price_source, priced
-from hookstream._registry import Registry, reset_registry
-from hookstream.plugin import hookimpl
+from hookstream import chat, cost_exceeds, final_json, get_model, models, tool
+from hookstream._prices import cost_of, price_source
+from hookstream.events import Cost, RunFinished, StepFinished, Usage, from_json, to_json
+from hookstream.plugin import ModelCapabilities, Registry, hookimpl, priced, reset_registry
 from hookstream.testing import LoopbackServer, Response
 
 
@@ -206,7 +192,7 @@ def test_cost_exceeds_ends_the_run_between_steps() -> None:
 
 
 def test_cost_exceeds_never_stops_a_run_it_cannot_price() -> None:
-    from hookstream._stream.accumulate import StepResult
+    from hookstream import StepResult
 
     steps = [StepResult(1, usage=Usage(10**9, 10**9)), StepResult(2, usage=None)]
     assert not cost_exceeds(0)(steps)

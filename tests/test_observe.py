@@ -11,13 +11,20 @@ from typing import Any
 
 import pytest
 from engine_kit import run, text_body, tool_body
+from hookstream import ChatStream, Observer, ToolResultPart, chat, get_model
 from hookstream._agentloop.hooks import RunHooks, current_hooks
-from hookstream._agentloop.observe import ModelCallInfo, Observer, RetryInfo, RunInfo, ToolInfo
-from hookstream._demo import demo_stream
-from hookstream.plugin import ToolResultPart
-from hookstream.testing import LoopbackServer, Response
+from hookstream.plugin import ModelCallInfo, RetryInfo, RunInfo, ToolInfo
+from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, LoopbackServer, Response, demo_server, demo_tools
 
 MARK: contextvars.ContextVar[str | None] = contextvars.ContextVar("test_observe_mark", default=None)
+
+
+def demo_stream(*, delay: float = 0, observers: list[Any]) -> tuple[LoopbackServer, ChatStream]:
+    """The offline demo's run (``hookstream chat --demo``) with ``observers``; the caller stops the server."""
+    server = demo_server(delay=delay)
+    model = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
+    return server, chat(model, DEMO_PROMPT, tools=demo_tools(), max_steps=4, observers=observers)
+
 
 
 class Recorder(Observer):
@@ -237,7 +244,8 @@ class ObserverPlugin:
 
 
 def test_registered_observer_factories(caplog: pytest.LogCaptureFixture) -> None:
-    from hookstream.plugin import Registry, UnknownPluginError
+    from hookstream.errors import UnknownPluginError
+    from hookstream.plugin import Registry
 
     reg = Registry(autoload=False)
     plugin = ObserverPlugin()

@@ -38,8 +38,10 @@ GUIDES = {
     "provider": ("writing-a-provider-plugin.md", "echo", "hookstream-echo", "providers", "echo"),
     "chunk-strategy": ("tutorial-chunk-strategy.md", "lines", "hookstream-lines", "chunk_strategies", "lines"),
 }
-PLUGIN_CODE_FACES = {"hookstream.plugin"}
-PLUGIN_TEST_FACES = {"hookstream", "hookstream.plugin", "hookstream.testing"}
+# Plugin code: the SDK, plus the user faces for what users see too (messages, events, errors).
+PLUGIN_CODE_FACES = {"hookstream", "hookstream.events", "hookstream.errors", "hookstream.server", "hookstream.stores",
+                     "hookstream.plugin"}
+PLUGIN_TEST_FACES = PLUGIN_CODE_FACES | {"hookstream.testing"}
 # Every file of each guide's layout: a path line the extraction misses (a typo in the convention) fails here
 # rather than as a puzzling ImportError in the venv.
 FILES = {
@@ -158,7 +160,7 @@ def test_guide_files_follow_the_conventions(kind: str) -> None:
         if not path.endswith(".py") or not path.startswith(f"{folder}/"):
             continue
         ours = {m for m in imported_modules(source) if m == "hookstream" or m.startswith("hookstream.")}
-        # Plugin code uses the plugin SDK only; its tests may also run chats and use the testing kit.
+        # Plugin code uses the public faces but the testing kit; its tests may use that too.
         allowed = PLUGIN_CODE_FACES if "/src/" in path else PLUGIN_TEST_FACES
         assert ours <= allowed, f"{path} imports {sorted(ours - allowed)}"
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hookstream import _events as E
-from hookstream._processing.processor import StreamProcessor
-from hookstream._processing.ui import TextUIPart, ToolCallUIPart, UIMessage
+from hookstream import StreamProcessor, TextUIPart, ToolCallUIPart, UIMessage
+from hookstream import events as E
 from processor_kit import Recorder, shape
 
 

@@ -12,8 +12,8 @@ import cattrs
 import pytest
 from ag_ui import core as A
 from ag_ui.core import events as AE
-from hookstream import _events as E
-from hookstream._processing.processor import StreamProcessor
+from hookstream import StreamProcessor
+from hookstream import events as E
 from pydantic import TypeAdapter
 
 EVENT = TypeAdapter(AE.Event)
@@ -73,7 +73,10 @@ SAMPLES: list[Any] = [
 
 
 def test_every_agui_event_type_has_a_class() -> None:
-    assert {t.value for t in AE.EventType} == set(E.EVENT_TYPES)
+    public = [getattr(E, name) for name in E.__all__]
+    classes = [c for c in public if isinstance(c, type) and issubclass(c, E.BaseEvent) and c is not E.BaseEvent]
+    types = {cls.type for cls in classes}
+    assert {t.value for t in AE.EventType} == types
 
 
 @pytest.mark.parametrize("model", SAMPLES, ids=lambda m: f"{m.type.value}")

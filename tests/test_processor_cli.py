@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-from hookstream import _events as E
-from hookstream._cli.process import command
+from hookstream import events as E
+from hookstream.testing import run_cli
 from processor_kit import run_end, run_start, text, tool
 
 
@@ -19,7 +18,7 @@ def write_log(path: Path, evs: list[E.BaseEvent], extra: str = "") -> Path:
 def test_process_prints_messages_and_counts(tmp_path: Path) -> None:
     log = write_log(tmp_path / "run.jsonl", [run_start(), *text("m1", "Hi", " there"), *tool("c1", "f", "{}"),
                                               run_end("tool_calls")])
-    res = CliRunner().invoke(command, [str(log)])
+    res = run_cli(["process", str(log)])
     assert res.exit_code == 0, res.output
     messages = json.loads(res.stdout)
     assert messages[0]["parts"][0] == {"type": "text", "content": "Hi there"}
@@ -30,7 +29,7 @@ def test_process_prints_messages_and_counts(tmp_path: Path) -> None:
 
 def test_process_bad_line_reports_it_and_keeps_what_arrived(tmp_path: Path) -> None:
     log = write_log(tmp_path / "bad.jsonl", [run_start(), *text("m1", "kept")], extra='{"type": "NOPE"}\n')
-    res = CliRunner().invoke(command, [str(log), "--strategy", "immediate"])
+    res = run_cli(["process", str(log), "--strategy", "immediate"])
     assert res.exit_code == 1
     assert json.loads(res.stdout)[0]["parts"][0]["content"] == "kept"
     assert "bad.jsonl:5: not an AG-UI event" in res.stderr
@@ -38,5 +37,5 @@ def test_process_bad_line_reports_it_and_keeps_what_arrived(tmp_path: Path) -> N
 
 def test_process_unknown_strategy(tmp_path: Path) -> None:
     log = write_log(tmp_path / "run.jsonl", [run_start(), run_end()])
-    res = CliRunner().invoke(command, [str(log), "--strategy", "nope"])
+    res = run_cli(["process", str(log), "--strategy", "nope"])
     assert res.exit_code != 0 and "named 'nope'" in res.output

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from hookstream import _events as E
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._processing.convert import model_messages_to_ui_messages, ui_messages_to_model_messages
-from hookstream._processing.processor import StreamProcessor
-from hookstream._processing.ui import ToolCallUIPart, UIMessage
+from hookstream import (
+    Message,
+    ReasoningPart,
+    StreamProcessor,
+    TextPart,
+    ToolCallPart,
+    ToolCallUIPart,
+    ToolResultPart,
+    UIMessage,
+    model_messages_to_ui_messages,
+    ui_messages_to_model_messages,
+)
+from hookstream import events as E
 from processor_kit import run_end, run_start, text, tool
 
 SIG = {"anthropic": {"signature": "EqQBCgIYAhIM"}}

@@ -4,10 +4,9 @@ provider metadata, strategy resolution, JSON form of UI messages."""
 from __future__ import annotations
 
 import pytest
-from hookstream import _events as E
-from hookstream._errors import UnknownPluginError
-from hookstream._processing.processor import StreamProcessor
-from hookstream._processing.ui import ReasoningUIPart, UIMessage
+from hookstream import ReasoningUIPart, StreamProcessor, UIMessage
+from hookstream import events as E
+from hookstream.errors import UnknownPluginError
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hookstream._processing.partial_json import PartialJSONError, PartialJSONParser
+from hookstream._processing.partial_json import PartialJSONParser
+from hookstream.errors import PartialJSONError
 
 DOCS = [
     '{"a": 1, "b": [1, 2.5, -3e2, true, false, null, "x\\"y\\\\z\\u00e9\\ud83d\\ude00\\n"], "c": {"d": {}}, "e": []}',

@@ -7,8 +7,9 @@ the granular callbacks with their arguments.
 from __future__ import annotations
 
 import pytest
-from hookstream import _events as E
-from hookstream._processing.processor import ApprovalRequest, ToolInputRequest, UnknownToolCallError
+from hookstream import ApprovalRequest, ToolInputRequest
+from hookstream import events as E
+from hookstream.errors import UnknownToolCallError
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
 
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream._errors import MalformedChunkError
-from hookstream._processing.processor import StreamProcessor
+from hookstream import StreamProcessor
 from hookstream._processing.stream_parser import RawChunk, StreamParser, parse_raw
+from hookstream.errors import MalformedChunkError
 from hookstream.testing.grammar import check_events
 
 

@@ -1,6 +1,7 @@
-"""The public faces hold: ``hookstream`` (users), ``hookstream.plugin`` (plugin authors) and
-``hookstream.testing`` (test helpers) export what they list, the docs import nothing else, and every
-hookstream class the docs name exists on a face.
+"""The public faces hold: ``hookstream`` and its public modules ``hookstream.events``, ``.errors``,
+``.server`` and ``.stores`` (users), ``hookstream.plugin`` (plugin authors) and ``hookstream.testing``
+(test helpers) export what they list, the docs import nothing else, and every hookstream class the docs
+name exists on a face.
 
 Implementation modules are private (``hookstream._chat``...), as in httpx; these tests keep the docs
 from drifting back to them and keep each face complete for what the docs teach.
@@ -17,7 +18,11 @@ import types
 from pathlib import Path
 
 import hookstream
+import hookstream.errors
+import hookstream.events
 import hookstream.plugin
+import hookstream.server
+import hookstream.stores
 import hookstream.testing
 import pytest
 
@@ -27,11 +32,19 @@ PACKAGE = ROOT / "core" / "hookstream"
 
 FACES: dict[str, types.ModuleType] = {
     "hookstream": hookstream,
+    "hookstream.events": hookstream.events,
+    "hookstream.errors": hookstream.errors,
+    "hookstream.server": hookstream.server,
+    "hookstream.stores": hookstream.stores,
     "hookstream.plugin": hookstream.plugin,
     "hookstream.testing": hookstream.testing,
 }
-USER_FACES = frozenset({"hookstream", "hookstream.testing"})
-PLUGIN_FACES = frozenset({"hookstream", "hookstream.plugin", "hookstream.testing"})
+# The public modules beside ``hookstream`` that group the user face (thin lazy re-exports).
+USER_MODULES = ("hookstream.events", "hookstream.errors", "hookstream.server", "hookstream.stores")
+USER_FACES = frozenset({"hookstream", *USER_MODULES, "hookstream.testing"})
+PLUGIN_FACES = USER_FACES | {"hookstream.plugin"}
+# How many names ``hookstream`` may export: what a user of chat() needs, the rest lives in USER_MODULES.
+MAX_TOP_LEVEL_NAMES = 120
 
 PLUGIN_DOCS = frozenset({"writing-a-provider-plugin.md", "tutorial-chunk-strategy.md", "tutorial-run-plugin.md",
                          "hooks.rst",
@@ -143,6 +156,37 @@ def test_lazy_table_matches_all() -> None:
     assert set(dir(hookstream)) >= exported
 
 
+@pytest.mark.parametrize("face", USER_MODULES)
+def test_public_modules_are_lazy_re_exports(face: str) -> None:
+    module = FACES[face]
+    assert (module.__doc__ or "").strip(), f"{face} has no docstring"
+    values = {name: getattr(module, name) for name in module.__all__}
+    defined_here = [name for name, value in values.items()
+                    if isinstance(value, (type, types.FunctionType)) and value.__module__ == face]
+    assert not defined_here, f"{face} defines {defined_here}: a public module only re-exports"
+    # Reachable as an attribute after a bare `import hookstream`, as a package's modules are.
+    assert getattr(hookstream, face.rpartition(".")[2]) is module
+
+
+# Names hookstream.plugin shares with the user faces, each on purpose:
+# - Provider: users annotate and pass what get_model() returns (FallbackModel takes a list of them);
+#   plugin authors subclass it.
+PLUGIN_SHARES = frozenset({"Provider"})
+
+
+def test_plugin_face_does_not_repeat_the_user_face() -> None:
+    # Plugins import messages, events, errors... from the user faces; the SDK holds what only they need.
+    user = set().union(*(set(FACES[face].__all__) for face in ("hookstream", *USER_MODULES)))
+    shared = set(hookstream.plugin.__all__) & user
+    assert shared == PLUGIN_SHARES, f"hookstream.plugin re-exports user-face names: {sorted(shared - PLUGIN_SHARES)}"
+
+
+def test_top_level_stays_small() -> None:
+    assert len(hookstream.__all__) <= MAX_TOP_LEVEL_NAMES, (
+        f"hookstream exports {len(hookstream.__all__)} names (at most {MAX_TOP_LEVEL_NAMES}): group the rest "
+        f"into a public module ({', '.join(USER_MODULES)})")
+
+
 def test_no_public_name_is_taken_from_a_private_face() -> None:
     # hookstream's values come from its own implementation modules, never from the testing kit.
     for name in hookstream.__all__:
@@ -199,7 +243,8 @@ def test_no_public_name_shadows_a_module() -> None:
 def test_only_the_faces_are_public_modules() -> None:
     public = sorted(p.stem for p in PACKAGE.iterdir()
                     if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").exists()))
-    assert public == ["plugin", "testing"], f"public modules beside the faces: {public}"
+    expected = sorted(face.rpartition(".")[2] for face in FACES if face != "hookstream")
+    assert public == expected, f"public modules beside the faces: {public}"
 
 
 def test_chat_is_the_function() -> None:
@@ -235,3 +280,102 @@ def test_names_the_doc_samples_import_exist() -> None:
     for doc, line, module, name in doc_imports():
         if module in FACES and name is not None:
             assert hasattr(FACES[module], name), f"{doc.name}:{line}: {module}.{name} does not resolve"
+
+
+# -- (e) one exception root: every error a user or plugin can see is a HookstreamError with a code --
+
+# Exceptions that never leave their module: each is caught and turned into a typed public error or an
+# answer there (ArgumentTypeError -> the tool's error result, Unsupported -> ToolDefinitionError, the AG-UI
+# server's _Refused -> an HTTP error response).
+INTERNAL_EXCEPTIONS = frozenset({"ArgumentTypeError", "Unsupported", "_Refused"})
+# Its code is the RUN_ERROR event's it stands for, set per instance.
+CODE_PER_INSTANCE = frozenset({"RunFailedError"})
+_SOURCE_ROOTS = (PACKAGE, *sorted((ROOT / "plugins").glob("*/src")))
+
+
+def exported_exceptions() -> dict[str, type[BaseException]]:
+    """``face.Name`` -> class, for each exception class a face or a bundled plugin package exports."""
+    modules = dict(FACES)
+    for package in PLUGIN_PACKAGES:
+        try:
+            modules[package] = importlib.import_module(package)
+        except ImportError:
+            continue
+    found: dict[str, type[BaseException]] = {}
+    for face, module in modules.items():
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                found[f"{face}.{name}"] = value
+    return found
+
+
+def test_every_exported_exception_is_a_hookstream_error_with_a_code() -> None:
+    errors = exported_exceptions()
+    assert len(errors) >= 30
+    outside = sorted(where for where, cls in errors.items() if not issubclass(cls, hookstream.HookstreamError))
+    assert not outside, f"exceptions outside HookstreamError: {outside}"
+    codes: dict[str, str] = {}
+    for where, cls in sorted(errors.items()):
+        if cls is hookstream.HookstreamError or cls.__name__ in CODE_PER_INSTANCE:
+            continue
+        code = vars(cls).get("code")
+        assert isinstance(code, str) and re.fullmatch(r"[a-z][a-z0-9_]*", code), f"{where} has no code of its own"
+        other = codes.setdefault(code, cls.__qualname__)
+        assert other == cls.__qualname__, f"{where} and {other} share the code {code!r}"
+
+
+def test_no_exception_class_is_defined_outside_the_root() -> None:
+    # Source scan, so an exception a face forgot to export is caught too: a class whose bases are only
+    # built-in exceptions must be the root itself or an internal signal.
+    builtin_exceptions = {name for name, value in vars(builtins).items()
+                          if isinstance(value, type) and issubclass(value, BaseException)}
+    offenders = []
+    for root in _SOURCE_ROOTS:
+        for path in sorted(root.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if not isinstance(node, ast.ClassDef) or node.name in INTERNAL_EXCEPTIONS | {"HookstreamError"}:
+                    continue
+                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                if bases and len(bases) == len(node.bases) and set(bases) <= builtin_exceptions:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}({', '.join(bases)})")
+    assert not offenders, "exceptions that do not derive from HookstreamError:\n" + "\n".join(offenders)
+
+
+# -- (f) tests go through the public faces ------------------------------------------------------------
+
+# The share of test files that may import a private module (``hookstream._x``): the tests of internals
+# (the transport's chunked reads, the engine's thread pool, the CLI's renderers, the hook specs...).
+MAX_PRIVATE_TEST_SHARE = 0.15
+
+
+def suite_files() -> list[Path]:
+    return sorted([*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("plugins/*/tests/test_*.py")])
+
+
+def private_imports(path: Path) -> set[str]:
+    """The private hookstream modules ``path`` imports (``from hookstream._x import``, ``import
+    hookstream._x``, ``from hookstream import _x``), anywhere in the file."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            parts = node.module.split(".")
+            if parts[0] == "hookstream" and any(p.startswith("_") for p in parts[1:]):
+                found.add(node.module)
+            elif node.module == "hookstream":
+                found.update(f"hookstream.{a.name}" for a in node.names if a.name.startswith("_"))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names
+                         if a.name.startswith("hookstream.") and any(p.startswith("_") for p in a.name.split(".")[1:]))
+    return found
+
+
+def test_tests_use_the_public_faces() -> None:
+    files = suite_files()
+    assert len(files) >= 100
+    private = {str(f.relative_to(ROOT)): sorted(mods) for f in files if (mods := private_imports(f))}
+    share = len(private) / len(files)
+    assert share <= MAX_PRIVATE_TEST_SHARE, (
+        f"{len(private)} of {len(files)} test files ({share:.0%}) import private modules (at most "
+        f"{MAX_PRIVATE_TEST_SHARE:.0%}); import from the public faces instead:\n"
+        + "\n".join(f"{name}: {mods}" for name, mods in sorted(private.items())))

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 from dist_kit import make_dist, run_cli
-from hookstream._errors import UnknownPluginError
-from hookstream._registry import Registry
+from hookstream.errors import UnknownPluginError
+from hookstream.plugin import Registry
 
 
 def test_broken_plugin_is_reported_and_does_not_stop_the_cli(tmp_path: Path) -> None:
     broken = make_dist(tmp_path, "brokenplug", "raise RuntimeError('this plugin is broken on purpose')\n")
     good = make_dist(tmp_path, "goodplug", """
-        from hookstream import hookimpl
-        from hookstream._processing.strategies import ImmediateStrategy
+        from hookstream import ImmediateStrategy
+        from hookstream.plugin import hookimpl
 
         @hookimpl
         def hookstream_register_chunk_strategies(register):
@@ -34,7 +34,7 @@ def test_broken_plugin_is_reported_and_does_not_stop_the_cli(tmp_path: Path) -> 
 
 def test_block_and_disable_variables(tmp_path: Path) -> None:
     good = make_dist(tmp_path, "goodplug2", """
-        from hookstream import hookimpl
+        from hookstream.plugin import hookimpl
 
         @hookimpl
         def hookstream_register_stop_conditions(register):
@@ -57,7 +57,7 @@ def test_builtins_register_through_the_same_mechanism() -> None:
 
 
 def test_duplicate_name_is_reported_not_overwritten() -> None:
-    from hookstream import hookimpl
+    from hookstream.plugin import hookimpl
 
     class Dup:
         @staticmethod

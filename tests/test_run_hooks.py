@@ -14,15 +14,9 @@ from typing import Any
 import attrs
 import pytest
 from engine_kit import MODEL, text_body, tool_body
-from hookstream import (
-    PluginError,
-    RunError,
-    RunSettings,
-    TextMessageContent,
-    ToolResultPart,
-    chat,
-    get_model,
-)
+from hookstream import RunSettings, ToolResultPart, chat, get_model
+from hookstream.errors import PluginError
+from hookstream.events import RunError, TextMessageContent
 from hookstream.plugin import ModelCallContext, RunContext, StepContext, ToolCallContext, hookimpl
 from hookstream.testing import LoopbackServer, Response, check_events
 
@@ -241,7 +235,7 @@ def test_a_misspelt_hook_is_refused_when_the_run_is_made() -> None:
 
 
 def test_an_unknown_run_plugin_name_is_refused() -> None:
-    from hookstream import UnknownPluginError
+    from hookstream.errors import UnknownPluginError
 
     with pytest.raises(UnknownPluginError, match="no-such-plugin"):
         chat(get_model(MODEL, base_url="http://127.0.0.1:9/v1", api_key="k"), "hi", plugins=["no-such-plugin"])

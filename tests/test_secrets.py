@@ -8,8 +8,8 @@ import traceback
 
 import pytest
 from faultkit import recording_tool, run_chat
-from hookstream._events import to_json
-from hookstream._registry import get_registry
+from hookstream import get_registry
+from hookstream.events import to_json
 from hookstream.testing.faults import FAULTS, FaultServer
 from hookstream.testing.provider_bodies import PROVIDERS
 

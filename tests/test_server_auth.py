@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 import requests
-from click.testing import CliRunner
-from hookstream import InMemoryStore, JWTAuthenticator, Principal, ServerLimits, TokenAuthenticator, make_app
-from hookstream._cli.serve import command, is_loopback
+from hookstream._cli.serve import is_loopback
+from hookstream.server import JWTAuthenticator, Principal, ServerLimits, TokenAuthenticator, make_app
+from hookstream.stores import InMemoryStore
+from hookstream.testing import run_cli
 
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 jwt = pytest.importorskip("jwt", reason="JWT authentication needs PyJWT: pip install 'hookstream[serve]'")
@@ -63,7 +64,7 @@ def run_body(thread_id: str, messages: list[dict[str, Any]], **extra: Any) -> di
 
 
 def stored(store_url: str, thread_id: str) -> list[str]:
-    from hookstream import open_store
+    from hookstream.stores import open_store
 
     return [m.id or "" for m in open_store(store_url).load(thread_id)]
 
@@ -109,7 +110,8 @@ def test_two_principals_on_three_workers(store_url: str, tokens_file: str) -> No
 
 
 def test_threads_stored_before_owners_are_reachable_only_without_auth(tmp_path: Path, tokens_file: str) -> None:
-    from hookstream import Message, open_store
+    from hookstream import Message
+    from hookstream.stores import open_store
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     store = open_store(url)
@@ -121,7 +123,7 @@ def test_threads_stored_before_owners_are_reachable_only_without_auth(tmp_path: 
 
 
 def test_claims_race_one_owner(tmp_path: Path) -> None:
-    from hookstream import open_store
+    from hookstream.stores import open_store
 
     store = open_store(f"sqlite:///{tmp_path / 'race.db'}")
     n = 12
@@ -230,7 +232,7 @@ def test_serve_with_jwt_answers_401_for_bad_tokens(issuer: _Issuer) -> None:
 
 
 def test_non_loopback_without_auth_is_refused() -> None:
-    done = CliRunner().invoke(command, ["--demo", "--host", "0.0.0.0", "--port", "0"])
+    done = run_cli(["serve", "--demo", "--host", "0.0.0.0", "--port", "0"])
     assert done.exit_code == 2 and "without authentication" in done.output and "--no-auth" in done.output
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
@@ -312,7 +314,7 @@ class _Instant:
         self.run = run
 
     def __iter__(self) -> Iterator[Any]:
-        from hookstream import RunFinished, RunStarted
+        from hookstream.events import RunFinished, RunStarted
 
         yield RunStarted(self.run.thread_id, self.run.run_id)
         yield RunFinished(self.run.thread_id, self.run.run_id)
@@ -345,8 +347,7 @@ def _call(app: Any, environ: dict[str, Any]) -> tuple[str, dict[str, str], bytes
 
 
 def test_a_plugin_authenticator_by_name() -> None:
-    from hookstream._registry import Registry, reset_registry
-    from hookstream.plugin import hookimpl
+    from hookstream.plugin import Registry, hookimpl, reset_registry
 
     class Plugin:
         @hookimpl
@@ -380,7 +381,7 @@ def test_a_run_past_max_run_seconds_is_cancelled() -> None:
             self.run = run
 
         def __iter__(self) -> Iterator[Any]:
-            from hookstream import RunError, RunStarted
+            from hookstream.events import RunError, RunStarted
 
             yield RunStarted(self.run.thread_id, self.run.run_id)
             cancelled.wait()

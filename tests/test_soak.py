@@ -13,10 +13,8 @@ import tracemalloc
 
 import pytest
 from faultkit import open_sockets, running_threads, settle
-from hookstream import get_model
-from hookstream._chat import chat
-from hookstream._events import RunFinished
-from hookstream._registry import get_registry
+from hookstream import chat, get_model, get_registry
+from hookstream.events import RunFinished
 from hookstream.testing.provider_bodies import final_stream
 from hookstream.testing.server import LoopbackServer, Response
 

@@ -22,17 +22,11 @@ from typing import Any, TypedDict
 
 import attrs
 import pytest
-from hookstream import (
-    LoopSettings,
-    Output,
-    OutputValidationError,
-    StateDelta,
-    StreamProcessor,
-    chat,
-    get_model,
-)
+from hookstream import LoopSettings, Output, StreamProcessor, chat, get_model
 from hookstream._agentloop.partial_output import OutputTracker, apply_patch
 from hookstream._agentloop.structured import resolve_output, strict_allowed
+from hookstream.errors import OutputValidationError
+from hookstream.events import StateDelta
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.provider_bodies import BASE_PATH, provider_stream
 
@@ -275,7 +269,8 @@ def test_anthropic_native_rule(model: str, native: bool) -> None:
 
 
 def test_anthropic_forced_tool_beside_other_tools_and_with_thinking() -> None:
-    from hookstream import Message, ModelRequest, ToolSpec
+    from hookstream import Message
+    from hookstream.plugin import ModelRequest, ToolSpec
     from hookstream_anthropic.request import build_body
 
     fmt = resolve_output(Output(SCHEMA, mode="tool")).format
@@ -373,7 +368,7 @@ def test_tracker_stops_quietly_on_text_that_is_not_json() -> None:
 def test_a_structured_run_is_valid_ag_ui() -> None:
     """Every event of a run with output=, STATE_DELTA included, validates against ag-ui-protocol."""
     ag_ui = pytest.importorskip("ag_ui.core")
-    from hookstream import to_json
+    from hookstream.events import to_json
     from pydantic import TypeAdapter
 
     official = TypeAdapter(ag_ui.Event)
@@ -426,7 +421,8 @@ def test_cli_invalid_output_and_bad_schema_file(tmp_path: Path) -> None:
 
 
 def test_output_fields_sit_beside_the_options() -> None:
-    from hookstream import Message, ModelRequest
+    from hookstream import Message
+    from hookstream.plugin import ModelRequest
     from hookstream_anthropic.request import build_body
     from hookstream_openai.responses import responses_body
 
@@ -448,7 +444,7 @@ def test_partial_output_is_current_after_every_event() -> None:
 
 
 def test_processor_state_events() -> None:
-    from hookstream import StateSnapshot
+    from hookstream.events import StateSnapshot
 
     changes: list[Any] = []
     proc = StreamProcessor(on_state_change=changes.append)

@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hookstream import Agent, StreamProcessor, ToolCallUIPart, chat
-from hookstream import _events as ev
-from hookstream._processing.processor import SubagentRun
-from hookstream.plugin import Message
+from hookstream import Agent, Message, StreamProcessor, SubagentRun, ToolCallUIPart, chat
+from hookstream import events as ev
 from hookstream.testing import (
     FunctionModel,
     GrammarError,

@@ -8,15 +8,8 @@ import json
 from typing import Any
 
 from hookstream import StreamProcessor, ToolCallUIPart, chat, get_model
-from hookstream._events import (
-    RunError,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    from_dict,
-    to_dict,
-)
-from hookstream._stream.accumulate import StepAccumulator
+from hookstream.events import RunError, ToolCallArgs, ToolCallEnd, ToolCallStart, from_dict, to_dict
+from hookstream.plugin import StepAccumulator
 from hookstream.testing import LoopbackServer, Response
 
 ARGS = ['{"path": "a.txt", ', '"content": "', "x" * 5000, '"}']

@@ -20,17 +20,9 @@ from typing import Annotated, Any, Literal, NewType, NotRequired, Required, Type
 import attrs
 import jsonschema
 import pytest
-from hookstream._agentloop.tools import (
-    CancellationToken,
-    Tool,
-    ToolContext,
-    as_tools,
-    run_tool,
-    schema_from_function,
-    tool,
-)
-from hookstream._errors import HookstreamError, ToolDefinitionError
-from hookstream._messages import ToolCallPart, ToolResultPart
+from hookstream import CancellationToken, HookstreamError, Tool, ToolCallPart, ToolContext, ToolResultPart, tool
+from hookstream._agentloop.tools import as_tools, run_tool, schema_from_function
+from hookstream.errors import ToolDefinitionError
 
 
 class Color(enum.Enum):
@@ -357,10 +349,9 @@ def broken_tool(thing: Plain) -> str:
 
 
 def test_the_cli_reports_a_tool_it_cannot_define_as_a_usage_error() -> None:
-    from click.testing import CliRunner
-    from hookstream._cli.chat import command
+    from hookstream.testing import run_cli
 
-    res = CliRunner().invoke(command, ["hi", "--model", "openai:gpt-4o-mini", "--tool",
+    res = run_cli(["chat", "hi", "--model", "openai:gpt-4o-mini", "--tool",
                                        "test_tool_schemas:broken_tool"])
     assert res.exit_code == 2 and res.exception is not None and isinstance(res.exception, SystemExit)
     assert "Invalid value for --tool" in res.output and "parameter 'thing'" in res.output

@@ -8,12 +8,10 @@ import threading
 
 import pytest
 import requests
-from hookstream._errors import ConnectionClosedError, LineTooLongError, RateLimitError
-from hookstream._events import TextMessageContent
-from hookstream._messages import Message
-from hookstream._stream.accumulate import StepAccumulator
-from hookstream._stream.call import CallOptions, ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest
+from hookstream import Message
+from hookstream.errors import ConnectionClosedError, LineTooLongError, RateLimitError
+from hookstream.events import TextMessageContent
+from hookstream.plugin import CallContext, CallOptions, ModelCall, ModelRequest, StepAccumulator
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.server import split_body
 

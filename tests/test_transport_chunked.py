@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import requests
 import urllib3
-from hookstream._stream.transport import HTTPRequest, _dechunked, _unencoded_chunked_source, open_stream
+from hookstream._stream.transport import _dechunked, _unencoded_chunked_source, open_stream
+from hookstream.plugin import HTTPRequest
 from hookstream.testing import LoopbackServer, Response
 from urllib3.exceptions import ProtocolError
 

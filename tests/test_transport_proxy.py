@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 import requests
-from hookstream._events import RunError, TextMessageContent
-from hookstream._messages import Message
-from hookstream._stream.call import ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest
+from hookstream import Message
+from hookstream.events import RunError, TextMessageContent
+from hookstream.plugin import CallContext, ModelCall, ModelRequest
 from hookstream.testing import LoopbackServer, Response
 
 from conftest import LineProvider, sse

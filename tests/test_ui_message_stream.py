@@ -1,5 +1,5 @@
 """The Vercel AI SDK UI message stream: hookstream's AG-UI events as UI message chunks
-(``hookstream.to_ui_message_stream``), the ``useChat`` request as hookstream messages, and
+(``hookstream.server.to_ui_message_stream``), the ``useChat`` request as hookstream messages, and
 ``POST /api/chat`` of ``make_app`` (the demo, a real OpenAI-wire provider with a tool needing approval,
 a store, authentication).
 
@@ -18,11 +18,14 @@ from typing import Any
 
 import hookstream
 import pytest
-from hookstream import (
+from hookstream import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.events import (
     Custom,
-    InMemoryStore,
-    Message,
-    ReasoningPart,
+    Interrupt,
+    Outcome,
+    ReasoningMessageContent,
+    ReasoningMessageEnd,
+    ReasoningMessageStart,
     RunError,
     RunFinished,
     RunStarted,
@@ -31,25 +34,24 @@ from hookstream import (
     TextMessageContent,
     TextMessageEnd,
     TextMessageStart,
-    TextPart,
-    ToolCallPart,
+    ToolCallArgs,
+    ToolCallEnd,
     ToolCallResult,
-    ToolResultPart,
-    make_app,
+    ToolCallStart,
 )
-from hookstream._events import Outcome, ReasoningMessageContent, ReasoningMessageEnd, ReasoningMessageStart
-from hookstream._server.ui_message_stream import (
+from hookstream.server import (
     UI_MESSAGE_STREAM_HEADERS,
+    make_app,
     messages_from_ui,
     parse_chat_request,
     resume_entries,
     ui_message_chunks,
 )
+from hookstream.stores import InMemoryStore
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
-from hookstream._server.demo import demo_factory
-from hookstream.testing import DEMO_PROMPT, demo_server, demo_tools
+from hookstream.testing import DEMO_PROMPT, demo_factory, demo_server, demo_tools
 
 # -- helpers --------------------------------------------------------------------------------------------
 
@@ -169,7 +171,7 @@ def types(chunks: list[Any]) -> list[str]:
 def test_demo_run_as_ui_message_chunks() -> None:
     with demo_server() as server:
         model = hookstream.get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="demo-key")
-        chunks = frames_to_chunks(hookstream.to_ui_message_stream(
+        chunks = frames_to_chunks(hookstream.server.to_ui_message_stream(
             hookstream.chat(model, DEMO_PROMPT, tools=demo_tools()), message_id="m-1"))
     kinds = types(chunks)
     # two steps: the tool calls, then the text; each step framed; [DONE] last
@@ -214,8 +216,8 @@ def test_chunk_field_names_follow_the_pinned_schema() -> None:
         RunStarted("t", "r"), StepStarted("step-1"),
         ReasoningMessageStart("r1"), ReasoningMessageContent("r1", "hmm"), ReasoningMessageEnd("r1"),
         TextMessageStart("a1"), TextMessageContent("a1", "hi"), TextMessageEnd("a1"),
-        hookstream.ToolCallStart("c1", "f"), hookstream.ToolCallArgs("c1", '{"x": 1}'), hookstream.ToolCallEnd("c1"),
-        hookstream.ToolCallStart("c2", "g"), hookstream.ToolCallArgs("c2", "{not json"), hookstream.ToolCallEnd("c2"),
+        ToolCallStart("c1", "f"), ToolCallArgs("c1", '{"x": 1}'), ToolCallEnd("c1"),
+        ToolCallStart("c2", "g"), ToolCallArgs("c2", "{not json"), ToolCallEnd("c2"),
         Custom("source", {"id": "s1", "sourceType": "url", "url": "https://example.com", "title": "Ex"}),
         Custom("source", {"id": "s2", "sourceType": "document", "title": "Doc"}),
         Custom("file", {"mediaType": "image/png", "data": "iVBORw=="}),
@@ -224,7 +226,7 @@ def test_chunk_field_names_follow_the_pinned_schema() -> None:
                                       "input": {"x": 1}}),
         ToolCallResult("tr2", "c2", "Error: bad arguments", error="Error: bad arguments"),
         RunFinished("t", "r", finish_reason="tool_calls",
-                    outcome=Outcome("interrupt", [hookstream.Interrupt("approval_c1", "tool_approval",
+                    outcome=Outcome("interrupt", [Interrupt("approval_c1", "tool_approval",
                                                                        tool_call_id="c1")])),
     ]
     chunks = list(ui_message_chunks(events))
@@ -263,13 +265,13 @@ def test_errors_cancellation_and_other_custom_events() -> None:
                         "data": {"stoppedBy": "max_steps", "steps": 2, "maxSteps": 2}}
     assert other[2] == {"type": "tool-output-denied", "toolCallId": "c"}  # a denial decided by approve()
     assert other[-1] == {"type": "finish"}  # no terminal event: the reader still gets its finish
-    empty = frames_to_chunks(hookstream.to_ui_message_stream([]))
+    empty = frames_to_chunks(hookstream.server.to_ui_message_stream([]))
     assert empty == [{"type": "start", "messageId": empty[0]["messageId"]}, {"type": "finish"}, "[DONE]"]
 
 
 def test_resumed_run_continues_the_message_without_replaying_its_calls() -> None:
-    events = [RunStarted("t", "r"), StepStarted("resume"), hookstream.ToolCallStart("c1", "f"),
-              hookstream.ToolCallArgs("c1", "{}"), hookstream.ToolCallEnd("c1", input={}), StepFinished("resume"),
+    events = [RunStarted("t", "r"), StepStarted("resume"), ToolCallStart("c1", "f"),
+              ToolCallArgs("c1", "{}"), ToolCallEnd("c1", input={}), StepFinished("resume"),
               ToolCallResult("tr", "c1", "Denied: no", error="Denied: no"), RunFinished("t", "r")]
     chunks = list(ui_message_chunks(events, message_id="a-1", denied={"c1"}))
     assert types(chunks) == ["start", "tool-output-denied", "finish"]
@@ -352,7 +354,7 @@ def test_text_after_tool_results_without_step_start_is_the_next_step() -> None:
                                                                "state": "exploded"}]}]}, "unknown tool part state"),
 ])
 def test_bad_requests_name_the_field(doc: Any, problem: str) -> None:
-    with pytest.raises(hookstream.AGUIInputError, match=problem):
+    with pytest.raises(hookstream.errors.AGUIInputError, match=problem):
         parse_chat_request(doc)
 
 
@@ -469,7 +471,7 @@ def test_real_provider_approval_round_trip(sim: Any, approved: bool, stored: boo
 
 
 def test_api_chat_goes_through_auth_limits_and_owners(sim: Any) -> None:
-    auth = hookstream.TokenAuthenticator.parse("tok-alice alice\ntok-bob bob\n")
+    auth = hookstream.server.TokenAuthenticator.parse("tok-alice alice\ntok-bob bob\n")
     post = poster(sim_app(sim, store=InMemoryStore(), authenticate=auth))
     doc = {"id": "chat-a", "messages": [user("t| hi")], "trigger": "submit-message"}
     status, headers, _ = post(doc)
@@ -484,6 +486,6 @@ def test_api_chat_goes_through_auth_limits_and_owners(sim: Any) -> None:
 
 
 def test_ui_message_stream_is_exported() -> None:
-    assert hookstream.to_ui_message_stream is not None
-    assert "to_ui_message_stream" in hookstream.__all__
+    assert hookstream.server.to_ui_message_stream is not None
+    assert "to_ui_message_stream" in hookstream.server.__all__
     assert isinstance(Message("tool", [ToolResultPart("c", "f", 1)]).tool_results[0], ToolResultPart)

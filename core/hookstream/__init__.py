@@ -1,37 +1,32 @@
 """hookstream: synchronous, thread-based streaming LLM chat with tool calls, as AG-UI events.
 
-Everything a user needs is importable from here: start with :func:`chat` (and :func:`get_model` to set a
-provider's base URL, API key and connection pool once). Plugin authors import from
-:mod:`hookstream.plugin`; test helpers live in :mod:`hookstream.testing`. Modules whose names start
-with an underscore are the implementation and may change without notice.
+What a user of :func:`chat` needs is importable from here: start with :func:`chat` (and :func:`get_model`
+to set a provider's base URL, API key and connection pool once); tools (:func:`tool`), the agent loop's
+settings, messages, :class:`StreamProcessor` and its UI messages, batches. The rest is grouped in small
+public modules: :mod:`hookstream.events` (AG-UI events, their JSON/SSE forms, ``CUSTOM`` payloads),
+:mod:`hookstream.errors` (every exception, under :class:`HookstreamError`), :mod:`hookstream.server` (the
+AG-UI WSGI app, authentication, limits) and :mod:`hookstream.stores` (conversation stores). Plugin authors
+import from :mod:`hookstream.plugin`; test helpers live in :mod:`hookstream.testing`. Modules whose names
+start with an underscore are the implementation and may change without notice.
 
-Names load on first use (PEP 562), so ``import hookstream`` stays cheap for a short CLI call.
+Names load on first use (PEP 562), so ``import hookstream`` stays cheap for a short CLI call; the public
+modules load on first use too (``hookstream.events.RunError`` works after ``import hookstream``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from ._agentloop.agent import Agent, AgentToolError
-    from ._agentloop.executors import (
-        BoundedExecutor,
-        ProcessExecutor,
-        SequentialExecutor,
-        ThreadExecutor,
-        ToolCallRequest,
-        ToolExecutor,
-    )
-    from ._agentloop.observe import (
-        Observer,
-    )
-    from ._agentloop.output import (
-        final_json,
-    )
+    from ._agentloop.agent import Agent
+    from ._agentloop.executors import BoundedExecutor, ProcessExecutor, SequentialExecutor, ThreadExecutor
+    from ._agentloop.observe import Observer
+    from ._agentloop.output import final_json
     from ._agentloop.stop import (
         StopCondition,
         cost_exceeds,
@@ -40,18 +35,9 @@ if TYPE_CHECKING:
         step_count_is,
         total_tokens_exceed,
     )
-    from ._agentloop.structured import (
-        Output,
-    )
-    from ._agentloop.timeouts import (
-        Timeouts,
-    )
-    from ._agentloop.tools import (
-        CancellationToken,
-        Tool,
-        ToolContext,
-        tool,
-    )
+    from ._agentloop.structured import Output
+    from ._agentloop.timeouts import Timeouts
+    from ._agentloop.tools import CancellationToken, Tool, ToolContext, tool
     from ._agentloop.values import (
         Callbacks,
         LoopSettings,
@@ -62,102 +48,10 @@ if TYPE_CHECKING:
         StepSettings,
         StepStart,
     )
-    from ._batch import (
-        BatchResult,
-        BatchRun,
-        batch,
-    )
-    from ._batch_file import (
-        BatchInput,
-        BatchInputError,
-    )
-    from ._chat import (
-        ChatStream,
-        chat,
-        get_model,
-    )
-    from ._custom import (
-        ApprovalRequestedPayload,
-        ApprovalRespondedPayload,
-        CustomPayload,
-        FilePayload,
-        LoopStoppedPayload,
-        SourcePayload,
-        ToolCallRepairedPayload,
-        ToolInputAvailablePayload,
-        parse_custom,
-    )
-    from ._errors import (
-        AGUIInputError,
-        AuthenticationError,
-        BadRequestError,
-        CallbackError,
-        CancelledError,
-        ConnectError,
-        ConnectionClosedError,
-        CorruptFrameError,
-        HookstreamError,
-        HTTPStatusError,
-        LineTooLongError,
-        MalformedChunkError,
-        MalformedCustomEventError,
-        MissingAPIKeyError,
-        MissingCredentialsError,
-        NotEventStreamError,
-        NotFoundError,
-        OutputValidationError,
-        PartialJSONError,
-        PluginError,
-        ProviderError,
-        RateLimitError,
-        ResumeError,
-        RunFailedError,
-        ServerError,
-        StreamTimeoutError,
-        ToolDefinitionError,
-        ToolError,
-        TransportError,
-        UnknownPluginError,
-        UnknownToolCallError,
-    )
-    from ._events import (
-        PROTOCOL_VERSION,
-        BaseEvent,
-        Cost,
-        Custom,
-        Event,
-        FinishReason,
-        Interrupt,
-        Outcome,
-        Raw,
-        ReasoningEncryptedValue,
-        ReasoningEnd,
-        ReasoningMessageContent,
-        ReasoningMessageEnd,
-        ReasoningMessageStart,
-        ReasoningStart,
-        RunError,
-        RunFinished,
-        RunStarted,
-        StateDelta,
-        StateSnapshot,
-        StepFinished,
-        StepStarted,
-        TextMessageContent,
-        TextMessageEnd,
-        TextMessageStart,
-        ToolCallArgs,
-        ToolCallEnd,
-        ToolCallResult,
-        ToolCallStart,
-        Usage,
-        from_json,
-        to_json,
-        to_sse,
-    )
-    from ._hookspecs import (
-        hookimpl,
-    )
+    from ._batch import BatchResult, BatchRun, batch
+    from ._batch_file import BatchInput
+    from ._chat import ChatStream, chat, get_model
+    from ._errors import HookstreamError
     from ._messages import (
         FilePart,
         Message,
@@ -170,11 +64,8 @@ if TYPE_CHECKING:
         ToolResultPart,
     )
     from ._models import models
-    from ._prices import ModelCapabilities, ModelInfo
-    from ._processing.convert import (
-        model_messages_to_ui_messages,
-        ui_messages_to_model_messages,
-    )
+    from ._prices import ModelInfo
+    from ._processing.convert import model_messages_to_ui_messages, ui_messages_to_model_messages
     from ._processing.processor import (
         ApprovalRequest,
         ProcessorResult,
@@ -183,10 +74,7 @@ if TYPE_CHECKING:
         SubagentRun,
         ToolInputRequest,
     )
-    from ._processing.strategies import (
-        ChunkStrategy,
-        ImmediateStrategy,
-    )
+    from ._processing.strategies import ChunkStrategy, ImmediateStrategy
     from ._processing.ui import (
         FileUIPart,
         ReasoningUIPart,
@@ -198,393 +86,173 @@ if TYPE_CHECKING:
         UIMessage,
         UIPart,
     )
-    from ._ratelimit import (
-        RateLimiter,
-    )
-    from ._record import (
-        Recorder,
-    )
-    from ._registry import (
-        get_registry,
-    )
-    from ._secrets import (
-        Secret,
-    )
-    from ._server.agui import (
-        RunInput,
-        chat_factory,
-        make_app,
-    )
-    from ._server.auth import JWTAuthenticator, Principal, TokenAuthenticator
-    from ._server.limits import ServerLimits
-    from ._server.ui_message_stream import to_ui_message_stream
+    from ._ratelimit import RateLimiter
+    from ._record import Recorder
+    from ._registry import get_registry
     from ._settings import RunSettings
-    from ._stores.history import History
-    from ._stores.memory import (
-        ConversationStore,
-        InMemoryStore,
-        ThreadInfo,
-    )
-    from ._stores.sql import (
-        PostgresStore,
-        SQLiteStore,
-        open_store,
-    )
-    from ._stream.accumulate import (
-        StepResult,
-    )
+    from ._stream.accumulate import StepResult
     from ._stream.fallback import FallbackModel
-    from ._stream.provider import (
-        ModelRequest,
-        OutputFormat,
-        Provider,
-        ToolSpec,
-    )
+    from ._stream.provider import Provider
 
 _LAZY: dict[str, str] = {
+    "chat": "_chat",
+    "get_model": "_chat",
+    "ChatStream": "_chat",
+    "models": "_models",
+    "ModelInfo": "_prices",
+    "FallbackModel": "_stream.fallback",
+    "Provider": "_stream.provider",
+    "get_registry": "_registry",
+    "Agent": "_agentloop.agent",
+    "HookstreamError": "_errors",
+    "tool": "_agentloop.tools",
+    "Tool": "_agentloop.tools",
+    "ToolContext": "_agentloop.tools",
+    "CancellationToken": "_agentloop.tools",
+    "BoundedExecutor": "_agentloop.executors",
+    "ProcessExecutor": "_agentloop.executors",
+    "SequentialExecutor": "_agentloop.executors",
+    "ThreadExecutor": "_agentloop.executors",
+    "StopCondition": "_agentloop.stop",
+    "cost_exceeds": "_agentloop.stop",
+    "finish_reason_is": "_agentloop.stop",
+    "has_tool_call": "_agentloop.stop",
+    "step_count_is": "_agentloop.stop",
+    "total_tokens_exceed": "_agentloop.stop",
+    "Callbacks": "_agentloop.values",
+    "LoopSettings": "_agentloop.values",
+    "PendingApproval": "_agentloop.values",
+    "RepairRequest": "_agentloop.values",
+    "Resume": "_agentloop.values",
+    "RunResult": "_agentloop.values",
+    "StepSettings": "_agentloop.values",
+    "StepStart": "_agentloop.values",
+    "Timeouts": "_agentloop.timeouts",
+    "Output": "_agentloop.structured",
+    "final_json": "_agentloop.output",
+    "StepResult": "_stream.accumulate",
+    "Message": "_messages",
+    "Part": "_messages",
+    "Role": "_messages",
+    "TextPart": "_messages",
+    "ReasoningPart": "_messages",
+    "FilePart": "_messages",
+    "SourcePart": "_messages",
+    "ToolCallPart": "_messages",
+    "ToolResultPart": "_messages",
+    "StreamProcessor": "_processing.processor",
+    "ProcessorResult": "_processing.processor",
+    "ProcessorStats": "_processing.processor",
+    "ApprovalRequest": "_processing.processor",
+    "ToolInputRequest": "_processing.processor",
+    "SubagentRun": "_processing.processor",
+    "ChunkStrategy": "_processing.strategies",
+    "ImmediateStrategy": "_processing.strategies",
+    "UIMessage": "_processing.ui",
+    "UIPart": "_processing.ui",
+    "TextUIPart": "_processing.ui",
+    "ReasoningUIPart": "_processing.ui",
+    "SourceUIPart": "_processing.ui",
+    "FileUIPart": "_processing.ui",
+    "ToolCallUIPart": "_processing.ui",
+    "ToolResultUIPart": "_processing.ui",
+    "ToolApproval": "_processing.ui",
+    "model_messages_to_ui_messages": "_processing.convert",
+    "ui_messages_to_model_messages": "_processing.convert",
     "batch": "_batch",
     "BatchResult": "_batch",
     "BatchRun": "_batch",
     "BatchInput": "_batch_file",
-    "BatchInputError": "_batch_file",
     "RateLimiter": "_ratelimit",
-    "SourcePayload": "_custom",
-    "FilePayload": "_custom",
-    "Raw": "_events",
-    "Output": "_agentloop.structured",
-    "OutputFormat": "_stream.provider",
-    "OutputValidationError": "_errors",
-    "StateDelta": "_events",
-    "StateSnapshot": "_events",
-    "SourcePart": "_messages",
-    "FilePart": "_messages",
-    "ToolDefinitionError": "_errors",
-    "NotEventStreamError": "_errors",
-    "MissingAPIKeyError": "_errors",
-    "Principal": "_server.auth",
-    "History": "_stores.history",
-    "SubagentRun": "_processing.processor",
-    "ThreadInfo": "_stores.memory",
-    "TokenAuthenticator": "_server.auth",
-    "JWTAuthenticator": "_server.auth",
-    "ServerLimits": "_server.limits",
-    "MissingCredentialsError": "_errors",
-    "CorruptFrameError": "_errors",
-    "AGUIInputError": "_errors",
-    "ApprovalRequest": "_processing.processor",
-    "ApprovalRequestedPayload": "_custom",
-    "ApprovalRespondedPayload": "_custom",
-    "AuthenticationError": "_errors",
-    "BadRequestError": "_errors",
-    "BaseEvent": "_events",
-    "BoundedExecutor": "_agentloop.executors",
-    "CallbackError": "_errors",
-    "Callbacks": "_agentloop.values",
-    "CancellationToken": "_agentloop.tools",
-    "CancelledError": "_errors",
-    "chat": "_chat",
-    "chat_factory": "_server.agui",
-    "ChatStream": "_chat",
-    "ChunkStrategy": "_processing.strategies",
-    "ConnectError": "_errors",
-    "ConnectionClosedError": "_errors",
-    "ConversationStore": "_stores.memory",
-    "Cost": "_events",
-    "Custom": "_events",
-    "CustomPayload": "_custom",
-    "Event": "_events",
-    "final_json": "_agentloop.output",
-    "finish_reason_is": "_agentloop.stop",
-    "FinishReason": "_events",
-    "from_json": "_events",
-    "get_model": "_chat",
-    "get_registry": "_registry",
-    "has_tool_call": "_agentloop.stop",
-    "hookimpl": "_hookspecs",
-    "HookstreamError": "_errors",
-    "HTTPStatusError": "_errors",
-    "ImmediateStrategy": "_processing.strategies",
-    "InMemoryStore": "_stores.memory",
-    "open_store": "_stores.sql",
-    "PostgresStore": "_stores.sql",
-    "SQLiteStore": "_stores.sql",
-    "Interrupt": "_events",
-    "LineTooLongError": "_errors",
-    "LoopSettings": "_agentloop.values",
-    "RunSettings": "_settings",
-    "LoopStoppedPayload": "_custom",
-    "make_app": "_server.agui",
-    "MalformedChunkError": "_errors",
-    "MalformedCustomEventError": "_errors",
-    "Message": "_messages",
-    "model_messages_to_ui_messages": "_processing.convert",
-    "ModelCapabilities": "_prices",
-    "ModelInfo": "_prices",
-    "ModelRequest": "_stream.provider",
-    "models": "_models",
-    "NotFoundError": "_errors",
-    "Outcome": "_events",
-    "parse_custom": "_custom",
-    "Part": "_messages",
-    "PartialJSONError": "_errors",
-    "PendingApproval": "_agentloop.values",
-    "PluginError": "_errors",
-    "ProcessorResult": "_processing.processor",
-    "ProcessorStats": "_processing.processor",
-    "PROTOCOL_VERSION": "_events",
     "Observer": "_agentloop.observe",
-    "Provider": "_stream.provider",
-    "ProviderError": "_errors",
-    "RateLimitError": "_errors",
-    "ReasoningEncryptedValue": "_events",
-    "ReasoningEnd": "_events",
-    "ReasoningMessageContent": "_events",
-    "ReasoningMessageEnd": "_events",
-    "ReasoningMessageStart": "_events",
-    "ReasoningPart": "_messages",
-    "ReasoningStart": "_events",
-    "ReasoningUIPart": "_processing.ui",
-    "SourceUIPart": "_processing.ui",
-    "FileUIPart": "_processing.ui",
     "Recorder": "_record",
-    "RepairRequest": "_agentloop.values",
-    "Resume": "_agentloop.values",
-    "ResumeError": "_errors",
-    "Role": "_messages",
-    "RunError": "_events",
-    "RunFailedError": "_errors",
-    "RunFinished": "_events",
-    "RunInput": "_server.agui",
-    "RunResult": "_agentloop.values",
-    "RunStarted": "_events",
-    "Secret": "_secrets",
-    "SequentialExecutor": "_agentloop.executors",
-    "ProcessExecutor": "_agentloop.executors",
-    "ToolCallRequest": "_agentloop.executors",
-    "ServerError": "_errors",
-    "step_count_is": "_agentloop.stop",
-    "StepFinished": "_events",
-    "StepResult": "_stream.accumulate",
-    "FallbackModel": "_stream.fallback",
-    "Agent": "_agentloop.agent",
-    "AgentToolError": "_agentloop.agent",
-    "StepSettings": "_agentloop.values",
-    "StepStart": "_agentloop.values",
-    "StepStarted": "_events",
-    "StopCondition": "_agentloop.stop",
-    "StreamProcessor": "_processing.processor",
-    "StreamTimeoutError": "_errors",
-    "TextMessageContent": "_events",
-    "TextMessageEnd": "_events",
-    "TextMessageStart": "_events",
-    "TextPart": "_messages",
-    "TextUIPart": "_processing.ui",
-    "ThreadExecutor": "_agentloop.executors",
-    "Timeouts": "_agentloop.timeouts",
-    "to_json": "_events",
-    "to_sse": "_events",
-    "to_ui_message_stream": "_server.ui_message_stream",
-    "Tool": "_agentloop.tools",
-    "tool": "_agentloop.tools",
-    "ToolApproval": "_processing.ui",
-    "ToolCallArgs": "_events",
-    "ToolCallEnd": "_events",
-    "ToolCallPart": "_messages",
-    "ToolCallRepairedPayload": "_custom",
-    "ToolCallResult": "_events",
-    "ToolCallStart": "_events",
-    "ToolCallUIPart": "_processing.ui",
-    "ToolContext": "_agentloop.tools",
-    "ToolError": "_errors",
-    "ToolExecutor": "_agentloop.executors",
-    "ToolInputAvailablePayload": "_custom",
-    "ToolInputRequest": "_processing.processor",
-    "ToolResultPart": "_messages",
-    "ToolResultUIPart": "_processing.ui",
-    "ToolSpec": "_stream.provider",
-    "total_tokens_exceed": "_agentloop.stop",
-    "cost_exceeds": "_agentloop.stop",
-    "TransportError": "_errors",
-    "ui_messages_to_model_messages": "_processing.convert",
-    "UIMessage": "_processing.ui",
-    "UIPart": "_processing.ui",
-    "UnknownPluginError": "_errors",
-    "UnknownToolCallError": "_errors",
-    "Usage": "_events",
+    "RunSettings": "_settings",
 }
 
+# The public modules beside the names above; ``hookstream.errors`` after ``import hookstream`` imports it.
+_SUBMODULES = frozenset({"events", "errors", "plugin", "server", "stores", "testing"})
+
 __all__ = [
-    "PROTOCOL_VERSION",
-    "AGUIInputError",
     "Agent",
-    "AgentToolError",
     "ApprovalRequest",
-    "ApprovalRequestedPayload",
-    "ApprovalRespondedPayload",
-    "AuthenticationError",
-    "BadRequestError",
-    "BaseEvent",
     "BatchInput",
-    "BatchInputError",
     "BatchResult",
     "BatchRun",
     "BoundedExecutor",
-    "CallbackError",
     "Callbacks",
     "CancellationToken",
-    "CancelledError",
     "ChatStream",
     "ChunkStrategy",
-    "ConnectError",
-    "ConnectionClosedError",
-    "ConversationStore",
-    "CorruptFrameError",
-    "Cost",
-    "Custom",
-    "CustomPayload",
-    "Event",
     "FallbackModel",
     "FilePart",
-    "FilePayload",
     "FileUIPart",
-    "FinishReason",
-    "HTTPStatusError",
-    "History",
     "HookstreamError",
     "ImmediateStrategy",
-    "InMemoryStore",
-    "Interrupt",
-    "JWTAuthenticator",
-    "LineTooLongError",
     "LoopSettings",
-    "LoopStoppedPayload",
-    "MalformedChunkError",
-    "MalformedCustomEventError",
     "Message",
-    "MissingAPIKeyError",
-    "MissingCredentialsError",
-    "ModelCapabilities",
     "ModelInfo",
-    "ModelRequest",
-    "NotEventStreamError",
-    "NotFoundError",
     "Observer",
-    "Outcome",
     "Output",
-    "OutputFormat",
-    "OutputValidationError",
     "Part",
-    "PartialJSONError",
     "PendingApproval",
-    "PluginError",
-    "PostgresStore",
-    "Principal",
     "ProcessExecutor",
     "ProcessorResult",
     "ProcessorStats",
     "Provider",
-    "ProviderError",
-    "RateLimitError",
     "RateLimiter",
-    "Raw",
-    "ReasoningEncryptedValue",
-    "ReasoningEnd",
-    "ReasoningMessageContent",
-    "ReasoningMessageEnd",
-    "ReasoningMessageStart",
     "ReasoningPart",
-    "ReasoningStart",
     "ReasoningUIPart",
     "Recorder",
     "RepairRequest",
     "Resume",
-    "ResumeError",
     "Role",
-    "RunError",
-    "RunFailedError",
-    "RunFinished",
-    "RunInput",
     "RunResult",
     "RunSettings",
-    "RunStarted",
-    "SQLiteStore",
-    "Secret",
     "SequentialExecutor",
-    "ServerError",
-    "ServerLimits",
     "SourcePart",
-    "SourcePayload",
     "SourceUIPart",
-    "StateDelta",
-    "StateSnapshot",
-    "StepFinished",
     "StepResult",
     "StepSettings",
     "StepStart",
-    "StepStarted",
     "StopCondition",
     "StreamProcessor",
-    "StreamTimeoutError",
     "SubagentRun",
-    "TextMessageContent",
-    "TextMessageEnd",
-    "TextMessageStart",
     "TextPart",
     "TextUIPart",
     "ThreadExecutor",
-    "ThreadInfo",
     "Timeouts",
-    "TokenAuthenticator",
     "Tool",
     "ToolApproval",
-    "ToolCallArgs",
-    "ToolCallEnd",
     "ToolCallPart",
-    "ToolCallRepairedPayload",
-    "ToolCallRequest",
-    "ToolCallResult",
-    "ToolCallStart",
     "ToolCallUIPart",
     "ToolContext",
-    "ToolDefinitionError",
-    "ToolError",
-    "ToolExecutor",
-    "ToolInputAvailablePayload",
     "ToolInputRequest",
     "ToolResultPart",
     "ToolResultUIPart",
-    "ToolSpec",
-    "TransportError",
     "UIMessage",
     "UIPart",
-    "UnknownPluginError",
-    "UnknownToolCallError",
-    "Usage",
     "__version__",
     "batch",
     "chat",
-    "chat_factory",
     "cost_exceeds",
     "final_json",
     "finish_reason_is",
-    "from_json",
     "get_model",
     "get_registry",
     "has_tool_call",
-    "hookimpl",
-    "make_app",
     "model_messages_to_ui_messages",
     "models",
-    "open_store",
-    "parse_custom",
     "step_count_is",
-    "to_json",
-    "to_sse",
-    "to_ui_message_stream",
     "tool",
     "total_tokens_exceed",
     "ui_messages_to_model_messages",
 ]
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, {name: f"hookstream.{module}" for name, module in _LAZY.items()})
+_names_getattr, __dir__ = lazy_attributes(__name__, {name: f"hookstream.{module}" for name, module in _LAZY.items()})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    return _names_getattr(name)

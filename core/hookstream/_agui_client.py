@@ -51,7 +51,7 @@ stable id derived from the message's position and content (the same on every req
 conversation).
 
 **Events** (each SSE ``data`` is one AG-UI event; the terminal ones are decoded with
-:func:`hookstream.from_json`'s :func:`~hookstream._events.from_dict`, which sums ``usage`` entries and
+:func:`hookstream.events.from_json`'s :func:`~hookstream._events.from_dict`, which sums ``usage`` entries and
 reads ``outcome``; the others are read from their wire JSON, so an event type hookstream's event model
 does not know yet never stops a run):
 
@@ -77,7 +77,7 @@ does not know yet never stops a run):
 * ``RUN_FINISHED`` → finish: reason ``tool_calls`` when a frontend tool was called, else ``stop``; raw
   reason the remote's ``finishReason`` if it sent one, else its outcome type; ``usage`` summed from
   its ``TokenUsage`` entries. Outcome ``interrupt``: the finish event carries the remote
-  :class:`~hookstream.Outcome` (its interrupts) and a ``CUSTOM`` ``agui-interrupt`` event
+  :class:`~hookstream.events.Outcome` (its interrupts) and a ``CUSTOM`` ``agui-interrupt`` event
   (``{"interrupts": [AG-UI Interrupt...]}``) comes first; the finish event's
   ``metadata["hookstream"]["interruptToolCalls"]`` (``[{"toolCallId", "toolName", "input"}]``) describes
   the agent's own tool calls the interrupts name (``StepResult.interrupt_calls``). The engine ends the run
@@ -87,7 +87,7 @@ does not know yet never stops a run):
 * Everything else (``STEP_*`` of the remote, ``STATE_*``, ``MESSAGES_SNAPSHOT``, ``ACTIVITY_*``, the
   remote's ``CUSTOM`` and ``RAW``, ``TOOL_CALL_RESULT`` for no server call, unknown types) → ``RAW``
   (source ``agui``) via :meth:`StreamBuilder.raw`: counted, never dropped silently, never a crash.
-  Data that is not JSON raises :class:`~hookstream.MalformedChunkError`.
+  Data that is not JSON raises :class:`~hookstream.errors.MalformedChunkError`.
 
 Errors: HTTP failures are the transport's (``RUN_ERROR`` with the HTTP code; the body read by the
 default error reader); a stream that ends without ``RUN_FINISHED``/``RUN_ERROR`` ends in

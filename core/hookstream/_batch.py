@@ -449,7 +449,7 @@ class BatchRun:
 
 def open_output(output: str | os.PathLike[str] | None, fsync: bool = False) -> OutputFile | None:
     """The batch output file at ``output`` (``None``: no file), opened for appending as
-    :class:`BatchRun` expects; raises :class:`~hookstream.BatchInputError` for a file that is not a
+    :class:`BatchRun` expects; raises :class:`~hookstream.errors.BatchInputError` for a file that is not a
     batch output, :class:`OSError` for one that cannot be opened."""
     return OutputFile(output, fsync=fsync) if output is not None else None
 
@@ -497,7 +497,7 @@ def batch(
 
     Raises :class:`TypeError` for an unknown keyword or a field of the wrong type; :class:`ValueError`
     for ``concurrency`` below 1, a cap below 1, ``max_steps`` below 1, or caps with a provider object;
-    :class:`~hookstream.BatchInputError` (while iterating) for a bad input or a repeated id, or (at
+    :class:`~hookstream.errors.BatchInputError` (while iterating) for a bad input or a repeated id, or (at
     once) for an output file that is not a result file; and what ``runner`` raises. A failing chat
     does not raise: its line carries ``error``.
     """

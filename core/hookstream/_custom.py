@@ -24,7 +24,7 @@ each value is written down once:
 =========================  ===========================================================================
 
 Optional keys (``?``) are omitted when unknown. Parsing is strict about the fields above (a missing
-key or a wrong JSON type raises :class:`~hookstream.MalformedCustomEventError`) and ignores keys it
+key or a wrong JSON type raises :class:`~hookstream.errors.MalformedCustomEventError`) and ignores keys it
 does not know, so a newer sender can add fields without breaking an older reader.
 """
 
@@ -128,7 +128,7 @@ class ToolCallRepairedPayload:
 
     @classmethod
     def from_value(cls, value: object) -> ToolCallRepairedPayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
         f = _Fields(cls.name, value)
         return cls(f.str_("toolCallId"), f.str_("toolName"), f.object_("input", nullable=True))
 
@@ -152,7 +152,7 @@ class ToolInputAvailablePayload:
 
     @classmethod
     def from_value(cls, value: object) -> ToolInputAvailablePayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
         f = _Fields(cls.name, value)
         return cls(f.str_("toolCallId"), f.str_("toolName"), cast("dict[str, Any]", f.object_("input")))
 
@@ -179,7 +179,7 @@ class ApprovalRequestedPayload:
 
     @classmethod
     def from_value(cls, value: object) -> ApprovalRequestedPayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
         f = _Fields(cls.name, value)
         return cls(f.str_("toolCallId"), f.str_("approvalId"), f.str_("toolName"),
                    cast("dict[str, Any]", f.object_("input")))
@@ -204,7 +204,7 @@ class ApprovalRespondedPayload:
 
     @classmethod
     def from_value(cls, value: object) -> ApprovalRespondedPayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
         f = _Fields(cls.name, value)
         return cls(f.str_("toolCallId"), f.str_("approvalId"), f.bool_("approved"))
 
@@ -229,7 +229,7 @@ class LoopStoppedPayload:
 
     @classmethod
     def from_value(cls, value: object) -> LoopStoppedPayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
         f = _Fields(cls.name, value)
         stopped_by = f.str_("stoppedBy")
         if stopped_by not in _STOPPED_BY:
@@ -258,7 +258,7 @@ class ToolCallsUnansweredPayload:
 
     @classmethod
     def from_value(cls, value: object) -> ToolCallsUnansweredPayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
         f = _Fields(cls.name, value)
         ids = f.value.get("toolCallIds")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
@@ -292,7 +292,7 @@ class SourcePayload:
 
     @classmethod
     def from_value(cls, value: object) -> SourcePayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError`."""
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
         f = _Fields(cls.name, value)
         source_type = f.str_("sourceType")
         if source_type not in ("url", "document"):
@@ -326,7 +326,7 @@ class FilePayload:
 
     @classmethod
     def from_value(cls, value: object) -> FilePayload:
-        """Parse a wire value; raises :class:`~hookstream.MalformedCustomEventError` (also when the
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError` (also when the
         base64 is invalid or neither/both of ``data`` and ``url`` are given)."""
         f = _Fields(cls.name, value)
         media_type = f.str_("mediaType")
@@ -367,7 +367,7 @@ _REGISTRY: dict[str, type[CustomPayload]] = {
 
 def parse_custom(event: BaseEvent) -> CustomPayload | None:
     """The typed payload of one of the engine's ``CUSTOM`` events; ``None`` for any other event (another
-    ``CUSTOM`` name, or not a ``CUSTOM`` event). Raises :class:`~hookstream.MalformedCustomEventError`
+    ``CUSTOM`` name, or not a ``CUSTOM`` event). Raises :class:`~hookstream.errors.MalformedCustomEventError`
     when the name is one of the engine's and the value does not have its shape."""
     if type(event) is not Custom:
         return None

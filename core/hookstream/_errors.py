@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 __all__ = [
     "AGUIInputError",
+    "AgentToolError",
     "AuthenticationError",
     "BadRequestError",
     "CallbackError",
@@ -36,6 +37,7 @@ __all__ = [
     "ResumeError",
     "RunFailedError",
     "ServerError",
+    "StoreUnavailableError",
     "StreamTimeoutError",
     "ToolDefinitionError",
     "ToolError",
@@ -325,8 +327,10 @@ class UnknownToolCallError(HookstreamError, LookupError):
     code = "unknown_tool_call"
 
 
-class PartialJSONError(ValueError):
-    """The text is not JSON. ``position`` is the character offset of the offending character."""
+class PartialJSONError(HookstreamError, ValueError):
+    """The text is not JSON (RFC 8259). ``position`` is the character offset of the offending character."""
+
+    code = "invalid_json"
 
     def __init__(self, message: str, position: int) -> None:
         super().__init__(f"{message} at character {position}")
@@ -348,8 +352,25 @@ class OutputValidationError(HookstreamError):
         self.attempts = attempts
 
 
-class AGUIInputError(ValueError):
-    """A POSTed ``RunAgentInput`` that cannot be run; the message says which field is wrong."""
+class AGUIInputError(HookstreamError, ValueError):
+    """A POSTed ``RunAgentInput`` (AG-UI) or AI SDK chat request that cannot be run; the message says which
+    field is wrong. The server answers ``400``."""
+
+    code = "invalid_input"
+
+
+class StoreUnavailableError(HookstreamError, RuntimeError):
+    """The conversation store failed (the database is down, locked past its busy timeout...); the
+    server answers ``503`` with this text. ``__cause__`` holds the database's own error."""
+
+    code = "store_unavailable"
+
+
+class AgentToolError(HookstreamError, RuntimeError):
+    """An agent used as a tool did not answer (its run failed, was cancelled or waits for an approval);
+    the calling model gets ``Error: AgentToolError: <message>`` as the tool's result."""
+
+    code = "agent_tool_error"
 
 
 def redact_exception(exc: BaseException, redact: Callable[[str], str]) -> None:

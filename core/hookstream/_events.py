@@ -449,7 +449,7 @@ class StateDelta(Attributable):
 class Custom(Attributable):
     """Application event. The engine sends ``approval-requested``, ``approval-responded``,
     ``tool-input-available``, ``tool-call-repaired`` and ``loop-stopped``; their values are typed by the
-    payload classes of :mod:`hookstream._custom` (read one with :func:`hookstream.parse_custom`)."""
+    payload classes of :mod:`hookstream._custom` (read one with :func:`hookstream.events.parse_custom`)."""
 
     type: ClassVar[str] = "CUSTOM"
     name: str

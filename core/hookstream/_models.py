@@ -38,7 +38,7 @@ def models(provider: str | None = None) -> list[ModelInfo]:
     genai-prices lists for the provider (prices per million tokens, context window). Without
     ``hookstream[prices]`` only the plugins' models are listed, unpriced.
 
-    Raises :class:`~hookstream.UnknownPluginError` for a provider no plugin registers and genai-prices
+    Raises :class:`~hookstream.errors.UnknownPluginError` for a provider no plugin registers and genai-prices
     has no price id for.
     """
     reg = get_registry()

@@ -7,7 +7,7 @@ GitHub repository (``genai_prices.UpdatePrices``, opt-in); a program that starts
 prices here too, and :func:`price_source` says so. Without the package every cost is ``None``.
 
 * :func:`cost_of` prices one model call from hookstream's provider name, the model name and the
-  :class:`~hookstream.Usage` counts (input, cached input, cache writes, output, reasoning);
+  :class:`~hookstream.events.Usage` counts (input, cached input, cache writes, output, reasoning);
   :func:`priced` returns the usage with that ``cost`` set (the engine calls it once per step).
 * :data:`PRICE_PROVIDERS` maps hookstream provider names to genai-prices provider ids; a name it does
   not list (``ollama``, ``replay``, ``agui``, a plugin's) has no price.
@@ -55,7 +55,7 @@ PRICE_PROVIDERS: dict[str, str | None] = {
 """hookstream provider name -> genai-prices provider id (``None``: never priced)."""
 
 REASONING_APART = frozenset({"gemini", "vertex"})
-"""Providers whose ``output_tokens`` leave the reasoning tokens out (see :class:`~hookstream.Usage`):
+"""Providers whose ``output_tokens`` leave the reasoning tokens out (see :class:`~hookstream.events.Usage`):
 those are billed as output on top."""
 
 

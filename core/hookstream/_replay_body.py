@@ -47,7 +47,7 @@ def replay_body(
     lines or binary messages; ``per_read`` units per read), ``fragment`` = (lo, hi)
     random sizes in bytes seeded by ``seed``; else whole. ``options`` are the call's
     :class:`~hookstream._stream.call.CallOptions` (e.g. ``max_event_bytes``). Raises
-    :class:`~hookstream.UnknownPluginError` for an unknown provider, :class:`ValueError` for an
+    :class:`~hookstream.errors.UnknownPluginError` for an unknown provider, :class:`ValueError` for an
     unknown ``split`` or ``per_read`` < 1."""
     provider_cls = get_registry().provider(provider_name)
     framing = provider_cls.framing

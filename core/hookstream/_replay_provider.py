@@ -101,7 +101,7 @@ class _ReplayAdapter(requests.adapters.BaseAdapter):
 class ReplayProvider(Provider):
     """``model`` is the recording directory. ``base_url`` and ``api_key`` are ignored (the recording
     decides both; no request leaves the process). Raises :class:`FileNotFoundError`/:class:`ValueError`
-    for a missing or foreign directory and :class:`~hookstream.UnknownPluginError` when the recorded
+    for a missing or foreign directory and :class:`~hookstream.errors.UnknownPluginError` when the recorded
     provider is not installed."""
 
     name = "replay"

@@ -18,17 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from hookstream import (
-    Message,
-    RunError,
-    TextMessageContent,
-    TextMessageEnd,
-    TextMessageStart,
-    ToolCallPart,
-    chat,
-    get_model,
-    tool,
-)
+from hookstream import Message, ToolCallPart, chat, get_model, tool
+from hookstream.events import RunError, TextMessageContent, TextMessageEnd, TextMessageStart
 
 
 @tool(needs_approval=True)

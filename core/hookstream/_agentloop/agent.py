@@ -37,6 +37,7 @@ from typing import Any
 import attrs
 
 from .._chat import ChatStream, chat
+from .._errors import AgentToolError
 from .._events import (
     Attributable,
     BaseEvent,
@@ -55,7 +56,7 @@ from .tool_phase import NestedBlocks
 from .tools import Tool, ToolContext
 from .values import RunResult
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "AgentToolError"]
 
 class Agent:
     """A model and its :class:`~hookstream.RunSettings` (tools, system prompt, limits...), bundled:
@@ -178,11 +179,6 @@ class Agent:
             raise AgentToolError(f"agent {name!r} stopped to wait for an approval or a client tool, which an "
                                  "agent used as a tool cannot ask for; give it an approve= setting")
         return result.text
-
-
-class AgentToolError(RuntimeError):
-    """An agent used as a tool did not answer (its run failed, was cancelled or waits for an approval);
-    the calling model gets ``Error: AgentToolError: <message>`` as the tool's result."""
 
 
 def _nest(ev: BaseEvent, sub_run: str, name: str, description: str, tool_call_id: str) -> BaseEvent | None:

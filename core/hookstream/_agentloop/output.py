@@ -30,7 +30,7 @@ def final_json(
     passes the whole run's, :attr:`RunResult.sources`), in the order they arrived. ``output`` is the
     run's structured output (a JSON value: ``chat --schema``), ``None`` without one or when it was
     invalid; the key is always there, so readers need no schema to know the shape.
-    ``cost`` is ``{"amount", "currency", "source"}`` (:class:`~hookstream.Cost`, the amount a JSON
+    ``cost`` is ``{"amount", "currency", "source"}`` (:class:`~hookstream.events.Cost`, the amount a JSON
     number) or ``None`` when not known: the step's own, or with ``total`` (the CLI passes the run's
     summed :attr:`RunResult.usage`) the whole run's.
     """

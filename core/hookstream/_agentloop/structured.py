@@ -151,7 +151,7 @@ class ResolvedOutput:
         return typed, errs
 
     def finish(self, text: str, attempts: int = 1) -> Any:
-        """The typed value of the answer ``text``; raises :class:`~hookstream.OutputValidationError`
+        """The typed value of the answer ``text``; raises :class:`~hookstream.errors.OutputValidationError`
         (``raw_text`` = ``text``) when it is not JSON, does not match the schema or cannot be
         structured."""
         value, found = self.problems(text)

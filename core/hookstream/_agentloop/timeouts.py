@@ -42,7 +42,7 @@ class Timeouts:
     * ``tool``: each tool call (default for tools without their own ``timeout``); a tool past it gives
       the model an error result and the run goes on.
 
-    Every limit except ``tool`` ends the run with :class:`~hookstream.StreamTimeoutError` whose
+    Every limit except ``tool`` ends the run with :class:`~hookstream.errors.StreamTimeoutError` whose
     ``limit`` names it.
     """
 

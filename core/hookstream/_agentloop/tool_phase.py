@@ -10,7 +10,7 @@ For the tool calls of a step (or the calls a :class:`~hookstream.Resume` answers
 3. a client tool (no function) waits for the client (``CUSTOM tool-input-available``);
 4. a tool that needs approval asks (``CUSTOM approval-requested``), and either waits (no ``approve``
    callback: an interrupt) or is decided at once (``CUSTOM approval-responded``; denied: error result);
-5. the runnable calls run together through the executor, as :class:`~hookstream.ToolCallRequest` data (with
+5. the runnable calls run together through the executor, as :class:`~hookstream.plugin.ToolCallRequest` data (with
    the tool's or the run's ``tool`` time limit in seconds) and the run's cancellation token.
 
 Then the results, in call order, become ``TOOL_CALL_RESULT`` events and one tool message that follows the
@@ -152,7 +152,7 @@ class ToolPhase:
         """Validate, repair, approve and run ``calls`` (the tool calls of ``step``, whose assistant message
         is ``messages[assistant_index]``); yield ``CUSTOM`` events for repaired and waiting calls, then the
         ``TOOL_CALL_RESULT`` of each call that got a result, in call order. Sets ``step.tool_results``.
-        Raises :class:`~hookstream.CallbackError` when ``repair_tool_call`` or ``approve`` raised."""
+        Raises :class:`~hookstream.errors.CallbackError` when ``repair_tool_call`` or ``approve`` raised."""
         cancelled = self._cancelled
         results: dict[str, ToolResultPart] = {}
         runnable: list[tuple[ToolCallPart, Tool]] = []

@@ -3,7 +3,7 @@
 :func:`tool` turns a function into a :class:`Tool`; :func:`as_tools` accepts functions, Tool objects and
 ``{"name", "description", "parameters"}`` dicts. Parameter annotations map to JSON Schema in
 :mod:`hookstream._agentloop.tool_schema` (enums, literals, unions, containers, dataclasses, attrs classes,
-``TypedDict``); one with no mapping is a :class:`~hookstream.ToolDefinitionError` here, at
+``TypedDict``); one with no mapping is a :class:`~hookstream.errors.ToolDefinitionError` here, at
 definition time. :func:`run_tool` structures the arguments back into those types (cattrs), executes one
 tool call and always returns a :class:`~hookstream.ToolResultPart`: a tool that raises, returns
 something that is not JSON serialisable, or is asked with arguments that did not parse or do not
@@ -139,7 +139,7 @@ class ToolChannel:
         return True
 
     def get(self, timeout: float | None = None) -> Any:
-        """The next item (an event, a :class:`~hookstream.Usage`, or what :meth:`put_marker` put);
+        """The next item (an event, a :class:`~hookstream.events.Usage`, or what :meth:`put_marker` put);
         raises :class:`queue.Empty` after ``timeout`` seconds. For the reader only."""
         return self._queue.get(timeout=timeout)
 

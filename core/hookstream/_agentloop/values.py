@@ -275,7 +275,7 @@ class RunResult:
     step's own are ``steps[i].sources`` / ``steps[i].files``.
     ``output`` is the validated structured output of ``chat(..., output=SPEC)`` (an instance of the
     class, or the JSON value for a JSON Schema dict), ``None`` without one or when it was invalid
-    (``error`` is then an :class:`~hookstream.OutputValidationError` keeping the raw text).
+    (``error`` is then an :class:`~hookstream.errors.OutputValidationError` keeping the raw text).
     ``tools_left_running`` are the ids of tool calls whose code was still running when the run stopped
     waiting for them (a cancel, a time limit): Python cannot kill a thread, so their token was set and
     they were abandoned; a tool that ignores its :class:`~hookstream.CancellationToken` may still be

@@ -101,9 +101,9 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   keeps that string and drops its own, so the text is held once in the process. A result
   (``TOOL_CALL_RESULT``, or the older ``TOOL_CALL_END`` with ``result``) sets the call's ``output`` and
   appends a tool-result part.
-* The engine's ``CUSTOM`` events are read through :func:`~hookstream.parse_custom` (shapes in
+* The engine's ``CUSTOM`` events are read through :func:`~hookstream.events.parse_custom` (shapes in
   :mod:`hookstream._custom`; a value without its event's shape raises
-  :class:`~hookstream.MalformedCustomEventError`). ``tool-input-available`` (value ``{"toolCallId",
+  :class:`~hookstream.errors.MalformedCustomEventError`). ``tool-input-available`` (value ``{"toolCallId",
   "toolName", "input"}``) completes the call and fires ``on_tool_call``; ``approval-requested`` (value
   ``{"toolCallId", "approvalId", "toolName", "input"}``) sets state ``approval-requested`` with
   ``approval.id`` = ``approvalId`` and fires ``on_approval_request``; ``approval-responded`` (value
@@ -373,7 +373,7 @@ def resolve_strategy(strategy: StrategySpec) -> ChunkStrategy:
     """``None`` → :class:`ImmediateStrategy`; a name → the registered factory called with no options
     (:func:`hookstream.get_registry`, kind ``chunk_strategies``); an object → itself.
 
-    Raises :class:`~hookstream.UnknownPluginError` for an unknown name and :class:`TypeError`
+    Raises :class:`~hookstream.errors.UnknownPluginError` for an unknown name and :class:`TypeError`
     for an object without ``should_emit``/``reset``.
     """
     if strategy is None:
@@ -445,7 +445,7 @@ class StreamProcessor:
     Thread safety: every method takes :attr:`lock` (re-entrant); events are fed from one thread, a
     timer strategy may publish from its own.
 
-    Raises :class:`~hookstream.UnknownPluginError` for an unknown strategy name.
+    Raises :class:`~hookstream.errors.UnknownPluginError` for an unknown strategy name.
     """
 
     def __init__(
@@ -526,7 +526,7 @@ class StreamProcessor:
         result does not become an error). Only when no ``on_error`` is set is it raised, as a
         :class:`ValueError`, so it is never lost silently. An engine ``CUSTOM`` event (``approval-requested``,
         ``tool-input-available``...) whose value does not have its shape is counted too and raises
-        :class:`~hookstream.MalformedCustomEventError` (a ``ValueError``) with the messages untouched.
+        :class:`~hookstream.errors.MalformedCustomEventError` (a ``ValueError``) with the messages untouched.
         Raises :class:`TypeError` for anything that is neither an event nor a dict.
         """
         with self.lock:

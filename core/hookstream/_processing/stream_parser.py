@@ -53,7 +53,7 @@ class RawChunk:
 @runtime_checkable
 class StreamParser(Protocol):
     """Turns a raw stream into :class:`RawChunk` objects. ``parse`` may raise
-    :class:`~hookstream.MalformedChunkError` for input it cannot read; :func:`parse_raw` then
+    :class:`~hookstream.errors.MalformedChunkError` for input it cannot read; :func:`parse_raw` then
     ends the run with ``RUN_ERROR`` and keeps what arrived."""
 
     def parse(self, raw: Iterable[Any]) -> Iterator[RawChunk]: ...

@@ -72,8 +72,8 @@ def _this_turn(messages: list[Message]) -> list[Message]:
 
 
 def demo_factory(*, delay: float = 0.03, approval: bool = True, **chat_options: Any) -> StreamFactory:
-    """A ``StreamFactory`` (:func:`hookstream.make_app`) playing the demo; ``delay`` is seconds between SSE events
-    of the recorded provider stream."""
+    """A ``StreamFactory`` (:func:`hookstream.server.make_app`) playing the demo; ``delay`` is seconds
+    between SSE events of the recorded provider stream."""
     tools = demo_tools(approval)
     step1 = demo._events(demo._body("step1.sse"))
     step2 = demo._events(demo._body("step2.sse"))

@@ -34,6 +34,7 @@ from typing import Any
 
 import attrs
 
+from .._errors import StoreUnavailableError
 from .._events import (
     BaseEvent,
     ReasoningStart,
@@ -51,11 +52,6 @@ __all__ = ["StoreUnavailableError", "StoredRun", "ThreadKeeper", "agui_ids", "as
            "message_keys", "stored_tool_calls"]
 
 log = logging.getLogger("hookstream.agui")
-
-
-class StoreUnavailableError(RuntimeError):
-    """The conversation store failed (the database is down, locked past its busy timeout...); the
-    server answers ``503`` with this text. ``__cause__`` holds the database's own error."""
 
 
 def message_keys(message: Message) -> set[str]:
@@ -91,7 +87,7 @@ def merge(history: Sequence[Message], incoming: Sequence[Message], fresh_ids: bo
 
 
 def agui_ids(raw: Sequence[Any], messages: list[Message]) -> None:
-    """Give each of ``messages`` (:func:`~hookstream.messages_from_agui` of ``raw``) the ``id`` of the
+    """Give each of ``messages`` (:func:`~hookstream.server.messages_from_agui` of ``raw``) the ``id`` of the
     AG-UI message it came from: roles are matched in order (UI-only roles skipped; consecutive ``tool``
     messages, which became one message, give it the first one's id)."""
     family = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}

@@ -3,7 +3,7 @@
 :func:`open_store` takes ``sqlite:///PATH`` (SQLAlchemy's spelling: ``sqlite:///rel/path.db``,
 ``sqlite:////abs/path.db``), ``postgresql://...`` / ``postgres://...`` (a libpq connection URI, used
 through psycopg 3: ``pip install 'hookstream[postgres]'``) or ``memory:`` (an
-:class:`~hookstream.InMemoryStore`, one process only).
+:class:`~hookstream.stores.InMemoryStore`, one process only).
 
 Both database stores keep one table, ``hookstream_messages``::
 
@@ -109,7 +109,7 @@ class _PerThread:
 
 
 class SQLiteStore(_PerThread):
-    """A :class:`~hookstream.ConversationStore` in the SQLite file ``path`` (created when absent)."""
+    """A :class:`~hookstream.stores.ConversationStore` in the SQLite file ``path`` (created when absent)."""
 
     def __init__(self, path: str) -> None:
         super().__init__()
@@ -151,7 +151,7 @@ class SQLiteStore(_PerThread):
             conn.execute("COMMIT")
 
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
-        """See :meth:`hookstream.InMemoryStore.list_threads`."""
+        """See :meth:`hookstream.stores.InMemoryStore.list_threads`."""
         conn = self.get()
         rows = conn.execute(_LIST.format(before="?", limit="?"), (before, before, int(limit))).fetchall()
         return _infos(rows, lambda t: _messages(conn.execute(
@@ -202,7 +202,7 @@ class SQLiteStore(_PerThread):
 
 
 class PostgresStore(_PerThread):
-    """A :class:`~hookstream.ConversationStore` in PostgreSQL at ``url`` (a libpq URI), through psycopg 3.
+    """A :class:`~hookstream.stores.ConversationStore` in PostgreSQL at ``url`` (a libpq URI), through psycopg 3.
     Raises :class:`ImportError` naming the extra when psycopg is not installed."""
 
     def __init__(self, url: str) -> None:
@@ -226,7 +226,7 @@ class PostgresStore(_PerThread):
         self._release()
 
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
-        """See :meth:`hookstream.InMemoryStore.list_threads`."""
+        """See :meth:`hookstream.stores.InMemoryStore.list_threads`."""
         conn = self.get()
         rows = conn.execute(_LIST.format(before="%s::double precision", limit="%s"),
                             (before, before, int(limit))).fetchall()

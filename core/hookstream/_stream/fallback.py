@@ -58,7 +58,7 @@ class FallbackModel(Provider):
     A string entry may be an alias (``hookstream aliases set fast openai:gpt-4o-mini``).
     Raises :class:`ValueError` for no entry or a string without ``PROVIDER:`` and :class:`TypeError` for
     an entry that is neither a string nor a provider. An unknown provider name raises
-    :class:`~hookstream.UnknownPluginError` when the entries are resolved (``chat()``).
+    :class:`~hookstream.errors.UnknownPluginError` when the entries are resolved (``chat()``).
 
     Thread safety: share it between runs and threads like any provider object.
     """
@@ -99,7 +99,7 @@ class FallbackModel(Provider):
         """The entries as provider objects, building the ``"PROVIDER:MODEL"`` ones with ``resolver``
         (:func:`~hookstream.get_model`) the first time; later calls return the same objects. Raises
         :class:`ValueError` when a string entry must be built and ``resolver`` is ``None``, and what the
-        resolver raises (:class:`~hookstream.UnknownPluginError`)."""
+        resolver raises (:class:`~hookstream.errors.UnknownPluginError`)."""
         entries = self._entries
         if entries is not None:
             return entries

@@ -14,12 +14,12 @@ provider's events, one at a time, as soon as each is complete. Three ship:
 
 A framing also says which responses it accepts (:meth:`Framing.accepts`, from the ``Content-Type``
 and the first bytes), so a 2xx body that is not the provider's stream (an HTML login page from a
-proxy) is a :class:`~hookstream.NotEventStreamError` before any parsing, and how a recorded body is
+proxy) is a :class:`~hookstream.errors.NotEventStreamError` before any parsing, and how a recorded body is
 served on loopback (:attr:`Framing.media_type`, :meth:`Framing.split_events`).
 
-Errors: an event larger than ``max_event_bytes`` raises :class:`~hookstream.LineTooLongError` after
+Errors: an event larger than ``max_event_bytes`` raises :class:`~hookstream.errors.LineTooLongError` after
 every event before it was yielded; an undecodable frame raises
-:class:`~hookstream.MalformedChunkError` (a subclass for a failed checksum), keeping a bounded excerpt
+:class:`~hookstream.errors.MalformedChunkError` (a subclass for a failed checksum), keeping a bounded excerpt
 of the bytes; both become ``RUN_ERROR`` after what arrived (``hookstream._stream.call``).
 
 Thread safety: framings are stateless singletons, shared freely; each call to :meth:`Framing.events`
@@ -63,8 +63,8 @@ class Framing:
     def events(self, reads: Iterable[bytes], max_event_bytes: int) -> Iterator[Any]:
         """The provider events in ``reads`` (the body's bytes in arrival order, split anywhere).
 
-        Raises :class:`~hookstream.LineTooLongError` for an event over ``max_event_bytes`` (bytes),
-        :class:`~hookstream.MalformedChunkError` for bytes that cannot be framed; transport errors
+        Raises :class:`~hookstream.errors.LineTooLongError` for an event over ``max_event_bytes`` (bytes),
+        :class:`~hookstream.errors.MalformedChunkError` for bytes that cannot be framed; transport errors
         raised by ``reads`` pass through."""
         raise NotImplementedError
 
@@ -252,7 +252,7 @@ class NDJSONFraming(Framing):
     re-scanned. A JSON body sent whole (a server that ignored ``stream: true``) is one value.
 
     ``max_event_bytes`` bounds one line; ijson's syntax errors (a truncated or invalid line) become
-    :class:`~hookstream.MalformedChunkError` with the line's first bytes."""
+    :class:`~hookstream.errors.MalformedChunkError` with the line's first bytes."""
 
     name = "ndjson"
     content_types = ("application/x-ndjson", "application/ndjson", "application/jsonl", "application/json",

@@ -208,7 +208,7 @@ class Provider(abc.ABC):
         needs one, so failing before the request beats an ``HTTP 401`` later. A custom ``base_url``
         (Ollama, vLLM, a proxy) may need no key and is let through. Providers that authorise otherwise
         (signed requests, cloud tokens) override it to raise
-        :class:`~hookstream.plugin.MissingCredentialsError` naming what to set."""
+        :class:`~hookstream.errors.MissingCredentialsError` naming what to set."""
         if self.api_key or not self.api_key_env:
             return
         if self.base_url == type(self).default_base_url.rstrip("/"):
@@ -218,7 +218,7 @@ class Provider(abc.ABC):
         """Add request-signing headers to ``request`` (in place) for ``body``, the exact bytes that will
         be sent. Called once per attempt, right before it is sent, so a retried request is signed
         anew (AWS SigV4 signatures carry the time). The default adds nothing. Raises
-        :class:`~hookstream.plugin.MissingCredentialsError` when there is nothing to sign with."""
+        :class:`~hookstream.errors.MissingCredentialsError` when there is nothing to sign with."""
         return None
 
     @abc.abstractmethod
@@ -235,7 +235,7 @@ class Provider(abc.ABC):
 
         Must yield ``RUN_STARTED`` first and end with one ``RUN_FINISHED`` (all blocks closed, usage
         and finish reason set) or ``RUN_ERROR``. In-stream provider errors become ``RUN_ERROR`` with
-        the provider's error type as ``code``. May raise :class:`hookstream.plugin.MalformedChunkError`
+        the provider's error type as ``code``. May raise :class:`hookstream.errors.MalformedChunkError`
         for an unparseable chunk; the core turns it into ``RUN_ERROR`` after what arrived before it.
         If ``events`` ends without a terminal provider event the generator may simply return: the
         core then ends the call with ``RUN_ERROR`` (``connection_closed``).

@@ -1,15 +1,17 @@
 """The public testing kit: loopback server, fault server, grammar checker, recorded-body replay,
-conformance runner, the provider contract suite (:class:`ProviderContract`), the offline demo's server
-and tools, and fake models (``FunctionModel``, ``TestModel``) that stand in for a provider without HTTP.
+conformance runner, the provider contract suite (:class:`ProviderContract`), the offline demo's server,
+tools and AG-UI backend, an in-process runner for the ``hookstream`` command line, and fake models
+(``FunctionModel``, ``TestModel``) that stand in for a provider without HTTP.
 
 Plugin authors use these in their own test suites; hookstream's own tests use nothing else. Everything
 is importable from here; the submodules (``server``, ``faults``, ``grammar``, ``conformance``...) hold
 the implementation and their docstrings.
 """
 
+from .cli import run_cli
 from .conformance import Recording, check_recording, corpus_recordings, find_corpus, recordings, require_corpus
 from .contract import CONTRACT_CHECKS, HTTPErrorCase, ProviderContract
-from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_server, demo_tools
+from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_factory, demo_server, demo_tools
 from .fake_models import FunctionModel, ModelError, ModelInfo, Reply, TestModel, ToolCall
 from .faults import FAULTS, FaultServer
 from .grammar import GrammarError, check_events
@@ -40,11 +42,13 @@ __all__ = [
     "check_events",
     "check_recording",
     "corpus_recordings",
+    "demo_factory",
     "demo_server",
     "demo_tools",
     "find_corpus",
     "recordings",
     "replay_body",
     "require_corpus",
+    "run_cli",
     "schema_example",
 ]

@@ -19,12 +19,16 @@ Thread safety: each server runs on its own daemon threads; the tools are plain t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import _demo
 from .._agentloop.tools import Tool, tool
 from .._stream.loopback import LoopbackServer, Response
 
-__all__ = ["DEMO_MODEL", "DEMO_PROMPT", "DEMO_STEPS", "demo_server", "demo_tools"]
+if TYPE_CHECKING:
+    from .._server.agui import StreamFactory
+
+__all__ = ["DEMO_MODEL", "DEMO_PROMPT", "DEMO_STEPS", "demo_factory", "demo_server", "demo_tools"]
 
 DEMO_MODEL = _demo.MODEL
 """The model the recording was written for: ``"openai:gpt-4o-mini"``."""
@@ -60,3 +64,16 @@ def demo_tools(*, approval: bool = False) -> list[Tool]:
     """The demo's tools, ``[get_weather, convert_currency]`` (each takes about 0.2 s, so the two calls
     of step 1 visibly run in parallel); ``approval`` makes ``convert_currency`` need approval."""
     return [tool(_demo.get_weather), tool(_demo.convert_currency, needs_approval=approval)]
+
+
+def demo_factory(*, delay: float = 0.03, approval: bool = True, **chat_options: Any) -> StreamFactory:
+    """A :data:`hookstream.server.StreamFactory` playing the demo, what ``hookstream serve --demo`` runs:
+    ``make_app(stream_factory=demo_factory())`` serves AG-UI runs with no provider. Each run gets its own
+    :func:`demo_server` (``delay`` seconds between SSE events) and the real OpenAI adapter, engine and
+    :func:`demo_tools`; with ``approval`` the run stops at ``convert_currency``'s approval and the next POST
+    resumes it. ``chat_options`` go to :func:`hookstream.chat`."""
+    # Imported here: the server module loads the WSGI app, which a test session using only the kit's
+    # loopback servers never needs (the pytest plugin imports this package at start-up).
+    from .._server.demo import demo_factory as factory
+
+    return factory(delay=delay, approval=approval, **chat_options)

@@ -44,19 +44,18 @@ import requests.adapters
 import urllib3
 from requests.structures import CaseInsensitiveDict
 
+from hookstream import HookstreamError, Message
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Usage
 from hookstream.plugin import (
     NDJSON,
-    BaseEvent,
     CallContext,
     HTTPRequest,
-    MalformedChunkError,
-    Message,
     ModelRequest,
     OutputFormat,
     Provider,
     StreamBuilder,
     ToolSpec,
-    Usage,
     new_id,
     tool_output_text,
 )
@@ -71,13 +70,15 @@ _ARGS_PIECE = 16  # characters of argument JSON per TOOL_CALL_ARGS
 _WORDS = re.compile(r"\s*\S+|\s+")
 
 
-class ModelError(Exception):
+class ModelError(HookstreamError):
     """Raise from a :class:`FunctionModel` function to have the model call answered with HTTP ``status``
     (``{"error": {"message", "type"}}``, plus ``Retry-After`` when ``retry_after`` is given, in
     seconds): the core then retries (429, 5xx...) or ends the step with ``RUN_ERROR`` exactly as for a
     real provider, and a fallback model takes over. Put one in :attr:`Reply.error` instead to stream
     the reply's content first and then fail inside the stream (``RUN_ERROR`` with code ``type``, or the
     status as text when no ``type`` is given)."""
+
+    code = "model_error"
 
     def __init__(
         self, status: int = 503, message: str | None = None, *, type: str | None = None,
@@ -303,7 +304,7 @@ class _FakeTransport(requests.adapters.BaseAdapter):
 
 class FunctionModel(Provider):
     """A model whose every reply is ``fn(messages, info)``: ``messages`` the call's provider-neutral
-    messages (:class:`~hookstream.plugin.Message`, a fresh list), ``info`` a :class:`ModelInfo`
+    messages (:class:`~hookstream.Message`, a fresh list), ``info`` a :class:`ModelInfo`
     (step number, tools offered, tool choice, structured output, options). ``fn`` returns a
     :class:`Reply`, a str (the text), a :class:`ToolCall` or a list of them, or raises
     :class:`ModelError` for an HTTP error status. Any other exception ends the step with

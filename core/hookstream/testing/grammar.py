@@ -51,13 +51,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
+from .._errors import HookstreamError
 from .._events import BaseEvent
 
 __all__ = ["GrammarError", "check_events"]
 
 
-class GrammarError(AssertionError):
-    """The event stream breaks the grammar; the message names the event index and the rule."""
+class GrammarError(HookstreamError, AssertionError):
+    """The event stream breaks the grammar; the message names the event index and the rule. An
+    :class:`AssertionError` too, so pytest reports it as a failed check."""
+
+    code = "grammar_error"
 
 
 def _t(ev: Any) -> str:

@@ -11,11 +11,9 @@ import json
 from typing import Any
 
 import requests
-from hookstream._events import BaseEvent
-from hookstream._messages import Message
-from hookstream._stream.accumulate import StepAccumulator, StepResult
-from hookstream._stream.call import ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest
+from hookstream import Message, StepResult
+from hookstream.events import BaseEvent
+from hookstream.plugin import CallContext, ModelCall, ModelRequest, StepAccumulator
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.server import CapturedRequest
 from hookstream_anthropic import AnthropicProvider

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookstream._events import Custom, RunError, RunStarted, ToolCallEnd
-from hookstream._messages import ReasoningPart, SourcePart, TextPart
+from hookstream import ReasoningPart, SourcePart, TextPart
+from hookstream.events import Custom, RunError, RunStarted, ToolCallEnd
 from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings, require_corpus
 from hookstream.testing.grammar import check_events
 from hookstream.testing.recorded import replay_body

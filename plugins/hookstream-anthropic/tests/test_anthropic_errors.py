@@ -25,10 +25,10 @@ from anthropic_sse_helpers import (
     thinking_block,
     tool_block,
 )
-from hookstream._errors import AuthenticationError, HTTPStatusError, RateLimitError, ServerError
-from hookstream._events import ReasoningEncryptedValue, RunError, RunFinished, RunStarted, to_json
-from hookstream._messages import Message, ReasoningPart
-from hookstream._stream.provider import ModelRequest
+from hookstream import Message, ReasoningPart
+from hookstream.errors import AuthenticationError, HTTPStatusError, RateLimitError, ServerError
+from hookstream.events import ReasoningEncryptedValue, RunError, RunFinished, RunStarted, to_json
+from hookstream.plugin import ModelRequest
 from hookstream.testing import Response
 from hookstream.testing.grammar import check_events
 from hookstream_anthropic import STOP_REASONS, AnthropicProvider

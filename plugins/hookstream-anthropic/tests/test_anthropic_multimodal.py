@@ -18,10 +18,19 @@ from typing import Any
 
 import pytest
 from anthropic_sse_helpers import block_start, block_stop, body, delta, message_end, message_start, run_call, text_block
-from hookstream import chat, get_model
-from hookstream._events import Custom, ToolCallEnd, to_json
-from hookstream._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._stream.provider import ModelRequest, ToolSpec
+from hookstream import (
+    FilePart,
+    Message,
+    ReasoningPart,
+    SourcePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    chat,
+    get_model,
+)
+from hookstream.events import Custom, ToolCallEnd, to_json
+from hookstream.plugin import ModelRequest, ToolSpec
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.conformance import find_corpus, require_corpus
 from hookstream_anthropic import AnthropicProvider

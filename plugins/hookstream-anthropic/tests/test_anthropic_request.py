@@ -14,10 +14,10 @@ from typing import Any
 import jsonschema
 import pytest
 from anthropic_sse_helpers import KEY, body, message_end, message_start, run_call, text_block, thinking_block
-from hookstream._errors import MissingAPIKeyError
-from hookstream._events import to_json
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._stream.provider import ModelRequest, ToolSpec
+from hookstream import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.errors import MissingAPIKeyError
+from hookstream.events import to_json
+from hookstream.plugin import ModelRequest, ToolSpec
 from hookstream_anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
 
 WEATHER = ToolSpec(

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 from anthropic_sse_helpers import frame, run_call
-from hookstream._messages import ReasoningPart
-from hookstream._stream.accumulate import StepResult
+from hookstream import ReasoningPart, StepResult
 from hookstream.testing import Response
 
 anthropic = pytest.importorskip("anthropic")
@@ -171,10 +170,8 @@ def test_anthropic_matches_official_sdk_on_generated_streams() -> None:
 def _replay_on(url: str, seed: int) -> dict[str, Any]:
     # run_call starts its own server; here the shared one is reused, so drive ModelCall directly.
     import requests
-    from hookstream._messages import Message
-    from hookstream._stream.accumulate import StepAccumulator
-    from hookstream._stream.call import ModelCall
-    from hookstream._stream.provider import CallContext, ModelRequest
+    from hookstream import Message
+    from hookstream.plugin import CallContext, ModelCall, ModelRequest, StepAccumulator
     from hookstream.testing.grammar import check_events
     from hookstream_anthropic import AnthropicProvider
 

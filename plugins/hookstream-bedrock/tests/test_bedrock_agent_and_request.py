@@ -8,18 +8,8 @@ import json
 
 import pytest
 from bedrock_frames import MEDIA_TYPE, MODEL, message_start, reasoning, stop, text, tool_use
-from hookstream import chat, get_model
-from hookstream.plugin import (
-    FilePart,
-    Message,
-    ModelRequest,
-    OutputFormat,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-)
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, chat, get_model
+from hookstream.plugin import ModelRequest, OutputFormat, ToolSpec
 from hookstream.testing import LoopbackServer, Response, check_events
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16

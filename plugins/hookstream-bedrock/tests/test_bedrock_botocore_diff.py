@@ -16,8 +16,8 @@ from typing import Any
 import botocore.session
 import pytest
 from bedrock_frames import ACCESS_KEY, MEDIA_TYPE, MODEL, SECRET_KEY, message_start, reasoning, stop, text, tool_use
-from hookstream import get_model
-from hookstream.plugin import Message, ModelRequest, ToolSpec
+from hookstream import Message, get_model
+from hookstream.plugin import ModelRequest, ToolSpec
 from hookstream.testing import LoopbackServer, Response, recordings, replay_body
 
 HERE = Path(__file__).parent / "recordings"

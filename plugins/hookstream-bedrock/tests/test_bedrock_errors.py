@@ -17,7 +17,7 @@ from bedrock_frames import (
     text,
 )
 from hookstream import chat, get_model
-from hookstream.plugin import CorruptFrameError, LineTooLongError, MalformedChunkError
+from hookstream.errors import CorruptFrameError, LineTooLongError, MalformedChunkError
 from hookstream.testing import LoopbackServer, Response, check_events, recordings, replay_body
 from hookstream_bedrock import EVENT_STREAM
 

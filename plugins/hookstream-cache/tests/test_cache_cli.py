@@ -84,8 +84,8 @@ def test_the_cli_hooks_add_the_options_the_plugin_and_the_commands(tmp_path: Pat
     # The plugin's side of the CLI hooks, called through the registry's hook relay as the CLI calls them.
     import click
     from click.testing import CliRunner
-    from hookstream import RunSettings
-    from hookstream.plugin import CLIRun, get_registry
+    from hookstream import RunSettings, get_registry
+    from hookstream.plugin import CLIRun
     from hookstream_cache import Cache
 
     hook = get_registry().pm.hook

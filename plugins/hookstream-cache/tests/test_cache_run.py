@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from hookstream import RunResult, chat, get_model
-from hookstream.plugin import BaseEvent, ModelCallContext, TextMessageContent, hookimpl
+from hookstream.events import BaseEvent, TextMessageContent
+from hookstream.plugin import ModelCallContext, hookimpl
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.conformance import require_corpus
 from hookstream_cache import Cache, ResponseStore, default_path

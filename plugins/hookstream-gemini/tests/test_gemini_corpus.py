@@ -8,12 +8,9 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream._agentloop.output import final_json
-from hookstream._events import BaseEvent, ReasoningEncryptedValue, RunFinished
-from hookstream._messages import Message
-from hookstream._stream.accumulate import StepAccumulator, StepResult
-from hookstream._stream.call import ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest
+from hookstream import Message, StepResult, final_json
+from hookstream.events import BaseEvent, ReasoningEncryptedValue, RunFinished
+from hookstream.plugin import CallContext, ModelCall, ModelRequest, StepAccumulator
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.conformance import (
     Recording,

@@ -7,12 +7,10 @@ import json
 
 import pytest
 import requests
-from hookstream._errors import HTTPStatusError
-from hookstream._events import BaseEvent, RunError, RunFinished, to_json
-from hookstream._messages import Message
-from hookstream._stream.accumulate import StepAccumulator, StepResult
-from hookstream._stream.call import ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest
+from hookstream import Message, StepResult
+from hookstream.errors import HTTPStatusError
+from hookstream.events import BaseEvent, RunError, RunFinished, to_json
+from hookstream.plugin import CallContext, ModelCall, ModelRequest, StepAccumulator
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_gemini import GeminiProvider
 

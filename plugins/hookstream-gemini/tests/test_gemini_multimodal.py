@@ -19,12 +19,19 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream import chat, get_model
-from hookstream._events import BaseEvent, Custom, RunFinished
-from hookstream._messages import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._stream.accumulate import StepAccumulator, StepResult
-from hookstream._stream.call import ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest
+from hookstream import (
+    FilePart,
+    Message,
+    ReasoningPart,
+    StepResult,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    chat,
+    get_model,
+)
+from hookstream.events import BaseEvent, Custom, RunFinished
+from hookstream.plugin import CallContext, ModelCall, ModelRequest, StepAccumulator
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, check_events
 from hookstream.testing.conformance import find_corpus, require_corpus
 from hookstream_gemini import GeminiProvider

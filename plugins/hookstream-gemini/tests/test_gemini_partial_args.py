@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hookstream._errors import MalformedChunkError
+from hookstream.errors import MalformedChunkError
 from hookstream_gemini.partial_args import PartialArgs, parse_json_path
 
 

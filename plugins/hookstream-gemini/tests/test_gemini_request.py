@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream._events import BaseEvent
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._stream.accumulate import StepAccumulator
-from hookstream._stream.call import ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest, ToolSpec
+from hookstream import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.events import BaseEvent
+from hookstream.plugin import CallContext, ModelCall, ModelRequest, StepAccumulator, ToolSpec
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, check_events
 from hookstream.testing.conformance import require_corpus
 from hookstream_gemini import GeminiProvider

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookstream import Callbacks, RunResult, chat, get_model
-from hookstream.plugin import BaseEvent, Message, RunError, TextMessageContent
+from hookstream import Callbacks, Message, RunResult, chat, get_model
+from hookstream.events import BaseEvent, RunError, TextMessageContent
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.conformance import require_corpus
 from hookstream_guardrails import (

@@ -14,16 +14,14 @@ from typing import Any
 
 import psutil
 import pytest
-from click.testing import CliRunner
-from hookstream._cli import main
-from hookstream.testing import LoopbackServer, Response
+from hookstream.testing import LoopbackServer, Response, run_cli
 from mcp_kit import MODEL, NEVER, children, everything_http, text_body, time_command, tool_body, tool_messages
 
 KEEPALIVE = b": keepalive\n\n"
 
 
 def invoke(srv: LoopbackServer, *args: str) -> Any:
-    return CliRunner().invoke(main, ["chat", "What time is it?", "--model", MODEL, "--base-url", srv.url + "/v1",
+    return run_cli(["chat", "What time is it?", "--model", MODEL, "--base-url", srv.url + "/v1",
                                      *args], env={"OPENAI_API_KEY": "sk-test"})
 
 

@@ -180,7 +180,7 @@ def test_truncated_line_is_malformed_and_keeps_what_arrived() -> None:
 
 
 def test_line_over_the_limit_is_refused() -> None:
-    from hookstream._stream.call import CallOptions
+    from hookstream.plugin import CallOptions
 
     body = _body("ollama__openllmetry__llama3_text_joke")
     events, _ = replay_body("ollama", body, options=CallOptions(max_event_bytes=64))

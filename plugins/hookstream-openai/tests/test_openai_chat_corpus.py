@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookstream._stream.accumulate import StepResult
+from hookstream import StepResult
 from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings, require_corpus
 from hookstream.testing.recorded import replay_body
 

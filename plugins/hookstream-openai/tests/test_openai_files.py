@@ -20,20 +20,9 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream import (
-    FilePart,
-    LoopSettings,
-    Message,
-    SourcePart,
-    ToolCallPart,
-    ToolResultPart,
-    chat,
-    get_model,
-    parse_custom,
-    to_json,
-)
-from hookstream._stream.call import ModelCall
-from hookstream.plugin import CallContext, ModelRequest
+from hookstream import FilePart, LoopSettings, Message, SourcePart, ToolCallPart, ToolResultPart, chat, get_model
+from hookstream.events import parse_custom, to_json
+from hookstream.plugin import CallContext, ModelCall, ModelRequest
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_openai.chat import chat_file_part, chat_messages
 from hookstream_openai.responses import responses_file_part, responses_input

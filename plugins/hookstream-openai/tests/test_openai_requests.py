@@ -11,12 +11,10 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream import LoopSettings, get_model
-from hookstream._errors import HTTPStatusError
-from hookstream._events import BaseEvent, RunError
-from hookstream._messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
-from hookstream._stream.call import ModelCall
-from hookstream._stream.provider import CallContext, ModelRequest, ToolSpec
+from hookstream import LoopSettings, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, get_model
+from hookstream.errors import HTTPStatusError
+from hookstream.events import BaseEvent, RunError
+from hookstream.plugin import CallContext, ModelCall, ModelRequest, ToolSpec
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_openai import OpenAIChatProvider, OpenAIResponsesProvider
 
@@ -210,7 +208,7 @@ def _llama_cpp_check(index: int, req: Any) -> str | None:
 
 
 def test_tool_call_history_is_accepted_by_a_strict_openai_compatible_server() -> None:
-    from hookstream._chat import chat
+    from hookstream import chat
     from hookstream.testing.provider_bodies import final_stream, provider_stream
 
     def get_weather(city: str) -> dict[str, Any]:

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hookstream._messages import Message, ReasoningPart
-from hookstream._stream.accumulate import StepResult
+from hookstream import Message, ReasoningPart, StepResult
 from hookstream.testing.conformance import Recording, check_recording, find_corpus, recordings, require_corpus
 from hookstream.testing.recorded import replay_body
 from hookstream_openai.responses import responses_input

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hookstream._stream.accumulate import StepResult
+from hookstream import StepResult
 from hookstream.testing import check_events
 from hookstream.testing.recorded import replay_body
 

@@ -29,6 +29,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 
+def demo_stream(*, delay: float = 0, observers: list[Any]) -> tuple[LoopbackServer, ChatStream]:
+    """The offline demo's run (``hookstream chat --demo``) with ``observers``; the caller stops the server."""
+    server = demo_server(delay=delay)
+    model = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
+    return server, chat(model, DEMO_PROMPT, tools=demo_tools(), max_steps=4, observers=observers)
+
+
+
 def _frame(delta: dict[str, Any] | None, finish: str | None = None, usage: bool = False) -> bytes:
     choices = [] if usage else [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
     counts = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10} if usage else None

@@ -11,8 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-from hookstream._cli import main
+from hookstream.testing import run_cli as invoke_cli
 
 MODEL = "openai:gpt-4o-mini"
 
@@ -28,13 +27,13 @@ def run_cli(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_flags_are_in_batch_help() -> None:
-    res = CliRunner().invoke(main, ["batch", "--help"])
+    res = invoke_cli(["batch", "--help"])
     assert res.exit_code == 0
     assert "--ray [ADDRESS]" in res.output and "--workers" in res.output
 
 
 def test_workers_without_ray_is_a_usage_error(tmp_path: Path) -> None:
-    res = CliRunner().invoke(main, batch_args(tmp_path, "--workers", "2"))
+    res = invoke_cli(batch_args(tmp_path, "--workers", "2"))
     assert res.exit_code == 2 and "--workers is for --ray" in res.output
     assert not (tmp_path / "out.jsonl").exists()
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import ray_tools
 from cluster_kit import ray_cluster_fixture  # noqa: F401  (the session fixture `ray_cluster`)
-from hookstream import tool
-from hookstream.plugin import CancellationToken, ToolCallPart, ToolCallRequest, ToolResultPart
+from hookstream import CancellationToken, ToolCallPart, ToolResultPart, tool
+from hookstream.plugin import ToolCallRequest
 from hookstream_ray import RayExecutor
 from hookstream_ray.executor import task_options
 

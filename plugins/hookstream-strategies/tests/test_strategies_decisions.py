@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hookstream._processing.strategies import ChunkStrategy
+from hookstream import ChunkStrategy
 from hookstream_strategies import (
     BatchStrategy,
     CompositeStrategy,

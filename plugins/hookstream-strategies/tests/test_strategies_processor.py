@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib.metadata
 
 import pytest
-from hookstream import _events as E
-from hookstream._processing.processor import StreamProcessor
-from hookstream._registry import Registry
+from hookstream import StreamProcessor
+from hookstream import events as E
+from hookstream.plugin import Registry
 from hookstream_strategies import ManualScheduler, ThrottleStrategy
 
 NAMES = ["immediate", "punctuation", "batch", "word-boundary", "debounce", "throttle", "composite"]

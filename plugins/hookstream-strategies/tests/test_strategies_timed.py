@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from hookstream import _events as E
-from hookstream._processing.processor import StreamProcessor
+from hookstream import StreamProcessor
+from hookstream import events as E
 from hookstream_strategies import DebounceStrategy, ManualScheduler, ThrottleStrategy
 
 

@@ -21,8 +21,7 @@ import google.oauth2.credentials
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from hookstream import chat, get_model
-from hookstream.plugin import get_registry
+from hookstream import chat, get_model, get_registry
 from hookstream.testing import LoopbackServer, Response
 from hookstream_vertex import VertexAnthropicProvider, VertexProvider
 from vertex_helpers import (

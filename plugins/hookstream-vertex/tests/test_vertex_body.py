@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from hookstream import Message, OutputFormat
-from hookstream.plugin import ModelRequest
+from hookstream import Message
+from hookstream.plugin import ModelRequest, OutputFormat
 from hookstream_anthropic.request import build_body
 from hookstream_vertex.anthropic import VERTEX_ANTHROPIC_VERSION, vertex_anthropic_body
 

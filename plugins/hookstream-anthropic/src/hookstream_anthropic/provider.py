@@ -15,7 +15,8 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
-from hookstream.plugin import BaseEvent, CallContext, HTTPRequest, ModelRequest, Provider, default_error_reader
+from hookstream.events import BaseEvent
+from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider, default_error_reader
 
 from .request import build_body
 from .stream import STOP_REASONS, MessageStreamParser

@@ -50,17 +50,8 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-from hookstream.plugin import (
-    FilePart,
-    Message,
-    ModelRequest,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    tool_output_text,
-)
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.plugin import ModelRequest, ToolSpec, tool_output_text
 
 __all__ = [
     "ANTHROPIC",

@@ -52,18 +52,10 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream.plugin import (
-    BaseEvent,
-    CallContext,
-    Custom,
-    MalformedChunkError,
-    ReasoningEncryptedValue,
-    SourcePart,
-    StreamBuilder,
-    Usage,
-    json_loads,
-    new_id,
-)
+from hookstream import SourcePart
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
+from hookstream.plugin import CallContext, StreamBuilder, json_loads, new_id
 
 from .request import PROVIDER_KEY
 

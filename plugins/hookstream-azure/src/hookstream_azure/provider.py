@@ -40,14 +40,8 @@ from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 import requests
-from hookstream.plugin import (
-    HTTPRequest,
-    MissingCredentialsError,
-    ModelRequest,
-    Provider,
-    RefreshingToken,
-    Secret,
-)
+from hookstream.errors import MissingCredentialsError
+from hookstream.plugin import HTTPRequest, ModelRequest, Provider, RefreshingToken, Secret
 from hookstream_openai.chat import OpenAIChatProvider, chat_body
 from hookstream_openai.responses import OpenAIResponsesProvider, responses_body
 

@@ -37,7 +37,8 @@ from botocore.eventstream import (
     EventStreamBuffer,
     ParserError,
 )
-from hookstream.plugin import CorruptFrameError, Framing, LineTooLongError, MalformedChunkError
+from hookstream.errors import CorruptFrameError, LineTooLongError, MalformedChunkError
+from hookstream.plugin import Framing
 
 __all__ = ["EVENT_STREAM", "MEDIA_TYPE", "EventStreamFraming"]
 

@@ -37,16 +37,9 @@ from typing import Any, ClassVar
 from urllib.parse import quote
 
 import requests
-from hookstream.plugin import (
-    BaseEvent,
-    CallContext,
-    Framing,
-    HTTPRequest,
-    MissingCredentialsError,
-    ModelRequest,
-    Provider,
-    Secret,
-)
+from hookstream.errors import MissingCredentialsError
+from hookstream.events import BaseEvent
+from hookstream.plugin import CallContext, Framing, HTTPRequest, ModelRequest, Provider, Secret
 
 from .framing import EVENT_STREAM, MEDIA_TYPE
 from .request import build_body

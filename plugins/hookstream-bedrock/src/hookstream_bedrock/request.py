@@ -51,17 +51,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hookstream.plugin import (
-    FilePart,
-    Message,
-    ModelRequest,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    tool_output_text,
-)
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.plugin import ModelRequest, ToolSpec, tool_output_text
 from hookstream_anthropic.request import Dialect, conversation_turns
 
 __all__ = [

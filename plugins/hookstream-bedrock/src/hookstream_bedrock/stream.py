@@ -54,16 +54,10 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream.plugin import (
-    BaseEvent,
-    CallContext,
-    MalformedChunkError,
-    ReasoningEncryptedValue,
-    SourcePart,
-    StreamBuilder,
-    Usage,
-    new_id,
-)
+from hookstream import SourcePart
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, ReasoningEncryptedValue, Usage
+from hookstream.plugin import CallContext, StreamBuilder, new_id
 from hookstream_anthropic.stream import STOP_REASONS as ANTHROPIC_STOP_REASONS
 from hookstream_anthropic.stream import end_signed_reasoning, server_block_events
 

@@ -33,7 +33,8 @@ from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
 import attrs
-from hookstream.plugin import BaseEvent, ModelCallContext, RunError, RunFinished, hookimpl
+from hookstream.events import BaseEvent, RunError, RunFinished
+from hookstream.plugin import ModelCallContext, hookimpl
 
 from .store import ResponseStore, StoredResponse, store_for
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hookstream.plugin import MalformedChunkError
+from hookstream.errors import MalformedChunkError
 
 __all__ = ["PartialArgs", "parse_json_path"]
 

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from hookstream.plugin import BaseEvent, CallContext, HTTPRequest, ModelRequest, Provider
+from hookstream.events import BaseEvent
+from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider
 
 from .request import build_body
 from .stream import FINISH_REASONS, UNKNOWN_FINISH_REASON, parse_stream

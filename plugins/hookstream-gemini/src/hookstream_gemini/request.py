@@ -40,19 +40,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hookstream.plugin import (
-    FilePart,
-    Message,
-    ModelRequest,
-    OutputFormat,
-    ReasoningPart,
-    SourcePart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    ToolSpec,
-    tool_output_text,
-)
+from hookstream import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.plugin import ModelRequest, OutputFormat, ToolSpec, tool_output_text
 
 __all__ = ["build_body", "convert_file", "deep_merge", "gemini_meta", "output_generation_config"]
 

@@ -59,19 +59,10 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream.plugin import (
-    BaseEvent,
-    CallContext,
-    Custom,
-    FilePart,
-    MalformedChunkError,
-    ReasoningEncryptedValue,
-    SourcePart,
-    StreamBuilder,
-    Usage,
-    json_loads,
-    new_id,
-)
+from hookstream import FilePart, SourcePart
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
+from hookstream.plugin import CallContext, StreamBuilder, json_loads, new_id
 
 from .partial_args import PartialArgs
 

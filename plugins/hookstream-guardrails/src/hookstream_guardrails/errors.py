@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookstream.plugin import HookstreamError
+from hookstream import HookstreamError
 
 __all__ = ["GuardrailError", "GuardrailFailed", "InputGuardrailTripped", "OutputGuardrailTripped",
            "ToolGuardrailTripped"]

@@ -41,18 +41,9 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import attrs
-from hookstream.plugin import (
-    BaseEvent,
-    Message,
-    ModelCallContext,
-    RunError,
-    RunFinished,
-    RunStarted,
-    TextMessageContent,
-    ToolCallContext,
-    ToolResultPart,
-    hookimpl,
-)
+from hookstream import Message, ToolResultPart
+from hookstream.events import BaseEvent, RunError, RunFinished, RunStarted, TextMessageContent
+from hookstream.plugin import ModelCallContext, ToolCallContext, hookimpl
 
 from .errors import GuardrailError, GuardrailFailed, InputGuardrailTripped, OutputGuardrailTripped, ToolGuardrailTripped
 

@@ -1,8 +1,9 @@
-"""The plugin's typed errors, both :class:`hookstream.plugin.HookstreamError` subclasses."""
+"""The plugin's typed errors, both :class:`hookstream.errors.HookstreamError` subclasses."""
 
 from __future__ import annotations
 
-from hookstream.plugin import HookstreamError, ToolError
+from hookstream import HookstreamError
+from hookstream.errors import ToolError
 
 
 class MCPServerError(HookstreamError):

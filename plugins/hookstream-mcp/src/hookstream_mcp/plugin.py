@@ -14,7 +14,8 @@ from hookstream.plugin import hookimpl
 
 if TYPE_CHECKING:
     import click
-    from hookstream.plugin import CLIRun, Tool
+    from hookstream import Tool
+    from hookstream.plugin import CLIRun
 
 MCP_MISSING = "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp"
 

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import requests
-from hookstream.plugin import NDJSON, BaseEvent, CallContext, Framing, HTTPRequest, ModelRequest, Provider, Secret
+from hookstream.events import BaseEvent
+from hookstream.plugin import NDJSON, CallContext, Framing, HTTPRequest, ModelRequest, Provider, Secret
 
 from .request import build_body
 from .stream import FINISH_REASONS, parse_stream

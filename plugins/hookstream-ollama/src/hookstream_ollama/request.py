@@ -28,16 +28,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from hookstream.plugin import (
-    FilePart,
-    Message,
-    ModelRequest,
-    ReasoningPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    tool_output_text,
-)
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.plugin import ModelRequest, tool_output_text
 
 __all__ = ["build_body", "convert_message"]
 

@@ -31,7 +31,9 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hookstream.plugin import BaseEvent, CallContext, MalformedChunkError, StreamBuilder, Usage
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Usage
+from hookstream.plugin import CallContext, StreamBuilder
 
 __all__ = ["FINISH_REASONS", "parse_stream"]
 

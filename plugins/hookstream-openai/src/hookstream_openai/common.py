@@ -10,7 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from hookstream.plugin import Secret, ToolCallPart, tool_output_text
+from hookstream import ToolCallPart
+from hookstream.plugin import Secret, tool_output_text
 
 __all__ = ["arguments_text", "auth_headers", "output_text", "tool_choice"]
 

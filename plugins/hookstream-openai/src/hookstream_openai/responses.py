@@ -12,27 +12,16 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
+from hookstream import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, ReasoningStart, RunError, Usage
 from hookstream.plugin import (
-    BaseEvent,
     CallContext,
-    Custom,
-    FilePart,
     HTTPRequest,
-    MalformedChunkError,
-    Message,
     ModelRequest,
     OutputFormat,
     Provider,
-    ReasoningEncryptedValue,
-    ReasoningPart,
-    ReasoningStart,
-    RunError,
-    SourcePart,
     StreamBuilder,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    Usage,
     json_loads,
     new_id,
     parse_arguments,

@@ -12,7 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from hookstream.plugin import Message, TextPart, ToolCallPart, ToolResultPart, tool_output_text
+from hookstream import Message, TextPart, ToolCallPart, ToolResultPart
+from hookstream.plugin import tool_output_text
 
 __all__ = ["input_messages", "output_messages"]
 

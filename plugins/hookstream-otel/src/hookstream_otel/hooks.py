@@ -53,21 +53,22 @@ from contextvars import Token
 from typing import Any
 from urllib.parse import urlsplit
 
-from hookstream.plugin import (
+from hookstream import ToolResultPart
+from hookstream.errors import CancelledError, ProviderError
+from hookstream.events import (
     BaseEvent,
-    CancelledError,
-    ModelCallContext,
-    ProviderError,
-    RetryInfo,
-    RunContext,
     RunError,
     RunFinished,
     RunStarted,
     TextMessageContent,
     ToolCallArgs,
-    ToolCallContext,
     ToolCallStart,
-    ToolResultPart,
+)
+from hookstream.plugin import (
+    ModelCallContext,
+    RetryInfo,
+    RunContext,
+    ToolCallContext,
     hookimpl,
     priced,
     tool_output_text,

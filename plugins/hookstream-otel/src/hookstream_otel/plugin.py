@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 from hookstream.plugin import hookimpl
 
 if TYPE_CHECKING:
-    from hookstream.plugin import BaseEvent, ModelCallContext, RetryInfo, RunContext, ToolCallContext, ToolResultPart
+    from hookstream import ToolResultPart
+    from hookstream.events import BaseEvent
+    from hookstream.plugin import ModelCallContext, RetryInfo, RunContext, ToolCallContext
 
     from .hooks import OtelPlugin
 

@@ -3,7 +3,7 @@ processes spread over the cluster's nodes, under one rate limiter that a Ray act
 
 :class:`RayRunner` is a runner factory for :func:`hookstream.batch` (``batch(..., runner=RayRunner())``);
 :func:`batch` is the same call with the Ray options as keywords. The driver (the process that calls
-:func:`hookstream.batch`) is hookstream's own :class:`hookstream.plugin.BatchRun`:
+:func:`hookstream.batch`) is hookstream's own :class:`hookstream.BatchRun`:
 it reads the inputs, skips the ids already in the output file, writes each result as one whole line,
 stops on ``fail_fast``, and shows progress, exactly as a batch on threads does, so the output file is
 the same. Only where each chat runs changes: ``concurrency`` driver threads each hand one input at a
@@ -30,7 +30,7 @@ functions of a module under the driver's current directory (``--tool mytools:sea
 Leaving early: :meth:`BatchRun.stop`, ``break`` or Ctrl-C stop every worker's chats (they get no line
 and run again next time); when the driver process dies, Ray ends its actors with it.
 
-Thread safety: as :class:`hookstream.plugin.BatchRun`.
+Thread safety: as :class:`hookstream.BatchRun`.
 """
 
 from __future__ import annotations
@@ -47,19 +47,8 @@ from typing import Any
 
 import attrs
 import hookstream
-from hookstream.plugin import (
-    BatchInput,
-    BatchJob,
-    BatchResult,
-    BatchRun,
-    ChatRunner,
-    Permit,
-    RateLimiter,
-    RunSettings,
-    Secret,
-    Tool,
-    get_registry,
-)
+from hookstream import BatchInput, BatchResult, BatchRun, RateLimiter, RunSettings, Tool, get_registry
+from hookstream.plugin import BatchJob, ChatRunner, Permit, Secret
 
 __all__ = ["DEFAULT_MARGIN", "RayBatchRunner", "RayRunner", "RemoteLimiter", "batch"]
 
@@ -254,7 +243,7 @@ class RayBatchRunner:
 
     Each driver thread is bound to one worker (thread ``i`` to worker ``i % workers``), so a worker never
     gets more chats at once than it has threads. ``nodes`` lists the node id of each worker; ``limiter``
-    is the driver's handle on the limiter actor (the batch's :attr:`~hookstream.plugin.BatchRun.limiter`).
+    is the driver's handle on the limiter actor (the batch's :attr:`~hookstream.BatchRun.limiter`).
     Thread safety: :meth:`run` from many threads; :meth:`stop` from any thread.
     """
 

@@ -28,14 +28,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hookstream.plugin import (
-    CancellationToken,
-    ToolCallRequest,
-    ToolResultPart,
-    error_part,
-    run_calls,
-    run_request,
-)
+from hookstream import CancellationToken, ToolResultPart
+from hookstream.plugin import ToolCallRequest, error_part, run_calls, run_request
 
 __all__ = ["RayExecutor", "task_options"]
 

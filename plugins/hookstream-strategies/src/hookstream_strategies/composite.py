@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hookstream.plugin import ChunkStrategy
+from hookstream import ChunkStrategy
 
 __all__ = ["CompositeStrategy"]
 

@@ -52,14 +52,8 @@ if TYPE_CHECKING:
     import google.auth
     import google.auth.credentials
     import google.auth.transport
-from hookstream.plugin import (
-    ConnectError,
-    HTTPRequest,
-    MissingCredentialsError,
-    Provider,
-    RefreshingToken,
-    Secret,
-)
+from hookstream.errors import ConnectError, MissingCredentialsError
+from hookstream.plugin import HTTPRequest, Provider, RefreshingToken, Secret
 
 __all__ = ["CLOUD_PLATFORM_SCOPE", "NO_CREDENTIALS", "VertexBase", "vertex_host"]
 

@@ -1,0 +1,39 @@
+"""Conversation stores: where ``chat(..., memory=store, thread_id=...)`` and the server
+(``make_app(store=...)``) keep each thread's messages between runs.
+
+:class:`ConversationStore` is the protocol; :class:`InMemoryStore` (one process), :class:`SQLiteStore` and
+:class:`PostgresStore` implement it, and :func:`open_store` opens one from a URL (``memory:``,
+``sqlite:///path``, ``postgresql://...``). :class:`ThreadInfo` describes a stored thread; :class:`History`
+says how much of a thread is sent to the model (all, the last N messages, a token budget, a summary).
+
+Names load on first use (PEP 562), so ``import hookstream.stores`` loads no database driver.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ._stores.history import History
+    from ._stores.memory import ConversationStore, InMemoryStore, ThreadInfo
+    from ._stores.sql import PostgresStore, SQLiteStore, open_store
+
+_SOURCES = {
+    "hookstream._stores.history": ("History",),
+    "hookstream._stores.memory": ("ConversationStore", "InMemoryStore", "ThreadInfo"),
+    "hookstream._stores.sql": ("PostgresStore", "SQLiteStore", "open_store"),
+}
+
+__getattr__, __dir__ = lazy_attributes(__name__, {name: module for module, names in _SOURCES.items() for name in names})
+
+__all__ = [
+    "ConversationStore",
+    "History",
+    "InMemoryStore",
+    "PostgresStore",
+    "SQLiteStore",
+    "ThreadInfo",
+    "open_store",
+]
