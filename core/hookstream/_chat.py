@@ -56,7 +56,7 @@ def get_model(
     ``base_url`` is the API root (``http://host/v1`` for OpenAI and compatible servers, ``http://host``
     for Anthropic and Gemini; ``None``: the provider's own endpoint). ``api_key`` defaults to the
     provider's environment variable (``OPENAI_API_KEY``...); it is kept as a
-    :class:`~hookstream.Secret`. ``session`` is a ``requests.Session`` to use (its owner closes it);
+    :class:`~hookstream.plugin.Secret`. ``session`` is a ``requests.Session`` to use (its owner closes it);
     without one the provider opens its own on first use. ``options`` are the provider's own keyword
     arguments (``vertex``: ``project``, ``location``, ``credentials``; ``bedrock``: ``region``,
     ``profile``; see each provider's page under ``docs/providers/``).
@@ -66,7 +66,7 @@ def get_model(
     ``base_url``, ``api_key``, ``session`` and ``options`` must then be unset.
 
     Raises :class:`TypeError` for an option the provider does not take, :class:`ValueError` without a
-    provider prefix (or with settings beside a provider object) and :class:`~hookstream.UnknownPluginError`
+    provider prefix (or with settings beside a provider object) and :class:`~hookstream.errors.UnknownPluginError`
     for a provider no installed plugin registers.
     """
     if isinstance(model, str) and ":" not in model:  # an alias of the user's (hookstream aliases set NAME MODEL)
@@ -240,7 +240,7 @@ def chat(
 
     Raises :class:`TypeError` for an unknown keyword or a field of the wrong type, :class:`ValueError` for
     a malformed ``model``, ``max_steps`` below 1, no messages or an output name that is also a tool's
-    name, and :class:`~hookstream.UnknownPluginError` for an unknown provider, executor, stop condition or
+    name, and :class:`~hookstream.errors.UnknownPluginError` for an unknown provider, executor, stop condition or
     run plugin. Errors during the run do not raise: they end the stream with ``RUN_ERROR`` and are kept
     in ``result().error``.
     """

@@ -126,7 +126,7 @@ def hookstream_register_chunk_strategies(register: ChunkStrategyRegistrar) -> No
 
     :param register: ``register(name, factory)``. ``factory(**options)`` (or a ``"module:attribute"``
         string naming it) returns an object with ``should_emit(chunk: str, accumulated: str) -> bool`` and
-        ``reset() -> None`` (see :class:`hookstream.plugin.ChunkStrategy`). Users pick it with
+        ``reset() -> None`` (see :class:`hookstream.ChunkStrategy`). Users pick it with
         ``strategy="NAME"`` or ``--strategy NAME``.
     :returns: nothing.
     """
@@ -143,7 +143,7 @@ def hookstream_register_tool_executors(register: ToolExecutorRegistrar) -> None:
         ``run(requests: Sequence[ToolCallRequest], cancel: CancellationToken) -> list[ToolResultPart]``
         (see :class:`hookstream.plugin.ToolExecutor`). Each :class:`hookstream.plugin.ToolCallRequest` is
         plain data that pickles: the tool's ``ref`` (``"module:qualname"``, importable by a worker; the
-        :class:`~hookstream.plugin.Tool` itself rides along only in-process), the call (id, name,
+        :class:`~hookstream.Tool` itself rides along only in-process), the call (id, name,
         arguments), ``timeout`` seconds from ``started_at`` (Unix time), the history and the tool's
         ``resources``. The executor returns one result per request, in request order; a tool failure,
         a passed time limit or a set ``cancel`` token is an error result (``Error: ...``), and the running
@@ -174,7 +174,7 @@ def hookstream_register_observers(register: ObserverRegistrar) -> None:
 
     Called once per plugin, as it is registered. Every registered factory is called with no arguments at
     the start of each run; it returns the run's observer (an object with some of the methods of
-    :class:`hookstream.plugin.Observer`), or ``None`` to stay out of that run. The observer is driven by
+    :class:`hookstream.Observer`), or ``None`` to stay out of that run. The observer is driven by
     the run hooks: ``run_start``/``run_end`` by :func:`hookstream_run_start`/:func:`hookstream_run_end`,
     the ``model_call_*`` methods by a wrapper of :func:`hookstream_model_call`, ``tool_start``/``tool_end``
     by a wrapper of :func:`hookstream_tool_call`. A method that raises is logged once and that observer is
@@ -195,7 +195,7 @@ def hookstream_register_authenticators(register: AuthenticatorRegistrar) -> None
     :param register: ``register(name, factory)``. ``factory()`` (called once, when the server starts;
         it reads its own settings, e.g. from the environment) returns ``authenticate(request) ->
         Principal | None``: ``request`` is the WSGI environ (PEP 3333) of one ``POST``; the result is
-        the caller as a :class:`hookstream.plugin.Principal`, or ``None`` for a request that names
+        the caller as a :class:`hookstream.server.Principal`, or ``None`` for a request that names
         nobody (the server answers ``401``). It is called from every request thread at once, so it
         must be thread-safe; an exception counts as ``None``, logged.
     :returns: nothing.

@@ -97,7 +97,7 @@ class RunSettings:
       ``temperature``, ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool name),
       ``options`` (provider-specific request-body fields, merged last).
     * ``executor``: a tool-executor name (``"thread"``), ``(name, *args)`` or a
-      :class:`~hookstream.ToolExecutor`. ``stop_when``: stop conditions (callables or ``(name, *args)``).
+      :class:`~hookstream.plugin.ToolExecutor`. ``stop_when``: stop conditions (callables or ``(name, *args)``).
     * ``approve(call) -> bool``: decides tools that need approval (none: the run ends with an interrupt).
     * ``timeouts`` (:class:`~hookstream.Timeouts` or a dict, seconds), ``callbacks``
       (:class:`~hookstream.Callbacks`), ``loop`` (:class:`~hookstream.LoopSettings` or a dict).
@@ -105,7 +105,7 @@ class RunSettings:
       this run by name, ``(name, {options})`` or as objects (``docs/writing-a-run-plugin.md``).
     * ``output``: structured output spec (a JSON Schema dict, a dataclass, a pydantic model,
       :class:`~hookstream.Output`); ``context``: the application's object tools get as ``ctx.deps``.
-    * ``memory``: a :class:`~hookstream.ConversationStore`; ``history``: a :class:`~hookstream.History`.
+    * ``memory``: a :class:`~hookstream.stores.ConversationStore`; ``history``: a :class:`~hookstream.stores.History`.
 
     Raises :class:`TypeError` (wrong type, unknown field) or :class:`ValueError` (``max_steps`` < 1,
     two tools of one name) at construction.

@@ -20,7 +20,7 @@ run gets an error result), whatever is streamed; only calls waiting for approval
 open, and :class:`~hookstream.Resume` closes them.
 
 ``CUSTOM`` values are built from the payload classes of :mod:`hookstream._custom` (camelCase keys, as
-the AG-UI events are serialised; read them back with :func:`~hookstream.parse_custom`):
+the AG-UI events are serialised; read them back with :func:`~hookstream.events.parse_custom`):
 
 * ``tool-call-repaired``: ``{"toolCallId", "toolName", "input"}``, the call as ``repair_tool_call``
   returned it (same id as the streamed call; name and parsed arguments replace the streamed ones).

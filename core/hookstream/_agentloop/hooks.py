@@ -440,7 +440,7 @@ def run_hooks(base: HookstreamPluginManager | None, has_always: bool,
     """The hooks of a run: ``base`` (:func:`base_manager`, the installed plugins) and ``extra`` (this run's
     own plugins, their wrappers outermost and their ``tryfirst`` implementations first); ``observers`` are
     driven by the shared observer plugin ``base`` then holds. ``None`` when no plugin implements a run hook.
-    Raises :class:`~hookstream.PluginError` for a plugin object whose
+    Raises :class:`~hookstream.errors.PluginError` for a plugin object whose
     ``hookstream_*`` method matches no hook spec or takes an argument its spec does not name."""
     if not extra:
         return RunHooks(base, observers) if has_always and base is not None else None

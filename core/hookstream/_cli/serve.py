@@ -1,8 +1,8 @@
-"""``hookstream serve``: the AG-UI WSGI application (:func:`hookstream.make_app`) on waitress, or on
+"""``hookstream serve``: the AG-UI WSGI application (:func:`hookstream.server.make_app`) on waitress, or on
 gunicorn worker processes with ``--workers N`` (``hookstream._cli.workers``).
 
 ``--workers 1`` (the default) stays on waitress: one process, no fork, and it runs on Windows too;
-gunicorn is Unix-only. ``--store URL`` keeps threads in a database (:func:`hookstream.open_store`);
+gunicorn is Unix-only. ``--store URL`` keeps threads in a database (:func:`hookstream.stores.open_store`);
 with several workers a store is what lets any worker serve any turn, so ``--workers N`` without one
 uses ``sqlite:///hookstream-threads.db`` (not with ``--demo``, whose recording repeats its tool call ids
 every turn).

@@ -1,7 +1,7 @@
 """AG-UI over HTTP: events framed as SSE, and a WSGI application that runs a chat per POSTed run.
 
 :func:`to_sse` frames a run's events the way AG-UI's HTTP transport reads them (``data: {json}``
-followed by a blank line; camelCase JSON from :func:`hookstream.to_json`; ``RUN_STARTED``
+followed by a blank line; camelCase JSON from :func:`hookstream.events.to_json`; ``RUN_STARTED``
 carries ``protocolVersion``, ``RUN_FINISHED`` carries the summed usage).
 
 :func:`make_app` returns a WSGI application. ``POST`` (any path) takes an AG-UI ``RunAgentInput``::
@@ -21,7 +21,7 @@ user/system message; a user message's media parts become :class:`~hookstream.Fil
 ``{"type": "binary", "mimeType", "data" | "url", "filename"?}`` (``BinaryInputContent``, which 1.0
 moved to ``ag_ui.core.deprecated``; older clients still send it). A ``{"type": "file"}`` source or a
 binary ``id`` (a handle only its provider can read) cannot be resolved here and is an
-:class:`~hookstream.AGUIInputError`; an ``assistant``
+:class:`~hookstream.errors.AGUIInputError`; an ``assistant``
 message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls`` (a call's
 ``approval: {"approved", "reason"?}``, an approval answered in the client, is kept for the engine);
 consecutive ``tool`` messages become one ``tool`` message of
@@ -488,7 +488,7 @@ def make_app(
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
     ``stream_factory`` replaces the default (:func:`chat_factory` of ``model``), e.g. to serve the
     offline demo.
-    ``store`` keeps each thread's conversation (:func:`hookstream.open_store`: SQLite, PostgreSQL):
+    ``store`` keeps each thread's conversation (:func:`hookstream.stores.open_store`: SQLite, PostgreSQL):
     a request's messages are merged into the stored history by message id and what the run adds is
     saved when it ends, so any worker process serves any turn and resumes any interrupt
     (``hookstream._server.threads``; docs/agui-server.md, "Scaling out"). A store that fails answers

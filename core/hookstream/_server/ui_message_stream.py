@@ -669,7 +669,7 @@ def _tool_part_result(p: dict[str, Any], at: str, call_id: str, name: str, state
 def messages_from_ui(ui_messages: Any, approvals: dict[str, bool] | None = None) -> list[Message]:
     """AI SDK ``UIMessage``\\ s to hookstream messages (see the module docstring). The answers of
     ``approval-responded`` tool parts go into ``approvals`` (tool call id -> approved) when given.
-    Raises :class:`~hookstream.AGUIInputError` naming the bad message or part."""
+    Raises :class:`~hookstream.errors.AGUIInputError` naming the bad message or part."""
     if not isinstance(ui_messages, list):
         raise AGUIInputError(f"messages must be a list of UIMessages, got {type(ui_messages).__name__}")
     found: dict[str, bool] = {} if approvals is None else approvals
@@ -710,7 +710,7 @@ def messages_from_ui(ui_messages: Any, approvals: dict[str, bool] | None = None)
 
 def parse_chat_request(doc: Any) -> ChatRequest:
     """Read a decoded AI SDK chat request body (``{"id", "messages", "trigger", "messageId"?}``).
-    Raises :class:`~hookstream.AGUIInputError` naming the bad field."""
+    Raises :class:`~hookstream.errors.AGUIInputError` naming the bad field."""
     if not isinstance(doc, dict):
         raise AGUIInputError("the body must be a JSON object (AI SDK chat request)")
     chat_id = doc.get("id")

@@ -61,7 +61,7 @@ from .provider import CallContext
 __all__ = ["FINISH_REASONS", "StreamBuilder", "new_id"]
 
 FINISH_REASONS: tuple[str, ...] = ("stop", "length", "content_filter", "tool_calls", "error")
-"""The normalised finish reasons (``hookstream.FinishReason``), what every provider table maps to."""
+"""The normalised finish reasons (``hookstream.events.FinishReason``), what every provider table maps to."""
 
 
 class StreamBuilder:
@@ -230,14 +230,14 @@ class StreamBuilder:
     # -- output beyond text -------------------------------------------------------------------
     def source(self, part: SourcePart) -> list[BaseEvent]:
         """A source the model cited (Responses ``url_citation``, Anthropic citations, Gemini grounding,
-        router ``annotations``): a ``CUSTOM`` ``source`` event (:class:`~hookstream.SourcePayload`,
+        router ``annotations``): a ``CUSTOM`` ``source`` event (:class:`~hookstream.events.SourcePayload`,
         camelCase fields of ``part``). Open blocks stay open, so a citation may arrive mid-text; the
         step's assistant message keeps the part and ``StepResult.sources`` lists it."""
         return [SourcePayload(part).to_event()]
 
     def file(self, part: FilePart) -> list[BaseEvent]:
         """A file the model produced (a generated image): a ``CUSTOM`` ``file`` event
-        (:class:`~hookstream.FilePayload`: ``mediaType`` and base64 ``data`` or ``url``). The step's
+        (:class:`~hookstream.events.FilePayload`: ``mediaType`` and base64 ``data`` or ``url``). The step's
         assistant message keeps the part, so history holds it; ``StepResult.files`` lists it."""
         return [FilePayload(part).to_event()]
 

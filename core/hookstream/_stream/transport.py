@@ -10,13 +10,13 @@ chunk a read completed passed on as one piece (:func:`_dechunked`, which reads u
 Line endings ``\\n``, ``\\r\\n`` and ``\\r`` and a last event without a final blank line are
 handled by sseclient-py.
 
-Errors become typed exceptions (``hookstream.HTTPStatusError``...): a non-2xx answer is an
-:class:`~hookstream.HTTPStatusError` subclass carrying the status and the provider's own error
+Errors become typed exceptions (``hookstream.errors.HTTPStatusError``...): a non-2xx answer is an
+:class:`~hookstream.errors.HTTPStatusError` subclass carrying the status and the provider's own error
 message (never the request headers, so never the API key); a dropped connection is a
-:class:`~hookstream.ConnectionClosedError`; an event larger than ``max_event_bytes`` is a
-:class:`~hookstream.LineTooLongError`; a 2xx answer that is not an event stream (an HTML login
+:class:`~hookstream.errors.ConnectionClosedError`; an event larger than ``max_event_bytes`` is a
+:class:`~hookstream.errors.LineTooLongError`; a 2xx answer that is not an event stream (an HTML login
 page from a proxy, a JSON body from a server that ignored ``stream: true``) is a
-:class:`~hookstream.NotEventStreamError` naming its content type and first bytes.
+:class:`~hookstream.errors.NotEventStreamError` naming its content type and first bytes.
 
 Thread safety: a :class:`Stream` is consumed by one thread; :meth:`Stream.abort` may be called from any
 other thread and unblocks a pending read at once.
@@ -313,7 +313,7 @@ class Stream:
         comments, i.e. keepalives, sseclient-py skips).
 
         Raises :class:`ConnectionClosedError`, :class:`StreamTimeoutError`, :class:`LineTooLongError`
-        or the framing's :class:`~hookstream.MalformedChunkError`. After :meth:`abort` it simply ends.
+        or the framing's :class:`~hookstream.errors.MalformedChunkError`. After :meth:`abort` it simply ends.
         """
         return self.framing.events(self._chunks(), self.max_event_bytes)
 

@@ -14,7 +14,7 @@ transport and adapter. Each check returns its problems (an empty list: the adapt
 ``oversized_event``
     With ``max_event_bytes`` half the body's largest event (which arrives in two reads, its first half
     still open at the end of the first), the call ends in ``RUN_ERROR``
-    ``line_too_long`` (:class:`~hookstream.LineTooLongError`) after the same content events.
+    ``line_too_long`` (:class:`~hookstream.errors.LineTooLongError`) after the same content events.
 ``random_splits``
     Served in random pieces (several seeds), the body gives the same events as whole (generated ids
     aside) that obey the adapter grammar.
@@ -106,7 +106,7 @@ class ProviderContract:
     error bodies). ``seeds`` seed the random splits (pieces of 1 to ``max_piece`` bytes);
     ``expected_finish`` maps a recording name to the finish reason its end gives when that end is not
     a finish value the policy knows (a prompt blocked before any answer). Raises
-    :class:`~hookstream.UnknownPluginError` (on the first check) for a provider that is not installed.
+    :class:`~hookstream.errors.UnknownPluginError` (on the first check) for a provider that is not installed.
 
     :meth:`check` runs one check by name (:data:`CONTRACT_CHECKS`) and returns its problems,
     ``"RECORDING: what is wrong"`` strings; :meth:`check_all` runs them all."""

@@ -176,7 +176,7 @@ class _Azure(Provider):
                                    bool(self.api_key))
 
     def check_api_key(self) -> None:
-        """Raise :class:`~hookstream.plugin.MissingCredentialsError` without an endpoint; the
+        """Raise :class:`~hookstream.errors.MissingCredentialsError` without an endpoint; the
         credential is checked when the request is built (an Entra ID token is fetched then)."""
         self.azure.check()
 
@@ -204,7 +204,7 @@ class AzureChatProvider(_Azure, OpenAIChatProvider):
     def build_request(self, request: ModelRequest) -> HTTPRequest:
         """The streamed Chat Completions request (body: :func:`hookstream_openai.chat.chat_body`).
         Raises :class:`ValueError` for a request Chat Completions cannot express and
-        :class:`~hookstream.plugin.MissingCredentialsError` without a credential."""
+        :class:`~hookstream.errors.MissingCredentialsError` without a credential."""
         deployment = quote(request.model or self.model, safe="-._~")
         url = self._url("chat/completions", f"deployments/{deployment}/chat/completions")
         return HTTPRequest(url, chat_body(request), self._headers())

@@ -15,11 +15,11 @@ one message and maps botocore's errors to hookstream's.
 
 Errors (raised after every complete message before the bad one was yielded):
 
-* :class:`~hookstream.plugin.CorruptFrameError` (``corrupt_frame``): a prelude or message CRC32 does
+* :class:`~hookstream.errors.CorruptFrameError` (``corrupt_frame``): a prelude or message CRC32 does
   not match (botocore's ``ChecksumMismatch``): the bytes were damaged.
-* :class:`~hookstream.plugin.MalformedChunkError` (``malformed_chunk``): any other botocore
+* :class:`~hookstream.errors.MalformedChunkError` (``malformed_chunk``): any other botocore
   ``ParserError`` (header or payload length over the protocol limits, a duplicate header).
-* :class:`~hookstream.plugin.LineTooLongError` (``line_too_long``): a message whose total-length
+* :class:`~hookstream.errors.LineTooLongError` (``line_too_long``): a message whose total-length
   prelude says more than ``max_event_bytes`` bytes; raised as soon as those 4 bytes are read, so an
   oversized message is never buffered.
 

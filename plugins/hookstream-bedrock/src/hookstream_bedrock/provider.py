@@ -52,7 +52,7 @@ DEFAULT_BASE_URL = "https://bedrock-runtime.{region}.amazonaws.com"
 
 CREDENTIALS_HINT = ("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or run on an "
                     "instance role)")
-"""What :class:`~hookstream.plugin.MissingCredentialsError` tells the user to set."""
+"""What :class:`~hookstream.errors.MissingCredentialsError` tells the user to set."""
 
 SIGNING_NAME = "bedrock"
 """The SigV4 service name of ``bedrock-runtime`` (its endpoint rules sign as ``bedrock``)."""
@@ -135,7 +135,7 @@ class BedrockProvider(Provider):
 
     # -- Provider contract ----------------------------------------------------------------------
     def check_api_key(self) -> None:
-        """Raise :class:`~hookstream.plugin.MissingCredentialsError` when there is neither an API key
+        """Raise :class:`~hookstream.errors.MissingCredentialsError` when there is neither an API key
         nor AWS credentials (whatever the ``base_url``: a Bedrock endpoint always authorises)."""
         if self.api_key:
             return
@@ -160,7 +160,7 @@ class BedrockProvider(Provider):
         """Sign ``request`` for ``body`` with SigV4 (botocore ``SigV4Auth``, service ``bedrock``):
         sets ``Authorization``, ``X-Amz-Date`` and, with temporary credentials,
         ``X-Amz-Security-Token``, replacing those of an earlier attempt. Nothing with an API key.
-        Raises :class:`~hookstream.plugin.MissingCredentialsError` when there are no credentials."""
+        Raises :class:`~hookstream.errors.MissingCredentialsError` when there are no credentials."""
         if self.api_key:
             return
         from botocore.auth import SigV4Auth

@@ -41,7 +41,7 @@ length side channels; it is ignored).
 
 Usage: ``input_tokens`` is ``inputTokens + cacheReadInputTokens + cacheWriteInputTokens`` (Bedrock's
 ``inputTokens`` leaves the cache out: ``totalTokens`` is the sum of all four), so it counts every
-input token as :class:`~hookstream.plugin.Usage` documents and as the ``anthropic`` provider reports
+input token as :class:`~hookstream.events.Usage` documents and as the ``anthropic`` provider reports
 the same Claude call; the cache counts are ``cached_input_tokens`` / ``cache_write_tokens``.
 
 Thread safety: one :class:`ConverseStreamParser` per call, used by the thread that parses it.

@@ -21,7 +21,7 @@ or, when the model fails mid-answer, ``{"error": str}``.
   the model called tools), ``length``; ``prompt_eval_count`` / ``eval_count`` -> usage input / output
   tokens; the durations (nanoseconds) ride on ``RUN_FINISHED`` metadata ``{"ollama": {...}}``.
 * ``{"error": ...}`` -> ``RUN_ERROR`` code ``ollama_error`` after what arrived. A line that is not a
-  JSON object raises :class:`~hookstream.plugin.MalformedChunkError`. A stream that ends without the
+  JSON object raises :class:`~hookstream.errors.MalformedChunkError`. A stream that ends without the
   ``done`` line ends in ``RUN_ERROR connection_closed`` (the core's rule).
 """
 

@@ -150,7 +150,7 @@ class VertexBase(Provider):
 
     Raises :class:`TypeError` at construction for ``credentials`` that are not google-auth credentials
     or both ``credentials`` and ``credentials_file``. Missing credentials, project or location surface
-    as :class:`~hookstream.plugin.MissingCredentialsError` from :meth:`check_api_key`, before anything
+    as :class:`~hookstream.errors.MissingCredentialsError` from :meth:`check_api_key`, before anything
     is sent, so a run ends with ``RUN_ERROR missing_credentials`` instead of a traceback.
     """
 
@@ -230,7 +230,7 @@ class VertexBase(Provider):
     def check_api_key(self) -> None:
         """Resolve credentials (once) and check project and location; called before each request.
 
-        Raises :class:`~hookstream.plugin.MissingCredentialsError` naming what to set when no Google
+        Raises :class:`~hookstream.errors.MissingCredentialsError` naming what to set when no Google
         credentials exist (and the endpoint is Google's), when ``credentials_file`` cannot be loaded,
         or when the project or location is unknown."""
         auth = self._resolve_auth()
@@ -327,7 +327,7 @@ class VertexBase(Provider):
         token, or minted moments ago by ``google.auth.default``), else a freshly refreshed one.
 
         Raises :class:`MissingCredentialsError` when Google refuses the refresh (revoked grant,
-        reauthentication needed) and :class:`~hookstream.plugin.ConnectError` when its token endpoint
+        reauthentication needed) and :class:`~hookstream.errors.ConnectError` when its token endpoint
         cannot be reached."""
         expires_at = _unix_expiry(creds)
         if creds.token and (expires_at is None or expires_at - time.time() > self.refresh_margin):
