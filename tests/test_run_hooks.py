@@ -279,3 +279,24 @@ def test_two_runs_on_two_threads_keep_their_own_plugins() -> None:
         for t in threads:
             t.join(60)
     assert out == {"A": "Ax", "B": "Bx"}
+
+
+class RaisesMidStream:
+    @hookimpl(wrapper=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Generator[None, Any, Any]:
+        events = yield
+        return self._boom(events)
+
+    def _boom(self, events: Iterable[Any]) -> Iterator[Any]:
+        for ev in events:
+            yield ev
+            if ev.type == "TEXT_MESSAGE_CONTENT":
+                raise RuntimeError("boom mid-stream")
+
+
+def test_a_plugin_iterator_that_raises_mid_stream_keeps_what_streamed() -> None:
+    with LoopbackServer([Response(text_body("kept", " never"))]) as server:
+        events, result = _run(server, plugins=[RaisesMidStream()])
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "plugin_error"
+    assert "boom mid-stream" in events[-1].message
+    assert result.text == "kept"

@@ -53,9 +53,9 @@ if TYPE_CHECKING:
     from ._agentloop.observe import Observer, RetryInfo
     from ._agentloop.stop import StopCondition
     from ._agentloop.values import RunResult
+    from ._capabilities import ModelCapabilities
     from ._events import BaseEvent
     from ._messages import ToolResultPart
-    from ._prices import ModelCapabilities
     from ._processing.strategies import ChunkStrategy
     from ._server.auth import Authenticator
     from ._settings import CLIRun

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._capabilities import ModelCapabilities
+
 if TYPE_CHECKING:
     from ._events import Cost, Usage
 
@@ -142,18 +144,6 @@ def priced(usage: Usage | None, provider: str, *models: str | None) -> Usage | N
         return usage
     cost = cost_of(usage, provider, *models)
     return usage if cost is None else attrs.evolve(usage, cost=cost)
-
-
-@attrs.frozen
-class ModelCapabilities:
-    """What a model can do, as a provider plugin registers it (``hookstream_register_models``).
-    ``None`` means not known. ``context_window`` is in tokens (input and output together)."""
-
-    vision: bool | None = None
-    tools: bool | None = None
-    reasoning: bool | None = None
-    context_window: int | None = None
-    description: str | None = None
 
 
 @attrs.frozen

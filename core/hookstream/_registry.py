@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ._agentloop.hooks import RunHooks
     from ._agentloop.observe import Observer
     from ._agentloop.stop import StopCondition
-    from ._prices import ModelCapabilities
+    from ._capabilities import ModelCapabilities
     from ._processing.strategies import ChunkStrategy
     from ._server.auth import Authenticator
     from ._stream.provider import Provider

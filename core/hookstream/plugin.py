@@ -51,11 +51,12 @@ if TYPE_CHECKING:
     from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
     from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo
     from ._batch import BatchJob, ChatRunner, Runner, open_output
+    from ._capabilities import ModelCapabilities
     from ._errors import error_for_status
     from ._events import parse_arguments
     from ._json_data import json_loads
     from ._messages import coerce_messages, detect_media_type, tool_output_text
-    from ._prices import ModelCapabilities, priced
+    from ._prices import priced
     from ._processing.processor import resolve_strategy
     from ._processing.strategies import TimedChunkStrategy
     from ._ratelimit import Limiter, Permit
@@ -81,7 +82,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._events": ("parse_arguments",),
     "hookstream._json_data": ("json_loads",),
     "hookstream._messages": ("coerce_messages", "detect_media_type", "tool_output_text"),
-    "hookstream._prices": ("ModelCapabilities", "priced"),
+    "hookstream._capabilities": ("ModelCapabilities",),
+    "hookstream._prices": ("priced",),
     "hookstream._processing.processor": ("resolve_strategy",),
     "hookstream._processing.strategies": ("TimedChunkStrategy",),
     "hookstream._registry": ("PluginFailure", "PluginInfo", "Registry", "reset_registry"),

@@ -121,7 +121,7 @@ from .._stream.call import CallOptions, ModelCall
 from .._stream.fallback import FallbackModel, fallible
 from .._stream.provider import CallContext, ModelRequest, Provider
 from .executors import ThreadExecutor, ToolExecutor
-from .hooks import ModelCallContext, RunContext, RunHooks, StepContext
+from .hooks import ModelCallContext, RunContext, RunHooks, StepContext, plugin_failed
 from .partial_output import OutputTracker
 from .stop import StopCondition
 from .structured import ResolvedOutput
@@ -635,6 +635,10 @@ class Engine:
                     held.append(ev)
                 if fmt is not None:
                     tracker = yield from self._track(ev, t, tracker, fmt.name, plan.tools, output)
+        except Exception as exc:
+            if call.ctx is None:
+                raise
+            acc.add(plugin_failed(exc))  # a run plugin's iterator raised: the step ends with plugin_error
         finally:
             with self._lock:
                 self._call = None

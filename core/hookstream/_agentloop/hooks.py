@@ -54,6 +54,7 @@ __all__ = [
     "StepContext",
     "ToolCallContext",
     "current_hooks",
+    "plugin_failed",
     "run_hooks",
     "run_manager",
 ]
@@ -334,14 +335,16 @@ class RunHooks:
             raise PluginError(f"a run plugin failed in hookstream_step_start: {type(exc).__name__}: {exc}") from exc
 
     def model_call(self, call: ModelCallContext) -> Iterator[BaseEvent]:
-        """The call's events through ``hookstream_model_call``; a plugin that raises ends the call with
-        ``RUN_ERROR`` ``plugin_error`` (after ``RUN_STARTED``)."""
+        """The call's events through ``hookstream_model_call``; a plugin that raises here ends the call
+        with ``RUN_ERROR`` ``plugin_error`` (after ``RUN_STARTED``). An iterator of a plugin's that raises
+        while it is read is the engine's to turn into that error (:func:`plugin_failed`), so no layer is
+        added per event."""
         call.hooks = self
         try:
             events = self.hook.hookstream_model_call(call=call)
         except Exception as exc:
-            return iter(_plugin_failed(call, exc))
-        return _guarded(call, iter(events))
+            return iter([RunStarted(call.context.thread_id, call.context.run_id), plugin_failed(exc)])
+        return iter(events)
 
     def tool_call(self, call: ToolCallContext) -> ToolResultPart:
         """The call's result through ``hookstream_tool_call``; a plugin that raises gives an error result."""
@@ -356,31 +359,11 @@ class RunHooks:
         return result
 
 
-def _plugin_failed(call: ModelCallContext, exc: BaseException) -> list[BaseEvent]:
+def plugin_failed(exc: BaseException) -> RunError:
+    """The ``RUN_ERROR`` ``plugin_error`` a model call ends with when a plugin's hook raised ``exc``."""
     log.warning("a hookstream_model_call implementation failed", exc_info=exc)
     error = PluginError(f"a run plugin failed in hookstream_model_call: {type(exc).__name__}: {exc}")
-    return [RunStarted(call.context.thread_id, call.context.run_id), RunError(error.message, code=error.code)]
-
-
-def _guarded(call: ModelCallContext, events: Iterator[BaseEvent]) -> Iterator[BaseEvent]:
-    """A plugin's event iterator that raises ends the call with ``RUN_ERROR`` ``plugin_error``."""
-    started = False
-    while True:
-        try:
-            ev = next(events)
-        except StopIteration:
-            return
-        except Exception as exc:
-            failed = _plugin_failed(call, exc)
-            if started:
-                failed = failed[1:]
-            model_call = call.model_call
-            if model_call is not None:
-                model_call.abort()
-            yield from failed
-            return
-        started = True
-        yield ev
+    return RunError(error.message, code=error.code)
 
 
 # -- which hooks a run has ---------------------------------------------------------------------------------
