@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         tool_ref,
     )
     from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
-    from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo
+    from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo, response_ids
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._capabilities import ModelCapabilities
     from ._errors import error_for_status
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 # the registrar types are here at once. Module -> the names it gives.
 _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._agentloop.hooks": ("ModelCallContext", "RunContext", "StepContext", "ToolCallContext"),
-    "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo"),
+    "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo", "response_ids"),
     "hookstream._errors": ("error_for_status",),
     "hookstream._events": ("parse_arguments",),
     "hookstream._json_data": ("json_loads",),
@@ -175,6 +175,7 @@ __all__ = [
     "reset_registry",
     "resolve_strategy",
     "resolve_tool",
+    "response_ids",
     "run_calls",
     "run_request",
     "tool_output_text",

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .hooks import ModelCallContext, RunContext, ToolCallContext
 
 __all__ = ["HOOKS", "OBSERVERS", "STATE_KEY", "ModelCallInfo", "Observer", "ObserverPlugin", "RetryInfo", "RunInfo",
-           "ToolInfo"]
+           "ToolInfo", "response_ids"]
 
 log = logging.getLogger("hookstream.observe")
 
@@ -276,7 +276,7 @@ class ObserverPlugin:
             info.attempts = _attempts(call)
             info.finish_reason = event.finish_reason
             info.raw_finish_reason = event.raw_finish_reason
-            info.response_id, info.response_model = _response_ids(event.metadata)
+            info.response_id, info.response_model = response_ids(event.metadata)
             info.usage = priced(event.usage, info.priced_as or info.provider, info.response_model, info.model)
             self._emit("model_call_end", info)
         elif isinstance(event, RunError):
@@ -379,7 +379,7 @@ _ID_KEYS = ("response_id", "responseId", "id")
 _MODEL_KEYS = ("response_model", "modelVersion", "model")
 
 
-def _response_ids(metadata: dict[str, Any] | None) -> tuple[str | None, str | None]:
+def response_ids(metadata: dict[str, Any] | None) -> tuple[str | None, str | None]:
     """(response id, response model) from a ``RUN_FINISHED``'s provider metadata, when an adapter put
     them there (Gemini: ``responseId``/``modelVersion``; OpenAI Responses: ``response_id``)."""
     rid = model = None

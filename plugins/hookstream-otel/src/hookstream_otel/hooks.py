@@ -71,6 +71,7 @@ from hookstream.plugin import (
     ToolCallContext,
     hookimpl,
     priced,
+    response_ids,
     tool_output_text,
 )
 from opentelemetry import context as otel_context
@@ -300,7 +301,7 @@ class OtelPlugin:
             return
         started.ended = True
         span = started.span
-        response_id, response_model = _response_ids(event.metadata)
+        response_id, response_model = response_ids(event.metadata)
         if response_model:
             span.set_attribute("gen_ai.response.model", response_model)
             started.metric_attributes["gen_ai.response.model"] = response_model
@@ -405,22 +406,6 @@ def _set_cost(span: trace.Span, usage: Any, prefix: str, source: bool = False) -
     span.set_attribute(f"{prefix}.currency", cost.currency)
     if source and cost.source:
         span.set_attribute(f"{prefix}.source", cost.source)
-
-
-_ID_KEYS = ("response_id", "responseId", "id")
-_MODEL_KEYS = ("response_model", "modelVersion", "model")
-
-
-def _response_ids(metadata: dict[str, Any] | None) -> tuple[str | None, str | None]:
-    """(response id, response model) from a ``RUN_FINISHED``'s provider metadata, when the adapter put
-    them there (Gemini: ``responseId``/``modelVersion``; OpenAI Responses: ``response_id``)."""
-    rid = model = None
-    for value in (metadata or {}).values():
-        if not isinstance(value, dict):
-            continue
-        rid = rid or next((value[k] for k in _ID_KEYS if isinstance(value.get(k), str)), None)
-        model = model or next((value[k] for k in _MODEL_KEYS if isinstance(value.get(k), str)), None)
-    return rid, model
 
 
 def _server(base_url: str | None) -> dict[str, Any]:
