@@ -58,15 +58,6 @@ print(json.dumps({"run_plugins": watching,
 """
 
 
-def _run_hook_plugins(env: dict[str, str]) -> list[str]:
-    """The entry-point names of installed plugins that implement run hooks (to block them)."""
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr.strip()[-500:])
-    doc: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return list(doc["run_plugins"])
-
-
 def _probe(env: dict[str, str]) -> dict[str, Any]:
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
@@ -88,7 +79,10 @@ def _plugin_dir() -> Path:
 
 def envs() -> dict[str, dict[str, str]]:
     base = {k: v for k, v in os.environ.items() if k not in (BLOCK_ENV, "HOOKSTREAM_DISABLE_PLUGIN_AUTOLOAD")}
-    blocked = ",".join(_run_hook_plugins(base))
+    found = _probe(base)
+    if "error" in found:
+        raise RuntimeError(found["error"])
+    blocked = ",".join(found["run_plugins"])
     none = {**base, BLOCK_ENV: blocked} if blocked else dict(base)
     path = str(_plugin_dir())
     passthrough = {**none, "PYTHONPATH": os.pathsep.join(p for p in (path, base.get("PYTHONPATH", "")) if p)}

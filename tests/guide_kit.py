@@ -25,11 +25,12 @@ the guide's package.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+import tomllib
+from pathlib import Path, PurePosixPath
 
 import attrs
 
-__all__ = ["FILE_LINE", "Command", "commands", "files"]
+__all__ = ["FILE_LINE", "Command", "commands", "files", "write_plugin"]
 
 FILE_LINE = r"^`(?P<path>[^`\s]+)`:\n\n"
 """The line announcing a file block (a regular expression, multiline mode)."""
@@ -73,3 +74,22 @@ def commands(text: str) -> list[Command]:
         if current is not None:
             out.append(Command(line, tuple(current)))
     return out
+
+
+def write_plugin(doc: Path, tmp: Path, plugin: str) -> dict[str, str]:
+    """Write a guide's files under ``tmp`` and, beside the plugin folder ``plugin``'s ``src``, the dist-info
+    that installing it would leave for importlib.metadata (its entry points), so a process with ``src`` on
+    ``PYTHONPATH`` finds the plugin (tests/test_plugin_guides.py installs guides for real, in a fresh venv;
+    this is the quick check). Returns the files by path."""
+    written = files(doc.read_text("utf-8"))
+    for rel, code in written.items():
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code)
+    project = tomllib.loads(written[f"{plugin}/pyproject.toml"])["project"]
+    info = tmp / plugin / "src" / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+    eps = project["entry-points"]["hookstream"]
+    (info / "entry_points.txt").write_text("[hookstream]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    return written

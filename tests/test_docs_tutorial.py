@@ -6,31 +6,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-from guide_kit import files as guide_files
+from guide_kit import write_plugin
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "tutorial-chunk-strategy.md"
 PLUGIN = "hookstream-lines"
 
 
 def build(tmp: Path) -> dict[str, str]:
-    """Write the page's files under ``tmp`` (file blocks, ``tests/guide_kit.py``); return them by path."""
-    files = guide_files(DOC.read_text("utf-8"))
-    for rel, code in files.items():
-        target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(code)
-    project = tomllib.loads(files[f"{PLUGIN}/pyproject.toml"])["project"]
-    # What installing the folder would leave for importlib.metadata: a dist-info with the entry points.
-    # (tests/test_plugin_guides.py installs it for real, in a fresh venv; this is the quick check.)
-    info = tmp / PLUGIN / "src" / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
-    eps = project["entry-points"]["hookstream"]
-    (info / "entry_points.txt").write_text("[hookstream]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
-    return files
+    """Write the page's files and the plugin's dist-info under ``tmp``; return the files by path."""
+    return write_plugin(DOC, tmp, PLUGIN)
 
 
 def test_tutorial_package_is_found_by_name_and_its_tests_pass(tmp_path: Path) -> None:
