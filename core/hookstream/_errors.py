@@ -140,16 +140,21 @@ class MissingCredentialsError(HookstreamError, ValueError):
 
 class MissingAPIKeyError(MissingCredentialsError):
     """No API key for a provider's own endpoint; ``env_vars`` are the environment variables that would
-    supply it (raised before any request is sent). A custom ``base_url`` (a local server) needs none."""
+    supply it (raised before any request is sent). A custom ``base_url`` (a local server) needs none.
+    ``key_name`` is the name a stored key would go under (``hookstream keys set NAME``); the message
+    names that command when it is given."""
 
     code = "missing_api_key"
 
-    def __init__(self, provider: str, env_vars: tuple[str, ...]) -> None:
+    def __init__(self, provider: str, env_vars: tuple[str, ...], key_name: str | None = None) -> None:
         names = " or ".join(env_vars) or "the provider's API key variable"
-        HookstreamError.__init__(self, f"no API key for the {provider} provider: set {names} or pass api_key")
+        stored = f", store one with `hookstream keys set {key_name}`" if key_name else ""
+        what = f"set {names}{stored} or pass api_key"
+        HookstreamError.__init__(self, f"no API key for the {provider} provider: {what}")
         self.provider = provider
-        self.what = f"set {names} or pass api_key"
+        self.what = what
         self.env_vars = env_vars
+        self.key_name = key_name
 
 
 class MalformedChunkError(HookstreamError):

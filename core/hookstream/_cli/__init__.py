@@ -30,6 +30,7 @@ _COMMANDS = {
     "chat": ("chat", "command"),
     "demo": ("demo", "command"),
     "install": ("install", "install_command"),
+    "keys": ("keys", "command"),
     "logs": ("logs", "command"),
     "models": ("models", "command"),
     "plugins": ("plugins", "command"),

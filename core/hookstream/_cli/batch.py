@@ -92,7 +92,7 @@ class _Display:
 
 @click.command("batch", cls=RunCommand)
 @click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(exists=True, dir_okay=False))
-@click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.option("-m", "--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--output", "output_path", required=True, type=click.Path(dir_okay=False),
               help="JSON Lines results, one per input id; an existing file is resumed (done ids skipped).")

@@ -103,7 +103,7 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
 
 
 @click.command("serve", cls=RunCommand)
-@click.option("--model", default=None, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.option("-m", "--model", default=None, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True, help="0 picks a free port.")

@@ -21,7 +21,6 @@ across runs; all per-call state lives in the generator returned by ``parse_strea
 from __future__ import annotations
 
 import abc
-import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Self
@@ -31,6 +30,7 @@ import requests
 
 from .._errors import MissingAPIKeyError
 from .._events import BaseEvent
+from .._keys import env_or_stored_key
 from .._messages import Message
 from .._secrets import Secret
 from .framing import SSE, Framing
@@ -123,11 +123,18 @@ class Provider(abc.ABC):
     default_base_url: ClassVar[str] = ""
     """The API root used when ``get_model`` is given no ``base_url``."""
     api_key_env: ClassVar[tuple[str, ...]] = ()
-    """Environment variables read, in order, for the API key when none is given (``("OPENAI_API_KEY",)``)."""
+    """Environment variables read, in order, for the API key when none is given (``("OPENAI_API_KEY",)``);
+    when none is set, the key stored with ``hookstream keys set`` under :attr:`key_name` is used."""
+    key_name: ClassVar[str] = ""
+    """The name the provider's stored key goes under (``hookstream keys set NAME``, :mod:`hookstream._keys`);
+    empty means :attr:`name`. Providers sharing one key set it alike (``openai-responses`` uses ``"openai"``)."""
     framing: ClassVar[Framing] = SSE
     """How the response body becomes the events :meth:`parse_stream` receives: :data:`~hookstream.plugin.SSE`
     (sseclient-py events), :data:`~hookstream.plugin.NDJSON` (parsed JSON values, one per line) or a
     plugin's own :class:`~hookstream.plugin.Framing` (``hookstream-bedrock``: AWS event-stream messages)."""
+    models_hint: ClassVar[str] = ""
+    """How a user lists the models this provider serves when hookstream's catalogue knows none (a local
+    server's own command: ``"ollama list"``); ``hookstream models NAME`` says it. Empty: no such command."""
     distribution: ClassVar[str] = ""
     """The distribution that ships this provider (``"hookstream-bedrock"``), for error messages."""
     finish_reasons: ClassVar[Mapping[str, str]] = {}
@@ -148,7 +155,7 @@ class Provider(abc.ABC):
         self.model = model
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         if api_key is None:
-            api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), "")
+            api_key = env_or_stored_key(self.key_name or self.name, self.api_key_env)
         self.api_key = api_key if isinstance(api_key, Secret) else Secret(api_key)
         self._session = session
         self._own_session = session is None
@@ -212,7 +219,8 @@ class Provider(abc.ABC):
         if self.api_key or not self.api_key_env:
             return
         if self.base_url == type(self).default_base_url.rstrip("/"):
-            raise MissingAPIKeyError(self.name or type(self).__name__, self.api_key_env)
+            raise MissingAPIKeyError(self.name or type(self).__name__, self.api_key_env,
+                                     key_name=self.key_name or self.name or None)
 
     def sign(self, request: HTTPRequest, body: bytes) -> None:
         """Add request-signing headers to ``request`` (in place) for ``body``, the exact bytes that will

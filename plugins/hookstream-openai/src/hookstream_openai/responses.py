@@ -570,6 +570,7 @@ class OpenAIResponsesProvider(Provider):
     unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    key_name: ClassVar[str] = "openai"  # hookstream keys set openai: one key for both OpenAI APIs
 
     def build_request(self, request: ModelRequest) -> HTTPRequest:
         """``POST {base_url}/responses`` with :func:`responses_body`. Raises :class:`ValueError`."""
