@@ -155,11 +155,18 @@ class Provider(abc.ABC):
         self.model = model
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         if api_key is None:
-            api_key = env_or_stored_key(self.key_name or self.name, self.api_key_env)
+            api_key = self.default_api_key()
         self.api_key = api_key if isinstance(api_key, Secret) else Secret(api_key)
         self._session = session
         self._own_session = session is None
         self._session_lock = threading.Lock()
+
+    @classmethod
+    def default_api_key(cls) -> str | Secret:
+        """The key used when none is given: the first of :attr:`api_key_env` that is set, else the key
+        stored with ``hookstream keys set`` under :attr:`key_name` (``keys.json`` in the user directory),
+        else ``""``. The one place keys are looked up (the constructor and ``hookstream-ray``'s driver)."""
+        return env_or_stored_key(cls.key_name or cls.name, cls.api_key_env)
 
     @property
     def session(self) -> requests.Session:
