@@ -271,3 +271,13 @@ def test_models_of_a_provider_with_none_known_says_how_to_list_them(user_dir: Pa
     assert "no models known for ollama; list yours with `ollama list`" in res.stderr
     unknown = hs(user_dir, "models", "no-such-provider")
     assert unknown.exit_code != 0
+
+
+def test_with_approve_piped_stdin_answers_approvals_and_is_not_the_prompt(user_dir: Path,
+                                                                          server: LoopbackServer) -> None:
+    args = ("-m", "openai:gpt-4o-mini", "--base-url", server.url + "/v1", "--approve")
+    missing = hs(user_dir, "chat", *args, input="y\n", OPENAI_API_KEY="k")
+    assert missing.exit_code == 2 and "give the prompt as an argument" in missing.output
+    done = hs(user_dir, "chat", "hi", *args, input="y\n", OPENAI_API_KEY="k")
+    assert done.exit_code == 0, done.output
+    assert sent(server)["messages"][-1] == {"role": "user", "content": "hi"}

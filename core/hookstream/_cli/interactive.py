@@ -26,12 +26,16 @@ EXIT_WORDS = frozenset({"exit", "quit"})
 def read_prompt(prompt: str | None, stdin: TextIO, *, stdin_is_answers: bool = False) -> str | None:
     """The prompt of a one-shot run from the ``PROMPT`` argument and ``stdin`` (see the module docstring);
     ``None`` when there is none and stdin is a terminal: the caller starts :func:`repl`. Raises
-    :class:`click.UsageError` for ``-`` when stdin answers approvals."""
+    :class:`click.UsageError` for ``-`` or no prompt when stdin, not a terminal, answers approvals."""
     if prompt == "-":
         if stdin_is_answers:
             raise click.UsageError("with --approve stdin answers the approvals: give the prompt as an argument")
         return stdin.read()
-    if stdin.isatty() or stdin_is_answers:
+    if stdin.isatty():
+        return prompt
+    if stdin_is_answers:
+        if prompt is None:
+            raise click.UsageError("with --approve stdin answers the approvals: give the prompt as an argument")
         return prompt
     piped = stdin.read()
     if not piped:

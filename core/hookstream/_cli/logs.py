@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from .._userdir import user_dir  # shared with model aliases (hookstream._aliases)
-from .responses import ResponseRow, Totals, responses, totals, usage_text
+from .responses import ResponseRow, Totals, forget, responses, totals, usage_text
 
 
 def logs_url() -> str:
@@ -112,6 +112,8 @@ def path_command() -> None:
 @click.argument("cid")
 def delete(cid: str) -> None:
     """Forget conversation CID."""
-    if not open_logs().delete(cid):
+    store = open_logs()
+    forget(store, cid)
+    if not store.delete(cid):
         raise click.ClickException(f"no conversation {cid!r}")
     click.echo(f"deleted {cid}")

@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["ResponseRow", "Totals", "record_responses", "responses", "thread_model", "totals", "usage_text"]
+__all__ = ["ResponseRow", "Totals", "forget", "record_responses", "responses", "thread_model", "totals", "usage_text"]
 
 _TABLE = "hookstream_cli_responses"
 _CREATE = (f"CREATE TABLE IF NOT EXISTS {_TABLE} (id INTEGER PRIMARY KEY AUTOINCREMENT, thread_id TEXT NOT NULL, "
@@ -112,6 +112,14 @@ def record_responses(store: Any, thread_id: str | None, result: Any) -> None:
                              "currency, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     except sqlite3.Error:
         pass
+
+
+def forget(store: Any, thread_id: str) -> None:
+    """Delete the recorded responses of conversation ``thread_id`` (``hookstream logs delete``)."""
+    path = _path(store)
+    if path is not None:
+        with _connect(path) as conn:
+            conn.execute(f"DELETE FROM {_TABLE} WHERE thread_id = ?", (thread_id,))
 
 
 def _rows(store: Any, where: str, args: Sequence[Any]) -> list[ResponseRow]:
