@@ -281,3 +281,13 @@ def test_with_approve_piped_stdin_answers_approvals_and_is_not_the_prompt(user_d
     done = hs(user_dir, "chat", "hi", *args, input="y\n", OPENAI_API_KEY="k")
     assert done.exit_code == 0, done.output
     assert sent(server)["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+def test_a_process_without_stdin_takes_the_prompt_argument(user_dir: Path, server: LoopbackServer) -> None:
+    env = {**os.environ, "HOOKSTREAM_USER_DIR": str(user_dir), "OPENAI_API_KEY": "k"}
+    # fd 0 closed before the interpreter starts: Python then sets sys.stdin to None.
+    done = subprocess.run([sys.executable, "-m", "hookstream", "chat", "hi", "-m", "openai:gpt-4o-mini", "--base-url",
+                           server.url + "/v1"], capture_output=True, text=True, env=env, timeout=120,
+                          preexec_fn=lambda: os.close(0))
+    assert done.returncode == 0, done.stderr
+    assert sent(server)["messages"][-1] == {"role": "user", "content": "hi"}

@@ -23,10 +23,14 @@ __all__ = ["EXIT_WORDS", "read_prompt", "repl"]
 EXIT_WORDS = frozenset({"exit", "quit"})
 
 
-def read_prompt(prompt: str | None, stdin: TextIO, *, stdin_is_answers: bool = False) -> str | None:
+def read_prompt(prompt: str | None, stdin: TextIO | None, *, stdin_is_answers: bool = False) -> str | None:
     """The prompt of a one-shot run from the ``PROMPT`` argument and ``stdin`` (see the module docstring);
     ``None`` when there is none and stdin is a terminal: the caller starts :func:`repl`. Raises
-    :class:`click.UsageError` for ``-`` or no prompt when stdin, not a terminal, answers approvals."""
+    :class:`click.UsageError` for ``-`` or no prompt when stdin, not a terminal, answers approvals.
+    ``stdin`` is ``None`` when the process has none (``sys.stdin`` of a process started with fd 0
+    closed): the prompt is the argument alone."""
+    if stdin is None:
+        return "" if prompt in (None, "-") else prompt
     if prompt == "-":
         if stdin_is_answers:
             raise click.UsageError("with --approve stdin answers the approvals: give the prompt as an argument")
