@@ -82,6 +82,12 @@ def repl(turn: Callable[[str], int], model: str, *, read_line: Callable[[str], s
     def say(text: str) -> None:
         click.echo(text, err=err is None, file=err)
 
+    if read_line is input:
+        try:  # line editing and history for input(), as llm chat has (absent on Windows)
+            import readline  # noqa: F401
+        except ImportError:
+            pass
+
     say(f"Chatting with {model}")
     say("Type 'exit' or 'quit' to exit")
     say("Type '!multi' to enter multiple lines, then '!end' to finish")
