@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from ._secrets import Secret
@@ -76,6 +75,8 @@ def env_or_stored_key(provider: str, env_vars: tuple[str, ...]) -> str | Secret:
 
 
 def _save(keys: dict[str, str]) -> None:
+    import tempfile  # only a write needs it; every provider construction imports this module
+
     path = keys_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     # mkstemp creates the file with mode 0600 before anything is written to it.
