@@ -291,3 +291,12 @@ def test_a_process_without_stdin_takes_the_prompt_argument(user_dir: Path, serve
                           preexec_fn=lambda: os.close(0))
     assert done.returncode == 0, done.stderr
     assert sent(server)["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+def test_a_broken_keys_file_is_named_never_quoted(user_dir: Path) -> None:
+    user_dir.mkdir(parents=True)
+    (user_dir / "keys.json").write_text('{"openai": "' + KEY + '",}')  # a trailing comma: not JSON
+    res = hs(user_dir, "keys", "list")
+    assert res.exit_code == 1 and "keys.json is not valid JSON" in res.output and KEY not in res.output
+    missing = hs(user_dir, "chat", "hi", "-m", "openai:gpt-4o-mini")  # no key from it: the usual error
+    assert missing.exit_code == 1 and "hookstream keys set openai" in missing.output and KEY not in missing.output
