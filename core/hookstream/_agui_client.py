@@ -113,12 +113,12 @@ from typing import Any
 import attrs
 import requests
 
+from ._custom import AGUI_SERVER_MESSAGES
 from ._errors import MalformedChunkError
 from ._events import BaseEvent, Custom, Outcome, RunError, RunFinished, Usage, from_dict
 from ._ids import new_id
 from ._messages import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
 from ._secrets import Secret
-from ._stream.accumulate import AGUI_SERVER_MESSAGES
 from ._stream.builder import StreamBuilder
 from ._stream.provider import CallContext, ModelRequest, Provider, ToolSpec
 from ._stream.transport import HTTPRequest

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from .._custom import FilePayload, SourcePayload
+from .._custom import AGUI_SERVER_MESSAGES, FilePayload, SourcePayload
 from .._errors import MalformedCustomEventError
 from .._events import (
     BaseEvent,
@@ -46,10 +46,7 @@ from .._events import (
 )
 from .._messages import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 
-__all__ = ["AGUI_SERVER_MESSAGES", "StepAccumulator", "StepResult", "merge_metadata"]
-
-# The agui provider's CUSTOM event holding a remote agent's own tool calls and results for history.
-AGUI_SERVER_MESSAGES = "agui-server-messages"
+__all__ = ["StepAccumulator", "StepResult", "merge_metadata"]
 
 
 def merge_metadata(into: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
