@@ -5,6 +5,7 @@ by a :class:`~hookstream.testing.FunctionModel` through a real ``chat()`` call."
 
 from __future__ import annotations
 
+import pickle
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -309,3 +310,10 @@ def test_settings_out_of_range_are_refused() -> None:
                 {"keep_fraction": 1.0}):
         with pytest.raises((ValueError, TypeError)):
             Compaction(**bad)
+
+
+def test_a_compaction_pickles_with_its_settings() -> None:
+    compaction = Compaction(context_window=1000, max_fraction=0.5, summary_model="openai:gpt-4o-mini")
+    copy = pickle.loads(pickle.dumps(compaction))
+    assert (copy.context_window, copy.max_fraction, copy.summary_model) == (1000, 0.5, "openai:gpt-4o-mini")
+    assert copy.compact(loop(10), TOOLS)[1] == compaction.compact(loop(10), TOOLS)[1]

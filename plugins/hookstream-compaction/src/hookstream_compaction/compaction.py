@@ -39,8 +39,9 @@ is counted again, so a counter that calls a provider's count endpoint is called 
 compacted step (once per step otherwise).
 
 Thread safety: a :class:`Compaction` may be shared by any number of runs and threads; per-run values (the
-summary) live in ``RunContext.state``; the catalogue lookups it caches are locked. The ``counter`` and the
-summary model are called from the run's thread.
+summary) live in ``RunContext.state``; the catalogue lookups are cached per process, under a lock. The
+``counter`` and the summary model are called from the run's thread. A :class:`Compaction` holds only its
+settings, so it pickles when they do (a model name, not a provider object, as ``summary_model``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ EVENT = "hookstream.compaction"
 STATE = "hookstream_compaction"
 """The key of this plugin's values in ``RunContext.state``."""
 DEFAULT_NOTE = "[tool result removed to save context]"
+# The catalogue's windows by "PROVIDER:MODEL", looked up once per process. Kept here, not on the plugin, so a
+# Compaction holds only its settings and pickles (hookstream-ray ships a batch's settings to its workers).
+_WINDOWS: dict[str, int | None] = {}
+_WINDOWS_LOCK = threading.Lock()
 SUMMARY_PREFIX = "Summary of the earlier conversation (older messages were compacted to fit the context window): "
 
 
@@ -281,8 +286,6 @@ class Compaction:
     sliding_window: bool = True
     counter: TokenCounter | None = None
     note: str = DEFAULT_NOTE
-    _windows: dict[str, int | None] = attrs.field(factory=dict, init=False, repr=False)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
 
     # -- the hook ---------------------------------------------------------------------------------------
     @hookimpl(trylast=True)
@@ -305,13 +308,13 @@ class Compaction:
     def _window(self, step: StepContext) -> int:
         provider, model = _model_of(step)
         key = f"{provider}:{model}"
-        with self._lock:
-            known = key in self._windows
-            window = self._windows.get(key)
+        with _WINDOWS_LOCK:
+            known = key in _WINDOWS
+            window = _WINDOWS.get(key)
         if not known:
             window = context_window_of(provider, model)
-            with self._lock:
-                self._windows[key] = window
+            with _WINDOWS_LOCK:
+                _WINDOWS[key] = window
         if window is None:
             raise ContextWindowUnknown(key)
         return window
