@@ -240,8 +240,12 @@ def test_the_window_keeps_the_last_turn_when_nothing_smaller_fits() -> None:
 
 
 def test_without_the_sliding_window_a_request_too_big_is_sent_and_said_not_to_fit() -> None:
+    sent, report = Compaction(context_window=1000, keep_tool_results=10, sliding_window=False).compact(loop(20), TOOLS)
+    assert report is not None and report.tiers == ("tool_results",) and not report.fits
+    assert report.to_value()["fits"] is False and len(sent) == len(loop(20))
+    # No tier can do anything: the request goes as it is, with nothing to report.
     sent, report = Compaction(context_window=1000, keep_tool_results=20, sliding_window=False).compact(loop(20), TOOLS)
-    assert report is None and sent == loop(20)  # no tier could do anything: nothing to report
+    assert report is None and sent == loop(20)
 
 
 @pytest.mark.parametrize("seed", range(40))
