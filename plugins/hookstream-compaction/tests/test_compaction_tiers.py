@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from hookstream import Message, Tool, ToolCallPart, ToolResultPart, tool
-from hookstream.events import Custom
+from hookstream import Message, Tool, ToolCallPart, ToolResultPart, chat, tool
+from hookstream.errors import PluginError
+from hookstream.events import Custom, RunError
 from hookstream.plugin import RunContext, StepContext
 from hookstream.testing import FunctionModel, ModelInfo
 from hookstream_compaction import (
@@ -293,6 +294,16 @@ def test_a_model_the_catalogue_does_not_size_needs_a_window() -> None:
         Compaction().hookstream_step_start(step)
     assert caught.value.code == "context_window_unknown" and caught.value.model == "openai:no-such-model"
     Compaction(context_window=100_000).hookstream_step_start(step_context(loop(5), model="no-such-model"))
+
+
+def test_a_run_on_a_model_without_a_window_ends_before_its_first_request() -> None:
+    model = FunctionModel(lambda messages, info: "never asked")
+    stream = chat(model, "hi", plugins=[Compaction()])
+    events = list(stream)
+    result = stream.result()
+    assert isinstance(result.error, PluginError) and "ContextWindowUnknown" in result.error.message
+    assert "'function:function'" in result.error.message and model.requests == []
+    assert isinstance(events[-1], RunError) and events[-1].code == "plugin_error"
 
 
 def test_the_counter_is_injectable() -> None:

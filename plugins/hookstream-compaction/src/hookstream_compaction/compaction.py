@@ -327,8 +327,8 @@ class Compaction:
         ``None`` when it fits in the budget. ``context_window`` defaults to this object's; ``state`` is a
         dict kept between the calls of one run (the summary lives there; without it a summary is written
         each time one is needed). ``messages`` are not changed. Raises :class:`ValueError` without a
-        context window; the counter's and the summary model's errors propagate, except that a failed
-        summary is logged and tier 3 goes on without it."""
+        context window; the counter's errors propagate. A summary model that fails is logged and tier 3
+        goes on without a summary."""
         window = context_window or self.context_window
         if window is None:
             raise ValueError("compact() needs a context window")
