@@ -20,8 +20,8 @@ import requests
 
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
-from serve_kit import serve_demo_process  # noqa: E402
-from test_server_adversarial import cut_off  # noqa: E402
+from serve_kit import serve_demo_process
+from test_server_adversarial import cut_off
 
 TOKEN = "tok-attack-" + "t" * 24
 ALLOWED = "http://allowed.example"

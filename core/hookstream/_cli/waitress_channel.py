@@ -58,8 +58,11 @@ class _DeadlineChannel(HTTPChannel):  # type: ignore[misc]  # waitress ships no 
         got = bool(super().received(data))
         if self.request is None:
             self.hs_started = None  # every request in ``data`` is complete
-        elif self.request is not before:
-            self.hs_started = time.time()  # a new request began in ``data``
+        elif self.request is not before and (before is not None or self.hs_started is None):
+            # A request began in ``data`` after another one or after an idle spell: its own clock. (The
+            # connection's first request keeps the connection's: waiting before the first byte does not
+            # buy time.)
+            self.hs_started = time.time()
         return got
 
     def late(self, now: float) -> bool:
