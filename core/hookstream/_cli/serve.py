@@ -130,7 +130,7 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
 @click.option("--max-message-bytes", type=click.IntRange(min=1), default=16 * 1024 * 1024, show_default=True,
               help="Bytes of one request's messages.")
 @click.option("--max-run-seconds", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
-              help="Wall-clock seconds a run may take before it is cancelled.")
+              help="Wall-clock seconds a run may take; then it is cancelled and ends with RUN_ERROR run_timeout.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A browser origin allowed to call (repeatable; none by default).")
 def command(model: str | None, base_url: str | None, host: str, port: int, threads: int, workers: int,
@@ -193,9 +193,9 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
     # An oversized body is refused from its Content-Length, before waitress buffers it (413); a slow
     # request is cut off at its read deadline (hookstream._cli.waitress_channel).
     server = make_server(app, host, port, threads, limits.max_body_bytes)
-    bound = server.effective_host, server.effective_port
+    bound_host = f"[{server.effective_host}]" if ":" in server.effective_host else server.effective_host
     # One parseable line on stdout, flushed, so a parent process (tests, scripts) can read the port.
-    click.echo(f"hookstream serve: listening on http://{bound[0]}:{bound[1]}/", nl=True)
+    click.echo(f"hookstream serve: listening on http://{bound_host}:{server.effective_port}/", nl=True)
     try:
         server.run()
     except KeyboardInterrupt:

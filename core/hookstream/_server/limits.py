@@ -79,7 +79,8 @@ class ServerLimits:
     * ``runs_per_minute``: runs one principal may start in any minute (sliding window).
     * ``max_messages``: messages in one ``RunAgentInput``.
     * ``max_message_bytes``: bytes of the request body's ``messages`` (JSON), in total.
-    * ``max_run_seconds``: wall-clock seconds a run may take before it is cancelled.
+    * ``max_run_seconds``: wall-clock seconds a run may take; then it is cancelled and ends with
+      ``RUN_ERROR`` code :data:`RUN_TIMEOUT` (``run_timeout``).
     * ``max_body_bytes``: the request body, in bytes (larger: ``413`` before it is read).
 
     Raises :class:`TypeError` at construction for a value that is not a positive number or ``None``.
