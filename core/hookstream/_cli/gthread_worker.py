@@ -193,6 +193,9 @@ class _DeadlineInput:
         self.got += len(line)
         return line
 
+    def readlines(self, hint: int | None = -1) -> list[bytes]:
+        return list(self)
+
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.readline, b"")
 
