@@ -58,7 +58,7 @@ INTERNALS_DOCS = frozenset({"architecture.md", "performance.md"})
 # distribution.
 # Names from AG-UI, the standard library and typing that docs mention in inline code.
 NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "DebounceStrategy", "Enum", "Literal",
-                            "Path", "TypedDict", "Annotated", "Callable", "Authorization",
+                            "Path", "TypedDict", "Annotated", "Callable", "Authorization", "Origin", "Host",
                             # third-party classes the cloud provider pages name (azure-identity, openai, google-auth,
                             # anthropic, botocore)
                             "TokenCredential", "DefaultAzureCredential", "AzureOpenAI", "OpenAI", "AnthropicVertex",
