@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._hookspecs import (
     ChunkStrategyRegistrar,
     ProviderRegistrar,
+    RunPluginRegistrar,
     StopConditionRegistrar,
     ToolExecutorRegistrar,
     hookimpl,
@@ -44,3 +45,9 @@ def hookstream_register_stop_conditions(register: StopConditionRegistrar) -> Non
 def hookstream_register_providers(register: ProviderRegistrar) -> None:
     # The AG-UI client provider (``agui:URL``) is part of the core: it speaks AG-UI, which the core owns.
     register("agui", "hookstream._agui_client:AGUIProvider")
+
+
+@hookimpl
+def hookstream_register_run_plugins(register: RunPluginRegistrar) -> None:
+    # Off until a run asks for it (plugins=["budget"] or ("budget", {limits})): other runs never load it.
+    register("budget", "hookstream._budget:Budget")
