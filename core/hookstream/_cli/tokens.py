@@ -30,9 +30,8 @@ def command(prompt: str, model: str, base_url: str | None, system: str | None, a
     hookstream[tokens] is installed (source "tokenizer"); otherwise 4 characters a token (source
     "estimate")."""
     text = sys.stdin.read() if prompt == "-" else prompt
-    options = {"base_url": base_url} if base_url else {}
     try:
-        count = count_tokens(model, text, system=system, **options)
+        count = count_tokens(model, text, system=system, base_url=base_url)
     except HookstreamError:
         raise  # the group prints it as one line with its code
     except ValueError as exc:  # messages or options the provider cannot express
