@@ -153,3 +153,23 @@ def test_budget_without_limits_changes_nothing() -> None:
 def test_budget_refuses_bad_limits() -> None:
     with pytest.raises(TypeError):
         hookstream.chat("openai:m", "hi", plugins=[("budget", {"max_input_tokens": -1})])
+
+
+def test_budget_ends_run_before_the_request_that_passes_max_cost_usd() -> None:
+    # Step 1 is priced from its usage (genai-prices); step 2's request would carry ~1500 input tokens of
+    # gpt-4o at its list price on top: more than the budget, so it is never sent.
+    first = provider_stream("openai", text="", reasoning="", tool_name="fetch", tool_args={"page": "1"})
+    with LoopbackServer([Response(b"".join(first.events)), Response(b"".join(final_stream("openai").events))]) as srv:
+        def fetch(page: str) -> str:
+            """A long page."""
+            return "lorem ipsum " * 500
+
+        model = hookstream.get_model("openai:gpt-4o", base_url=srv.url + "/v1", api_key="k")
+        result = hookstream.chat(model, "Read page 1", tools=[fetch],
+                                 plugins=[("budget", {"max_cost_usd": 0.001})]).result()
+        assert len(srv.requests) == 1
+    assert result.steps[0].usage is not None and result.steps[0].usage.cost is not None
+    assert isinstance(result.error, BudgetExceededError)
+    assert (result.error.limit, result.error.value, result.error.step) == ("max_cost_usd", 0.001, 2)
+    assert result.error.count > 0.001
+    assert [m.role for m in result.messages] == ["user", "assistant", "tool"]

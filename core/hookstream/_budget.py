@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from ._agentloop.hooks import ModelCallContext, StepContext
-from ._errors import BudgetExceededError
+from ._errors import BudgetExceededError, HookstreamError
 from ._events import Usage
 from ._hookspecs import hookimpl
 from ._prices import cost_of
@@ -76,7 +76,11 @@ class Budget:
         ends the step with the :class:`BudgetExceededError` (nothing goes on the wire)."""
         if self.max_input_tokens is None and self.max_cost_usd is None:
             return
-        tokens = self._input_tokens(call)
+        try:
+            tokens = self._input_tokens(call)
+        except HookstreamError as exc:  # count="provider" and its endpoint failed: the step ends with that error
+            call.abort(exc)
+            return
         if self.max_input_tokens is not None and tokens > self.max_input_tokens:
             call.abort(BudgetExceededError("max_input_tokens", self.max_input_tokens, tokens, call.step))
             return
