@@ -173,3 +173,15 @@ def test_budget_ends_run_before_the_request_that_passes_max_cost_usd() -> None:
     assert (result.error.limit, result.error.value, result.error.step) == ("max_cost_usd", 0.001, 2)
     assert result.error.count > 0.001
     assert [m.role for m in result.messages] == ["user", "assistant", "tool"]
+
+
+def test_tiktoken_counts_openai_models_or_says_it_could_not() -> None:
+    # With hookstream[tokens] installed, OpenAI models are counted by tiktoken; where its BPE file cannot be
+    # downloaded (offline, as on this project's test machines), the count is the estimate and says so.
+    tiktoken = pytest.importorskip("tiktoken")
+    count = count_tokens("openai:gpt-4o", "hello world", base_url="http://127.0.0.1:9/v1")
+    if count.source == "tokenizer":
+        enc = tiktoken.encoding_for_model("gpt-4o")
+        assert count.input_tokens == 3 + 3 + len(enc.encode("user")) + len(enc.encode("hello world"))
+    else:
+        assert (count.source, count.input_tokens) == ("estimate", 2)

@@ -10,8 +10,8 @@ tokenizer for the model's family when it is installed (``tiktoken`` for OpenAI m
 A count endpoint that answers 404 or 405 (an OpenAI- or Anthropic-compatible server that has no such
 endpoint) is counted locally instead and the source says so; every other failure raises its typed error.
 tiktoken downloads its BPE file on first use (cached under ``TIKTOKEN_CACHE_DIR``); when that fails
-(offline) the count is the estimate, and the failure is remembered for the process so it is not retried
-on every count.
+(offline) or takes more than :data:`LOAD_TIMEOUT` seconds, the count is the estimate, and the failure is
+remembered for the process so it is not retried on every count.
 
 Thread safety: functions only; the tokenizer cache is filled under a lock.
 """
@@ -103,6 +103,8 @@ def _schema(tool: ToolSpec) -> dict[str, Any]:
 _encodings: dict[str, Any] = {}
 _failed: set[str] = set()  # encoding names whose BPE file could not be loaded (offline)
 _lock = threading.Lock()
+LOAD_TIMEOUT = 10.0
+"""Seconds tiktoken may take to load (download) an encoding's BPE file before counts fall back to the estimate."""
 
 
 def _encoding(model: str) -> Any:
@@ -127,13 +129,30 @@ def _load_encoding(model: str) -> Any:
         return None
     if name in _failed:
         return None
-    try:
-        return tiktoken.get_encoding(name)
-    except Exception as exc:  # tiktoken fetches its BPE file over HTTP on first use: offline, it fails
+    # tiktoken fetches its BPE file over HTTP on first use, with no time limit of its own: load it on a
+    # daemon thread and give up after LOAD_TIMEOUT seconds, so a firewalled network cannot hang a count
+    # (or a run whose budget counts each step).
+    done = threading.Event()
+    box: list[Any] = []
+
+    def load() -> None:
+        try:
+            box.append(tiktoken.get_encoding(name))
+        except Exception as exc:  # offline: a connection error; a damaged cache file: a hash mismatch
+            box.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=load, name=f"hookstream-tiktoken-{name}", daemon=True).start()
+    if not done.wait(LOAD_TIMEOUT):
+        box.append(TimeoutError(f"no answer in {LOAD_TIMEOUT:g} s"))
+    result = box[0]
+    if isinstance(result, BaseException):
         _failed.add(name)
         log.warning("tiktoken could not load %s (%s: %s); token counts for %s are estimates",
-                    name, type(exc).__name__, exc, model)
+                    name, type(result).__name__, result, model)
         return None
+    return result
 
 
 # OpenAI cookbook, "How to count tokens with tiktoken": every chat message costs 3 tokens besides its
