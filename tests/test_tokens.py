@@ -185,3 +185,12 @@ def test_tiktoken_counts_openai_models_or_says_it_could_not() -> None:
         assert count.input_tokens == 3 + 3 + len(enc.encode("user")) + len(enc.encode("hello world"))
     else:
         assert (count.source, count.input_tokens) == ("estimate", 2)
+
+
+def test_chat_command_takes_the_budget_limits() -> None:
+    with LoopbackServer([Response(b"".join(final_stream("openai").events))]) as srv:
+        result = run_cli(["chat", "Summarise the report in three words", "--model", "openai:local-llama",
+                          "--base-url", srv.url + "/v1", "--max-input-tokens", "2"], env={"OPENAI_API_KEY": "k"})
+        assert srv.requests == []
+    assert result.exit_code != 0
+    assert "budget_exceeded" in result.output and "max_input_tokens" in result.output
