@@ -194,3 +194,14 @@ def test_chat_command_takes_the_budget_limits() -> None:
         assert srv.requests == []
     assert result.exit_code != 0
     assert "budget_exceeded" in result.output and "max_input_tokens" in result.output
+
+
+def test_budget_may_count_with_the_provider_endpoint() -> None:
+    # count="provider": the count endpoint answers first; over the limit, the Messages call is never made.
+    with LoopbackServer([_json(json.dumps({"input_tokens": 9000}).encode())]) as srv:
+        model = hookstream.get_model("anthropic:claude-sonnet-4-5", base_url=srv.url, api_key="k")
+        result = hookstream.chat(model, "hi", plugins=[("budget", {"max_input_tokens": 8000,
+                                                                   "count": "provider"})]).result()
+        assert [r.path for r in srv.requests] == ["/v1/messages/count_tokens"]
+    assert isinstance(result.error, BudgetExceededError) and result.error.count == 9000
+    assert [m.role for m in result.messages] == ["user"]
