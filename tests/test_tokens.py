@@ -205,3 +205,18 @@ def test_budget_may_count_with_the_provider_endpoint() -> None:
         assert [r.path for r in srv.requests] == ["/v1/messages/count_tokens"]
     assert isinstance(result.error, BudgetExceededError) and result.error.count == 9000
     assert [m.role for m in result.messages] == ["user"]
+
+
+def test_cli_prints_text_and_typed_errors(anthropic_server: LoopbackServer) -> None:
+    ok = run_cli(["tokens", "hi", "--model", "anthropic:claude-sonnet-4-5", "--base-url", anthropic_server.url],
+                 env={"ANTHROPIC_API_KEY": "sk-test"})
+    assert (ok.exit_code, ok.output) == (0, "2095 tokens (provider)\n")
+    refused = _json(b'{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}',
+                    401)
+    with LoopbackServer([refused]) as srv:
+        bad = run_cli(["tokens", "hi", "--model", "anthropic:claude-sonnet-4-5", "--base-url", srv.url],
+                      env={"ANTHROPIC_API_KEY": "sk-secret-value-123"})
+    assert bad.exit_code == 1
+    assert "HTTP 401: invalid x-api-key" in bad.output and "[authentication_error]" in bad.output
+    unknown = run_cli(["tokens", "hi", "--model", "gpt-4o-typo"])
+    assert unknown.exit_code == 1 and "[unknown_model]" in unknown.output
