@@ -37,6 +37,7 @@ _COMMANDS = {
     "process": ("process", "command"),
     "replay": ("replay", "command"),
     "serve": ("serve", "command"),
+    "tokens": ("tokens", "command"),
     "uninstall": ("install", "uninstall_command"),
 }
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Self
 import attrs
 import requests
 
-from .._errors import MissingAPIKeyError
+from .._errors import MalformedChunkError, MissingAPIKeyError
 from .._events import BaseEvent
 from .._keys import env_or_stored_key
 from .._messages import Message
@@ -259,3 +259,26 @@ class Provider(abc.ABC):
     def read_error(self, status: int, body: bytes) -> tuple[str, str | None]:
         """(message, error type) of a non-2xx response body; override for unusual error shapes."""
         return default_error_reader(status, body)
+
+    # -- token counting (optional) -------------------------------------------------------------------
+    def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
+        """The HTTP request asking the provider's own token-count endpoint how many input tokens
+        ``request`` would take, or ``None`` (this default) when the provider has no such endpoint:
+        :func:`hookstream.count_tokens` then counts locally (a tokenizer, else the estimate).
+
+        A provider builds it from its own :meth:`build_request` (the same body the streamed call sends,
+        without the fields of generation: ``stream``, output limits, sampling). The core sends it as it
+        sends a model call: :meth:`check_api_key` first, :meth:`sign` over the final bytes, non-2xx
+        answers read by :meth:`read_error` into typed errors. Raises :class:`ValueError` as
+        :meth:`build_request` does."""
+        return None
+
+    def read_token_count(self, answer: Any) -> int:
+        """The input-token count in ``answer``, the parsed JSON of :meth:`token_count_request`'s endpoint.
+        The default reads ``input_tokens`` (Anthropic ``/v1/messages/count_tokens``, OpenAI
+        ``/v1/responses/input_tokens``). Raises :class:`~hookstream.errors.MalformedChunkError` when the
+        answer has no integer count."""
+        value = answer.get("input_tokens") if isinstance(answer, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MalformedChunkError(f"{self.name}: token count answer without input_tokens", repr(answer))
+        return value

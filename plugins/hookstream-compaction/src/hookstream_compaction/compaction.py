@@ -65,9 +65,10 @@ from hookstream import (
     models,
 )
 
-# The 4-characters-a-token estimate and the summary request are the core's (History uses them); a plugin
-# reaches them here, in the one place (no public face has them yet).
-from hookstream._stores.history import estimate_tokens, summary_request
+# The 4-characters-a-token estimate (hookstream._estimate, where count_tokens and History take it from) and
+# the summary request are the core's; a plugin reaches them here, in the one place (no public face has them).
+from hookstream._estimate import estimate_tokens
+from hookstream._stores.history import summary_request
 from hookstream.events import Custom
 from hookstream.plugin import StepContext, hookimpl
 
