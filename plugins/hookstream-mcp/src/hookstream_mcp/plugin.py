@@ -102,6 +102,11 @@ def start_servers(run: CLIRun, specs: tuple[str, ...], auth: str | None = None) 
         raise click.UsageError(f"{MCP_MISSING} ({exc})") from None
     login = _auth(auth)
     elicitation = _elicitation()
+    # The SDK logs a failed login with its traceback; the command reports it as one line instead (an
+    # application that configures logging still gets the records).
+    import logging
+
+    logging.getLogger("mcp").addHandler(logging.NullHandler())
     tools: list[Tool] = []
     for spec in specs:
         http = spec.strip().startswith(("http://", "https://"))
