@@ -8,7 +8,9 @@ against it: hookstream-mcp's public API (``MCPServer.http`` with ``OAuth``, ``Cl
 checks failed or warned.
 
 The suite runs once per module (its scenarios in parallel, in one Node process); sse-retry, which times
-the client's reconnection, runs alone first so that the others' load does not make it late. Tokens go to
+the client's reconnection, runs alone first so that the others' load does not make it late. One OAuth
+scenario runs once more against the command line itself (conformance_cli.py: ``hookstream chat --mcp
+URL --mcp-auth oauth``, the browser played by conformance_browser.py through ``$BROWSER``). Tokens go to
 a temporary ``HOOKSTREAM_USER_DIR``, checked afterwards for their file modes and for never showing up in
 the client's output.
 """
@@ -31,6 +33,8 @@ MODULES = REPO / "tests/mcp/node_modules"
 NODE = MODULES / "node/bin/node"  # Node 22 from the npm registry's `node` package
 SUITE = MODULES / "@modelcontextprotocol/conformance/dist/index.js"
 CLIENT = Path(__file__).with_name("conformance_client.py")
+CLI = Path(__file__).with_name("conformance_cli.py")  # `hookstream chat --mcp URL --mcp-auth oauth`
+BROWSER = Path(__file__).with_name("conformance_browser.py")
 # A bound on one scenario's client (the suite kills it past this); only keeps a broken run from hanging.
 CLIENT_LIMIT_MS = 180_000
 
@@ -57,8 +61,8 @@ XFAIL = {
 }
 
 
-def _run(args: list[str], out: Path, env: dict[str, str]) -> None:
-    command = f"{sys.executable} {CLIENT}"
+def _run(args: list[str], out: Path, env: dict[str, str], client: Path = CLIENT) -> None:
+    command = f"{sys.executable} {client}"
     proc = subprocess.run([str(NODE), str(SUITE), "client", "--command", command, *args, "--timeout",
                            str(CLIENT_LIMIT_MS), "-o", str(out)], env=env, capture_output=True, text=True,
                           timeout=CLIENT_LIMIT_MS / 1000 * 3)
@@ -72,11 +76,14 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         missing("the MCP conformance suite is not installed: run scripts/install-mcp-servers (npm ci in tests/mcp)")
     base = tmp_path_factory.mktemp("conformance")
     env = {**os.environ, "HOOKSTREAM_USER_DIR": str(base / "userdir"), "PYTHONUNBUFFERED": "1"}
-    solo, suite = base / "solo", base / "suite"
-    solo.mkdir()
-    suite.mkdir()
+    solo, suite, cli = base / "solo", base / "suite", base / "cli"
+    for folder in (solo, suite, cli):
+        folder.mkdir()
     _run(["--scenario", "sse-retry"], solo, env)
     _run(["--suite", "all"], suite, env)
+    # The command line's login: webbrowser opens $BROWSER, which follows the login page's redirect.
+    _run(["--scenario", "auth/metadata-default"], cli, {**env, "BROWSER": f"{sys.executable} {BROWSER} %s"},
+         client=CLI)
     checks: dict[str, list[dict[str, Any]]] = {}
     outputs: list[str] = []
     for root in (suite, solo):  # the solo sse-retry run replaces the suite's
@@ -84,7 +91,10 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             name = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", str(path.parent.relative_to(root)))  # <scenario>-<time>
             checks[name] = json.loads(path.read_text())
             outputs += [p.read_text() for p in path.parent.glob("std*.txt")]
-    return {"checks": checks, "userdir": base / "userdir", "outputs": outputs, "log": (suite / "runner.log")}
+    (cli_checks,) = [json.loads(p.read_text()) for p in cli.rglob("checks.json")]
+    (cli_out,) = [p.read_text() for p in cli.rglob("stdout.txt")]
+    return {"checks": checks, "userdir": base / "userdir", "outputs": outputs, "log": (suite / "runner.log"),
+            "cli": (cli_checks, cli_out, (cli / "runner.log"))}
 
 
 @pytest.mark.parametrize("scenario", [
@@ -96,6 +106,15 @@ def test_scenario(results: dict[str, Any], scenario: str) -> None:
     bad = [f"{c['id']}: {c['status']} {c.get('errorMessage') or c.get('description')}" for c in checks
            if c["status"] in ("FAILURE", "WARNING")]
     assert not bad, bad
+
+
+def test_the_command_line_logs_in(results: dict[str, Any]) -> None:
+    """``hookstream chat --mcp URL --mcp-auth oauth`` passes auth/metadata-default: the login URL is shown
+    on stderr, the browser ($BROWSER) comes back to the loopback callback, the run answers."""
+    checks, output, log = results["cli"]
+    bad = [f"{c['id']}: {c['status']}" for c in checks if c["status"] in ("FAILURE", "WARNING")]
+    assert checks and not bad, (bad, log.read_text()[-3000:])
+    assert "hookstream-mcp: log in at http://" in output and "Logged in." in output
 
 
 def test_the_tokens_are_kept_private(results: dict[str, Any]) -> None:

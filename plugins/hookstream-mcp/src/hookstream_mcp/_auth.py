@@ -125,6 +125,15 @@ class _MemoryStorage:
         self.client_info = client_info
 
 
+def open_in_browser(url: str) -> None:
+    """The default ``open_url``: says on stderr where to log in (a machine without a browser, or over
+    SSH, still shows the URL to copy), then opens it with :func:`webbrowser.open`."""
+    import sys
+
+    print(f"hookstream-mcp: log in at {url}", file=sys.stderr, flush=True)
+    webbrowser.open(url)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -137,7 +146,7 @@ class LoopbackRedirect:
     (or an ``error``), answers it with a short page and shuts down.
 
     :meth:`redirect` (the SDK's ``redirect_handler``) starts the server, then hands the authorization URL
-    to ``open_url`` (default :func:`webbrowser.open`); :meth:`callback` (the SDK's ``callback_handler``)
+    to ``open_url`` (default :func:`open_in_browser`); :meth:`callback` (the SDK's ``callback_handler``)
     waits up to ``timeout`` seconds for the redirect and returns its ``code``, ``state`` and ``iss``.
     """
 
@@ -203,8 +212,7 @@ class LoopbackRedirect:
         self._thread = threading.Thread(target=self._serve, args=(server,), name="hookstream-mcp login",
                                         daemon=True)
         self._thread.start()
-        opener = self.open_url or webbrowser.open
-        await asyncio.to_thread(opener, authorization_url)
+        await asyncio.to_thread(self.open_url or open_in_browser, authorization_url)
 
     def _wait(self) -> dict[str, str]:
         self._done.wait(self.timeout + 1)
@@ -233,7 +241,7 @@ class OAuth:
     On the first 401 the MCP SDK discovers the server's authorization server, registers this client
     (dynamic registration, or ``client_metadata_url`` when the server takes a client ID metadata
     document, or the pre-registered ``client_id``/``client_secret``), opens the login page with
-    ``open_url`` (default: the browser) and takes the ``code`` on a loopback redirect
+    ``open_url`` (default: prints the URL on stderr and opens the browser) and takes the ``code`` on a loopback redirect
     (``http://127.0.0.1:<redirect_port>/callback``; a free port is picked once and kept with the
     registration). Tokens are refreshed by the SDK and kept in hookstream's user directory
     (:func:`token_path`, mode 0600) unless ``store=False``; the next run uses them without a login.
