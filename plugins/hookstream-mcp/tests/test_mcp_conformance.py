@@ -50,6 +50,13 @@ SCENARIOS = [
     "auth/cross-app-access-complete-flow",
 ]
 
+# Scenarios whose server must be refused: the client is right to stop with an error.
+MUST_REFUSE = {
+    "auth/resource-mismatch": "the protected resource metadata names another resource (RFC 8707)",
+    "auth/scope-retry-limit": "the server keeps asking for more scope; the client gives up",
+}
+DONE = "conformance_client: the session went through"
+
 XFAIL = {
     "auth/2025-03-26-oauth-metadata-backcompat": (
         "the MCP SDK (2.3) checks that authorization server metadata names the expected issuer (RFC 8414 "
@@ -85,16 +92,19 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     _run(["--scenario", "auth/metadata-default"], cli, {**env, "BROWSER": f"{sys.executable} {BROWSER} %s"},
          client=CLI)
     checks: dict[str, list[dict[str, Any]]] = {}
+    done: dict[str, bool] = {}
     outputs: list[str] = []
     for root in (suite, solo):  # the solo sse-retry run replaces the suite's
         for path in root.rglob("checks.json"):
             name = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", str(path.parent.relative_to(root)))  # <scenario>-<time>
             checks[name] = json.loads(path.read_text())
             outputs += [p.read_text() for p in path.parent.glob("std*.txt")]
+            stdout = path.parent / "stdout.txt"
+            done[name] = stdout.is_file() and DONE in stdout.read_text()
     (cli_checks,) = [json.loads(p.read_text()) for p in cli.rglob("checks.json")]
     (cli_out,) = [p.read_text() for p in cli.rglob("stdout.txt")]
-    return {"checks": checks, "userdir": base / "userdir", "outputs": outputs, "log": (suite / "runner.log"),
-            "cli": (cli_checks, cli_out, (cli / "runner.log"))}
+    return {"checks": checks, "done": done, "userdir": base / "userdir", "outputs": outputs,
+            "log": suite / "runner.log", "cli": (cli_checks, cli_out, cli / "runner.log")}
 
 
 @pytest.mark.parametrize("scenario", [
@@ -106,6 +116,8 @@ def test_scenario(results: dict[str, Any], scenario: str) -> None:
     bad = [f"{c['id']}: {c['status']} {c.get('errorMessage') or c.get('description')}" for c in checks
            if c["status"] in ("FAILURE", "WARNING")]
     assert not bad, bad
+    # The client's own verdict: the session it was asked for went through, or was rightly refused.
+    assert results["done"][scenario] is (scenario not in MUST_REFUSE)
 
 
 def test_the_command_line_logs_in(results: dict[str, Any]) -> None:
