@@ -5,10 +5,14 @@ the MCP conformance suite's authorization servers in test_mcp_conformance.py."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from hookstream.testing import LoopbackServer, Response, run_cli
 from hookstream_mcp import ClientCredentials, MCPAuthError, MCPServer, MCPServerError, OAuth, token_path
-from mcp_kit import MODEL
+from mcp_kit import MODEL, NEVER
 
 CHALLENGE = ('Bearer error="invalid_token", resource_metadata="http://127.0.0.1:9/.well-known/'
              'oauth-protected-resource/mcp", scope="files:read"')
@@ -65,3 +69,12 @@ def test_secrets_stay_out_of_reprs_and_file_names() -> None:
     assert "s3cret" not in str(token_path("https://mcp.example.com/mcp?key=s3cret"))
     with pytest.raises(ValueError, match="either client_secret or private_key"):
         ClientCredentials("app")
+
+
+def test_without_the_plugin_mcp_auth_says_to_install_it() -> None:
+    # A new process: the plugin is blocked (as when not installed) before the registry loads.
+    res = subprocess.run([sys.executable, "-m", "hookstream", "chat", "hi", "--model", MODEL, "--mcp-auth", "oauth"],
+                         capture_output=True, text=True, timeout=NEVER,
+                         env={**os.environ, "OPENAI_API_KEY": "sk-test", "HOOKSTREAM_BLOCK_PLUGINS": "mcp"})
+    assert res.returncode == 2
+    assert "--mcp-auth needs the hookstream-mcp plugin" in res.stderr
