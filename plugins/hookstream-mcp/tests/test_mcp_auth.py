@@ -8,10 +8,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+from typing import Any
 
 import pytest
 from hookstream.testing import LoopbackServer, Response, run_cli
-from hookstream_mcp import ClientCredentials, MCPAuthError, MCPServer, MCPServerError, OAuth, token_path
+from hookstream_mcp import (
+    ClientCredentials,
+    MCPAuthError,
+    MCPServer,
+    MCPServerError,
+    MCPToolError,
+    OAuth,
+    token_path,
+)
 from mcp_kit import MODEL, NEVER
 
 CHALLENGE = ('Bearer error="invalid_token", resource_metadata="http://127.0.0.1:9/.well-known/'
@@ -78,3 +88,48 @@ def test_without_the_plugin_mcp_auth_says_to_install_it() -> None:
                          env={**os.environ, "OPENAI_API_KEY": "sk-test", "HOOKSTREAM_BLOCK_PLUGINS": "mcp"})
     assert res.returncode == 2
     assert "--mcp-auth needs the hookstream-mcp plugin" in res.stderr
+
+
+def test_a_token_refused_mid_session_names_the_status() -> None:
+    """A server that accepted the session, then answers a tool call with 401 (a revoked token): the call
+    fails with the status and challenge, not "MCP error -32603". The server is the MCP SDK's own
+    streamable HTTP app, served by uvicorn on a free port, behind a gate that can be closed."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from mcp.server.mcpserver import MCPServer as SDKServer
+
+    sdk = SDKServer("gated")
+
+    @sdk.tool()
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    app = sdk.streamable_http_app()
+    closed = threading.Event()
+
+    async def gate(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and closed.is_set():
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"www-authenticate", CHALLENGE.encode()), (b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    config = uvicorn.Config(gate, host="127.0.0.1", port=0, log_level="error", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:  # uvicorn sets it once listening; a thread that ended failed to start
+            assert thread.is_alive(), "uvicorn did not start"
+            thread.join(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        with MCPServer.http(f"http://127.0.0.1:{port}/mcp") as mcp:
+            assert mcp.call("ping") == "pong"
+            closed.set()
+            with pytest.raises(MCPToolError) as caught:
+                mcp.call("ping")
+    finally:
+        server.should_exit = True
+        thread.join(NEVER)
+    assert f"refused the call to 'ping': HTTP 401 (WWW-Authenticate: {CHALLENGE})" in caught.value.message

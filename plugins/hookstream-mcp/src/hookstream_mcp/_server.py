@@ -417,5 +417,9 @@ class MCPServer:
         except concurrent.futures.CancelledError:
             raise MCPToolError(f"MCP server {self.name} was closed during the call to {name!r}") from None
         except Exception as exc:
+            denied = self._denied
+            if denied is not None:  # a token revoked or out of scope mid-session: say so, not "-32603"
+                raise MCPToolError(f"MCP server {self.name} refused the call to {name!r}: HTTP {denied[0]}"
+                                   + (f" (WWW-Authenticate: {denied[1]})" if denied[1] else "")) from None
             raise MCPToolError(self._why(exc)) from None
         return tool_output(result)
