@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         TransportError,
         UnknownPluginError,
         UnknownToolCallError,
+        UntrustedToolCallError,
     )
 
 __all__ = [
@@ -91,6 +92,7 @@ __all__ = [
     "TransportError",
     "UnknownPluginError",
     "UnknownToolCallError",
+    "UntrustedToolCallError",
 ]
 
 __getattr__, __dir__ = lazy_attributes(

@@ -118,6 +118,14 @@ class InMemoryStore:
                 self._owners[thread_id] = None if thread_id in self._threads else owner
             return self._owners[thread_id] == owner
 
+    def may_claim(self, thread_id: str, owner: str | None) -> bool:
+        """Whether :meth:`claim` would give ``owner`` the thread now, without claiming it (what a server
+        checks before it reads the thread, so a request it then refuses claims nothing)."""
+        with self._lock:
+            if thread_id in self._owners:
+                return self._owners[thread_id] == owner
+            return owner is None or thread_id not in self._threads
+
     def load(self, thread_id: str) -> list[Message]:
         with self._lock:
             return list(self._threads.get(thread_id, ()))
