@@ -26,8 +26,8 @@ import requests
 
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 
-from store_kit import LEDGER_ENV, Client, SimProvider, serve_workers  # noqa: E402
-from test_ui_message_stream import answer_approvals, frames_to_chunks, rebuild  # noqa: E402
+from store_kit import LEDGER_ENV, Client, SimProvider, serve_workers
+from test_ui_message_stream import answer_approvals, frames_to_chunks, rebuild
 
 ALICE, BOB, CAROL = "tok-alice-" + "a" * 24, "tok-bob-" + "b" * 24, "tok-carol-" + "c" * 24
 

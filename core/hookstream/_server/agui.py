@@ -23,7 +23,9 @@ moved to ``ag_ui.core.deprecated``; older clients still send it). A ``{"type": "
 binary ``id`` (a handle only its provider can read) cannot be resolved here and is an
 :class:`~hookstream.errors.AGUIInputError`; an ``assistant``
 message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls`` (a call's
-``approval: {"approved", "reason"?}``, an approval answered in the client, is kept for the engine);
+``approval: {"approved", "reason"?, "id"?}``, an approval answered in the client, is kept in its
+``provider_metadata["hookstream"]["approval"]``; :func:`make_app` acts on it only for a call its own model
+made, :mod:`hookstream._server.trust`);
 consecutive ``tool`` messages become one ``tool`` message of
 :class:`~hookstream.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
 not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model

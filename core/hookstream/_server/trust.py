@@ -186,6 +186,9 @@ class ApprovalSigner:
         return hmac.compare_digest(given.encode(), expected.encode())
 
 
+_SIGNED_EVENTS = frozenset({Custom, RunFinished})
+
+
 class SignedApprovals:
     """A stateless server's run stream with signed approval ids: each ``CUSTOM approval-requested``
     ``approvalId`` and the matching ``RUN_FINISHED`` interrupt ids become
@@ -200,10 +203,12 @@ class SignedApprovals:
     def __iter__(self) -> Iterator[BaseEvent]:
         signed: dict[str, str] = {}
         for ev in self._stream:
-            kind = type(ev)
-            if kind is Custom and ev.name == ApprovalRequestedPayload.name:
+            if type(ev) not in _SIGNED_EVENTS:  # one set lookup per event: the stream's hot path
+                yield ev
+                continue
+            if type(ev) is Custom and ev.name == ApprovalRequestedPayload.name:
                 ev = self._sign(ev, signed)
-            elif kind is RunFinished and signed and ev.outcome is not None and ev.outcome.interrupts:
+            elif type(ev) is RunFinished and signed and ev.outcome is not None and ev.outcome.interrupts:
                 ev = attrs.evolve(ev, outcome=attrs.evolve(ev.outcome, interrupts=[
                     attrs.evolve(i, id=signed[i.id]) if i.id in signed else i
                     for i in ev.outcome.interrupts]))
