@@ -26,6 +26,9 @@ import requests
 
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 
+from hookstream import ToolCallPart
+from hookstream.server import ApprovalSigner
+from serve_kit import messages_after, serve_demo_process
 from store_kit import LEDGER_ENV, Client, SimProvider, serve_workers
 from test_ui_message_stream import answer_approvals, frames_to_chunks, rebuild
 
@@ -238,3 +241,43 @@ def test_while_rate_limited_no_owner_rows_are_added(sim: SimProvider, tmp_path: 
         codes = [post(limited, agui(f"t-rate-{i}", [user("t| hi")])).status_code for i in range(40)]
         assert codes[:2] == [200, 200] and set(codes[2:]) == {429}
         assert sorted(limited.owners()) == ["t-rate-0", "t-rate-1"]
+
+
+def sse_events(resp: requests.Response) -> list[dict[str, Any]]:
+    return [json.loads(line[len("data: "):]) for line in resp.text.splitlines() if line.startswith("data: ")]
+
+
+def test_stateless_gunicorn_workers_share_the_signing_key() -> None:
+    """`serve --demo --workers 2` keeps no store: the key made before gunicorn forks is every worker's,
+    so an approval signed by one worker is accepted by the other (each request on a new connection)."""
+    question = {"id": "u1", "role": "user", "content": "What's the weather in Paris?"}
+    with serve_demo_process("--delay", "0", "--workers", "2") as url:
+        base = url.rstrip("/")
+        for n in range(6):
+            thread = f"t-demo-{n}"
+            with requests.Session() as first:
+                events = sse_events(first.post(base + "/", json=agui(thread, [question]), headers=headers(None),
+                                               timeout=60))
+            [interrupt] = events[-1]["outcome"]["interrupts"]
+            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+            with requests.Session() as second:
+                resp = second.post(base + "/", json=agui(thread, messages_after([question], events), resume=resume),
+                                   headers=headers(None), timeout=60)
+            assert resp.status_code == 200, resp.text
+            last = sse_events(resp)[-1]
+            assert last["type"] == "RUN_FINISHED" and last["outcome"]["type"] == "success", last
+
+
+def test_the_signature_survives_a_javascript_echo_and_nothing_else() -> None:
+    signer = ApprovalSigner.from_setting("a-secret-of-sixteen-bytes-or-more")
+    signed = signer.approval_id("t", "call_1", "transfer", {"amount": 2.0, "to": ["x", {"b": 1, "a": 2}]})
+    echoed = ToolCallPart("call_1", "transfer", {"to": ["x", {"a": 2, "b": 1}], "amount": 2})  # JSON.parse/stringify
+    assert signer.verify(signed, "t", echoed)
+    for other in (ToolCallPart("call_1", "transfer", {"amount": 3, "to": ["x", {"a": 2, "b": 1}]}),
+                  ToolCallPart("call_2", "transfer", echoed.arguments),
+                  ToolCallPart("call_1", "refund", echoed.arguments)):
+        assert not signer.verify(signed, "t", other)
+    assert not signer.verify(signed, "t2", echoed)
+    assert not ApprovalSigner.from_setting("another-secret-of-16-bytes").verify(signed, "t", echoed)
+    with pytest.raises(ValueError):
+        ApprovalSigner.from_setting("short")
