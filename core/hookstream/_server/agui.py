@@ -670,9 +670,8 @@ class _App:
     def _claim(owned: OwnedStore, thread_id: str, who: str | None, check_only: bool = False) -> None:
         """Claim ``thread_id`` for ``who`` (``check_only``: only check that a claim would succeed, for a
         store with ``may_claim``; the claim then follows once the request passed every check)."""
+        # A store of its own without may_claim is claimed at the check, before its thread is read.
         may_claim = getattr(owned, "may_claim", None) if check_only else None
-        if check_only and may_claim is None:
-            check_only = False  # a store of its own without may_claim: claimed before it is read
         try:
             mine = may_claim(thread_id, who) if may_claim is not None else owned.claim(thread_id, who)
         except Exception as exc:

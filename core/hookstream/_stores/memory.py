@@ -72,7 +72,9 @@ def thread_title(messages: Sequence[Message]) -> str:
 @runtime_checkable
 class OwnedStore(ConversationStore, Protocol):
     """A conversation store that knows who owns each thread (what ``hookstream serve`` with
-    authentication needs; ``docs/agui-server.md``, "What a principal can see")."""
+    authentication needs; ``docs/agui-server.md``, "What a principal can see"). A store may also offer
+    ``may_claim(thread_id, owner) -> bool``, whether :meth:`claim` would succeed, reading only (the
+    built-in stores do): the server then claims a thread only once its request passed every check."""
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         """Whether ``owner`` (a principal id; ``None``: an unauthenticated server) may use
