@@ -698,7 +698,8 @@ class _App:
             else:
                 run, incoming, new = _parse_stored(keeper, doc)
             run.messages, run.resume = vet(run.messages, incoming, run.resume, thread_id=run.thread_id,
-                                           new=new if keeper is not None else None, signer=self.signer)
+                                           new=new if keeper is not None else None, signer=self.signer,
+                                           frontend_tools=frozenset(t["name"] for t in run.tools))
             run.principal = principal
             stream: RunStream = factory(run)
             if self.signer is not None:

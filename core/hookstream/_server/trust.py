@@ -7,7 +7,8 @@ What the server believes:
 
 * **With a store** the stored history is the truth. A request may add user (and system) messages,
   answer the pending calls the store holds (approve, deny, a frontend tool's result) and carry
-  assistant text, which is kept as text. An assistant tool call the store does not hold is refused
+  assistant text, which is kept as text. An assistant tool call the store does not hold, or a tool
+  result the store does not hold for anything but a frontend tool of the request, is refused
   (:class:`~hookstream.errors.UntrustedToolCallError`, ``400``), before anything is stored or run.
 * **Without a store** (stateless) the client holds the history, so the server signs each call it hands
   out for approval (:class:`ApprovalSigner`: HMAC-SHA256 over the thread id, call id, tool name and
@@ -298,19 +299,28 @@ def vet(
     thread_id: str,
     new: Sequence[Message] | None,
     signer: ApprovalSigner | None,
+    frontend_tools: frozenset[str] = frozenset(),
 ) -> tuple[list[Message], list[dict[str, Any]] | None]:
     """Apply the trust rule (module docstring) to a request: ``messages`` is the conversation the model
     would get (with a store: the stored history plus ``new``, the request's messages the store does not
     hold; without: the request's), ``incoming`` the request's messages as read, ``resume`` its resume
     entries. Returns the conversation without client approvals and the ``resume`` entries for the
     engine (answers to the pending calls, with plain ``approval_<call id>`` ids, plus entries naming
-    other interrupts, unchanged), or ``None``. Raises :class:`~hookstream.errors.UntrustedToolCallError`."""
+    other interrupts, unchanged), or ``None``. ``frontend_tools`` names the request's client tools: with
+    a store, a new ``tool`` result must answer one of them. Raises
+    :class:`~hookstream.errors.UntrustedToolCallError`."""
     if new is not None:
         for m in new:
             for call in m.tool_calls:
                 raise UntrustedToolCallError(
                     f"tool call {call.id!r} ({call.name}) is not in thread {thread_id!r}: a client may answer the "
                     "calls the server's model made, not add its own")
+            for result in m.tool_results:
+                if result.tool_name not in frontend_tools:
+                    # Only a frontend tool's result comes from the client; a server tool's comes from its run.
+                    raise UntrustedToolCallError(
+                        f"a tool result for {result.tool_call_id!r} ({result.tool_name}): only a frontend tool of "
+                        "the request is answered by the client")
     in_messages = {c.id: a for m in incoming for c in m.tool_calls if (a := _approval_of(c)) is not None}
     given = list(resume or ())
     used: set[int] = set()
