@@ -71,8 +71,8 @@ _MAX_INTERRUPT_ID = 2 * MAX_ID_LENGTH  # approval_<call id>.<signature>
 
 
 def _check_id(value: Any, where: str, *, required: bool = False, limit: int = MAX_ID_LENGTH) -> None:
-    if value is None and not required:
-        return
+    if not required and (not isinstance(value, str) or not value):
+        return  # an optional id that is absent, empty or not text: the readers do not use it
     if not isinstance(value, str) or not value:
         raise AGUIInputError(f"{where} must be a non-empty string")
     if len(value) > limit or not _ID.fullmatch(value):
