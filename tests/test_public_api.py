@@ -66,7 +66,8 @@ NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "D
 # The bundled plugin distributions' own public names (their pages document them).
 PLUGIN_PACKAGES = ("hookstream_openai", "hookstream_anthropic", "hookstream_gemini", "hookstream_strategies",
                    "hookstream_otel", "hookstream_mcp", "hookstream_azure", "hookstream_vertex", "hookstream_bedrock",
-                   "hookstream_ollama", "hookstream_ray", "hookstream_cache", "hookstream_guardrails")
+                   "hookstream_ollama", "hookstream_ray", "hookstream_cache", "hookstream_guardrails",
+                   "hookstream_toolsearch")
 
 
 def plugin_names() -> set[str]:
