@@ -157,6 +157,8 @@ def test_chat_live_sends_lines_typed_during_the_run() -> None:
     assert body_messages(srv.requests[1])[-1] == {"role": "user", "content": "Answer in German."}
 
 
-def test_chat_live_and_approve_both_want_stdin() -> None:
+def test_chat_live_keeps_stdin_for_steering() -> None:
     out = run_cli(["chat", "hi", "--model", MODEL, "--live", "--approve"])
     assert out.exit_code == 2 and "--live" in out.output
+    out = run_cli(["chat", "--model", MODEL, "--live"], input="not a prompt\n")
+    assert out.exit_code == 2 and "prompt as an argument" in out.output
