@@ -149,10 +149,11 @@ def test_chat_live_sends_lines_typed_during_the_run() -> None:
     responses = [Response(text_body("First answer.")), Response(text_body("Zweite Antwort."))]
     with LoopbackServer(responses, check=hold_first_answer) as srv:
         out = run_cli(["chat", "Explain tides.", "--model", MODEL, "--base-url", srv.url + "/v1", "--no-log",
-                       "--live", "--output", "final-json"],
+                       "--live"],
                       input=io.BufferedReader(Typing(b"Answer in German.\n", requested, asked_again)),  # type: ignore[arg-type]
                       env={"OPENAI_API_KEY": "sk-test"})
     assert out.exit_code == 0, out.output
+    assert "[message sent] Answer in German." in out.output and out.output.rstrip().endswith("Zweite Antwort.")
     assert len(srv.requests) == 2
     assert body_messages(srv.requests[1])[-1] == {"role": "user", "content": "Answer in German."}
 
