@@ -5,9 +5,10 @@ Nothing is sent until the stream is iterated; each event is read from the socket
 for it, so a slow consumer slows the producer (natural backpressure) and no background thread reads
 ahead. Tools run on executor threads between model calls.
 
-Thread safety: iterate a ChatStream on one thread. :meth:`ChatStream.cancel` may be called from any
-thread. :meth:`ChatStream.result` drains the stream on the calling thread if it was not consumed. A
-provider from :func:`get_model` may be shared by runs on many threads.
+Thread safety: iterate a ChatStream on one thread. :meth:`ChatStream.cancel` and
+:meth:`ChatStream.add_message` may be called from any thread. :meth:`ChatStream.result` drains the
+stream on the calling thread if it was not consumed. A provider from :func:`get_model` may be shared by
+runs on many threads.
 """
 
 from __future__ import annotations
@@ -155,6 +156,36 @@ class ChatStream:
         """Cancel from any thread; the stream ends with ``RUN_FINISHED`` outcome ``cancelled`` and
         :meth:`result` keeps every text and tool result produced so far."""
         self._engine.cancel()
+
+    def add_message(self, content: str | Message) -> bool:
+        """Steer the run while it goes: queue a user message (``content``: its text, or a
+        :class:`~hookstream.Message` with role ``user``, files allowed) from any thread.
+
+        The message is sent at the next step boundary: appended to the conversation after the tool
+        results of the step that is running (or at once, before the first request, when the run has not
+        called the model yet) and carried by the next model request. If the step that is running answers
+        without tool calls, the run does not end there: it continues with one more step carrying the
+        message (unless ``max_steps`` or a stop condition is reached). The stream says so with a
+        ``CUSTOM`` ``message-added`` event (``{"messageId", "role": "user", "content"}``,
+        :class:`~hookstream.events.MessageAddedPayload`) just before that step's ``STEP_STARTED``, and
+        ``result().messages`` (and the thread's memory) hold the message in order. Messages queued
+        together are sent together, in the order given. Same idea as pydantic-ai's ``AgentRun.enqueue``
+        and openai-agents' ``RunState.add_input``; ``docs/agent-loop.md`` ("Steering a run").
+
+        Returns ``True`` when the message was queued, ``False`` when the run has already ended (nothing
+        is queued: start a new run with it). A queued message the run ends before sending (an error, a
+        cancel, an interrupt, ``max_steps``) is kept in ``result().unsent_messages``.
+
+        Raises :class:`ValueError` for a :class:`~hookstream.Message` whose role is not ``user``."""
+        if isinstance(content, str):
+            message = Message.user(content)
+        elif isinstance(content, Message):
+            if content.role != "user":
+                raise ValueError(f"add_message() takes a user message, not a {content.role} message")
+            message = content
+        else:
+            raise TypeError(f"add_message() takes a str or a Message, not {type(content).__name__}")
+        return self._engine.add_message(message)
 
     def result(self) -> RunResult:
         """The run's result; consumes the rest of the stream first when it was not iterated.

@@ -1,6 +1,6 @@
 """Typed values of the ``CUSTOM`` events the agent loop sends, and the one parser every reader uses.
 
-AG-UI's ``CUSTOM`` event carries an application ``name`` and a free ``value``. The engine sends six
+AG-UI's ``CUSTOM`` event carries an application ``name`` and a free ``value``. The engine sends seven
 names and provider adapters two more (``source``, ``file``: output parts beyond text); each has a
 payload class here that builds the value (:meth:`to_value`, the camelCase wire dict that AG-UI
 clients and the browser page read) and parses it back strictly (:meth:`from_value`). Readers
@@ -16,6 +16,7 @@ each value is written down once:
 ``approval-responded``     ``{"toolCallId": str, "approvalId": str, "approved": bool}``
 ``loop-stopped``           ``{"stoppedBy": "max_steps" | "stop_condition", "steps": int, "maxSteps": int}``
 ``tool-calls-unanswered``  ``{"toolCallIds": [str], "message": str}``
+``message-added``          ``{"messageId": str, "role": "user", "content": str}``
 ``source``                 ``{"id": str, "sourceType": "url" | "document", "url"?: str, "title"?: str,
                            "citedText"?: str, "startIndex"?: int, "endIndex"?: int,
                            "documentIndex"?: int, "providerMetadata"?: object}``
@@ -46,6 +47,7 @@ __all__ = [
     "CustomPayload",
     "FilePayload",
     "LoopStoppedPayload",
+    "MessageAddedPayload",
     "SourcePayload",
     "ToolCallRepairedPayload",
     "ToolCallsUnansweredPayload",
@@ -273,6 +275,34 @@ class ToolCallsUnansweredPayload:
         return Custom(self.name, self.to_value())
 
 
+@attrs.define(slots=True, frozen=True)
+class MessageAddedPayload:
+    """``message-added``: a message given to a running run (:meth:`hookstream.ChatStream.add_message`,
+    steering) joined the conversation at a step boundary, after the tool results and before the next
+    model request; sent just before that step's ``STEP_STARTED``. ``message_id`` is the message's id in
+    the stored conversation, ``content`` its text (the texts of its parts, joined)."""
+
+    name: ClassVar[str] = "message-added"
+    message_id: str
+    content: str
+    role: Literal["user"] = "user"
+
+    def to_value(self) -> dict[str, Any]:
+        """The wire value: ``{"messageId": str, "role": "user", "content": str}``."""
+        return {"messageId": self.message_id, "role": self.role, "content": self.content}
+
+    @classmethod
+    def from_value(cls, value: object) -> MessageAddedPayload:
+        """Parse a wire value; raises :class:`~hookstream.errors.MalformedCustomEventError`."""
+        f = _Fields(cls.name, value)
+        if f.str_("role") != "user":
+            raise MalformedCustomEventError(cls.name, "'role' must be 'user'")
+        return cls(f.str_("messageId"), f.str_("content"))
+
+    def to_event(self) -> Custom:
+        return Custom(self.name, self.to_value())
+
+
 def _compact(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if v is not None}
 
@@ -357,6 +387,7 @@ CustomPayload: TypeAlias = (
     | ApprovalRespondedPayload
     | LoopStoppedPayload
     | ToolCallsUnansweredPayload
+    | MessageAddedPayload
     | SourcePayload
     | FilePayload
 )
@@ -364,8 +395,8 @@ CustomPayload: TypeAlias = (
 _REGISTRY: dict[str, type[CustomPayload]] = {
     cls.name: cls
     for cls in (ToolCallRepairedPayload, ToolInputAvailablePayload, ApprovalRequestedPayload,
-                ApprovalRespondedPayload, LoopStoppedPayload, ToolCallsUnansweredPayload, SourcePayload,
-                FilePayload)
+                ApprovalRespondedPayload, LoopStoppedPayload, ToolCallsUnansweredPayload, MessageAddedPayload,
+                SourcePayload, FilePayload)
 }
 
 

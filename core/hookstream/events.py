@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         CustomPayload,
         FilePayload,
         LoopStoppedPayload,
+        MessageAddedPayload,
         SourcePayload,
         ToolCallRepairedPayload,
         ToolCallsUnansweredPayload,
@@ -93,8 +94,8 @@ _EVENTS = ("MESSAGE_ROLES", "PROTOCOL_VERSION", "AGUIFunctionCall", "AGUIMessage
            "TextMessageContent", "TextMessageEnd", "TextMessageStart", "ToolCallArgs", "ToolCallEnd",
            "ToolCallResult", "ToolCallStart", "Usage", "from_dict", "from_json", "to_dict", "to_json", "to_sse")
 _PAYLOADS = ("ApprovalRequestedPayload", "ApprovalRespondedPayload", "CustomPayload", "FilePayload",
-             "LoopStoppedPayload", "SourcePayload", "ToolCallRepairedPayload", "ToolCallsUnansweredPayload",
-             "ToolInputAvailablePayload", "parse_custom")
+             "LoopStoppedPayload", "MessageAddedPayload", "SourcePayload", "ToolCallRepairedPayload",
+             "ToolCallsUnansweredPayload", "ToolInputAvailablePayload", "parse_custom")
 
 __getattr__, __dir__ = lazy_attributes(__name__, {**{name: "hookstream._events" for name in _EVENTS},
                                                   **{name: "hookstream._custom" for name in _PAYLOADS}})
@@ -118,6 +119,7 @@ __all__ = [
     "FinishReason",
     "Interrupt",
     "LoopStoppedPayload",
+    "MessageAddedPayload",
     "MessagesSnapshot",
     "Outcome",
     "Raw",

@@ -78,7 +78,7 @@ from typing import Any, Literal, TypeVar, cast
 import attrs
 
 from .._aliases import resolve_alias
-from .._custom import LoopStoppedPayload, StoppedBy, ToolCallsUnansweredPayload
+from .._custom import LoopStoppedPayload, MessageAddedPayload, StoppedBy, ToolCallsUnansweredPayload
 from .._errors import (
     CallbackError,
     HookstreamError,
@@ -416,6 +416,11 @@ class Engine:
         self._saved = 0
         self._stored: list[Message] = []  # the thread as loaded, summaries included (History needs them)
         self._ended_fired = False
+        # Steering (add_message): messages waiting for the next step boundary, under _lock; once the run
+        # has ended, _closed refuses more. The step loop reads ``_inbox`` without the lock (a list's truth
+        # value): an empty inbox costs one attribute test per step.
+        self._inbox: list[Message] = []
+        self._closed = False
         self._run_ctx: RunContext | None = None
         self._start_failed: BaseException | None = None
         resume = config.resume
@@ -448,6 +453,28 @@ class Engine:
         if call is not None:
             call.abort()
 
+    def add_message(self, message: Message) -> bool:
+        """Queue ``message`` (a user message) for the run from any thread; see
+        :meth:`hookstream.ChatStream.add_message`. ``False`` once the run has ended."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._inbox.append(message)
+            return True
+
+    def _steered(self) -> list[BaseEvent]:
+        """Move the queued messages into the conversation (at a step boundary, on the run's thread): one
+        ``message-added`` event each."""
+        with self._lock:
+            added, self._inbox = self._inbox, []
+        events: list[BaseEvent] = []
+        for m in added:
+            if m.id is None:
+                m.id = new_id("msg")
+            self.messages.append(m)
+            events.append(MessageAddedPayload(m.id, m.text).to_event())
+        return events
+
     def _timed_out(self, err: StreamTimeoutError) -> None:
         # Watchdog thread: a time limit passed. The run ends with RUN_ERROR naming it.
         if self._failure is None:
@@ -474,10 +501,12 @@ class Engine:
         outcome = self.outcome if self.outcome != "running" else "incomplete"
         left = [p.tool_call_id for m in self.messages if m.role == "tool" for p in m.tool_results
                 if (p.provider_metadata or {}).get("hookstream", {}).get(LEFT_RUNNING)]
+        with self._lock:
+            unsent = list(self._inbox)
         return RunResult(
             list(self.steps), list(self.messages), self.usage, outcome, self.error,
             list(self.pending_approvals), list(self.pending_tool_calls), self.direct_result,
-            list(self.resumed_results), self.stopped_by, self.output, left,
+            list(self.resumed_results), self.stopped_by, self.output, left, unsent,
         )
 
     # -- the loop -------------------------------------------------------------------------------
@@ -562,13 +591,14 @@ class Engine:
     # -- one step -------------------------------------------------------------------------------
     def _step(self, number: int) -> Generator[BaseEvent, None, str]:
         cfg = self.config
+        steered = self._steered() if self._inbox else []
         plan = self._plan(number)
         attempts = self._attempts(plan)
         output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         step_name = f"step-{number}"
         self._observe(cfg.callbacks.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
                                                              plan.request.model, plan.tools, plan.request.tool_choice))
-        yield from output.emit([StepStarted(step_name)])
+        yield from output.emit([*steered, StepStarted(step_name)])
         if plan.events:
             yield from output.emit(plan.events)
         tried: list[str] = []
@@ -730,6 +760,8 @@ class Engine:
                 # Cut off (length, content filter): the calls are not run; error results keep history paired.
                 self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
             self._observe(cbs.on_step_finish, step)
+            if self._inbox and not self._stop_now(number):
+                return "continue"  # a steering message came before the end: one more step carries it
             yield from output.release()
             yield from self._finish("success")
             return "done"
@@ -1200,6 +1232,8 @@ class Engine:
         if self._ended_fired:
             return
         self._ended_fired = True
+        with self._lock:
+            self._closed = True  # add_message refuses from now on; what is queued is result().unsent_messages
         cbs = self.config.callbacks
         result = self.result()
         if self.outcome == "error" and self.error is not None:

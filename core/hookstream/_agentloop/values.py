@@ -280,6 +280,10 @@ class RunResult:
     waiting for them (a cancel, a time limit): Python cannot kill a thread, so their token was set and
     they were abandoned; a tool that ignores its :class:`~hookstream.CancellationToken` may still be
     working (``on_finish`` receives this result, so it is reported, not silent).
+    ``unsent_messages`` are messages :meth:`~hookstream.ChatStream.add_message` accepted that the run
+    ended before sending (an error, a cancel, an interrupt, ``max_steps`` or a stop condition, a
+    structured output accepted): they are in no request and not in ``messages``; send them with the
+    next run.
     """
 
     steps: list[StepResult]
@@ -294,6 +298,7 @@ class RunResult:
     stopped_by: str | None = None
     output: Any = None
     tools_left_running: list[str] = attrs.Factory(list)
+    unsent_messages: list[Message] = attrs.Factory(list)
 
     @property
     def last_step(self) -> StepResult | None:

@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -88,6 +88,21 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
+def _steer_from(stream: ChatStream, lines: IO[str]) -> threading.Thread:
+    """``--live``: a daemon thread that sends each non-blank line of ``lines`` to the running ``stream`` as
+    a steering message (:meth:`ChatStream.add_message`), until end of input or the end of the run."""
+
+    def read() -> None:
+        for line in iter(lines.readline, ""):
+            text = line.strip()
+            if text and not stream.add_message(text):
+                return  # the run has ended: the line is not sent (nor is anything typed later)
+
+    reader = threading.Thread(target=read, name="hookstream-steering", daemon=True)
+    reader.start()
+    return reader
+
+
 @click.command("chat", cls=RunCommand)
 @click.argument("prompt", required=False)
 @click.option("-m", "--model", default=None,
@@ -111,6 +126,9 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
               help="Continue the latest conversation (hookstream logs lists them).")
 @click.option("--cid", default=None, help="Continue conversation CID.")
 @click.option("--no-log", is_flag=True, help="Keep no record of this conversation.")
+@click.option("--live", "steer", is_flag=True,
+              help="While the run streams, send each line typed on stdin to the model as a user message at the "
+                   "next step boundary (steering); approvals are not asked on the terminal then.")
 @click.option("--timing", "show_timing", is_flag=True,
               help="After the run, print time to first chunk, tokens per second and per-step and per-tool "
                    "durations on stderr.")
@@ -128,6 +146,7 @@ def command(
     continue_latest: bool = False,
     cid: str | None = None,
     no_log: bool = False,
+    steer: bool = False,
     **run_options: Any,
 ) -> None:
     """Chat with MODEL: PROMPT, else stdin (PROMPT "-" too; piped text and PROMPT are joined, stdin
@@ -135,7 +154,12 @@ def command(
     the provider's environment variable (OPENAI_API_KEY...), else hookstream keys set PROVIDER.
 
     Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 130 cancelled with Ctrl-C."""
-    text = read_prompt(prompt, sys.stdin, stdin_is_answers=ask_approval)
+    if steer and ask_approval:
+        raise click.UsageError("--live reads steering lines from stdin, where --approve would ask: give one of them")
+    if steer and prompt in (None, "-"):
+        raise click.UsageError("with --live stdin carries steering lines: give the prompt as an argument")
+    # With --live stdin is left to the steering reader (never read for the prompt).
+    text = read_prompt(prompt, sys.stdin, stdin_is_answers=ask_approval or steer)
     if text is not None and not text.strip():
         raise click.UsageError("PROMPT is empty: give the model something to answer")
     # Everything that can be a usage error is read before a plugin starts anything (an MCP server).
@@ -157,7 +181,8 @@ def command(
             files.clear()  # --attach goes with the first turn only
             try:
                 _run(Message.user(line, *parts), model, base_url, run.settings, thread_id, output=output,
-                     strategy=strategy, record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing)
+                     strategy=strategy, record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing,
+                     steer=steer)
             except SystemExit as done:  # _run ends every run with its exit code
                 return done.code if isinstance(done.code, int) else 1
             return 0
@@ -187,12 +212,15 @@ def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple
 
 
 def _run(message: Message, model: str, base_url: str | None, settings: RunSettings, thread_id: str | None, *,
-         output: str, strategy: str | None, record_dir: str | None, ask_approval: bool, show_timing: bool) -> None:
+         output: str, strategy: str | None, record_dir: str | None, ask_approval: bool, show_timing: bool,
+         steer: bool = False) -> None:
     """One run of ``hookstream chat`` with the command's ``settings``; always ends with
     :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
     live = LiveRenderer() if output == "text" and sys.stdout.isatty() else None
     approve = live.approve if live is not None else (_confirm if ask_approval else None)
+    if steer:
+        approve = None  # stdin carries steering lines: a y/N prompt would compete for them
     timing = Timing() if show_timing else None
     settings = settings.evolve(approve=settings.approve or approve,
                                observers=(*settings.observers, *([timing] if timing is not None else [])))
@@ -206,6 +234,8 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
         stream = chat(provider, message, settings=settings, thread_id=thread_id)
     except (ValueError, LookupError, FileExistsError) as exc:
         raise click.UsageError(str(exc)) from None
+    if steer:
+        _steer_from(stream, sys.stdin)
     try:
         with _cancel_on_sigint(stream) as interrupted:
             code = live.render(stream) if live is not None else print_run(stream, output, strategy)
@@ -219,6 +249,9 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
     if result.stopped_by == "max_steps":
         click.echo(f"note: stopped after {settings.max_steps} step(s) (--max-steps) while the model still wanted "
                    "to call tools; the answer to their results was not asked for", err=True)
+    if result.unsent_messages:
+        click.echo(f"note: {len(result.unsent_messages)} line(s) typed during the run were not sent: the run ended "
+                   "first", err=True)
     if interrupted() and result.outcome == "cancelled":
         click.echo("cancelled", err=True)
         raise SystemExit(EXIT_INTERRUPTED)

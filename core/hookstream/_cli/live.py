@@ -31,7 +31,7 @@ from rich.prompt import Confirm
 from rich.spinner import Spinner
 from rich.text import Text
 
-from .._custom import ApprovalRequestedPayload, ToolCallRepairedPayload, parse_custom
+from .._custom import ApprovalRequestedPayload, MessageAddedPayload, ToolCallRepairedPayload, parse_custom
 from .._events import (
     BaseEvent,
     Custom,
@@ -175,6 +175,8 @@ class LiveRenderer:
                     payload.tool_name or "?", json.dumps(payload.input, ensure_ascii=False))
         elif isinstance(payload, ApprovalRequestedPayload):
             self.console.print(f"[yellow]approval requested:[/yellow] {payload.tool_name or payload.tool_call_id}")
+        elif isinstance(payload, MessageAddedPayload):  # a --live line joined the run here
+            self.console.print(Text.assemble(("sent: ", "cyan"), _preview(payload.content)))
 
     def _run_finished(self, ev: RunFinished) -> None:
         outcome = ev.outcome.type if ev.outcome else "success"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from .._agentloop.output import final_json
-from .._custom import FilePayload, SourcePayload, ToolCallRepairedPayload, parse_custom
+from .._custom import FilePayload, MessageAddedPayload, SourcePayload, ToolCallRepairedPayload, parse_custom
 from .._errors import HookstreamError
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
 from .._processing.processor import StreamProcessor
@@ -86,6 +86,8 @@ class _TextRenderer:
             self.line(f"[tool call repaired] {payload.tool_name} ({payload.tool_call_id})")
         elif isinstance(payload, SourcePayload | FilePayload):
             self.after.append(payload)  # listed after the answer, so the streamed text stays whole
+        elif isinstance(payload, MessageAddedPayload):
+            self.line(f"[message sent] {payload.content[:200]}")  # a --live line joined the run here
 
     def tool_call_result(self, ev: ToolCallResult) -> None:
         self.line(f"[tool {'error' if ev.error else 'result'}] {ev.tool_call_id}: {ev.content[:200]}")

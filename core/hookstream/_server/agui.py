@@ -48,10 +48,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 import attrs
 
@@ -499,6 +501,9 @@ def make_app(
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
     ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
     UI message stream (:mod:`hookstream._server.ui_message_stream`), through the same authentication, limits and store.
+    ``POST /agui/threads/{threadId}/messages`` with ``{"content": str}``: a steering message for the running
+    run of that thread, from the principal that started it (``202``; ``404`` for anyone else or no run
+    streaming in this process, ``409`` once the run has ended; :func:`_post_message`).
     Bad input answers ``400`` with ``{"error": {"message": ...}}`` (invalid JSON or UTF-8, values
     nested deeper than 64, a malformed ``RunAgentInput``); a failure during the run ends the
     stream with ``RUN_ERROR``. ``GET /`` and ``GET /app.js`` serve the chat page when ``serve_page``.
@@ -583,6 +588,7 @@ class _App:
     origins: frozenset[str]
     serve_page: bool
     signer: ApprovalSigner | None  # a server without a store signs the approvals it hands out
+    running: _RunningRuns = attrs.field(factory=lambda: _RunningRuns())
 
     def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
@@ -590,6 +596,9 @@ class _App:
         cors = _cors_headers(environ, self.origins)
         if method == "POST":
             try:
+                steer = _STEER_PATH.match(path)
+                if steer is not None:
+                    return _post_message(self, environ, start_response, cors, unquote(steer["thread"]))
                 return self._post(environ, start_response, cors, ui=path == UI_CHAT_PATH)
             except _Refused as refused:
                 return _json_error(start_response, refused.status, refused.message, [*refused.headers, *cors],
@@ -627,8 +636,15 @@ class _App:
             raise
         start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
         counts = self.counts
-        return _RunBody(stream, (lambda: counts.finish(who)) if who is not None else None,
-                        self.limits.max_run_seconds, frames)
+        forget = self.running.add(thread_id, who, stream) if isinstance(thread_id, str) and thread_id else None
+
+        def release() -> None:
+            if forget is not None:
+                forget()
+            if who is not None:
+                counts.finish(who)
+
+        return _RunBody(stream, release, self.limits.max_run_seconds, frames)
 
     def _principal(self, environ: Mapping[str, Any]) -> Principal | None:
         if self.authenticate is None:
@@ -728,6 +744,70 @@ class _App:
             stream.cancel()
             raise
         return stream, frames
+
+
+# -- steering a running run ---------------------------------------------------------------------------
+
+STEER_PATH = "/agui/threads/{threadId}/messages"
+"""Where the owner of a thread POSTs a steering message for its running run (``make_app``)."""
+_STEER_PATH = re.compile(r"^/agui/threads/(?P<thread>[^/]+)/messages$")
+
+
+class _RunningRuns:
+    """The runs this process is streaming, by thread id, with the principal that started each: where a
+    steering message finds its run. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, list[tuple[str | None, RunStream]]] = {}
+
+    def add(self, thread_id: str, who: str | None, stream: RunStream) -> Callable[[], None]:
+        """Note a run; returns what forgets it (called when its response body is done)."""
+        entry = (who, stream)
+        with self._lock:
+            self._runs.setdefault(thread_id, []).append(entry)
+
+        def forget() -> None:
+            with self._lock:
+                runs = self._runs.get(thread_id, [])
+                if entry in runs:
+                    runs.remove(entry)
+                if not runs:
+                    self._runs.pop(thread_id, None)
+
+        return forget
+
+    def find(self, thread_id: str, who: str | None) -> RunStream | None:
+        """The latest run on ``thread_id`` started by ``who``; ``None`` when there is none (or only other
+        principals' runs: a thread of someone else's is not told apart from no thread)."""
+        with self._lock:
+            runs = [s for w, s in self._runs.get(thread_id, []) if w == who]
+        return runs[-1] if runs else None
+
+
+def _post_message(app: _App, environ: Mapping[str, Any], start_response: Callable[..., Any],
+                  cors: list[tuple[str, str]], thread_id: str) -> Iterable[bytes]:
+    """``POST /agui/threads/{threadId}/messages`` with ``{"content": str}`` (an AG-UI user message's
+    ``role``, when given, must be ``user``): queue a steering message for the thread's running run
+    (:meth:`hookstream.ChatStream.add_message`) and answer ``202`` ``{"queued": true}``. ``401`` without
+    a principal (with ``authenticate``), ``400`` for another body, ``404`` when this process streams no
+    run of the caller on that thread (another principal's run included), ``409`` when the run has just
+    ended or its stream takes no messages. Raises :class:`_Refused` for the error answers."""
+    principal = app._principal(environ)
+    doc, _ = app._body(environ)
+    content = doc.get("content") if isinstance(doc, dict) else None
+    if not isinstance(content, str) or not content.strip() or doc.get("role", "user") != "user":
+        raise _Refused("400 Bad Request", 'the body must be {"content": str} (a user message)')
+    stream = app.running.find(thread_id, principal.id if principal is not None else None)
+    if stream is None:
+        raise _Refused("404 Not Found", f"no running run on thread {thread_id!r}")
+    add = getattr(stream, "add_message", None)
+    if add is None or not add(content):
+        raise _Refused("409 Conflict", "the run on this thread takes no message: it has ended")
+    body = b'{"queued": true}'
+    start_response("202 Accepted", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                    *cors])
+    return [body]
 
 
 def _preflight(start_response: Callable[..., Any], cors: list[tuple[str, str]]) -> list[bytes]:

@@ -204,6 +204,12 @@ class StoredRun:
     def cancel(self) -> None:
         self._stream.cancel()
 
+    def add_message(self, content: Any) -> bool:
+        """Steer the run (:meth:`hookstream.ChatStream.add_message`); ``False`` when its stream takes no
+        message. The message is saved with the run's others when it ends."""
+        add = getattr(self._stream, "add_message", None)
+        return bool(add(content)) if add is not None else False
+
     def _save(self) -> None:
         if self._saved:
             return
