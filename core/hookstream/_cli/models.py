@@ -53,4 +53,6 @@ def command(provider: str | None, as_json: bool) -> None:
     for m in found:
         click.echo(line(m))
     if not prices_available():
-        click.echo("note: prices need genai-prices: pip install 'hookstream[prices]'", err=True)
+        from .._install_hint import install_command
+
+        click.echo(f"note: prices need genai-prices: {install_command('hookstream[prices]')}", err=True)

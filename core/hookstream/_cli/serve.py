@@ -188,10 +188,16 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
     try:
         from waitress.server import create_server
     except ImportError:
-        raise click.ClickException("hookstream serve needs waitress: pip install 'hookstream[serve]'") from None
+        from .._install_hint import install_command
+
+        raise click.ClickException(f"hookstream serve needs waitress: {install_command('hookstream[serve]')}") from None
     # An oversized body is refused from its Content-Length, before waitress buffers it (413).
-    server = create_server(app, host=host, port=port, threads=threads, ident="hookstream",
-                           channel_timeout=600, max_request_body_size=limits.max_body_bytes)
+    try:
+        server = create_server(app, host=host, port=port, threads=threads, ident="hookstream",
+                               channel_timeout=600, max_request_body_size=limits.max_body_bytes)
+    except OSError as exc:  # the port is taken, the host is not this machine's, a port below 1024...
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server "
+                                   "there? give another --port, or --port 0 for any free one)") from None
     bound = server.effective_host, server.effective_port
     # One parseable line on stdout, flushed, so a parent process (tests, scripts) can read the port.
     click.echo(f"hookstream serve: listening on http://{bound[0]}:{bound[1]}/", nl=True)

@@ -30,8 +30,10 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
 
         from .gthread_worker import read_body_first
     except ImportError:
+        from .._install_hint import install_command
+
         raise click.ClickException(
-            "hookstream serve --workers needs gunicorn: pip install 'hookstream[serve]'") from None
+            f"hookstream serve --workers needs gunicorn: {install_command('hookstream[serve]')}") from None
     app = read_body_first(app, max_body)
 
     def when_ready(server: Any) -> None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from hookstream import Tool
     from hookstream.plugin import CLIRun
 
-MCP_MISSING = "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp"
+MCP_MISSING = "--mcp needs the hookstream-mcp plugin and the MCP SDK"
 
 
 @hookimpl
@@ -53,7 +53,9 @@ def start_servers(run: CLIRun, specs: tuple[str, ...]) -> list[Tool]:
         from ._errors import MCPServerError
         from ._server import MCPServer
     except ImportError as exc:
-        raise click.UsageError(f"{MCP_MISSING} ({exc})") from None
+        from hookstream.plugin import install_command
+
+        raise click.UsageError(f"{MCP_MISSING}: {install_command('hookstream-mcp')} ({exc})") from None
     tools: list[Tool] = []
     for spec in specs:
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hookstream.plugin import hookimpl
+from hookstream.plugin import hookimpl, install_command
 
 if TYPE_CHECKING:
     import click
@@ -68,7 +68,7 @@ def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun)
             raise click.UsageError("--workers is for --ray (threads: --concurrency)")
         return
     if importlib.util.find_spec("ray") is None:
-        raise click.UsageError("--ray needs Ray: hookstream install 'hookstream-ray[ray]'")
+        raise click.UsageError(f"--ray needs Ray: {install_command('hookstream-ray[ray]')}")
     from .batch import RayRunner
 
     run.runner = RayRunner(address=address or None, workers=workers, notes=run.notes)
