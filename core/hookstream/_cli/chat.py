@@ -17,7 +17,7 @@ from .._chat import ChatStream, chat, get_model
 from .._messages import FilePart, Message, ToolCallPart
 from .._settings import RunSettings
 from .live import LiveRenderer
-from .render import OUTPUT_CHOICES, print_run
+from .render import OUTPUT_CHOICES, print_run, report_waiting
 from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
 from .timing import Timing
 
@@ -125,7 +125,8 @@ def command(
 ) -> None:
     """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
 
-    Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 130 cancelled with Ctrl-C."""
+    Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 3 the run waits for a tool call's
+    approval (see stderr), 130 cancelled with Ctrl-C."""
     if not prompt.strip():
         raise click.UsageError("PROMPT is empty: give the model something to answer")
     # Everything that can be a usage error is read before a plugin starts anything (an MCP server).
@@ -180,7 +181,7 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
             session = Recorder(record_dir, model, base_url).session()
         provider = get_model(model, base_url=base_url, session=session)
         stream = chat(provider, message, settings=settings, thread_id=thread_id)
-    except (ValueError, LookupError, FileExistsError) as exc:
+    except (ValueError, LookupError, OSError) as exc:  # OSError: a recording directory (--record, replay:)
         raise click.UsageError(str(exc)) from None
     try:
         with _cancel_on_sigint(stream) as interrupted:
@@ -194,6 +195,8 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
     if result.stopped_by == "max_steps":
         click.echo(f"note: stopped after {settings.max_steps} step(s) (--max-steps) while the model still wanted "
                    "to call tools; the answer to their results was not asked for", err=True)
+    if result.outcome == "interrupt":
+        code = report_waiting(stream)
     if interrupted() and result.outcome == "cancelled":
         click.echo("cancelled", err=True)
         raise SystemExit(EXIT_INTERRUPTED)
