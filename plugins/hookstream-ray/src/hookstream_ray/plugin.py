@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hookstream.plugin import hookimpl, install_command
+from hookstream.plugin import hookimpl
 
 if TYPE_CHECKING:
     import click
@@ -68,6 +68,8 @@ def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun)
             raise click.UsageError("--workers is for --ray (threads: --concurrency)")
         return
     if importlib.util.find_spec("ray") is None:
+        from hookstream.plugin import install_command  # only for the message: start-up stays as it was
+
         raise click.UsageError(f"--ray needs Ray: {install_command('hookstream-ray[ray]')}")
     from .batch import RayRunner
 
