@@ -248,17 +248,6 @@ def test_install_by_name_from_a_checkout_installs_its_folder(user: dict[str, str
     assert f"hookstream install: hookstream-ollama from this checkout: {folder}" in done.stderr
 
 
-def test_a_flag_of_a_missing_plugin_names_its_folder(user: dict[str, str], tmp_path: Path) -> None:
-    (tmp_path / "in.jsonl").write_text('{"id": "a", "prompt": "one"}\n')
-    # Blocked, the plugin is as good as not installed: its flag does not exist, and the core says where it is.
-    env = {**user, "HOOKSTREAM_BLOCK_PLUGINS": "ray"}
-    done = hookstream_process(env, "batch", str(tmp_path / "in.jsonl"), "--model", "test", "--output",
-                              str(tmp_path / "out.jsonl"), "--ray", cwd=ROOT)
-    assert done.returncode == 2
-    assert "--ray needs the hookstream-ray plugin: hookstream install './plugins/hookstream-ray[ray]'" in (
-        one_line_error(done))
-
-
 # -- what ./dev demo installs and the docs say -----------------------------------------------------------------
 
 def test_dev_demo_installs_every_plugin_and_the_docs_list_each() -> None:
