@@ -12,7 +12,12 @@ process, each worker's own CPU time, one warm-up run, interleaved rounds, median
   wrappers returning what they get: the run builds its hook context, enters its own ``contextvars``
   context per event, and calls the model through pluggy.
 
-Judged: no run plugin within 1.5x of the floor; the pass-through plugin within 3% of no run plugin.
+* **budget**: no installed run plugin, and the built-in ``budget`` run plugin chosen for each run with
+  limits never reached (issue 33): before the request it counts the input tokens locally and prices the
+  request; what a run pays for a budget (a run that does not ask for one does not load it).
+
+Judged: no run plugin within 1.5x of the floor; the pass-through plugin and the budget within 3% of no run
+plugin.
 A probe process per set-up reports which run hooks a run gets, so two identical set-ups cannot pass.
 """
 
@@ -96,13 +101,14 @@ def bench_hooks(url: str, n: int, rounds: int) -> list[Row]:
     if seen["no-run-plugin"].get("hooks") is not False or seen["pass-through"].get("run_plugins") != ["benchpass"]:
         why = f"the set-ups are not the ones to compare: {seen}"
         return [row("hooks", "run_hooks", "run hooks", f"not measured: {why}", error=why)]
-    workers = {"floor": Worker("floor"), **{k: Worker("hookstream", env=env) for k, env in setups.items()}}
+    workers = {"floor": Worker("floor"), **{k: Worker("hookstream", env=env) for k, env in setups.items()},
+               "budget": Worker("hookstream-budget", env=setups["no-run-plugin"])}
     try:
         res = measure(workers, url, scenario, rounds)
     finally:
         close_all(workers)
-    floor, none, through = (med(res[k], "cpu") for k in ("floor", "no-run-plugin", "pass-through"))
-    vs_floor, added = none / floor, through / none
+    floor, none, through, budget = (med(res[k], "cpu") for k in ("floor", "no-run-plugin", "pass-through", "budget"))
+    vs_floor, added, budgeted = none / floor, through / none, budget / none
     per = 1e6 / n
     return [
         row("hooks", "no_run_plugin_vs_floor",
@@ -115,13 +121,19 @@ def bench_hooks(url: str, n: int, rounds: int) -> list[Row]:
             f"{added:.3f}x ({through * per:.2f} vs {none * per:.2f} µs/chunk)", added,
             f"at most {HOOKS_TARGET}x", added <= HOOKS_TARGET, chunks=n, rounds=rounds,
             passthrough_cpu_s=[r["cpu"] for r in res["pass-through"]]),
+        row("hooks", "budget_vs_none",
+            "the same with the budget run plugin (input tokens counted, request priced before it is sent) vs no "
+            "run plugin, CPU",
+            f"{budgeted:.3f}x ({budget * per:.2f} vs {none * per:.2f} µs/chunk)", budgeted,
+            f"at most {HOOKS_TARGET}x", budgeted <= HOOKS_TARGET, chunks=n, rounds=rounds,
+            budget_cpu_s=[r["cpu"] for r in res["budget"]]),
     ]
 
 
 def run_all(quick: bool, rounds: int, progress: Callable[[str], None] = lambda s: None) -> list[Row]:
     """The hook figures on their own server; a 3% target sits near the noise, so twice the rounds plus one."""
     n = 5000 if quick else 20000
-    progress(f"run hooks: none vs a pass-through plugin, {n:,} chunks")
+    progress(f"run hooks: none vs a pass-through plugin vs a budget, {n:,} chunks")
     server = Server(max_requests=1_000, max_seconds=3600)
     try:
         return bench_hooks(server.url, n, 2 * rounds + 1)

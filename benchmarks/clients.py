@@ -112,7 +112,7 @@ def floor_eventstream(root: str) -> int:
     return n
 
 
-def make_hookstream() -> Run:
+def make_hookstream(plugins: tuple[Any, ...] = ()) -> Run:
     from hookstream import StreamProcessor, chat, get_model
 
     # Bedrock signs each request with SigV4: these are the benchmark's own fake credentials.
@@ -125,7 +125,7 @@ def make_hookstream() -> Run:
         base = root if shape in ("anthropic", "ollama", "bedrock") else root + "/v1"
         proc = StreamProcessor()
         key = None if shape == "bedrock" else "bench"
-        for ev in chat(get_model(f"{shape}:bench", base_url=base, api_key=key), "hi", max_steps=1):
+        for ev in chat(get_model(f"{shape}:bench", base_url=base, api_key=key), "hi", max_steps=1, plugins=plugins):
             proc.process_chunk(ev)
         r = proc.finalize()
         return _content_len(r.tool_calls[0].arguments) if tool else len(r.content)
@@ -138,6 +138,12 @@ def make_hookstream_stdlib_json() -> Run:
     ``json`` (``hookstream._json_data``), as without the ``fast`` extra."""
     sys.modules["msgspec"] = None  # type: ignore[assignment]  # an import of it now raises ImportError
     return make_hookstream()
+
+
+def make_hookstream_budget() -> Run:
+    """hookstream with the ``budget`` run plugin checking both limits (never reached) before each request:
+    the input tokens counted locally, the next request priced (bench_hooks.py)."""
+    return make_hookstream(plugins=(("budget", {"max_input_tokens": 10**9, "max_cost_usd": 10**6}),))
 
 
 # -- peers, each in its own venv -------------------------------------------------------------------------
@@ -279,6 +285,7 @@ MAKERS: dict[str, Callable[[], Run]] = {
     "floor": make_floor,
     "hookstream": make_hookstream,
     "hookstream-stdlib-json": make_hookstream_stdlib_json,
+    "hookstream-budget": make_hookstream_budget,
     "openai-create": make_openai_create,
     "openai-stream": make_openai_stream,
     "anthropic-stream": make_anthropic_stream,

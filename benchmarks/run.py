@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
     if "hooks" in only:
         rows += bench_hooks.run_all(args.quick, rounds, progress)
     if "attack" in only:
-        progress("time to first event under a slowloris attack (gunicorn and waitress)")
+        progress("time to first event under slow clients (waitress: 200 trickling, gunicorn: 40 slow bodies)")
         rows += bench_serve_attack.run(2 if args.quick else 3)
     if "linearity" in only:
         progress("StreamProcessor linearity")

@@ -57,8 +57,12 @@ def test_the_agents_server_tool_is_surfaced_not_run_locally(peer):
     stream = chat(f"agui:{peer}test", "what time is it?")
     events = check_events(list(stream), form="run")
     names = [e.name for e in events if e.type == "CUSTOM"]
-    assert names == ["agui-server-tool-call", "agui-server-tool-result"]
+    assert names == ["agui-server-tool-call", "agui-server-tool-result", "agui-server-messages"]
+    # Kept for history as CUSTOM, never as REASONING_ENCRYPTED_VALUE (AG-UI's is for encrypted reasoning).
+    assert not any(e.type == "REASONING_ENCRYPTED_VALUE" for e in events)
     assert stream.result().steps[0].finish_reason == "stop" and stream.result().tool_calls == []
+    kept = [p.provider_metadata for p in stream.result().messages[-1].parts if p.provider_metadata]
+    assert [m["role"] for m in kept[0]["agui"]["messages"]] == ["assistant", "tool"]
 
 
 def test_a_frontend_tool_is_called_by_the_agent_run_locally_and_answered(peer):

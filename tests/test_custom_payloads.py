@@ -93,12 +93,15 @@ def test_malformed_value_raises_a_typed_error(name: str, value: Any, says: str) 
 
 
 def test_processor_rejects_a_malformed_value_and_keeps_its_messages() -> None:
-    p = StreamProcessor()
+    errors: list[Any] = []
+    p = StreamProcessor(on_error=errors.append)
     p.process([run_start(), E.ToolCallStart("c1", "f"), E.ToolCallArgs("c1", "{}"), E.ToolCallEnd("c1")])
     before = [m.to_dict() for m in p.messages]
-    with pytest.raises(MalformedCustomEventError, match="approvalId"):
-        p.process_chunk(E.Custom("approval-requested", {"toolCallId": "c1", "toolName": "f", "input": {}}))
+    # Counted and reported, the stream goes on (the AI SDK's and TanStack AI's processors go on too).
+    p.process_chunk(E.Custom("approval-requested", {"toolCallId": "c1", "toolName": "f", "input": {}}))
     assert [m.to_dict() for m in p.messages] == before
+    assert p.stats.unusable_events == 1
+    assert [e.code for e in errors] == ["malformed_custom_event"] and "approvalId" in errors[0].message
     # Not one of the engine's names: handed to on_custom_event untouched, as before.
     seen: list[tuple[str, Any]] = []
     p2 = StreamProcessor(on_custom_event=lambda name, value: seen.append((name, value)))

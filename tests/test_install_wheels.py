@@ -151,7 +151,8 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
                                    "mcp": "hookstream-mcp", "ray": "hookstream-ray",
                                    "azure": "hookstream-azure", "vertex": "hookstream-vertex",
                                    "bedrock": "hookstream-bedrock", "ollama": "hookstream-ollama",
-                                   "cache": "hookstream-cache", "guardrails": "hookstream-guardrails"}
+                                   "cache": "hookstream-cache", "guardrails": "hookstream-guardrails",
+                                   "compaction": "hookstream-compaction"}
         assert set(PLUGINS) <= set(dists_by_plugin.values())
         _chat_each_new_provider_on_loopback(core_venv, tmp_path)
     finally:

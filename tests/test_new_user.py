@@ -79,9 +79,13 @@ def test_chat_hi_with_the_test_model_then_continue(user: dict[str, str]) -> None
     more = hookstream(user, "chat", "more", "-c", "--model", "test")
     assert more.returncode == 0, more.stderr
     assert more.stdout.strip() == 'you said "more" (turn 2)'
+    again = hookstream(user, "chat", "again", "-c")  # -c goes on with the conversation's own model
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == 'you said "again" (turn 3)'
     logs = hookstream(user, "logs")
     assert logs.returncode == 0, logs.stderr
-    assert "4 messages  hi" in logs.stdout
+    # Usage counted as words: what the test model was sent (1 + 7 + 13) and said (5 + 5 + 5).
+    assert "6 messages  test:test  21 in / 15 out tokens  hi" in logs.stdout
 
 
 def test_scripted_replies_call_a_tool_from_the_cli(user: dict[str, str]) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hookstream import StreamProcessor, TextUIPart, ToolCallUIPart, UIMessage
 from hookstream import events as E
 from processor_kit import Recorder, shape
@@ -206,6 +205,36 @@ def test_snapshot_hydrates_and_replaces_the_list() -> None:
     assert texts(p)[2] == ["Once upon a time..."] and len(p.messages) == 3
 
 
+def test_snapshot_of_ui_messages_with_parts_hydrates_them() -> None:
+    # A TanStack AI server's snapshot carries UIMessages (parts, no content); the AI SDK's parts use "text".
+    p = StreamProcessor()
+    p.process_chunk({"type": "MESSAGES_SNAPSHOT", "messages": [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
+        {"id": "a1", "role": "assistant", "parts": [
+            {"type": "text", "content": "Checking."},
+            {"type": "tool-call", "id": "c1", "name": "weather", "arguments": '{"city": "Paris"}',
+             "state": "input-complete"}]},
+        {"id": "a2", "role": "assistant", "parts": [
+            {"type": "text", "text": "Also "},
+            {"type": "tool-lookup", "toolCallId": "c2", "state": "input-available", "input": {"q": 1}}]},
+    ]})
+    assert p.stats.unusable_events == 0
+    assert shape(p.messages) == [
+        [("text", "Weather in Paris?")],
+        [("text", "Checking."), ("tool-call", "c1", {"city": "Paris"}, "input-complete")],
+        [("text", "Also "), ("tool-call", "c2", {"q": 1}, "input-complete")],
+    ]
+
+
+def test_an_empty_run_error_message_is_replaced() -> None:
+    errors: list[Any] = []
+    p = StreamProcessor(on_error=errors.append)
+    p.process([E.RunStarted("t", "r"), E.RunError("", code="rate_limited")])
+    result = p.finalize()
+    assert result.error == ("rate_limited", "the run failed (rate_limited)")
+    assert errors[0].message == "the run failed (rate_limited)"
+
+
 def test_snapshot_keeps_messages_it_names_and_merges_their_parts() -> None:
     p = StreamProcessor()
     p.process([E.RunStarted("t", "r"), start("u1", "user"), content("u1", "hi"), E.TextMessageEnd("u1"),
@@ -338,9 +367,12 @@ def test_unknown_events_are_counted_and_reported_not_raised() -> None:
     assert p.stats.unusable_events == 4
     assert [e.code for e in rec.errors] == ["unknown_event", "unknown_event", "unknown_event", "unusable_event"]
     assert texts(p) == [["still streaming"]]
-    # Without an on_error handler there is nobody to tell: then it raises.
-    with pytest.raises(ValueError):
-        StreamProcessor().process_chunk({"type": "NOT_AN_AGUI_EVENT"})
+    # Without an on_error handler the stream goes on too (as the AI SDK's and TanStack AI's processors do):
+    # counted and logged, never raised mid-stream.
+    quiet = StreamProcessor()
+    quiet.process_chunk({"type": "NOT_AN_AGUI_EVENT"})
+    quiet.process([start("m"), content("m", "goes on")])
+    assert quiet.stats.unusable_events == 1 and texts(quiet) == [["goes on"]]
 
 
 def test_state_snapshot_and_delta_with_every_json_patch_operation() -> None:

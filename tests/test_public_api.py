@@ -58,7 +58,7 @@ INTERNALS_DOCS = frozenset({"architecture.md", "performance.md"})
 # distribution.
 # Names from AG-UI, the standard library and typing that docs mention in inline code.
 NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "DebounceStrategy", "Enum", "Literal",
-                            "Path", "TypedDict", "Annotated", "Callable", "Authorization",
+                            "Path", "TypedDict", "Annotated", "Callable", "Authorization", "Origin", "Host",
                             # third-party classes the cloud provider pages name (azure-identity, openai, google-auth,
                             # anthropic, botocore)
                             "TokenCredential", "DefaultAzureCredential", "AzureOpenAI", "OpenAI", "AnthropicVertex",
@@ -66,7 +66,8 @@ NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "D
 # The bundled plugin distributions' own public names (their pages document them).
 PLUGIN_PACKAGES = ("hookstream_openai", "hookstream_anthropic", "hookstream_gemini", "hookstream_strategies",
                    "hookstream_otel", "hookstream_mcp", "hookstream_azure", "hookstream_vertex", "hookstream_bedrock",
-                   "hookstream_ollama", "hookstream_ray", "hookstream_cache", "hookstream_guardrails")
+                   "hookstream_ollama", "hookstream_ray", "hookstream_cache", "hookstream_guardrails",
+                   "hookstream_compaction")
 
 
 def plugin_names() -> set[str]:

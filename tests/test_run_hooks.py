@@ -16,7 +16,7 @@ import pytest
 from engine_kit import MODEL, text_body, tool_body
 from hookstream import RunSettings, ToolResultPart, chat, get_model
 from hookstream.errors import PluginError
-from hookstream.events import RunError, TextMessageContent
+from hookstream.events import Custom, RunError, TextMessageContent
 from hookstream.plugin import ModelCallContext, RunContext, StepContext, ToolCallContext, hookimpl
 from hookstream.testing import LoopbackServer, Response, check_events
 
@@ -183,6 +183,24 @@ def test_a_step_hook_changes_the_history_and_tools_of_one_step(tmp_path: Path) -
     assert "tools" in first and "tools" not in second
     assert second["messages"][-1] == {"role": "user", "content": "answer now"}
     assert all(m.text != "answer now" for m in result.messages)  # the run's own history is unchanged
+
+
+class Tells:
+    """Tells the consumer what it did to each step, with a CUSTOM event of its own."""
+
+    @hookimpl
+    def hookstream_step_start(self, step: StepContext) -> None:
+        step.emit(Custom("test.step-seen", {"step": step.number, "messages": len(step.messages)}))
+
+
+def test_a_step_hook_emits_events_right_after_step_started(tmp_path: Path) -> None:
+    write, _ = _file_tool(tmp_path)
+    with LoopbackServer([Response(tool_body(("c1", "write", {"text": "a"}))), Response(text_body("done"))]) as server:
+        events, result = _run(server, tools=[write], plugins=[Tells()])
+    told = [i for i, e in enumerate(events) if isinstance(e, Custom) and e.name == "test.step-seen"]
+    assert [events[i].value for i in told] == [{"step": 1, "messages": 1}, {"step": 2, "messages": 3}]
+    assert all(events[i - 1].type == "STEP_STARTED" for i in told)
+    assert result.text == "done"
 
 
 class Lifecycle:

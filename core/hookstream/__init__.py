@@ -91,8 +91,10 @@ if TYPE_CHECKING:
     from ._registry import get_registry
     from ._settings import RunSettings
     from ._stream.accumulate import StepResult
+    from ._stream.count import TokenCount
     from ._stream.fallback import FallbackModel
     from ._stream.provider import Provider
+    from ._tokens import count_tokens
 
 _LAZY: dict[str, str] = {
     "chat": "_chat",
@@ -167,6 +169,8 @@ _LAZY: dict[str, str] = {
     "Observer": "_agentloop.observe",
     "Recorder": "_record",
     "RunSettings": "_settings",
+    "count_tokens": "_tokens",
+    "TokenCount": "_stream.count",
 }
 
 # The public modules beside the names above; ``hookstream.errors`` after ``import hookstream`` imports it.
@@ -221,6 +225,7 @@ __all__ = [
     "TextUIPart",
     "ThreadExecutor",
     "Timeouts",
+    "TokenCount",
     "Tool",
     "ToolApproval",
     "ToolCallPart",
@@ -235,6 +240,7 @@ __all__ = [
     "batch",
     "chat",
     "cost_exceeds",
+    "count_tokens",
     "final_json",
     "finish_reason_is",
     "get_model",

@@ -69,11 +69,12 @@ does not know yet never stops a run):
   "toolName", "arguments": text, "input": object | null}``, when the call's arguments are complete) and
   ``agui-server-tool-result`` (``{"toolCallId", "toolName", "content", "messageId"}``), which every
   consumer receives (unlike ``RAW``, forwarded only with ``include_raw``) and which the processor hands
-  to ``on_custom_event``; and the exchange is kept for history as one
-  ``REASONING_ENCRYPTED_VALUE`` (subtype ``message``) whose ``metadata["agui"]["messages"]`` holds the
-  AG-UI assistant and tool messages, so the step's assistant message carries them as an (empty)
-  reasoning part and the next request sends them back in place, as a client that kept the agent's
-  messages would (the pattern the Responses adapter uses for provider-executed items).
+  to ``on_custom_event``; and the exchange is kept for history as one ``CUSTOM``
+  ``agui-server-messages`` event (``{"messages": [AG-UI assistant and tool messages]}``; not a
+  ``REASONING_ENCRYPTED_VALUE``, which AG-UI defines for encrypted reasoning), which the step's
+  accumulator keeps in the assistant message in place (a part with no text whose
+  ``provider_metadata["agui"]["messages"]`` holds them), so the next request sends them back where they
+  were, as a client that kept the agent's messages would.
 * ``RUN_FINISHED`` → finish: reason ``tool_calls`` when a frontend tool was called, else ``stop``; raw
   reason the remote's ``finishReason`` if it sent one, else its outcome type; ``usage`` summed from
   its ``TokenUsage`` entries. Outcome ``interrupt``: the finish event carries the remote
@@ -112,8 +113,9 @@ from typing import Any
 import attrs
 import requests
 
+from ._custom import AGUI_SERVER_MESSAGES
 from ._errors import MalformedChunkError
-from ._events import BaseEvent, Custom, Outcome, ReasoningEncryptedValue, RunError, RunFinished, Usage, from_dict
+from ._events import BaseEvent, Custom, Outcome, RunError, RunFinished, Usage, from_dict
 from ._ids import new_id
 from ._messages import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
 from ._secrets import Secret
@@ -397,15 +399,13 @@ class _Parser:
         return out
 
     def _keep(self) -> list[BaseEvent]:
-        """The server-tool exchange so far as one history part (``REASONING_ENCRYPTED_VALUE``)."""
+        """The server-tool exchange so far as one ``CUSTOM`` ``agui-server-messages`` event (kept in history)."""
         if not self.kept:
             return []
         out = self._close_content()
         kept = [{k: v for k, v in m.items() if k != "_parent"} for m in self.kept]
         self.kept = []
-        last = kept[-1].get("id")
-        out.append(ReasoningEncryptedValue("message", new_id("srv"), last if isinstance(last, str) else "server-tools",
-                                           metadata={KEY: {"messages": kept}}))
+        out.append(Custom(AGUI_SERVER_MESSAGES, {"messages": kept}))
         return out
 
     def _end_server_call(self, call: _ServerCall) -> list[BaseEvent]:

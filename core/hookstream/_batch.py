@@ -27,6 +27,7 @@ from ._agentloop.values import RunResult
 from ._batch_file import BatchInput, BatchInputError, OutputFile, parse_input
 from ._chat import ChatStream, chat, get_model
 from ._errors import HookstreamError
+from ._estimate import CHARS_PER_TOKEN
 from ._ratelimit import Limiter, RateLimiter
 from ._secrets import Secret
 from ._settings import RunSettings
@@ -84,8 +85,8 @@ class BatchResult:
 
 
 class _Estimator:
-    """Token estimates for the limiter: request body bytes / 4 (JSON keys and tool schemas count as
-    prompt tokens too, so this errs high) plus the mean output tokens seen so far."""
+    """Token estimates for the limiter: request body bytes / 4 (:mod:`hookstream._estimate`; JSON keys and
+    tool schemas count as prompt tokens too, so this errs high) plus the mean output tokens seen so far."""
 
     def __init__(self, first_output: int) -> None:
         self._lock = threading.Lock()
@@ -94,7 +95,7 @@ class _Estimator:
     def estimate(self, body_bytes: int) -> int:
         with self._lock:
             out = self._out_sum // self._out_n if self._out_n else self._first
-        return body_bytes // 4 + out
+        return body_bytes // CHARS_PER_TOKEN + out
 
     def observe(self, output_tokens: int) -> None:
         with self._lock:

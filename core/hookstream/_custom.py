@@ -53,6 +53,10 @@ __all__ = [
     "parse_custom",
 ]
 
+# The agui provider's CUSTOM event holding a remote agent's own tool calls and results (``{"messages":
+# [AG-UI messages]}``), which the step accumulator keeps in history (``docs/agui-client.md``).
+AGUI_SERVER_MESSAGES = "agui-server-messages"
+
 StoppedBy = Literal["max_steps", "stop_condition"]
 _STOPPED_BY: frozenset[str] = frozenset({"max_steps", "stop_condition"})
 

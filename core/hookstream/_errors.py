@@ -15,6 +15,7 @@ __all__ = [
     "AgentToolError",
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceededError",
     "CallbackError",
     "CancelledError",
     "ConnectError",
@@ -42,6 +43,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "TransportError",
+    "UnknownModelError",
     "UnknownPluginError",
     "UnknownToolCallError",
     "error_for_status",
@@ -67,6 +69,35 @@ class UnknownPluginError(PluginError, LookupError):
     """No plugin registered under the asked name (provider, strategy, executor, stop condition)."""
 
     code = "unknown_plugin"
+
+
+class UnknownModelError(HookstreamError, ValueError):
+    """A model named without its provider (``"gpt-4o"`` rather than ``"openai:gpt-4o"``) that no alias
+    resolves; ``model`` is the name given."""
+
+    code = "unknown_model"
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"model must be 'PROVIDER:MODEL' (e.g. 'openai:gpt-4o-mini') or an alias, got {model!r}")
+        self.model = model
+
+
+class BudgetExceededError(HookstreamError):
+    """A run's budget would be passed by its next model request, which is therefore not sent (the
+    ``budget`` run plugin, ``docs/tokens.md``). ``limit`` names the limit (``max_input_tokens``,
+    ``max_cost_usd``), ``value`` is its value and ``count`` what the run would reach (input tokens of the
+    next request; US dollars of the run so far plus the next request). ``step`` is the step (from 1) whose
+    request was stopped."""
+
+    code = "budget_exceeded"
+
+    def __init__(self, limit: str, value: float, count: float, step: int) -> None:
+        shown = f"{count:g}" if isinstance(count, int) else f"{count:.6g}"
+        super().__init__(f"{limit} {value:g} would be exceeded by step {step}'s request ({shown})")
+        self.limit = limit
+        self.value = value
+        self.count = count
+        self.step = step
 
 
 class TransportError(HookstreamError):
@@ -140,16 +171,21 @@ class MissingCredentialsError(HookstreamError, ValueError):
 
 class MissingAPIKeyError(MissingCredentialsError):
     """No API key for a provider's own endpoint; ``env_vars`` are the environment variables that would
-    supply it (raised before any request is sent). A custom ``base_url`` (a local server) needs none."""
+    supply it (raised before any request is sent). A custom ``base_url`` (a local server) needs none.
+    ``key_name`` is the name a stored key would go under (``hookstream keys set NAME``); the message
+    names that command when it is given."""
 
     code = "missing_api_key"
 
-    def __init__(self, provider: str, env_vars: tuple[str, ...]) -> None:
+    def __init__(self, provider: str, env_vars: tuple[str, ...], key_name: str | None = None) -> None:
         names = " or ".join(env_vars) or "the provider's API key variable"
-        HookstreamError.__init__(self, f"no API key for the {provider} provider: set {names} or pass api_key")
+        stored = f", store one with `hookstream keys set {key_name}`" if key_name else ""
+        what = f"set {names}{stored} or pass api_key"
+        HookstreamError.__init__(self, f"no API key for the {provider} provider: {what}")
         self.provider = provider
-        self.what = f"set {names} or pass api_key"
+        self.what = what
         self.env_vars = env_vars
+        self.key_name = key_name
 
 
 class MalformedChunkError(HookstreamError):

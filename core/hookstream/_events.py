@@ -822,6 +822,53 @@ def _register_usage(conv: cattrs.Converter) -> None:
     conv.register_structure_hook(Usage | None, usage_from_wire)
 
 
+_PARTS_ROLES = frozenset({"user", "assistant", "system", "developer"})
+
+
+def _ui_tool_call(part: dict[str, Any]) -> dict[str, Any] | None:
+    """An AG-UI tool call from a TanStack AI ``tool-call`` part (``id``, ``name``, ``arguments`` text) or an
+    AI SDK ``tool-NAME`` / ``dynamic-tool`` part (``toolCallId``, ``input`` object); ``None`` for others."""
+    kind = part.get("type")
+    if kind == "tool-call":
+        call_id, name, arguments = part.get("id"), part.get("name"), part.get("arguments")
+    elif isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool") and "toolCallId" in part:
+        call_id = part.get("toolCallId")
+        name = part.get("toolName") if kind == "dynamic-tool" else kind[len("tool-"):]
+        arguments = json.dumps(part.get("input") if part.get("input") is not None else {})
+    else:
+        return None
+    if not (isinstance(call_id, str) and isinstance(name, str)):
+        return None
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
+
+
+def _from_ui_parts(data: dict[str, Any]) -> dict[str, Any]:
+    """A UI message (TanStack AI and AI SDK ``UIMessage``: ``parts`` instead of ``content``), as some AG-UI
+    servers put in a ``MESSAGES_SNAPSHOT``, read as the AG-UI message it stands for: its text parts
+    (``content`` in TanStack AI, ``text`` in the AI SDK) joined as ``content``, its tool-call parts as
+    ``toolCalls``. Results inside an assistant message's parts have no AG-UI place in that message and
+    are left out (a ``tool`` message carries them)."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in data["parts"]:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text":
+            value = part.get("content", part.get("text"))
+            if isinstance(value, str):
+                texts.append(value)
+            continue
+        call = _ui_tool_call(part)
+        if call is not None:
+            calls.append(call)
+    out = {k: v for k, v in data.items() if k != "parts"}
+    out["content"] = "".join(texts) if texts or data.get("role") != "assistant" else None
+    if calls and data.get("role") == "assistant" and not out.get("toolCalls"):
+        out["toolCalls"] = calls
+    return out
+
+
 def _register_message_check(conv: cattrs.Converter) -> None:
     message_struct = conv.get_structure_hook(AGUIMessage)
 
@@ -832,6 +879,8 @@ def _register_message_check(conv: cattrs.Converter) -> None:
         role = data.get("role")
         if role not in MESSAGE_ROLES:
             raise ValueError(f"unknown AG-UI message role {role!r}")
+        if data.get("content") is None and isinstance(data.get("parts"), list) and role in _PARTS_ROLES:
+            data = _from_ui_parts(data)
         required = _ROLE_REQUIRES.get(role, ())
         missing = [k for k in required if data.get(k) is None]
         if missing:

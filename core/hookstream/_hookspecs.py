@@ -260,6 +260,8 @@ def hookstream_step_start(step: StepContext) -> None:
     A plugin changes the step by assigning to its fields: ``step.messages`` (the history this call sends;
     the run's own history is not changed), ``step.tools`` (``{name: Tool}``), ``step.tool_choice`` and
     ``step.model`` (``"PROVIDER:MODEL"``, a model name of the same provider, or a provider object).
+    ``step.emit(event)`` sends an AG-UI event (a ``Custom`` naming what the plugin did, such as
+    ``hookstream.compaction``) to the run's consumer right after the step's ``STEP_STARTED``.
 
     :param step: the :class:`hookstream.plugin.StepContext` (``number`` from 1, ``steps`` so far as
         :class:`~hookstream.StepResult`, ``run``).

@@ -4,8 +4,10 @@ Two sources, merged per ``"PROVIDER:MODEL"``:
 
 * provider plugins, through ``hookstream_register_models`` (``register("openai:gpt-4o-mini",
   ModelCapabilities(vision=True, tools=True, ...))``): what a model can do;
-* genai-prices (``hookstream[prices]``, :mod:`hookstream._prices`): every model its bundled data lists
-  for the provider's price id, with list prices and, where it has one, the context window.
+* genai-prices (``hookstream[prices]``, :mod:`hookstream._prices`): every chat model its bundled data
+  lists for the provider's price id that the provider serves (:func:`hookstream._prices.catalogue`: no
+  embedding, speech, image or retired models, no price patterns, Claude under ``vertex-anthropic`` only),
+  with list prices and, where it has one, the context window.
 
 A plugin's model that genai-prices knows under another id (``claude-sonnet-4-20250514`` is
 ``claude-4-sonnet`` there) is listed once, under the plugin's name, with those prices.
@@ -34,8 +36,9 @@ def _info(provider: str, model: str, prices: PriceInfo | None, context_window: i
 def models(provider: str | None = None) -> list[ModelInfo]:
     """The known models of ``provider`` (a registered provider name such as ``"openai"``), or of every
     installed provider, sorted by provider and model: what provider plugins registered
-    (``hookstream_register_models``: vision, tools, reasoning, context window) merged with what
-    genai-prices lists for the provider (prices per million tokens, context window). Without
+    (``hookstream_register_models``: vision, tools, reasoning, context window) merged with the chat
+    models genai-prices lists for the provider (prices per million tokens, context window); see
+    ``docs/models-and-cost.md``, "The model catalogue". A provider with none known gives ``[]``. Without
     ``hookstream[prices]`` only the plugins' models are listed, unpriced.
 
     Raises :class:`~hookstream.errors.UnknownPluginError` for a provider no plugin registers and genai-prices

@@ -13,7 +13,9 @@ prices here too, and :func:`price_source` says so. Without the package every cos
   not list (``ollama``, ``replay``, ``agui``, a plugin's) has no price.
 * :class:`ModelCapabilities` is what a provider plugin registers for a model
   (``hookstream_register_models``); :class:`ModelInfo` is one entry of :func:`hookstream.models`;
-  :func:`catalogue` lists what genai-prices knows of a provider's models.
+  :func:`catalogue` lists the chat models genai-prices knows a provider serves
+  (:func:`is_chat_model`: genai-prices has no "mode" field, so the kind of model is read from how it
+  is priced, and from its name where prices cannot tell).
 
 Thread safety: genai-prices' snapshot is read-only here (its lookups keep caches of their own, filled
 idempotently), as is the set of names it has no price for (a set's ``add`` is atomic; a name two
@@ -26,6 +28,7 @@ import datetime
 import functools
 import importlib.metadata
 import logging
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -37,8 +40,8 @@ from ._capabilities import ModelCapabilities
 if TYPE_CHECKING:
     from ._events import Cost, Usage
 
-__all__ = ["PRICE_PROVIDERS", "ModelCapabilities", "ModelInfo", "PriceInfo", "catalogue", "cost_of", "price_info",
-           "price_source", "priced", "prices_available"]
+__all__ = ["PRICE_PROVIDERS", "PUBLISHERS", "ModelCapabilities", "ModelInfo", "PriceInfo", "catalogue", "cost_of",
+           "is_chat_model", "price_info", "price_source", "priced", "prices_available"]
 
 log = logging.getLogger("hookstream.prices")
 
@@ -211,10 +214,16 @@ def _per_million(value: Any) -> Decimal | None:
     return base if isinstance(base, Decimal) else None
 
 
-def _prices_of(model: Any, source: str | None) -> PriceInfo:
+def _raw_prices(model: Any) -> Any:
     try:
-        prices = model.get_prices(datetime.datetime.now(tz=datetime.UTC))
+        return model.get_prices(datetime.datetime.now(tz=datetime.UTC))
     except Exception:  # a model with no price in effect now
+        return None
+
+
+def _prices_of(model: Any, source: str | None, prices: Any = None) -> PriceInfo:
+    prices = prices if prices is not None else _raw_prices(model)
+    if prices is None:
         return PriceInfo(source=source)
     return PriceInfo(input=_per_million(getattr(prices, "input_mtok", None)),
                      output=_per_million(getattr(prices, "output_mtok", None)),
@@ -239,9 +248,53 @@ def price_info(provider: str, model: str) -> tuple[str, PriceInfo, int | None] |
     return found.id, _prices_of(found, price_source()), found.context_window
 
 
+PUBLISHERS: dict[str, str] = {"gemini": "google", "vertex": "google", "vertex-anthropic": "anthropic"}
+"""hookstream provider name -> the one publisher whose models it serves from its price entry. Google's
+entry also prices Claude on Vertex AI; those models answer only at the ``anthropic`` publisher's URL
+(``vertex-anthropic:``), a ``vertex:claude-...`` call gets HTTP 404 (``docs/providers/vertex.md``)."""
+
+# Priced in a medium a chat stream does not carry: speech, image or video out (text-to-speech, image
+# and video generation, the realtime and live audio models), images or video in at their own rate
+# (image-editing models; a chat model bills an image as input tokens).
+_OTHER_MEDIA = ("output_audio_mtok", "output_image_mtok", "output_video_mtok", "input_image_mtok", "input_video_mtok")
+# What the price data cannot tell from prices: speech and transcription models priced per token, image
+# models priced like text, and the legacy completion-only models (no chat endpoint).
+_NOT_CHAT = re.compile(r"(^|[-.])(tts|transcribe|image)([-.]|$)|^(ada|babbage|curie|davinci|text-davinci)\b|"
+                       r"^gpt-3\.5-turbo-instruct$")
+# Price-matching patterns, not model ids: a fine-tune family (ft:gpt-4o), a prefix (ft:gpt-3.5-turbo-,
+# gpt-4o-mini-2024-07-18.ft-), a router's variant (gpt-4o:extended; a colon is kept only before a version
+# number, as Bedrock's -v1:0), and Bedrock's stand-in for the us./eu./jp. inference-profile prefixes.
+_MALFORMED = re.compile(r"[-.:]$|:(?!\d+$)|^regional\.")
+
+
+def is_chat_model(model_id: str, deprecated: bool | None, prices: Any) -> bool:
+    """Whether a genai-prices model entry is a chat model someone can call today: not ``deprecated``,
+    priced per input and output token (an embedding model has no output price, a speech model is priced
+    per character or per hour, a moderation model has no price), in no other medium (:data:`_OTHER_MEDIA`),
+    not one of the kinds its name tells (:data:`_NOT_CHAT`) and a real model id (:data:`_MALFORMED`)."""
+    if deprecated or prices is None:
+        return False
+    if getattr(prices, "input_mtok", None) is None or getattr(prices, "output_mtok", None) is None:
+        return False
+    if any(getattr(prices, field, None) is not None for field in _OTHER_MEDIA):
+        return False
+    return not (_NOT_CHAT.search(model_id) or _MALFORMED.search(model_id))
+
+
+def _publisher(snapshot: Any, entry: Any, model_id: str) -> str:
+    # A provider entry lists other publishers' models too (its fallback_model_providers): the model is
+    # theirs when their own model_match claims its id.
+    for other in entry.fallback_model_providers or ():
+        found = next((p for p in snapshot.providers if p.id == other), None)
+        if found is not None and found.model_match is not None and found.model_match.is_match(model_id):
+            return str(other)
+    return str(entry.id)
+
+
 def catalogue(provider: str) -> Iterator[tuple[str, PriceInfo, int | None]]:
-    """``(model id, prices, context window)`` of every model genai-prices lists under
-    ``provider``'s price id (none without the package or a price id)."""
+    """``(model id, prices, context window)`` of every chat model genai-prices lists under ``provider``'s
+    price id that the provider serves (:func:`is_chat_model`; of the publisher in :data:`PUBLISHERS`,
+    when it names one); none without the package or a price id."""
     price_id = PRICE_PROVIDERS.get(provider)
     if price_id is None:
         return
@@ -251,7 +304,13 @@ def catalogue(provider: str) -> Iterator[tuple[str, PriceInfo, int | None]]:
         return
     snapshot = data_snapshot.get_snapshot()
     source = price_source()
+    publisher = PUBLISHERS.get(provider)
     for entry in snapshot.providers:
         if entry.id == price_id:
             for model in entry.models:
-                yield model.id, _prices_of(model, source), model.context_window
+                raw = _raw_prices(model)
+                if not is_chat_model(model.id, model.deprecated, raw):
+                    continue
+                if publisher is not None and _publisher(snapshot, entry, model.id) != publisher:
+                    continue
+                yield model.id, _prices_of(model, source, raw), model.context_window

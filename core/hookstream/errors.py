@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         AGUIInputError,
         AuthenticationError,
         BadRequestError,
+        BudgetExceededError,
         CallbackError,
         CancelledError,
         ConnectError,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         ToolDefinitionError,
         ToolError,
         TransportError,
+        UnknownModelError,
         UnknownPluginError,
         UnknownToolCallError,
     )
@@ -62,6 +64,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "BatchInputError",
+    "BudgetExceededError",
     "CallbackError",
     "CancelledError",
     "ConnectError",
@@ -89,6 +92,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "TransportError",
+    "UnknownModelError",
     "UnknownPluginError",
     "UnknownToolCallError",
 ]

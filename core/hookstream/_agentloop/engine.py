@@ -301,6 +301,7 @@ class _Step:
     provider: Provider
     request: ModelRequest
     tools: dict[str, Tool]
+    events: Sequence[BaseEvent] = ()  # what run plugins emitted at step start (StepContext.emit)
 
 
 class _StepOutput:
@@ -568,6 +569,8 @@ class Engine:
         self._observe(cfg.callbacks.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
                                                              plan.request.model, plan.tools, plan.request.tool_choice))
         yield from output.emit([StepStarted(step_name)])
+        if plan.events:
+            yield from output.emit(plan.events)
         tried: list[str] = []
         # One model call per attempt; a FallbackModel gives several (hookstream._stream.fallback): a fallible
         # failure before any content of the step hands the same request to the next model.
@@ -933,6 +936,7 @@ class Engine:
         cfg = self.config
         provider, model, tools, choice = self.provider, cfg.model, cfg.tools, cfg.tool_choice
         messages = self.messages
+        events: Sequence[BaseEvent] = ()
         if cfg.prepare_step is not None:
             provider, model, tools, choice, messages = self._prepared(number, provider, model, tools, choice, messages)
         if cfg.hooks is not None and self._run_ctx is not None:
@@ -940,7 +944,7 @@ class Engine:
             cfg.hooks.step_start(step)
             if step.model is not model:
                 provider, model = self._model(step.model)
-            tools, choice, messages = step.tools, step.tool_choice, step.messages
+            tools, choice, messages, events = step.tools, step.tool_choice, step.messages, step.events
         request = ModelRequest(
             model=model,
             messages=list(messages),
@@ -954,7 +958,7 @@ class Engine:
             resume=self._remote_resume,
         )
         self._remote_resume = None  # the answers go with this step's call only
-        return _Step(provider, request, tools)
+        return _Step(provider, request, tools, events)
 
     def _prepared(
         self, number: int, provider: Provider, model: str, tools: dict[str, Tool], choice: Any, messages: list[Message],

@@ -97,7 +97,8 @@ class RunContext:
 class StepContext:
     """The step about to call the model (``number`` from 1; earlier ``steps`` of the run), with what it
     will send: ``messages``, ``tools`` (``{name: Tool}``), ``tool_choice`` and ``model``
-    (``"PROVIDER:MODEL"``, a model name of the run's provider, or a provider object). Assign to change."""
+    (``"PROVIDER:MODEL"``, a model name of the run's provider, or a provider object). Assign to change.
+    :meth:`emit` tells the run's consumer what a plugin did to the step (``events``: what it queued)."""
 
     run: RunContext
     number: int
@@ -106,6 +107,15 @@ class StepContext:
     tools: dict[str, Tool]
     tool_choice: str | dict[str, Any] | None
     model: Any
+    events: list[BaseEvent] = attrs.Factory(list)
+
+    def emit(self, event: BaseEvent) -> None:
+        """Send ``event`` (an AG-UI event, usually ``Custom(name, value)`` with a name of the plugin's own,
+        such as ``"hookstream.compaction"``) to the run's consumer right after this step's ``STEP_STARTED``,
+        in the order emitted. Like the step's other events, it is held with the step when the run holds
+        intermediate steps (``stream_tool_call_responses=False``). Call it from ``hookstream_step_start``;
+        the run's thread only."""
+        self.events.append(event)
 
 
 class _BufferSink:

@@ -30,12 +30,14 @@ _COMMANDS = {
     "chat": ("chat", "command"),
     "demo": ("demo", "command"),
     "install": ("install", "install_command"),
+    "keys": ("keys", "command"),
     "logs": ("logs", "command"),
     "models": ("models", "command"),
     "plugins": ("plugins", "command"),
     "process": ("process", "command"),
     "replay": ("replay", "command"),
     "serve": ("serve", "command"),
+    "tokens": ("tokens", "command"),
     "uninstall": ("install", "uninstall_command"),
 }
 

@@ -6,9 +6,12 @@ a terminal or with ``--progress``, else one plain line every few seconds and a l
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from typing import IO, Any
 
 import click
@@ -92,7 +95,7 @@ class _Display:
 
 @click.command("batch", cls=RunCommand)
 @click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(exists=True, dir_okay=False))
-@click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.option("-m", "--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--output", "output_path", required=True, type=click.Path(dir_okay=False),
               help="JSON Lines results, one per input id; an existing file is resumed (done ids skipped).")
@@ -149,6 +152,21 @@ def _start(cli_run: CLIRun, inputs: list[BatchInput], model: str, output_path: s
         raise click.UsageError(str(exc)) from None
 
 
+@contextmanager
+def _ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises :class:`KeyboardInterrupt` while the batch runs, even when this process was started
+    with SIGINT ignored (a background job of a shell script, a CI runner): Python keeps an inherited
+    ``SIG_IGN`` and would then run the whole batch to its end, where exit code 130 is documented."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _drive(run: BatchRun, inputs: list[BatchInput], output_path: str, progress: bool | None) -> None:
     """Iterate the batch with progress on stderr; exits 130 on Ctrl-C and 1 when --fail-fast stopped it."""
     pending = sum(1 for i in inputs if i.id not in run.done_ids)
@@ -157,7 +175,7 @@ def _drive(run: BatchRun, inputs: list[BatchInput], output_path: str, progress: 
     tally = _Tally(pending)
     show_bar = progress if progress is not None else sys.stderr.isatty()
     try:
-        with _Display(tally, show_bar, sys.stderr) as display, closing(iter(run)) as results:
+        with _ctrl_c_raises(), _Display(tally, show_bar, sys.stderr) as display, closing(iter(run)) as results:
             for result in results:
                 tally.add(result)
                 display.update()

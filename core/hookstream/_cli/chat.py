@@ -1,4 +1,5 @@
-"""``hookstream chat PROMPT --model PROVIDER:MODEL``: one run, rendered live."""
+"""``hookstream chat PROMPT -m PROVIDER:MODEL``: one run, rendered live; the prompt from stdin too, and an
+interactive chat when no prompt is given on a terminal (:mod:`.interactive`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ import click
 from .._chat import ChatStream, chat, get_model
 from .._messages import FilePart, Message, ToolCallPart
 from .._settings import RunSettings
+from .._stores.memory import InMemoryStore
+from .defaults import chat_model
+from .interactive import read_prompt, repl
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run, report_waiting
+from .responses import record_responses, thread_model
 from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
 from .timing import Timing
 
@@ -84,8 +89,10 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
 
 
 @click.command("chat", cls=RunCommand)
-@click.argument("prompt")
-@click.option("--model", required=True, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.argument("prompt", required=False)
+@click.option("-m", "--model", default=None,
+              help="PROVIDER:MODEL (openai:gpt-4o-mini) or an alias; default: the continued conversation's, "
+                   "else hookstream models default.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--output", type=click.Choice(OUTPUT_CHOICES), default="text", show_default=True)
 @click.option("--approve", "ask_approval", is_flag=True,
@@ -108,8 +115,8 @@ def _cancel_on_sigint(stream: ChatStream) -> Iterator[Callable[[], bool]]:
               help="After the run, print time to first chunk, tokens per second and per-step and per-tool "
                    "durations on stderr.")
 def command(
-    prompt: str,
-    model: str,
+    prompt: str | None,
+    model: str | None,
     base_url: str | None,
     output: str,
     strategy: str | None,
@@ -123,23 +130,40 @@ def command(
     no_log: bool = False,
     **run_options: Any,
 ) -> None:
-    """Chat with MODEL; API keys come from the provider's environment variable (OPENAI_API_KEY...).
+    """Chat with MODEL: PROMPT, else stdin (PROMPT "-" too; piped text and PROMPT are joined, stdin
+    first), else, on a terminal, an interactive chat (exit, quit or Ctrl-D ends it). API keys come from
+    the provider's environment variable (OPENAI_API_KEY...), else hookstream keys set PROVIDER.
 
     Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 3 the run waits for a tool call's
     approval (see stderr), 130 cancelled with Ctrl-C."""
-    if not prompt.strip():
+    text = read_prompt(prompt, sys.stdin, stdin_is_answers=ask_approval)
+    if text is not None and not text.strip():
         raise click.UsageError("PROMPT is empty: give the model something to answer")
     # Everything that can be a usage error is read before a plugin starts anything (an MCP server).
-    message = Message.user(prompt, *(_attachment(a) for a in attachments))
+    files = [_attachment(a) for a in attachments]
     memory, thread_id = _conversation(continue_latest, cid, no_log)
+    continued = thread_model(memory, thread_id) if (continue_latest or cid) and thread_id is not None else None
+    model = chat_model(model, continued)
+    if text is None and memory is None:  # --no-log: the interactive chat still remembers its own turns
+        memory, thread_id = InMemoryStore(), f"cli-{uuid.uuid4().hex[:12]}"
     settings = run_settings(run_options, output=load_schema(schema_file) if schema_file is not None else None,
                             memory=memory)
     # What plugins start (MCP servers) runs for the whole command: stopped by the run's ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
     with configured("chat", settings) as run:
         print_notes(run)
-        _run(message, model, base_url, run.settings, thread_id, output=output, strategy=strategy,
-             record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing)
+
+        def turn(line: str) -> int:
+            parts = files[:]
+            files.clear()  # --attach goes with the first turn only
+            try:
+                _run(Message.user(line, *parts), model, base_url, run.settings, thread_id, output=output,
+                     strategy=strategy, record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing)
+            except SystemExit as done:  # _run ends every run with its exit code
+                return done.code if isinstance(done.code, int) else 1
+            return 0
+
+        raise SystemExit(turn(text) if text is not None else repl(turn, model))
 
 
 def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple[Any, str | None]:
@@ -190,6 +214,7 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
         click.echo("interrupted", err=True)
         raise SystemExit(EXIT_INTERRUPTED) from None
     result = stream.result()
+    record_responses(settings.memory, thread_id, result)  # model, tokens and cost for hookstream logs
     if timing is not None:
         timing.report()
     if result.stopped_by == "max_steps":

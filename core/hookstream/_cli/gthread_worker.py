@@ -3,20 +3,23 @@
 A ``gthread`` worker parses a request's headers on one of its threads with blocking reads, so a client
 that trickles its headers or body a byte at a time holds a thread for as long as it likes; a few dozen
 such sockets stop a worker (gunicorn's docs advise a buffering proxy in front). This worker counts from
-the moment a request arrives (its connection is handed to the thread pool, queued or not): its headers
-must be read within :data:`HEADER_DEADLINE` seconds, and then its body at :data:`MIN_BODY_RATE` bytes
-per second or faster (Apache's ``mod_reqtimeout`` rule: the deadline moves with the bytes received, so
-a large upload on a slow link is fine and a byte-a-second trickle is not); past either, the socket is
-shut down and the thread freed. :func:`read_body_first` (the application
-wrapper ``serve --workers`` installs) reads the body inside the deadline and then lifts it, so a long
-event stream is never cut. Counting from arrival, not from when a thread takes the request, means slow
-sockets queued behind each other are all cut at once instead of one thread-load at a time; a request
-whose headers are all in when a thread takes it gets a fresh deadline then (queued behind slow senders,
-it is taken the moment they are cut, which is when its own deadline passes too).
+the moment a request arrives (its connection is handed to the thread pool, queued or not) and holds it
+to the rule of :func:`hookstream._server.limits.request_read_deadline`: headers within
+``HEADER_SECONDS`` (3 s), the body at ``MIN_BODY_RATE`` (32 KiB/s) or faster, the whole request within
+``REQUEST_READ_SECONDS`` (120 s) whatever its rate; past it, the socket is shut down and the thread
+freed. :func:`read_deadline` (the application wrapper ``serve --workers`` installs) lets the application
+read the body itself, under the deadline, and lifts the deadline when the response starts, so a long
+event stream is never cut; the application authenticates from the headers first, so a request without
+a valid credential is answered ``401`` and its connection closed without its body being read.
 
-What is left: while slow senders hold every thread, a good request waits up to the deadline (measured in
-``benchmarks/bench_serve_attack.py``); waitress (``--workers 1``) buffers requests itself and never
-gives a thread to an incomplete one.
+Counting from arrival, not from when a thread takes the request, means slow sockets queued behind each
+other are all cut at once instead of one thread-load at a time; a request whose headers are all in
+when a thread takes it gets a fresh deadline then (queued behind slow senders, it is taken the moment
+they are cut, which is when its own deadline passes too).
+
+What is left: while slow senders hold every thread, a good request waits up to ``HEADER_SECONDS``
+(measured in ``benchmarks/bench_serve_attack.py``); waitress (``--workers 1``) reads requests on its
+I/O thread and never gives a thread to an incomplete one (``hookstream._cli.waitress_channel``).
 
 Thread safety: one :class:`_Deadlines` per worker process, shared by its threads under a lock; a single
 daemon thread shuts expired sockets down.
@@ -24,23 +27,20 @@ daemon thread shuts expired sockets down.
 
 from __future__ import annotations
 
-import io
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from gunicorn.workers.gthread import _DEFER, ThreadWorker
 
-__all__ = ["HEADER_DEADLINE", "MIN_BODY_RATE", "REQUEST_DEADLINE", "HookstreamWorker", "read_body_first"]
+from .._server.limits import HEADER_SECONDS, request_read_deadline
 
-HEADER_DEADLINE = 3.0
-"""Seconds a client has, from its request's arrival, to send the request line and headers."""
-REQUEST_DEADLINE = 10.0
+__all__ = ["QUEUED_SECONDS", "HookstreamWorker", "lift_deadline", "read_deadline"]
+
+QUEUED_SECONDS = 10.0
 """Seconds a whole request waiting in the queue for a thread is given again each time it is checked."""
-MIN_BODY_RATE = 32 * 1024
-"""Bytes per second a request body must arrive at, at least (after :data:`HEADER_DEADLINE`)."""
 _BODY_PIECE = 64 * 1024
 
 _local = threading.local()
@@ -78,7 +78,7 @@ class _Deadlines:
             for key, conn in expired:
                 if not getattr(conn, "_hs_taken", False) and _headers_waiting(conn.sock):
                     # A whole request queued behind busy threads is not the slow sender: it waits its turn.
-                    self.move(key, now + REQUEST_DEADLINE)
+                    self.move(key, now + QUEUED_SECONDS)
                     continue
                 with self._lock:
                     # A thread that took the request since the snapshot may have moved its deadline
@@ -123,7 +123,7 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
         if getattr(conn, "_hs_key", None) is None:
             conn._hs_arrived = time.monotonic()
             conn._hs_taken = False
-            conn._hs_key = _table().add(conn, HEADER_DEADLINE)
+            conn._hs_key = _table().add(conn, HEADER_SECONDS)
         super().enqueue_req(conn)
 
     def handle(self, conn: Any) -> Any:
@@ -133,7 +133,8 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
             # A whole request taken as its deadline passes (queued behind slow senders that were just cut,
             # which freed this thread) is read now: it must not be cut while this thread parses it. Moved
             # before it is marked taken, so the reaper sees the new deadline once it sees it taken.
-            _table().move(key, time.monotonic() + HEADER_DEADLINE)
+            conn._hs_arrived = time.monotonic()  # its body's deadline counts from here too
+            _table().move(key, conn._hs_arrived + HEADER_SECONDS)
         conn._hs_taken = True
         result: Any = None
         try:
@@ -148,14 +149,6 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
                     _table().lift(key)
 
 
-def _body_deadline(received: int, piece: int) -> None:
-    """The request may take until it has ``received + piece`` body bytes at :data:`MIN_BODY_RATE`."""
-    conn = getattr(_local, "conn", None)
-    key = getattr(conn, "_hs_key", None)
-    if conn is not None and key is not None:
-        _table().move(key, conn._hs_arrived + HEADER_DEADLINE + (received + piece) / MIN_BODY_RATE)
-
-
 def lift_deadline() -> None:
     """The request on this thread has been read: no deadline from now on (the response may stream)."""
     conn = getattr(_local, "conn", None)
@@ -165,33 +158,73 @@ def lift_deadline() -> None:
         conn._hs_key = None
 
 
-def read_body_first(app: Callable[..., Iterable[bytes]], max_body: int) -> Callable[..., Iterable[bytes]]:
-    """``app`` behind a wrapper that reads the request body (at most ``max_body`` bytes, more is left
-    for ``app`` to refuse by its ``Content-Length``) while the deadline holds, then lifts it."""
+class _DeadlineInput:
+    """``wsgi.input`` read in pieces, the request's deadline moved before each piece to when that piece
+    is due (:func:`hookstream._server.limits.request_read_deadline`); counts what was read."""
+
+    def __init__(self, raw: Any, length: int) -> None:
+        self._raw = raw
+        self.length = length
+        self.got = 0
+
+    def _due(self, piece: int) -> None:
+        conn = getattr(_local, "conn", None)
+        key = getattr(conn, "_hs_key", None)
+        if conn is not None and key is not None:
+            _table().move(key, request_read_deadline(conn._hs_arrived, self.got + piece))
+
+    def read(self, size: int | None = -1) -> bytes:
+        want = self.length - self.got if size is None or size < 0 else min(size, self.length - self.got)
+        pieces: list[bytes] = []
+        while want > 0:
+            n = min(_BODY_PIECE, want)
+            self._due(n)
+            piece = self._raw.read(n)
+            if not piece:
+                break
+            pieces.append(piece)
+            self.got += len(piece)
+            want -= len(piece)
+        return b"".join(pieces)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self._due(_BODY_PIECE)
+        line = bytes(self._raw.readline(size if size is not None and size >= 0 else _BODY_PIECE))
+        self.got += len(line)
+        return line
+
+    def readlines(self, hint: int | None = -1) -> list[bytes]:
+        return list(self)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
+
+
+def read_deadline(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """``app`` with its request body read under the request's deadline, and the deadline lifted when
+    ``app`` starts its response (the body has been read by then; a long event stream is never cut).
+    The body is read only when and as ``app`` reads it, so an application that answers from the headers
+    (``401`` without a valid credential, ``413`` from ``Content-Length``) never waits for a body: such
+    an answer, given with the body unread, closes the connection (gunicorn would otherwise read the
+    rest of the body to reach the next request)."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
+            length = max(0, int(environ.get("CONTENT_LENGTH") or 0))
         except ValueError:
             length = 0
-        if 0 < length <= max_body:
-            pieces: list[bytes] = []
-            got = 0
-            try:
-                while got < length:
-                    n = min(_BODY_PIECE, length - got)
-                    _body_deadline(got, n)
-                    piece = environ["wsgi.input"].read(n)
-                    if not piece:
-                        break
-                    pieces.append(piece)
-                    got += len(piece)
-            except OSError:
-                pass
-            environ["wsgi.input"] = io.BytesIO(b"".join(pieces))
-            if got < length:  # cut off by the deadline: the application answers 400
-                environ["CONTENT_LENGTH"] = str(got)
-        lift_deadline()
-        return app(environ, start_response)
+        body = _DeadlineInput(environ["wsgi.input"], length)
+        environ["wsgi.input"] = body
+
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            lift_deadline()
+            if body.got < body.length:
+                # gunicorn's Response (start_response is its bound method): close after this answer.
+                force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+                if callable(force_close):
+                    force_close()
+            return start_response(status, headers, exc_info)
+
+        return app(environ, start)
 
     return wrapped

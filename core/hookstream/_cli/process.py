@@ -29,9 +29,13 @@ def command(events_file: Path, strategy: str) -> None:
     """Replay EVENTS.jsonl (AG-UI events, one JSON object per line) through the stream processor."""
     counts: Counter[str] = Counter()
 
+    errors: list[Any] = []
+
     def count(name: str) -> Any:
         def callback(*args: Any) -> None:
             counts[name] += 1
+            if name == "on_error":
+                errors.append(args[0])
 
         return callback
 
@@ -51,11 +55,12 @@ def command(events_file: Path, strategy: str) -> None:
             except Exception as exc:  # any unreadable line: report it, keep what was built
                 failure = f"{events_file}:{number}: not an AG-UI event: {type(exc).__name__}: {exc}"
                 break
-            try:
-                processor.process_chunk(event)
-            except HookstreamError as exc:  # an event the processor cannot apply (a malformed CUSTOM value)
-                failure = f"{events_file}:{number}: {exc.message}"
-                break
+            unusable = processor.stats.unusable_events
+            processor.process_chunk(event)
+            if processor.stats.unusable_events > unusable and failure is None:
+                # An event the processor could not apply (a malformed CUSTOM value): it went on, as
+                # the processor does; the first such line is named and the exit code says so.
+                failure = f"{events_file}:{number}: {errors[-1].message}"
     processor.finalize()
     click.echo(json.dumps([m.to_dict() for m in processor.messages], ensure_ascii=False, indent=2))
     for name in names:

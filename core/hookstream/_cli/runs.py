@@ -80,7 +80,7 @@ def _run_options() -> list[click.Option]:
     return [
         click.Option(["--tool", "tool_specs"], multiple=True, metavar="MODULE:FUNC",
                      help="A tool as MODULE:FUNC (repeatable)."),
-        click.Option(["--system"], default=None, help="System prompt."),
+        click.Option(["-s", "--system"], default=None, help="System prompt."),
         click.Option(["--max-steps"], type=click.IntRange(min=1), default=10, show_default=True,
                      help="Most model calls per run (at least 1)."),
         click.Option(["--max-tokens"], type=click.IntRange(min=1), default=None,

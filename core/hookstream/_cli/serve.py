@@ -13,7 +13,14 @@ Authentication (``docs/agui-server.md``, "Deployment"): ``--auth-tokens FILE`` (
 given, the first that knows the caller wins. A non-loopback ``--host`` without one of them is refused
 unless ``--no-auth`` says so. Limits per principal and per request: ``--max-concurrent-runs``,
 ``--max-runs-per-minute``, ``--max-messages``, ``--max-message-bytes``, ``--max-run-seconds``;
-``--cors-origin`` (repeatable) names the browser origins allowed to call.
+``--cors-origin`` (repeatable) names the browser origins allowed to call. Without authentication, a
+request from any other origin, or (on a loopback ``--host``) naming a ``Host`` other than this machine,
+is refused with ``403`` (``hookstream._server.guard``: cross-site requests, DNS rebinding).
+
+Slow clients (``docs/agui-server.md``, "Limits"): every request must be read within its deadline
+(``hookstream._server.limits.request_read_deadline``: headers in 3 s, the body at 32 KiB/s, all of it
+in 120 s) on either server; waitress holds up to 1,000 connections (``hookstream._cli.waitress_channel``),
+each gunicorn worker 1,000 (``hookstream._cli.gthread_worker``).
 
 waitress is a well-kept, pure-Python, multi-threaded WSGI server; with its default ``send_bytes=1`` each
 SSE frame the application yields is written to the socket at once (chunked transfer encoding), so events
@@ -22,7 +29,6 @@ reach the client as they are produced. It is an optional dependency: ``pip insta
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +37,7 @@ import click
 
 from .._server.agui import make_app
 from .._server.auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
+from .._server.guard import is_loopback, local_only
 from .._server.limits import ServerLimits
 from .._settings import RunSettings
 from .._stores.memory import ConversationStore, InMemoryStore
@@ -58,16 +65,6 @@ def build_app(model: str | None, settings: RunSettings, base_url: str | None, de
         return make_app(model, tools=settings.tools, base_url=base_url, settings=settings, **guard)
     except (ValueError, LookupError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` binds only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience: tuple[str, ...],
@@ -103,7 +100,7 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
 
 
 @click.command("serve", cls=RunCommand)
-@click.option("--model", default=None, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.option("-m", "--model", default=None, help="PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True, help="0 picks a free port.")
@@ -133,7 +130,7 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
 @click.option("--max-message-bytes", type=click.IntRange(min=1), default=16 * 1024 * 1024, show_default=True,
               help="Bytes of one request's messages.")
 @click.option("--max-run-seconds", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
-              help="Wall-clock seconds a run may take before it is cancelled.")
+              help="Wall-clock seconds a run may take; then it is cancelled and ends with RUN_ERROR run_timeout.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A browser origin allowed to call (repeatable; none by default).")
 def command(model: str | None, base_url: str | None, host: str, port: int, threads: int, workers: int,
@@ -175,6 +172,10 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
         print_notes(run)
         app = build_app(model, run.settings, base_url, demo, delay, store,
                         authenticate=authenticate, limits=limits, cors_origins=cors_origins)
+        if authenticate is None:
+            # Without a credential to ask for, a web page the user opens must not drive the server
+            # (cross-site requests, DNS rebinding): hookstream._server.guard.
+            app = local_only(app, bound_host=host, cors_origins=cors_origins)
         _serve(app, host, port, workers, threads, limits)
 
 
@@ -186,21 +187,21 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
         run_workers(app, host, port, workers, threads)
         return
     try:
-        from waitress.server import create_server
+        from .waitress_channel import make_server
     except ImportError:
         from .._install_hint import install_command
 
         raise click.ClickException(f"hookstream serve needs waitress: {install_command('hookstream[serve]')}") from None
-    # An oversized body is refused from its Content-Length, before waitress buffers it (413).
+    # An oversized body is refused from its Content-Length, before waitress buffers it (413); a slow
+    # request is cut off at its read deadline (hookstream._cli.waitress_channel).
     try:
-        server = create_server(app, host=host, port=port, threads=threads, ident="hookstream",
-                               channel_timeout=600, max_request_body_size=limits.max_body_bytes)
+        server = make_server(app, host, port, threads, limits.max_body_bytes)
     except OSError as exc:  # the port is taken, the host is not this machine's, a port below 1024...
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server "
                                    "there? give another --port, or --port 0 for any free one)") from None
-    bound = server.effective_host, server.effective_port
+    bound_host = f"[{server.effective_host}]" if ":" in server.effective_host else server.effective_host
     # One parseable line on stdout, flushed, so a parent process (tests, scripts) can read the port.
-    click.echo(f"hookstream serve: listening on http://{bound[0]}:{bound[1]}/", nl=True)
+    click.echo(f"hookstream serve: listening on http://{bound_host}:{server.effective_port}/", nl=True)
     try:
         server.run()
     except KeyboardInterrupt:

@@ -19,22 +19,20 @@ import click
 __all__ = ["run_workers"]
 
 
-def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, threads: int,
-                max_body: int = 32 * 1024 * 1024) -> None:
+def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, threads: int) -> None:
     """Serve ``app`` on ``host:port`` (0 picks a free port) with ``workers`` gthread workers of ``threads``
     threads each, until interrupted. Prints the ``listening on`` line once the socket is bound. Raises
-    :class:`click.ClickException` when gunicorn is not installed. ``max_body`` (bytes) is the largest
-    body read before the application sees the request."""
+    :class:`click.ClickException` when gunicorn is not installed."""
     try:
         from gunicorn.app.base import BaseApplication
 
-        from .gthread_worker import read_body_first
+        from .gthread_worker import read_deadline
     except ImportError:
         from .._install_hint import install_command
 
         raise click.ClickException(
             f"hookstream serve --workers needs gunicorn: {install_command('hookstream[serve]')}") from None
-    app = read_body_first(app, max_body)
+    app = read_deadline(app)
 
     def when_ready(server: Any) -> None:
         bound = server.LISTENERS[0].sock.getsockname()
@@ -50,7 +48,10 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
         # worker, not a long run.
         "timeout": 120,
         "graceful_timeout": 10,
+        # An idle kept-alive connection is closed after 5 s; each worker holds at most 1,000 connections
+        # (gunicorn's default worker_connections), idle, kept alive or being read under the read deadline.
         "keepalive": 5,
+        "worker_connections": 1000,
         "when_ready": when_ready,
         "loglevel": "warning",
     }

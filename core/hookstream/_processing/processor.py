@@ -102,8 +102,8 @@ Follows TanStack AI's chat-stream ``StreamProcessor`` (``@tanstack/ai``
   (``TOOL_CALL_RESULT``, or the older ``TOOL_CALL_END`` with ``result``) sets the call's ``output`` and
   appends a tool-result part.
 * The engine's ``CUSTOM`` events are read through :func:`~hookstream.events.parse_custom` (shapes in
-  :mod:`hookstream._custom`; a value without its event's shape raises
-  :class:`~hookstream.errors.MalformedCustomEventError`). ``tool-input-available`` (value ``{"toolCallId",
+  :mod:`hookstream._custom`; a value without its event's shape is an unusable event, code
+  ``malformed_custom_event``, that changes nothing). ``tool-input-available`` (value ``{"toolCallId",
   "toolName", "input"}``) completes the call and fires ``on_tool_call``; ``approval-requested`` (value
   ``{"toolCallId", "approvalId", "toolName", "input"}``) sets state ``approval-requested`` with
   ``approval.id`` = ``approvalId`` and fires ``on_approval_request``; ``approval-responded`` (value
@@ -523,11 +523,11 @@ class StreamProcessor:
         know, a ``*_CHUNK`` that opens nothing, an ``ACTIVITY_DELTA`` for an unknown activity) changes
         nothing, is counted in :attr:`stats` (``unusable_events``) and reported to ``on_error`` (a
         :class:`RunFailedError` with code ``unknown_event`` or ``unusable_event``; the run goes on and the
-        result does not become an error). Only when no ``on_error`` is set is it raised, as a
-        :class:`ValueError`, so it is never lost silently. An engine ``CUSTOM`` event (``approval-requested``,
-        ``tool-input-available``...) whose value does not have its shape is counted too and raises
-        :class:`~hookstream.errors.MalformedCustomEventError` (a ``ValueError``) with the messages untouched.
-        Raises :class:`TypeError` for anything that is neither an event nor a dict.
+        result does not become an error); it is logged (logger ``hookstream``, warning) too, so it is
+        never lost silently, and the stream goes on, as the AI SDK's and TanStack AI's processors go on.
+        An engine ``CUSTOM`` event (``approval-requested``, ``tool-input-available``...) whose value does
+        not have its shape is one of them (code ``malformed_custom_event``), the messages untouched.
+        Raises :class:`TypeError` for anything that is neither an event nor a dict (a programming error).
         """
         with self.lock:
             if (type(event) is TextMessageContent and event.subagent_run_id is None and self._chunk is None
@@ -540,7 +540,7 @@ class StreamProcessor:
                 try:
                     event = from_dict(event)
                 except Exception as exc:  # cattrs raises its own validation groups besides ValueError
-                    self._unusable(f"not an AG-UI event: {exc}", "unknown_event", exc)
+                    self._unusable(f"not an AG-UI event: {exc}", "unknown_event")
                     return
             if not isinstance(event, BaseEvent):
                 raise TypeError(f"expected an AG-UI event, got {type(event).__name__}")
@@ -569,11 +569,10 @@ class StreamProcessor:
         if handler is not None:
             try:
                 handler(self, event)
-            except MalformedCustomEventError:
-                # hookstream's own CUSTOM vocabulary with a value of the wrong shape: a broken
-                # producer contract, raised as before (messages untouched), and counted.
-                self.stats.unusable_events += 1
-                raise
+            except MalformedCustomEventError as exc:
+                # hookstream's own CUSTOM vocabulary with a value of the wrong shape: messages untouched,
+                # the stream goes on (a producer's bug must not lose the rest of the run).
+                self._unusable(exc.message, exc.code)
         elif t not in _IGNORED:
             self._unusable(f"{t.__name__} is not an event the processor applies", "unknown_event")
         self._changed()
@@ -619,13 +618,20 @@ class StreamProcessor:
     def add_tool_result(self, tool_call_id: str, output: Any, error: str | None = None) -> None:
         """Record a client tool's ``output`` (any JSON value; with ``error`` text: a failure).
 
-        Sets the tool call's output and state and appends a tool-result part to its message.
-        Raises :class:`UnknownToolCallError` when no message holds that tool call.
+        Sets the tool call's output and state and appends a tool-result part to its message. A result
+        for a tool call no message holds is kept as a ``TOOL_CALL_RESULT`` for it would be: a tool-result
+        part of the current assistant message, counted in ``stats.orphan_results`` and logged (TanStack
+        AI's ``addToolResult`` goes on too; nothing the caller gave is lost).
         """
         with self.lock:
             found = self._find_call(lambda p: p.id == tool_call_id)
             if found is None:
-                raise UnknownToolCallError(f"no tool call {tool_call_id!r} in the messages")
+                log.warning("add_tool_result: no tool call %r in the messages; kept as an orphan result", tool_call_id)
+                self.stats.orphan_results += 1
+                self._push(ToolResultUIPart(tool_call_id, tool_output_text(output), "error" if error else "complete",
+                                            error))
+                self._changed()
+                return
             message, part = found
             self._apply_result(message, part, tool_call_id, output, tool_output_text(output), error)
             self._changed()
@@ -644,15 +650,12 @@ class StreamProcessor:
             self._changed()
 
     # -- errors that do not stop the stream ----------------------------------------------------------
-    def _unusable(self, reason: str, code: str = "unusable_event", exc: Exception | None = None) -> None:
+    def _unusable(self, reason: str, code: str = "unusable_event") -> None:
+        # As the AI SDK's and TanStack AI's processors do, the stream goes on: counted, logged, reported.
         self.stats.unusable_events += 1
         log.warning("AG-UI event not applied: %s", reason)
         if self.on_error is not None:
             self.on_error(RunFailedError(reason, code))
-        elif exc is not None:
-            raise exc
-        else:
-            raise ValueError(reason)
 
     # -- subagents (AG-UI 1.0 SUBAGENT_* and events with subagentRunId) -------------------------------
     def subagents_of(self, tool_call_id: str) -> list[SubagentRun]:
@@ -692,9 +695,6 @@ class StreamProcessor:
             self._close_nested_chunks(child)
         try:
             child._apply(event)
-        except MalformedCustomEventError:
-            self.stats.unusable_events += 1
-            raise
         finally:
             self._changed()
             self._subagents_changed()
@@ -822,11 +822,13 @@ class StreamProcessor:
             self._runs.pop(run_id)
         r = self._result
         r.finish_reason = "error"
-        r.error = (event.code or "error", event.message)
+        # AG-UI requires a message but servers send "" too; a user is never shown an empty error.
+        message = event.message or f"the run failed ({event.code or 'no error message'})"
+        r.error = (event.code or "error", message)
         if event.usage is not None:
             r.usage = event.usage
         if self.on_error is not None:
-            self.on_error(RunFailedError(event.message, event.code))
+            self.on_error(RunFailedError(message, event.code))
 
     # -- text ---------------------------------------------------------------------------------------
     def _lookup(self, message_id: str) -> _Target | None:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
@@ -60,7 +61,7 @@ from .._settings import RunSettings
 from .._stores.memory import ConversationStore, OwnedStore
 from .._stream.provider import Provider
 from .auth import Authenticator, Principal
-from .limits import PrincipalLimits, RunDeadlines, ServerLimits, retry_after
+from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .ui_message_stream import (
     UI_MESSAGE_STREAM_HEADERS,
@@ -372,6 +373,7 @@ def _static(name: str) -> bytes:
     return resources.files("hookstream").joinpath("web", name).read_bytes()
 
 
+_STATIC_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8"}
 
@@ -389,16 +391,18 @@ _DEADLINES = RunDeadlines()  # every run's max_run_seconds in this process, on o
 class _RunBody:
     """The response body of one run: SSE frames as the engine yields them; closing it early (client gone)
     cancels the run so its HTTP call and tools stop. ``release`` runs once when the body is done (the
-    principal's running-run count); a run still going after ``max_seconds`` is cancelled."""
+    principal's running-run count); a run still going after ``max_seconds`` is cancelled and ends with
+    ``RUN_ERROR`` code ``run_timeout``."""
 
     def __init__(self, stream: RunStream, release: Callable[[], None] | None = None,
                  max_seconds: float | None = None,
                  frames: Callable[[RunStream], Generator[bytes, None, None]] = to_sse) -> None:
-        self._stream = stream
-        self._frames: Generator[bytes, None, None] = frames(stream)
+        # Past max_seconds the run ends with RUN_ERROR run_timeout (limits.TimedRun), not as a cancel.
+        self._deadline = None if max_seconds is None else TimedRun(stream, max_seconds, _DEADLINES)
+        self._stream: RunStream = stream if self._deadline is None else self._deadline
+        self._frames: Generator[bytes, None, None] = frames(self._stream)
         self._finished = False
         self._release = release
-        self._deadline = None if max_seconds is None else _DEADLINES.add(max_seconds, stream.cancel)
 
     def __iter__(self) -> Iterator[bytes]:
         return self
@@ -417,7 +421,7 @@ class _RunBody:
             self._frames.close()
         finally:
             if self._deadline is not None:
-                _DEADLINES.cancel(self._deadline)
+                self._deadline.close()
             release, self._release = self._release, None
             if release is not None:
                 release()
@@ -501,7 +505,8 @@ def make_app(
     another principal is ``404`` and nothing is stored or run. ``limits`` (:class:`ServerLimits`,
     defaults when ``None``) answer ``429`` with ``Retry-After`` for an authenticated principal over its
     runs at once or per minute (without ``authenticate`` there is no principal to count), ``413`` for
-    too many messages or bytes, and cancel a run past ``max_run_seconds``.
+    too many messages or bytes, and cancel a run past ``max_run_seconds`` (it ends with ``RUN_ERROR`` code
+    ``run_timeout``).
     ``cors_origins`` are the browser origins allowed to call (``Access-Control-Allow-Origin`` set to
     the caller's origin when listed; none by default).
 
@@ -689,10 +694,11 @@ def _page(method: str, path: str, start_response: Callable[..., Any], cors: list
     """A file of the bundled chat page, or 404."""
     name = "index.html" if path in ("/", "/index.html") else path.lstrip("/")
     suffix = name[name.rfind("."):] if "." in name else ""
-    if "/" not in name and suffix in _STATIC_TYPES:
+    # Only plain file names of the page's own directory: NUL, "..", "/", "%", "\\" never reach the file system.
+    if _STATIC_NAME.fullmatch(name) and suffix in _STATIC_TYPES:
         try:
             body = _static(name)
-        except (FileNotFoundError, IsADirectoryError):
+        except (OSError, ValueError):
             pass
         else:
             start_response("200 OK", [("Content-Type", _STATIC_TYPES[suffix]), ("Content-Length", str(len(body))),

@@ -9,9 +9,18 @@ the server (say so to users; a shared limit would need the database on every req
 Answers when a limit is passed (``hookstream._server.agui``): ``429 Too Many Requests`` with
 ``Retry-After`` in whole seconds (RFC 6585 section 4, RFC 9110 section 10.2.3) for the run limits,
 ``413 Content Too Large`` for a request with too many messages or message bytes, and a run past
-``max_run_seconds`` is cancelled (it ends with ``RUN_ERROR``) by :class:`RunDeadlines`: one thread per
-process for every run's deadline, not a :class:`threading.Timer` each (starting a thread waits for it to
-run, which with 64 runs at once on one GIL put ~12 ms before each run's first event).
+``max_run_seconds`` is cancelled and ends with ``RUN_ERROR`` code :data:`RUN_TIMEOUT` (not the
+``RUN_FINISHED`` outcome ``cancelled`` of a client's own cancel) by :class:`TimedRun`; the deadlines of
+every run are kept by :class:`RunDeadlines`: one thread per process, not a :class:`threading.Timer` each
+(starting a thread waits for it to run, which with 64 runs at once on one GIL put ~12 ms before each
+run's first event).
+
+Reading a request (both servers ``hookstream serve`` runs, docs/agui-server.md "Limits"): its request
+line and headers must arrive within :data:`HEADER_SECONDS` of its first byte, its body at
+:data:`MIN_BODY_RATE` or faster after that, and the whole request within :data:`REQUEST_READ_SECONDS`
+(Apache ``mod_reqtimeout``'s rule plus a cap, so that neither a byte-a-second trickle nor a body kept
+just above the rate holds a connection or thread for long). ``hookstream._cli.gthread_worker`` and
+``hookstream._cli.waitress_channel`` enforce them.
 
 Thread safety: :class:`PrincipalLimits` is shared by all request threads of a process; its tables
 change under one lock, each principal's rate limiter under its own. :class:`RunDeadlines` may be shared
@@ -26,14 +35,33 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 
+from .._events import BaseEvent, RunError, RunFinished
 from .._ratelimit import Permit, RateLimiter
 
-__all__ = ["PrincipalLimits", "RunDeadlines", "ServerLimits"]
+__all__ = ["HEADER_SECONDS", "MIN_BODY_RATE", "REQUEST_READ_SECONDS", "RUN_TIMEOUT", "PrincipalLimits",
+           "RunDeadlines", "ServerLimits", "TimedRun", "request_read_deadline"]
+
+HEADER_SECONDS = 3.0
+"""Seconds a client has, from its request's first byte, to send the request line and headers."""
+MIN_BODY_RATE = 32 * 1024
+"""Bytes per second a request body must arrive at, at least (counted from :data:`HEADER_SECONDS`)."""
+REQUEST_READ_SECONDS = 120.0
+"""Seconds a whole request (headers and body) may take to arrive, however fast its bytes come: a
+32 MiB body needs 2.2 Mbit/s."""
+RUN_TIMEOUT = "run_timeout"
+"""The ``RUN_ERROR`` code of a run cancelled for passing ``max_run_seconds``."""
+
+
+def request_read_deadline(started: float, body_bytes: int) -> float:
+    """When a request whose first byte came at ``started`` (seconds, any clock) must have its first
+    ``body_bytes`` body bytes: :data:`HEADER_SECONDS` plus the body at :data:`MIN_BODY_RATE`, and never
+    later than :data:`REQUEST_READ_SECONDS` after ``started``."""
+    return started + min(HEADER_SECONDS + body_bytes / MIN_BODY_RATE, REQUEST_READ_SECONDS)
 
 
 def _positive(instance: Any, attribute: Any, value: Any) -> None:
@@ -51,7 +79,8 @@ class ServerLimits:
     * ``runs_per_minute``: runs one principal may start in any minute (sliding window).
     * ``max_messages``: messages in one ``RunAgentInput``.
     * ``max_message_bytes``: bytes of the request body's ``messages`` (JSON), in total.
-    * ``max_run_seconds``: wall-clock seconds a run may take before it is cancelled.
+    * ``max_run_seconds``: wall-clock seconds a run may take; then it is cancelled and ends with
+      ``RUN_ERROR`` code :data:`RUN_TIMEOUT` (``run_timeout``).
     * ``max_body_bytes``: the request body, in bytes (larger: ``413`` before it is read).
 
     Raises :class:`TypeError` at construction for a value that is not a positive number or ``None``.
@@ -158,6 +187,47 @@ class RunDeadlines:
                 callback()
             except Exception:  # a deadline's callback must not stop the others'
                 pass
+
+
+class TimedRun:
+    """A run's event stream that is cancelled after ``seconds`` and then ends with ``RUN_ERROR`` code
+    :data:`RUN_TIMEOUT` (message naming the limit, the run's usage kept) in place of the ``RUN_FINISHED``
+    (outcome ``cancelled``) or ``RUN_ERROR`` its cancel produced; a run that ends on its own first is
+    unchanged. ``stream`` is anything iterable of events with ``cancel()`` (a ``RunStream``).
+    :meth:`close` forgets the deadline (call it when the response is done); ``cancel`` from any thread."""
+
+    def __init__(self, stream: Any, seconds: float, deadlines: RunDeadlines) -> None:
+        self._stream = stream
+        self._seconds = seconds
+        self._expired = False
+        self._deadlines = deadlines
+        self._key: int | None = deadlines.add(seconds, self._expire)
+
+    def _expire(self) -> None:
+        self._expired = True
+        self._stream.cancel()
+
+    def cancel(self) -> None:
+        self._stream.cancel()
+
+    def close(self) -> None:
+        key, self._key = self._key, None
+        if key is not None:
+            self._deadlines.cancel(key)
+
+    def __iter__(self) -> Iterator[BaseEvent]:
+        for ev in self._stream:
+            if self._expired and _ends_cancelled(ev):
+                yield RunError(f"the run took longer than max_run_seconds ({self._seconds:g} s) and was cancelled",
+                               code=RUN_TIMEOUT, usage=getattr(ev, "usage", None))
+                return
+            yield ev
+
+
+def _ends_cancelled(ev: BaseEvent) -> bool:
+    if isinstance(ev, RunError):
+        return True
+    return isinstance(ev, RunFinished) and ev.outcome is not None and ev.outcome.type == "cancelled"
 
 
 def retry_after(seconds: float) -> str:

@@ -3,8 +3,8 @@ or older turns compacted into a summary (``chat(..., memory=store, history=...)`
 
 A window never splits a tool call from its result: it starts at a user message or a system message
 (never at a ``tool`` message or an assistant message whose calls' results would be cut off), so every
-history a provider receives is paired. Tokens are estimated (4 characters a token, the rule of thumb
-OpenAI's tokenizer guide gives for English); a window holds at least the last turn whatever its size.
+history a provider receives is paired. Tokens are estimated (4 characters a token,
+:mod:`hookstream._estimate`); a window holds at least the last turn whatever its size.
 
 ``History.summarize(model, keep_last=N)`` keeps the last N messages (moved back to a turn start) and
 replaces what comes before with one system message, ``"Summary of the earlier conversation: ..."``,
@@ -24,26 +24,14 @@ from typing import Any, Literal
 
 import attrs
 
+from .._estimate import estimate_tokens
 from .._messages import Message, TextPart
 
-__all__ = ["History", "estimate_tokens", "is_summary"]
+__all__ = ["History", "is_summary"]
 
-_CHARS_PER_TOKEN = 4
 _SUMMARY_PREFIX = "Summary of the earlier conversation: "
 _SUMMARY_PROMPT = ("Summarize this conversation for an assistant who will continue it: keep names, numbers, "
                    "decisions, open questions and what the user asked for. Answer with the summary only.")
-
-
-def estimate_tokens(message: Message) -> int:
-    """A rough token count of ``message`` (characters of its text, tool arguments and results / 4)."""
-    n = 0
-    for p in message.parts:
-        n += len(getattr(p, "text", "") or "")
-        n += len(getattr(p, "arguments_raw", "") or "")
-        output = getattr(p, "output", None)
-        if output is not None:
-            n += len(str(output))
-    return max(1, n // _CHARS_PER_TOKEN)
 
 
 def is_summary(message: Message) -> int | None:

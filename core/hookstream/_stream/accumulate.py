@@ -8,7 +8,9 @@ stream processor keeps it instead of its own copy. The text is parsed once, when
 (:meth:`StepAccumulator.finish`): by then the consumer has handled ``TOOL_CALL_END`` and dropped its
 copy, so the parse never adds a copy beside it. Arguments that do not parse to a JSON object leave
 ``arguments`` as ``None`` with the raw text kept, and such a call is never executed. A tool call still
-open when the call ends is incomplete the same way.
+open when the call ends is incomplete the same way. A ``CUSTOM`` ``agui-server-messages`` (the agui
+provider: a remote agent's own tool calls and results) becomes a part with no text whose
+``provider_metadata["agui"]["messages"]`` keeps them, in place.
 
 Thread safety: one accumulator per model call, fed by one thread; a finished StepResult is a value.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from .._custom import FilePayload, SourcePayload
+from .._custom import AGUI_SERVER_MESSAGES, FilePayload, SourcePayload
 from .._errors import MalformedCustomEventError
 from .._events import (
     BaseEvent,
@@ -215,6 +217,9 @@ class StepAccumulator:
 
     def _custom(self, event: Custom) -> None:
         name = event.name
+        if name == AGUI_SERVER_MESSAGES:
+            self._server_messages(event)
+            return
         if name != "source" and name != "file":
             return
         r = self.result
@@ -230,6 +235,16 @@ class StepAccumulator:
         except MalformedCustomEventError:
             # Another sender's CUSTOM event of the same name: not a part of this answer, but counted.
             r.unknown_events += 1
+
+    def _server_messages(self, event: Custom) -> None:
+        # A remote AG-UI agent's own tool calls and results (the agui provider): kept in place as a part
+        # with no text, so the next request sends them back where they were.
+        value = event.value
+        messages = value.get("messages") if isinstance(value, dict) else None
+        if not isinstance(messages, list):
+            self.result.unknown_events += 1
+            return
+        self.result.message.parts.append(ReasoningPart("", provider_metadata={"agui": {"messages": messages}}))
 
     def _raw(self, event: Raw) -> None:
         self.result.unknown_events += 1

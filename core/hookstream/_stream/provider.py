@@ -21,7 +21,6 @@ across runs; all per-call state lives in the generator returned by ``parse_strea
 from __future__ import annotations
 
 import abc
-import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Self
@@ -29,8 +28,9 @@ from typing import Any, ClassVar, Self
 import attrs
 import requests
 
-from .._errors import MissingAPIKeyError
+from .._errors import MalformedChunkError, MissingAPIKeyError
 from .._events import BaseEvent
+from .._keys import env_or_stored_key
 from .._messages import Message
 from .._secrets import Secret
 from .framing import SSE, Framing
@@ -123,11 +123,18 @@ class Provider(abc.ABC):
     default_base_url: ClassVar[str] = ""
     """The API root used when ``get_model`` is given no ``base_url``."""
     api_key_env: ClassVar[tuple[str, ...]] = ()
-    """Environment variables read, in order, for the API key when none is given (``("OPENAI_API_KEY",)``)."""
+    """Environment variables read, in order, for the API key when none is given (``("OPENAI_API_KEY",)``);
+    when none is set, the key stored with ``hookstream keys set`` under :attr:`key_name` is used."""
+    key_name: ClassVar[str] = ""
+    """The name the provider's stored key goes under (``hookstream keys set NAME``, :mod:`hookstream._keys`);
+    empty means :attr:`name`. Providers sharing one key set it alike (``openai-responses`` uses ``"openai"``)."""
     framing: ClassVar[Framing] = SSE
     """How the response body becomes the events :meth:`parse_stream` receives: :data:`~hookstream.plugin.SSE`
     (sseclient-py events), :data:`~hookstream.plugin.NDJSON` (parsed JSON values, one per line) or a
     plugin's own :class:`~hookstream.plugin.Framing` (``hookstream-bedrock``: AWS event-stream messages)."""
+    models_hint: ClassVar[str] = ""
+    """How a user lists the models this provider serves when hookstream's catalogue knows none (a local
+    server's own command: ``"ollama list"``); ``hookstream models NAME`` says it. Empty: no such command."""
     distribution: ClassVar[str] = ""
     """The distribution that ships this provider (``"hookstream-bedrock"``), for error messages."""
     finish_reasons: ClassVar[Mapping[str, str]] = {}
@@ -148,11 +155,18 @@ class Provider(abc.ABC):
         self.model = model
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         if api_key is None:
-            api_key = next((os.environ[v] for v in self.api_key_env if os.environ.get(v)), "")
+            api_key = self.default_api_key()
         self.api_key = api_key if isinstance(api_key, Secret) else Secret(api_key)
         self._session = session
         self._own_session = session is None
         self._session_lock = threading.Lock()
+
+    @classmethod
+    def default_api_key(cls) -> str | Secret:
+        """The key used when none is given: the first of :attr:`api_key_env` that is set, else the key
+        stored with ``hookstream keys set`` under :attr:`key_name` (``keys.json`` in the user directory),
+        else ``""``. The one place keys are looked up (the constructor and ``hookstream-ray``'s driver)."""
+        return env_or_stored_key(cls.key_name or cls.name, cls.api_key_env)
 
     @property
     def session(self) -> requests.Session:
@@ -212,7 +226,8 @@ class Provider(abc.ABC):
         if self.api_key or not self.api_key_env:
             return
         if self.base_url == type(self).default_base_url.rstrip("/"):
-            raise MissingAPIKeyError(self.name or type(self).__name__, self.api_key_env)
+            raise MissingAPIKeyError(self.name or type(self).__name__, self.api_key_env,
+                                     key_name=self.key_name or self.name or None)
 
     def sign(self, request: HTTPRequest, body: bytes) -> None:
         """Add request-signing headers to ``request`` (in place) for ``body``, the exact bytes that will
@@ -244,3 +259,26 @@ class Provider(abc.ABC):
     def read_error(self, status: int, body: bytes) -> tuple[str, str | None]:
         """(message, error type) of a non-2xx response body; override for unusual error shapes."""
         return default_error_reader(status, body)
+
+    # -- token counting (optional) -------------------------------------------------------------------
+    def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
+        """The HTTP request asking the provider's own token-count endpoint how many input tokens
+        ``request`` would take, or ``None`` (this default) when the provider has no such endpoint:
+        :func:`hookstream.count_tokens` then counts locally (a tokenizer, else the estimate).
+
+        A provider builds it from its own :meth:`build_request` (the same body the streamed call sends,
+        without the fields of generation: ``stream``, output limits, sampling). The core sends it as it
+        sends a model call: :meth:`check_api_key` first, :meth:`sign` over the final bytes, non-2xx
+        answers read by :meth:`read_error` into typed errors. Raises :class:`ValueError` as
+        :meth:`build_request` does."""
+        return None
+
+    def read_token_count(self, answer: Any) -> int:
+        """The input-token count in ``answer``, the parsed JSON of :meth:`token_count_request`'s endpoint.
+        The default reads ``input_tokens`` (Anthropic ``/v1/messages/count_tokens``, OpenAI
+        ``/v1/responses/input_tokens``). Raises :class:`~hookstream.errors.MalformedChunkError` when the
+        answer has no integer count."""
+        value = answer.get("input_tokens") if isinstance(answer, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MalformedChunkError(f"{self.name}: token count answer without input_tokens", repr(answer))
+        return value

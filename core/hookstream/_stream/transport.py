@@ -44,6 +44,7 @@ from .._errors import (
     ConnectError,
     ConnectionClosedError,
     HTTPStatusError,
+    MalformedChunkError,
     NotEventStreamError,
     StreamTimeoutError,
     TransportError,
@@ -397,6 +398,30 @@ def open_stream(
     :meth:`~hookstream.plugin.Provider.sign`); ``None`` serialises ``request.json``. Every error path
     closes the response before raising.
     """
+    resp = _send(session, request, body, connect_timeout, read_timeout, error_reader)
+    content_type = resp.headers.get("content-type")
+    head = b""
+    if not framing.accepts(content_type, None):
+        # Some OpenAI-compatible servers label a real event stream text/plain or send no type at all,
+        # so the first bytes decide: SSE starts with a field name or a comment line.
+        try:
+            head = _first_bytes(resp, read_timeout)
+        except BaseException:
+            resp.close()
+            raise
+        if not framing.accepts(content_type, head):
+            not_sse = _not_event_stream(resp, request, content_type, head)
+            # As for status errors: the traceback keeps this frame, and so the response, alive.
+            del resp
+            raise not_sse
+    return Stream(resp, max_event_bytes, read_timeout, head, framing)
+
+
+def _send(
+    session: requests.Session, request: HTTPRequest, body: bytes | None, connect_timeout: float | None,
+    read_timeout: float | None, error_reader: ErrorReader,
+) -> requests.Response:
+    """Send ``request`` (``stream=True``) and return its 2xx response; the typed errors of :func:`open_stream`."""
     try:
         prepared = session.prepare_request(requests.Request(
             request.method, request.url, headers=request.headers, data=request.body() if body is None else body))
@@ -416,22 +441,41 @@ def open_stream(
         # result): drop the response here so its socket is released now.
         del resp
         raise error
-    content_type = resp.headers.get("content-type")
-    head = b""
-    if not framing.accepts(content_type, None):
-        # Some OpenAI-compatible servers label a real event stream text/plain or send no type at all,
-        # so the first bytes decide: SSE starts with a field name or a comment line.
-        try:
-            head = _first_bytes(resp, read_timeout)
-        except BaseException:
-            resp.close()
-            raise
-        if not framing.accepts(content_type, head):
-            not_sse = _not_event_stream(resp, request, content_type, head)
-            # As for status errors: the traceback keeps this frame, and so the response, alive.
-            del resp
-            raise not_sse
-    return Stream(resp, max_event_bytes, read_timeout, head, framing)
+    return resp
+
+
+def post_json(
+    session: requests.Session,
+    request: HTTPRequest,
+    *,
+    connect_timeout: float | None = 10.0,
+    read_timeout: float | None = 60.0,
+    error_reader: ErrorReader = default_error_reader,
+    body: bytes | None = None,
+    max_bytes: int = 1 << 20,
+) -> Any:
+    """Send ``request`` (a non-streaming call, e.g. a token-count endpoint) and return its JSON answer.
+
+    The same errors as :func:`open_stream` (:class:`ConnectError`, :class:`StreamTimeoutError`, an
+    :class:`HTTPStatusError` subclass for non-2xx, read by ``error_reader``); a body that is not JSON or
+    longer than ``max_bytes`` raises :class:`MalformedChunkError`. ``body`` is the serialised (and signed)
+    request body, ``None`` serialises ``request.json``."""
+    resp = _send(session, request, body, connect_timeout, read_timeout, error_reader)
+    try:
+        data = resp.raw.read(max_bytes + 1, decode_content=True) or b""
+    except urllib3.exceptions.ReadTimeoutError:
+        raise StreamTimeoutError("idle", read_timeout or 0.0) from None
+    except (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, OSError) as exc:
+        raise ConnectionClosedError(f"connection closed while reading the answer ({type(exc).__name__})") from None
+    finally:
+        resp.close()
+    if len(data) > max_bytes:
+        raise MalformedChunkError(f"answer from {request.redacted_url()} larger than {max_bytes} bytes")
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise MalformedChunkError(f"answer from {request.redacted_url()} is not JSON",
+                                  data.decode("utf-8", "replace")) from None
 
 
 def _first_bytes(resp: requests.Response, read_timeout: float | None) -> bytes:

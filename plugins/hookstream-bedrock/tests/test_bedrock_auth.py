@@ -141,3 +141,23 @@ def test_secrets_never_reach_an_error_message(monkeypatch: pytest.MonkeyPatch, t
     assert "signature we calculated" in last.message
     assert SECRET_KEY not in last.message and SESSION_TOKEN not in last.message
     assert SECRET_KEY not in repr(model) and SECRET_KEY not in model.redact(f"x {SECRET_KEY} y")
+
+
+def test_count_tokens_is_signed_like_a_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # CountTokens (Bedrock API reference): POST /model/{modelId}/count-tokens, {"input": {"converse": ...}},
+    # answered {"inputTokens": N}; SigV4-signed over the exact body like every call.
+    from hookstream import count_tokens
+
+    set_credentials(monkeypatch, tmp_path)
+    answer = Response(b'{"inputTokens": 12}', content_type="application/json")
+    with LoopbackServer([answer]) as srv:
+        count = count_tokens(f"bedrock:{MODEL}", "hello", system="Be brief.", base_url=srv.url, region="eu-west-3")
+        req, url = srv.requests[0], srv.url
+    assert (count.input_tokens, count.source) == (12, "provider")
+    assert req.path == "/model/anthropic.claude-3-haiku-20240307-v1%3A0/count-tokens"
+    converse = req.json()["input"]["converse"]
+    assert converse["messages"][0]["content"][0]["text"] == "hello"
+    assert converse["system"] == [{"text": "Be brief."}]
+    assert "inferenceConfig" not in converse
+    got = req.headers["Authorization"].rsplit("Signature=", 1)[1]
+    assert got == expected_signature(req, url, "eu-west-3", None)

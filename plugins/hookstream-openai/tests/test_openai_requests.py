@@ -229,3 +229,27 @@ def test_tool_call_history_is_accepted_by_a_strict_openai_compatible_server() ->
     assert events[-1].type == "RUN_FINISHED", stream.result().error
     assistant = next(m for m in sent[1].json()["messages"] if m["role"] == "assistant")
     assert assistant["content"] == "" and assistant["tool_calls"]
+
+
+def test_responses_input_tokens_count() -> None:
+    # POST /responses/input_tokens (API reference, "Get input token counts") answers
+    # {"object": "response.input_tokens", "input_tokens": N}; the body is the Responses body less stream
+    # and generation fields.
+    from hookstream import count_tokens
+
+    answer = Response(b'{"object": "response.input_tokens", "input_tokens": 9}', content_type="application/json")
+    with LoopbackServer([answer]) as srv:
+        count = count_tokens("openai-responses:gpt-4.1", "hi", system="Be brief.", base_url=srv.url + "/v1",
+                             api_key="sk-test", options={"max_output_tokens": 50, "reasoning": {"effort": "low"}})
+        sent = srv.requests[0]
+    assert (count.input_tokens, count.source, count.model) == (9, "provider", "openai-responses:gpt-4.1")
+    assert sent.path == "/v1/responses/input_tokens"
+    body = sent.json()
+    assert body["model"] == "gpt-4.1" and body["reasoning"] == {"effort": "low"}
+    assert "stream" not in body and "max_output_tokens" not in body
+    assert sent.headers["Authorization"] == "Bearer sk-test"
+
+
+def test_chat_completions_provider_has_no_count_endpoint() -> None:
+    assert OpenAIChatProvider("gpt-4o", api_key="k").token_count_request(ModelRequest("gpt-4o", [Message.user("hi")])) \
+        is None

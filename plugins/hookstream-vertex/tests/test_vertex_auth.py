@@ -412,3 +412,29 @@ def test_express_mode_ignores_an_environment_project(monkeypatch: pytest.MonkeyP
     p = VertexProvider(GEMINI, api_key="AIza-vertex-express-key")
     assert p.model_url(GEMINI) == (
         f"https://aiplatform.googleapis.com/v1/publishers/google/models/{GEMINI}:streamGenerateContent?alt=sse")
+
+
+def test_gemini_count_tokens_on_vertex_is_flat_and_signed() -> None:
+    # Vertex AI publishers.models.countTokens takes contents/systemInstruction/tools/generationConfig at the
+    # top level (no generateContentRequest) and answers {"totalTokens", "totalBillableCharacters"}.
+    from hookstream import count_tokens
+
+    creds = CountingCredentials("still-good", 3600.0)
+    answer = Response(b'{"totalTokens": 7, "totalBillableCharacters": 20}', content_type="application/json")
+    with LoopbackServer([answer]) as srv:
+        provider = get_model(f"vertex:{GEMINI}", base_url=srv.url, project="p-1", location="us-central1",
+                             credentials=creds)
+        count = count_tokens(provider, "hi there", system="Be brief.")
+        sent = srv.requests[0]
+    assert (count.input_tokens, count.source) == (7, "provider")
+    assert sent.path == f"/v1/projects/p-1/locations/us-central1/publishers/google/models/{GEMINI}:countTokens"
+    assert set(sent.json()) == {"contents", "systemInstruction"}
+    assert _auth(sent) == "Bearer still-good"
+
+
+def test_claude_on_vertex_counts_locally() -> None:
+    from hookstream import count_tokens
+
+    provider = get_model(f"vertex-anthropic:{CLAUDE}", project="p-1", location="us-east5",
+                         credentials=CountingCredentials("t", 3600.0))
+    assert count_tokens(provider, "x" * 40).source == "estimate"

@@ -26,6 +26,11 @@ __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider"]
 ANTHROPIC_VERSION = "2023-06-01"
 """Value of the ``anthropic-version`` header (API reference, "Versions")."""
 
+# The body fields POST /v1/messages/count_tokens takes (API reference, "Count tokens in a Message"): the
+# Messages body without the fields of generation (max_tokens, stream, sampling, stop sequences, metadata).
+_COUNT_FIELDS = frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking", "output_config",
+                           "mcp_servers", "context_management", "cache_control"})
+
 
 class AnthropicProvider(Provider):
     """Adapter for the Anthropic Messages API; see :mod:`hookstream_anthropic.request` for the body
@@ -54,6 +59,15 @@ class AnthropicProvider(Provider):
         if self.api_key:
             headers["x-api-key"] = self.api_key.reveal()
         return HTTPRequest(f"{self.base_url}/v1/messages", build_body(request), headers)
+
+    def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
+        """``POST {base_url}/v1/messages/count_tokens`` (API reference, "Count tokens in a Message"): the
+        body :meth:`build_request` sends, less the fields the count endpoint does not take; the answer is
+        ``{"input_tokens": N}`` (read by the default :meth:`read_token_count`)."""
+        http = AnthropicProvider.build_request(self, request)
+        body = {k: v for k, v in http.json.items() if k in _COUNT_FIELDS}
+        headers = {k: v for k, v in http.headers.items() if k != "accept"}
+        return HTTPRequest(f"{self.base_url}/v1/messages/count_tokens", body, headers)
 
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
         """AG-UI events of one streamed message (see :class:`MessageStreamParser`)."""

@@ -156,6 +156,7 @@ class _Azure(Provider):
 
     default_base_url: ClassVar[str] = ""
     api_key_env: ClassVar[tuple[str, ...]] = ("AZURE_OPENAI_API_KEY",)
+    key_name: ClassVar[str] = "azure"  # hookstream keys set azure: one key for azure and azure-responses
     distribution: ClassVar[str] = "hookstream-azure"
     azure: AzureSettings
 

@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 import requests
-from hookstream.errors import MissingCredentialsError
+from hookstream.errors import MalformedChunkError, MissingCredentialsError
 from hookstream.events import BaseEvent
 from hookstream.plugin import CallContext, Framing, HTTPRequest, ModelRequest, Provider, Secret
 
@@ -64,6 +64,8 @@ SIGNING_NAME = "bedrock"
 """The SigV4 service name of ``bedrock-runtime`` (its endpoint rules sign as ``bedrock``)."""
 
 _SIGNATURE_HEADERS = ("authorization", "x-amz-date", "x-amz-security-token")
+# The Converse fields CountTokens takes (API reference, ``ConverseTokensRequest``).
+_COUNT_FIELDS = ("messages", "system", "toolConfig", "additionalModelRequestFields")
 
 
 class BedrockProvider(Provider):
@@ -162,6 +164,25 @@ class BedrockProvider(Provider):
             headers["authorization"] = f"Bearer {self.api_key.reveal()}"
         url = f"{self.base_url}/model/{quote(self.model, safe='')}/converse-stream"
         return HTTPRequest(url, build_body(request), headers)
+
+    def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
+        """``POST {base_url}/model/{modelId}/count-tokens`` (Bedrock API reference, ``CountTokens``): the
+        Converse body :meth:`build_request` sends, as ``{"input": {"converse": {messages, system,
+        toolConfig, additionalModelRequestFields}}}``; signed like every call (:meth:`sign`). The answer
+        is ``{"inputTokens": N}``. Only some models count (others answer ``ValidationException``)."""
+        http = self.build_request(request)
+        converse = {k: http.json[k] for k in _COUNT_FIELDS if k in http.json}
+        url = http.url.rsplit("/", 1)[0] + "/count-tokens"
+        headers = {**http.headers, "accept": "application/json"}
+        return HTTPRequest(url, {"input": {"converse": converse}}, headers)
+
+    def read_token_count(self, answer: Any) -> int:
+        """``inputTokens`` of a ``CountTokens`` answer. Raises :class:`~hookstream.errors.MalformedChunkError`
+        when it is missing."""
+        value = answer.get("inputTokens") if isinstance(answer, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MalformedChunkError("CountTokens answer without an integer inputTokens", repr(answer))
+        return value
 
     def sign(self, request: HTTPRequest, body: bytes) -> None:
         """Sign ``request`` for ``body`` with SigV4 (botocore ``SigV4Auth``, service ``bedrock``):

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote
 
+from hookstream.errors import MalformedChunkError
 from hookstream.events import BaseEvent
 from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider
 
@@ -53,6 +54,32 @@ class GeminiProvider(Provider):
         if self.api_key:
             headers["x-goog-api-key"] = self.api_key.reveal()
         return HTTPRequest(url, build_body(request), headers)
+
+    def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
+        """``POST …/models/{model}:countTokens`` (API reference, "Counting tokens", ``models.countTokens``):
+        the URL and headers of :meth:`build_request` with the method changed, and its body as
+        :meth:`count_body` shapes it. The answer is ``{"totalTokens": N, ...}``."""
+        http = self.build_request(request)
+        url = http.url.rsplit(":", 1)[0] + ":countTokens"
+        headers = {k: v for k, v in http.headers.items() if k != "Accept"}
+        return HTTPRequest(url, self.count_body(http.json, request.model or self.model), headers)
+
+    def count_body(self, body: dict[str, Any], model: str) -> dict[str, Any]:
+        """The ``countTokens`` body for a ``generateContent`` ``body``: the Gemini API takes the whole
+        request as ``generateContentRequest`` (with its ``model``, ``models/{model}``), so system
+        instruction, tools and configuration count too."""
+        name = model if model.startswith("models/") else f"models/{model}"
+        return {"generateContentRequest": {"model": name, **body}}
+
+    def read_token_count(self, answer: Any) -> int:
+        """``totalTokens`` of a ``countTokens`` answer (absent for an empty prompt: 0). Raises
+        :class:`~hookstream.errors.MalformedChunkError` for an answer that is not a JSON object."""
+        if not isinstance(answer, dict):
+            raise MalformedChunkError("countTokens answer is not a JSON object", repr(answer))
+        total = answer.get("totalTokens", 0)
+        if isinstance(total, bool) or not isinstance(total, int):
+            raise MalformedChunkError("countTokens answer without an integer totalTokens", repr(answer))
+        return total
 
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
         """AG-UI events of one stream; see :mod:`hookstream_gemini.stream`."""

@@ -62,6 +62,7 @@ class OllamaProvider(Provider):
     unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = DEFAULT_HOST
     api_key_env: ClassVar[tuple[str, ...]] = ("OLLAMA_API_KEY",)
+    models_hint: ClassVar[str] = "ollama list"  # the models are whatever the server has pulled
     framing: ClassVar[Framing] = NDJSON
     distribution: ClassVar[str] = "hookstream-ollama"
 

@@ -11,6 +11,7 @@ import binascii
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
 from hookstream import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 from hookstream.errors import MalformedChunkError
@@ -525,6 +526,11 @@ def _error_fields(err: dict[str, Any]) -> tuple[str, str]:
     return str(message), str(code or "provider_error")
 
 
+# The body fields POST /responses/input_tokens takes (API reference, "Get input token counts").
+_COUNT_FIELDS = frozenset({"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
+                           "previous_response_id", "conversation", "reasoning", "text", "truncation"})
+
+
 class OpenAIResponsesProvider(Provider):
     """OpenAI Responses API, streamed (no ``[DONE]``: the stream ends with ``response.completed``,
     ``response.incomplete`` or ``response.failed``).
@@ -570,10 +576,22 @@ class OpenAIResponsesProvider(Provider):
     unknown_finish_reason: ClassVar[str] = "stop"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    key_name: ClassVar[str] = "openai"  # hookstream keys set openai: one key for both OpenAI APIs
 
     def build_request(self, request: ModelRequest) -> HTTPRequest:
         """``POST {base_url}/responses`` with :func:`responses_body`. Raises :class:`ValueError`."""
         return HTTPRequest(self.base_url + "/responses", responses_body(request), auth_headers(self.api_key))
+
+    def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
+        """``POST {base_url}/responses/input_tokens`` (API reference, "Responses" > "Input tokens"): the
+        URL of :meth:`build_request` with ``/input_tokens`` added to its path, and its body less the
+        fields the count endpoint does not take (``stream``, output limits, sampling, ``store``...). The
+        answer is ``{"object": "response.input_tokens", "input_tokens": N}``."""
+        http = self.build_request(request)
+        parts = urlsplit(http.url)
+        url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/input_tokens"))
+        body = {k: v for k, v in http.json.items() if k in _COUNT_FIELDS}
+        return HTTPRequest(url, body, dict(http.headers))
 
     def parse_stream(self, events: Iterable[Any], context: CallContext) -> Iterator[BaseEvent]:
         b = StreamBuilder(context, FINISH_REASONS)

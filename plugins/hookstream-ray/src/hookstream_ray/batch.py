@@ -19,9 +19,10 @@ second; token counts are settled with one more call when ``tpm`` is set. A 429 i
 the limiter, which passes the pause on to every worker, so all of them wait out its ``Retry-After``;
 without caps that is all the limiter does, and requests cost no actor call.
 
-API key: taken from ``api_key`` or the driver's environment (the provider's variable, such as
-``OPENAI_API_KEY``), and handed to the worker actors as a constructor argument in a wrapper whose
-``repr`` is masked; it is never put in a ``runtime_env`` (Ray's dashboard and state API show those).
+API key: taken from ``api_key``, else the driver's environment (the provider's variable, such as
+``OPENAI_API_KEY``), else the driver's stored key (``hookstream keys set``), and handed to the worker
+actors as a constructor argument in a wrapper whose ``repr`` is masked; it is never put in a
+``runtime_env`` (Ray's dashboard and state API show those).
 
 Tools: module-level functions, pickled by reference, so the workers must be able to import them;
 functions of a module under the driver's current directory (``--tool mytools:search`` run next to
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import sys
 import threading
 import time
@@ -320,8 +320,9 @@ def _resolve_key(model: str, api_key: str | Secret | None) -> _SealedKey | None:
         return _SealedKey(api_key.reveal())
     if api_key is not None:
         return _SealedKey(api_key)
-    provider_cls = get_registry().provider(model.partition(":")[0])
-    value = next((os.environ[v] for v in provider_cls.api_key_env if os.environ.get(v)), None)
+    value = get_registry().provider(model.partition(":")[0]).default_api_key()  # environment, else stored key
+    if isinstance(value, Secret):
+        value = value.reveal()
     return _SealedKey(value) if value else None
 
 

@@ -79,6 +79,12 @@ class VertexAnthropicProvider(VertexBase, AnthropicProvider):
         headers = {"content-type": "application/json", "accept": "text/event-stream", **self.auth_headers()}
         return HTTPRequest(self.model_url(model), vertex_anthropic_body(attrs.evolve(request, model=model)), headers)
 
+    def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
+        """``None``: Claude on Vertex AI counts tokens at another endpoint (``count-tokens:rawPredict``,
+        the model named in the body), not built here, so :func:`hookstream.count_tokens` counts locally
+        (source ``"estimate"``) rather than post the Anthropic API's path to Vertex AI."""
+        return None
+
     def read_error(self, status: int, body: bytes) -> tuple[str, str | None]:
         """(message, error type) of an error body: Anthropic's ``{"type": "error", "error": {"type",
         "message"}}`` when the model answered (read by the Anthropic adapter), Google's ``{"error":

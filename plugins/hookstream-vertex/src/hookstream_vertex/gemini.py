@@ -18,7 +18,7 @@ Thread safety: as :class:`~hookstream_vertex.base.VertexBase`.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from hookstream.plugin import HTTPRequest, ModelRequest
 from hookstream_gemini import GeminiProvider
@@ -27,6 +27,9 @@ from hookstream_gemini.request import build_body
 from .base import VertexBase
 
 __all__ = ["VertexProvider"]
+
+# The fields of Vertex AI's CountTokensRequest (REST reference, ``publishers.models.countTokens``).
+_COUNT_FIELDS = ("contents", "systemInstruction", "tools", "generationConfig")
 
 
 class VertexProvider(VertexBase, GeminiProvider):
@@ -49,3 +52,9 @@ class VertexProvider(VertexBase, GeminiProvider):
         Raises :class:`ValueError` when ``request`` cannot be expressed for Gemini."""
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **self.auth_headers()}
         return HTTPRequest(self.model_url(request.model or self.model), build_body(request), headers)
+
+    def count_body(self, body: dict[str, Any], model: str) -> dict[str, Any]:
+        """Vertex AI's ``countTokens`` takes the request's fields at the top level (``contents``,
+        ``systemInstruction``, ``tools``, ``generationConfig``), not a ``generateContentRequest``; the
+        URL and the answer (``totalTokens``) are the Gemini API's, inherited."""
+        return {k: body[k] for k in _COUNT_FIELDS if k in body}
