@@ -18,7 +18,7 @@ def serve_demo_process(*extra: str) -> Iterator[str]:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "listening on" in line, line + (proc.stderr.read() if proc.stderr else "")
-        yield line.split("listening on ", 1)[1].split()[0]
+        yield line.split("listening on ", 1)[1].split()[0]  # the URL, also before "(2 workers)" with --workers
     finally:
         proc.terminate()
         proc.wait(timeout=10)

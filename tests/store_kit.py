@@ -60,8 +60,16 @@ def whoami() -> str:
     return f"pid {os.getpid()}"
 
 
+LEDGER_ENV = "HOOKSTREAM_TEST_LEDGER"
+
+
 def _transfer(amount: int) -> str:
-    """Send money (asks for approval first)."""
+    """Send money (asks for approval first). With ``$HOOKSTREAM_TEST_LEDGER`` set, each run appends a
+    line to that file: how a test sees from outside the server whether a transfer ran."""
+    ledger = os.environ.get(LEDGER_ENV)
+    if ledger:
+        with open(ledger, "a", encoding="utf-8") as f:
+            f.write(f"{amount}\n")
     return f"sent {amount} by pid {os.getpid()}"
 
 
@@ -203,13 +211,15 @@ class SimProvider:
 # -- the server under test ----------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def serve_workers(store_url: str, provider_url: str, workers: int = 4, threads: int = 16,
+def serve_workers(store_url: str | None, provider_url: str, workers: int = 4, threads: int = 16,
                   extra: tuple[str, ...] = (), env_extra: dict[str, str] | None = None) -> Iterator[str]:
     """`hookstream serve --workers N --store URL EXTRA...` against the simulated provider; yields its base
-    URL. ``env_extra`` is added to the server's environment."""
+    URL. ``env_extra`` is added to the server's environment. ``store_url=None`` with one worker: a
+    server without a store (waitress)."""
     env = {**os.environ, "OPENAI_API_KEY": "sim-key-not-secret", **(env_extra or {})}
+    store = ["--store", store_url] if store_url is not None else []
     cmd = [sys.executable, "-m", "hookstream", "serve", "--workers", str(workers), "--threads", str(threads),
-           "--store", store_url, "--model", "openai:sim", "--base-url", provider_url + "/v1", "--port", "0",
+           *store, "--model", "openai:sim", "--base-url", provider_url + "/v1", "--port", "0",
            "--max-steps", "4", "--tool", "store_kit:lookup", "--tool", "store_kit:whoami",
            "--tool", "store_kit:transfer", *extra]
     with tempfile.TemporaryFile("w+") as err:

@@ -166,31 +166,34 @@ def test_a_stream_cut_before_run_finished_is_connection_closed(hookstream_server
 
 def test_the_demo_server_interrupt_is_surfaced_and_resumed_to_the_demo_answer():
     with serve_demo_process("--delay", "0") as url:
-        first = chat(f"agui:{url}", "What's the weather in Paris?")
+        first = chat(f"agui:{url}", "What's the weather in Paris?", thread_id="t-weather")
         events = check_events(list(first), form="run")
         interrupt = next(e.value for e in events if e.type == "CUSTOM" and e.name == "agui-interrupt")
-        assert interrupt["interrupts"][0]["id"] == "approval_call_hsdemo_currency02"
+        # The demo server keeps no store: it signs the approval it hands out (issue 31), in its thread.
+        signed = interrupt["interrupts"][0]["id"]
+        assert signed.startswith("approval_call_hsdemo_currency02.")
         calls = [e.value["toolName"] for e in events if e.type == "CUSTOM" and e.name == "agui-server-tool-call"]
         assert calls == ["get_weather", "convert_currency"]
-        resume = [{"interruptId": "approval_call_hsdemo_currency02", "status": "resolved",
-                   "payload": {"approved": True}}]
-        second = chat(f"agui:{url}", first.result().messages, options={"resume": resume})
+        resume = [{"interruptId": signed, "status": "resolved", "payload": {"approved": True}}]
+        second = chat(f"agui:{url}", first.result().messages, options={"resume": resume}, thread_id="t-weather")
         check_events(list(second), form="run")
         assert second.result().text == DEMO_ANSWER
 
 
 def test_a_remote_interrupt_is_a_hookstream_interrupt_resumed_with_result_resume():
     with serve_demo_process("--delay", "0") as url:
-        first = chat(f"agui:{url}", "What's the weather in Paris?")
+        first = chat(f"agui:{url}", "What's the weather in Paris?", thread_id="t-paris")
         events = check_events(list(first), form="run")
         result = first.result()
         assert result.outcome == "interrupt" and events[-1].outcome.type == "interrupt"
-        assert [i.id for i in events[-1].outcome.interrupts] == ["approval_call_hsdemo_currency02"]
         [pending] = result.pending_approvals
-        assert pending.approval_id == "approval_call_hsdemo_currency02"
+        # signed by the stateless demo server for this thread (issue 31): resumed in the same thread
+        assert pending.approval_id.startswith("approval_call_hsdemo_currency02.")
+        assert [i.id for i in events[-1].outcome.interrupts] == [pending.approval_id]
         assert (pending.call.id, pending.call.name) == ("call_hsdemo_currency02", "convert_currency")
         assert pending.call.arguments == {"amount": 250, "from_currency": "EUR", "to_currency": "JPY"}
-        second = chat(f"agui:{url}", result.messages, resume=result.resume({pending.approval_id: True}))
+        second = chat(f"agui:{url}", result.messages, resume=result.resume({pending.approval_id: True}),
+                      thread_id="t-paris")
         check_events(list(second), form="run")
         assert second.result().outcome == "success" and second.result().text == DEMO_ANSWER
 

@@ -326,7 +326,8 @@ def test_ui_messages_to_hookstream_messages() -> None:
     last = messages[4]
     assert last.id is None and last.text == "Now paying."
     assert last.tool_calls == [ToolCallPart("c4", "transfer", {"amount": 5}, '{"amount": 5}',
-                                            provider_metadata={"hookstream": {"approval": {"approved": True}}})]
+                                            provider_metadata={"hookstream": {"approval": {"approved": True,
+                                                                                          "id": "approval_c4"}}})]
     assert approvals == {"c4": True}
     assert resume_entries(messages, approvals) == [
         {"interruptId": "approval_c4", "status": "resolved", "payload": {"approved": True}}]

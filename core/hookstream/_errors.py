@@ -395,6 +395,16 @@ class AGUIInputError(HookstreamError, ValueError):
     code = "invalid_input"
 
 
+class UntrustedToolCallError(AGUIInputError):
+    """A request that would make a server run a tool call its own model did not make in that thread: an
+    assistant tool call the thread's store does not hold, or (a server without a store) a pending call
+    answered without the server's signature, or with one that does not match the call's thread, id,
+    tool or arguments. The server answers ``400`` with this code and runs nothing
+    (docs/agui-server.md, "Deployment")."""
+
+    code = "untrusted_tool_call"
+
+
 class StoreUnavailableError(HookstreamError, RuntimeError):
     """The conversation store failed (the database is down, locked past its busy timeout...); the
     server answers ``503`` with this text. ``__cause__`` holds the database's own error."""

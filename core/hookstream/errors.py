@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         UnknownModelError,
         UnknownPluginError,
         UnknownToolCallError,
+        UntrustedToolCallError,
     )
 
 __all__ = [
@@ -95,6 +96,7 @@ __all__ = [
     "UnknownModelError",
     "UnknownPluginError",
     "UnknownToolCallError",
+    "UntrustedToolCallError",
 ]
 
 __getattr__, __dir__ = lazy_attributes(

@@ -12,7 +12,9 @@ entries), :func:`to_ui_message_stream` frames events as its UI message stream (S
 
 :class:`TokenAuthenticator` and :class:`JWTAuthenticator` (any :data:`Authenticator`) turn a request into a
 :class:`Principal`; :class:`ServerLimits` and :class:`PrincipalLimits` bound bodies, concurrent runs and run
-time.
+time. :class:`ApprovalSigner` signs the approval ids a server without a store hands out (the trust rule:
+a server-side tool runs only for a call the server's own model made; ``docs/agui-server.md``,
+"Deployment").
 
 Names load on first use (PEP 562), so ``import hookstream.server`` does not load the WSGI app.
 """
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     )
     from ._server.auth import Authenticator, JWTAuthenticator, Principal, TokenAuthenticator
     from ._server.limits import PrincipalLimits, ServerLimits
+    from ._server.trust import ApprovalSigner
     from ._server.ui_message_stream import (
         UI_MESSAGE_STREAM_HEADERS,
         ChatRequest,
@@ -50,6 +53,7 @@ _SOURCES = {
                                 "messages_from_agui", "parse_run_input"),
     "hookstream._server.auth": ("Authenticator", "JWTAuthenticator", "Principal", "TokenAuthenticator"),
     "hookstream._server.limits": ("PrincipalLimits", "ServerLimits"),
+    "hookstream._server.trust": ("ApprovalSigner",),
     "hookstream._server.ui_message_stream": ("UI_MESSAGE_STREAM_HEADERS", "ChatRequest", "messages_from_ui",
                                              "parse_chat_request", "resume_entries", "to_ui_message_stream",
                                              "ui_message_chunks"),
@@ -59,6 +63,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {name: module for module, names
 
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
+    "ApprovalSigner",
     "Authenticator",
     "ChatRequest",
     "JWTAuthenticator",

@@ -22,6 +22,10 @@ Slow clients (``docs/agui-server.md``, "Limits"): every request must be read wit
 in 120 s) on either server; waitress holds up to 1,000 connections (``hookstream._cli.waitress_channel``),
 each gunicorn worker 1,000 (``hookstream._cli.gthread_worker``).
 
+Without a store the approvals the server hands out are signed (``--approval-secret`` /
+``$HOOKSTREAM_APPROVAL_SECRET``, else a random key made once here, before gunicorn forks, so every worker
+shares it).
+
 waitress is a well-kept, pure-Python, multi-threaded WSGI server; with its default ``send_bytes=1`` each
 SSE frame the application yields is written to the socket at once (chunked transfer encoding), so events
 reach the client as they are produced. It is an optional dependency: ``pip install 'hookstream[serve]'``.
@@ -49,11 +53,12 @@ TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
 
 def build_app(model: str | None, settings: RunSettings, base_url: str | None, demo: bool, delay: float,
               store: ConversationStore | None = None, *, authenticate: Authenticator | None = None,
-              limits: ServerLimits | None = None, cors_origins: Sequence[str] = ()) -> Any:
+              limits: ServerLimits | None = None, cors_origins: Sequence[str] = (),
+              approval_secret: str | None = None) -> Any:
     """The WSGI application ``serve`` runs: every run of ``model`` goes as ``settings`` say (the server's
     tools are ``settings.tools``). Raises :class:`click.UsageError`."""
     guard: dict[str, Any] = {"store": store, "authenticate": authenticate, "limits": limits,
-                             "cors_origins": cors_origins}
+                             "cors_origins": cors_origins, "approval_secret": approval_secret}
     try:
         if demo:
             from .._server.demo import demo_factory
@@ -133,11 +138,16 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
               help="Wall-clock seconds a run may take; then it is cancelled and ends with RUN_ERROR run_timeout.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="A browser origin allowed to call (repeatable; none by default).")
+@click.option("--approval-secret", envvar="HOOKSTREAM_APPROVAL_SECRET", default=None, metavar="SECRET",
+              help="Without --store: the key that signs the approvals handed out (at least 16 bytes; prefer "
+                   "$HOOKSTREAM_APPROVAL_SECRET). Default: random per server (its --workers share it); give "
+                   "one to several servers behind one address, or to keep approvals valid over a restart.")
 def command(model: str | None, base_url: str | None, host: str, port: int, threads: int, workers: int,
             store_url: str | None, demo: bool, delay: float, tokens_file: str | None, jwt_issuer: str | None,
             jwt_audience: tuple[str, ...], jwks_url: str | None, auth_plugins: tuple[str, ...], no_auth: bool,
             max_concurrent_runs: int, max_runs_per_minute: int, max_messages: int, max_message_bytes: int,
-            max_run_seconds: float, cors_origins: tuple[str, ...], **run_options: Any) -> None:
+            max_run_seconds: float, cors_origins: tuple[str, ...], approval_secret: str | None,
+            **run_options: Any) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput) and a chat page at /."""
     authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
     if authenticate is not None and no_auth:
@@ -170,8 +180,8 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
     settings = run_settings(run_options)
     with configured("serve", settings) as run:
         print_notes(run)
-        app = build_app(model, run.settings, base_url, demo, delay, store,
-                        authenticate=authenticate, limits=limits, cors_origins=cors_origins)
+        app = build_app(model, run.settings, base_url, demo, delay, store, authenticate=authenticate,
+                        limits=limits, cors_origins=cors_origins, approval_secret=approval_secret)
         if authenticate is None:
             # Without a credential to ask for, a web page the user opens must not drive the server
             # (cross-site requests, DNS rebinding): hookstream._server.guard.

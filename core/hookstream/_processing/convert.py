@@ -67,14 +67,25 @@ def new_message_id() -> str:
 
 def tool_call_to_model(part: ToolCallUIPart) -> ToolCallPart:
     """The model-message form of a UI tool call. ``arguments`` is ``input`` when it is an object,
-    else the arguments text parsed (``None`` when it is not a JSON object, e.g. cut off)."""
+    else the arguments text parsed (``None`` when it is not a JSON object, e.g. cut off). A call in state
+    ``approval-responded`` carries the answer in ``provider_metadata["hookstream"]["approval"]``
+    (``{"approved", "id"}``), where the engine reads an approval answered in the client."""
     if isinstance(part.input, dict):
         arguments: dict[str, Any] | None = part.input
     elif part.input is None and part.state not in ("awaiting-input", "input-streaming"):
         arguments = parse_arguments(part.arguments)
     else:
         arguments = None
-    return ToolCallPart(part.id, part.name, arguments, part.arguments, part.provider_metadata)
+    metadata = part.provider_metadata
+    approval = part.approval
+    if part.state == "approval-responded" and approval is not None and isinstance(approval.approved, bool):
+        # The user's answer goes along as the AG-UI and AI SDK readers carry it, so the engine runs or
+        # denies the call instead of asking again (hookstream._agentloop.values.approval_in_messages);
+        # a server still runs it only when it is a call its own model made (docs/agui-server.md).
+        hookstream = {**dict((metadata or {}).get("hookstream") or {}),
+                      "approval": {"approved": approval.approved, "id": approval.id}}
+        metadata = {**(metadata or {}), "hookstream": hookstream}
+    return ToolCallPart(part.id, part.name, arguments, part.arguments, metadata)
 
 
 def file_to_model(part: FileUIPart) -> FilePart:

@@ -23,7 +23,9 @@ moved to ``ag_ui.core.deprecated``; older clients still send it). A ``{"type": "
 binary ``id`` (a handle only its provider can read) cannot be resolved here and is an
 :class:`~hookstream.errors.AGUIInputError`; an ``assistant``
 message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls`` (a call's
-``approval: {"approved", "reason"?}``, an approval answered in the client, is kept for the engine);
+``approval: {"approved", "reason"?, "id"?}``, an approval answered in the client, is kept in its
+``provider_metadata["hookstream"]["approval"]``; :func:`make_app` acts on it only for a call its own model
+made, :mod:`hookstream._server.trust`);
 consecutive ``tool`` messages become one ``tool`` message of
 :class:`~hookstream.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
 not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model
@@ -63,11 +65,11 @@ from .._stream.provider import Provider
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
+from .trust import ApprovalSigner, SignedApprovals, check_ids, vet
 from .ui_message_stream import (
     UI_MESSAGE_STREAM_HEADERS,
     ChatRequest,
     parse_chat_request,
-    resume_entries,
     to_ui_message_stream,
 )
 
@@ -190,11 +192,17 @@ def _tool_call_part(call: Any, where: str) -> ToolCallPart:
         parsed = None
     part = ToolCallPart(call["id"], fn["name"], parsed if isinstance(parsed, dict) else None, raw)
     approval = call.get("approval")
-    if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
-        # An approval answered in the client and sent back on the call (as TanStack AI clients do):
-        # the engine runs or denies the call before the next model call (_loop.approval_in_messages).
-        part.provider_metadata = {"hookstream": {"approval": {"approved": approval["approved"],
-                                                              "reason": approval.get("reason")}}}
+    if isinstance(approval, dict) and (isinstance(approval.get("approved"), bool)
+                                       or isinstance(approval.get("id"), str)):
+        # An approval answered in the client and sent back on the call (as TanStack AI clients do), with
+        # the approval id the server sent: the server turns it into the run's resume when the call is
+        # one its model made (hookstream._server.trust).
+        answer: dict[str, Any] = {"reason": approval.get("reason")}
+        if isinstance(approval.get("approved"), bool):
+            answer["approved"] = approval["approved"]
+        if isinstance(approval.get("id"), str):
+            answer["id"] = approval["id"]
+        part.provider_metadata = {"hookstream": {"approval": answer}}
     return part
 
 
@@ -271,13 +279,14 @@ def parse_run_input(doc: Any) -> RunInput:
     return RunInput(thread_id, run_id, messages, client_tools, doc.get("state"), resume, doc.get("forwardedProps"))
 
 
-def _parse_stored(keeper: ThreadKeeper, doc: Any) -> tuple[RunInput, list[Message]]:
+def _parse_stored(keeper: ThreadKeeper, doc: Any) -> tuple[RunInput, list[Message], list[Message]]:
     """``parse_run_input`` against the thread's stored history: the model receives the history plus the
-    request's new messages (merged by message id; returned too), and a ``tool`` message may answer a
-    stored call."""
+    request's new messages (merged by message id; returned too, after the request's messages as read),
+    and a ``tool`` message may answer a stored call."""
     thread_id = doc.get("threadId") if isinstance(doc, dict) else None
     if not isinstance(thread_id, str) or not thread_id:
-        return parse_run_input(doc), []  # raises, naming the field
+        run = parse_run_input(doc)  # raises, naming the field
+        return run, run.messages, []
     history = keeper.history(thread_id)
     calls = stored_tool_calls(history)
     raw = doc.get("messages") or []
@@ -288,9 +297,10 @@ def _parse_stored(keeper: ThreadKeeper, doc: Any) -> tuple[RunInput, list[Messag
         run.messages = run.messages[1:]
     else:
         run = parse_run_input(doc)
-    new = merge(history, run.messages)
+    incoming = run.messages
+    new = merge(history, incoming)
     run.messages = [*history, *new]
-    return run, new
+    return run, incoming, new
 
 
 # -- the AI SDK chat request --------------------------------------------------------------------------
@@ -300,12 +310,12 @@ UI_CHAT_PATH = "/api/chat"
 
 
 def _ui_run(doc: Any, keeper: ThreadKeeper | None
-            ) -> tuple[RunInput, list[Message], Callable[[RunStream], Generator[bytes, None, None]]]:
+            ) -> tuple[RunInput, list[Message], list[Message], Callable[[RunStream], Generator[bytes, None, None]]]:
     """An AI SDK chat request (:func:`~hookstream._server.ui_message_stream.parse_chat_request`) as a :class:`RunInput`
     (thread id = the chat ``id``, a fresh run id; with ``keeper``, the stored history plus the request's
-    new messages, merged by id as for AG-UI), the request's new messages, and the framing of the answer.
-    Approvals answered in the messages become the run's ``resume`` for the calls still pending, so the
-    approved tool runs (or is denied) before the next model call. Raises :class:`AGUIInputError`,
+    new messages, merged by id as for AG-UI), the request's messages as read, its new messages, and the
+    framing of the answer. Approvals answered in the messages stay on their calls; the server's trust
+    rule turns those of pending calls into the run's ``resume``. Raises :class:`AGUIInputError`,
     :class:`StoreUnavailableError`."""
     chat: ChatRequest = parse_chat_request(doc)
     messages, new = chat.messages, list(chat.messages)
@@ -313,15 +323,15 @@ def _ui_run(doc: Any, keeper: ThreadKeeper | None
         history = keeper.history(chat.chat_id)
         new = merge(history, chat.messages)
         messages = [*history, *new]
-    run = RunInput(chat.chat_id, f"run_{uuid.uuid4().hex}", messages, [], None,
-                   resume_entries(messages, chat.approvals), chat.extra or None)
+    # The approvals stay on the calls: the trust rule (hookstream._server.trust.vet) makes the resume.
+    run = RunInput(chat.chat_id, f"run_{uuid.uuid4().hex}", messages, [], None, None, chat.extra or None)
     denied = chat.denied
 
     def frames(stream: RunStream) -> Generator[bytes, None, None]:
         # An answer to an approval continues the client's assistant message: same id in ``start``.
         return to_ui_message_stream(stream, message_id=chat.continues, denied=denied)
 
-    return run, new, frames
+    return run, chat.messages, new, frames
 
 
 # -- the WSGI application -----------------------------------------------------------------------------
@@ -379,8 +389,9 @@ _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; c
 
 
 def _json_error(start_response: Callable[..., Any], status: str, message: str,
-                headers: Sequence[tuple[str, str]] = ()) -> list[bytes]:
-    body = json.dumps({"error": {"message": message}}).encode()
+                headers: Sequence[tuple[str, str]] = (), code: str | None = None) -> list[bytes]:
+    error = {"message": message} if code is None else {"message": message, "code": code}
+    body = json.dumps({"error": error}).encode()
     start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers])
     return [body]
 
@@ -478,6 +489,7 @@ def make_app(
     authenticate: Authenticator | None = None,
     limits: ServerLimits | None = None,
     cors_origins: Iterable[str] = (),
+    approval_secret: str | bytes | None = None,
     **fields: Any,
 ) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with the server's
@@ -510,7 +522,17 @@ def make_app(
     ``cors_origins`` are the browser origins allowed to call (``Access-Control-Allow-Origin`` set to
     the caller's origin when listed; none by default).
 
-    Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given,
+    Trust (:mod:`hookstream._server.trust`, docs/agui-server.md "Deployment"): a server-side tool runs
+    only for a call this server's model made in that thread. With a ``store``, an assistant tool call
+    the store does not hold is refused (``400``, ``{"error": {"message", "code": "untrusted_tool_call"}}``);
+    without one, the approval ids the server hands out are signed with ``approval_secret`` (text or
+    bytes, at least 16 bytes; default ``$HOOKSTREAM_APPROVAL_SECRET``, else random per application
+    object, so worker processes must share the object or the secret) and a pending call runs only with
+    a valid one. Ids longer than 128 characters or outside ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
+    A thread is claimed only once its request passed authentication, limits and these checks.
+
+    Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given, for an
+    ``approval_secret`` under 16 bytes,
     :class:`TypeError` for an ``authenticate`` that is not callable, or a ``store`` that keeps no
     owners (no ``claim``) given with ``authenticate``.
     """
@@ -529,17 +551,19 @@ def make_app(
     return _App(factory=stream_factory, keeper=ThreadKeeper(store) if store is not None else None,
                 owned=store if isinstance(store, OwnedStore) else None, limits=limits,
                 counts=PrincipalLimits(limits), authenticate=authenticate, origins=frozenset(cors_origins),
-                serve_page=serve_page)
+                serve_page=serve_page,
+                signer=ApprovalSigner.from_setting(approval_secret) if store is None else None)
 
 
 class _Refused(Exception):
     """A POST answered with an HTTP error before any run starts: status line, message, extra headers."""
 
-    def __init__(self, status: str, message: str, *headers: tuple[str, str]) -> None:
+    def __init__(self, status: str, message: str, *headers: tuple[str, str], code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers
+        self.code = code
 
 
 _Frames = Callable[[RunStream], Generator[bytes, None, None]]
@@ -558,6 +582,7 @@ class _App:
     authenticate: Authenticator | None
     origins: frozenset[str]
     serve_page: bool
+    signer: ApprovalSigner | None  # a server without a store signs the approvals it hands out
 
     def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
@@ -567,7 +592,8 @@ class _App:
             try:
                 return self._post(environ, start_response, cors, ui=path == UI_CHAT_PATH)
             except _Refused as refused:
-                return _json_error(start_response, refused.status, refused.message, [*refused.headers, *cors])
+                return _json_error(start_response, refused.status, refused.message, [*refused.headers, *cors],
+                                   refused.code)
         if method == "OPTIONS":
             return _preflight(start_response, cors)
         if method in ("GET", "HEAD") and self.serve_page:
@@ -576,15 +602,17 @@ class _App:
 
     def _post(self, environ: Mapping[str, Any], start_response: Callable[..., Any],
               cors: list[tuple[str, str]], ui: bool) -> Iterable[bytes]:
-        """A run: checked in order (principal, body, messages, thread owner, run limits), then started.
-        Raises :class:`_Refused` for the error answer."""
+        """A run: checked in order (principal, body, sizes, ids, run limits, thread owner, messages and
+        the trust rule), then the thread is claimed and the run started. Raises :class:`_Refused` for the
+        error answer; a refused request claims no thread."""
         principal = self._principal(environ)
         doc, raw = self._body(environ)
         self._check_messages(doc, raw)
+        try:
+            check_ids(doc, ui)
+        except AGUIInputError as exc:
+            raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
         who = principal.id if principal is not None else None
-        thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
-        if self.owned is not None and isinstance(thread_id, str) and thread_id:
-            self._claim(self.owned, thread_id, who)
         # Without authentication every caller is the same anonymous principal: a shared cap on runs
         # would let one client starve all others, so the run limits apply per authenticated principal.
         wait = self.counts.start(who) if who is not None else None
@@ -592,7 +620,7 @@ class _App:
             raise _Refused("429 Too Many Requests", "too many runs: try again later",
                            ("Retry-After", retry_after(wait)))
         try:
-            stream, frames = self._stream(doc, principal, ui)
+            stream, frames = self._stream(doc, principal, ui, who)
         except BaseException:
             if who is not None:
                 self.counts.finish(who)
@@ -644,38 +672,61 @@ class _App:
             raise _Refused("413 Payload Too Large", f"messages over {limits.max_message_bytes} bytes")
 
     @staticmethod
-    def _claim(owned: OwnedStore, thread_id: str, who: str | None) -> None:
+    def _claim(owned: OwnedStore, thread_id: str, who: str | None, check_only: bool = False) -> None:
+        """Claim ``thread_id`` for ``who`` (``check_only``: only check that a claim would succeed, for a
+        store with ``may_claim``; the claim then follows once the request passed every check)."""
+        # A store of its own without may_claim is claimed at the check, before its thread is read.
+        may_claim = getattr(owned, "may_claim", None) if check_only else None
         try:
-            mine = owned.claim(thread_id, who)
+            mine = may_claim(thread_id, who) if may_claim is not None else owned.claim(thread_id, who)
         except Exception as exc:
             log.error("claiming thread failed", exc_info=exc)
             raise _Refused("503 Service Unavailable", f"conversation store unavailable: {type(exc).__name__}") from exc
         if not mine:
             raise _Refused("404 Not Found", f"no thread {thread_id!r}")
 
-    def _stream(self, doc: Any, principal: Principal | None, ui: bool) -> tuple[RunStream, _Frames]:
-        """The run's event stream (wrapped by the store's keeper when there is one) and its framing."""
-        keeper, factory = self.keeper, self.factory
+    def _stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
+                ) -> tuple[RunStream, _Frames]:
+        """The run's event stream (wrapped by the store's keeper when there is one, by the approval
+        signer when there is none) and its framing; the thread is claimed last."""
+        keeper, factory, owned = self.keeper, self.factory, self.owned
+        thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
+        if owned is not None and isinstance(thread_id, str) and thread_id:
+            self._claim(owned, thread_id, who, check_only=True)  # 404 before the thread is read
         frames: _Frames = to_sse
         try:
             if ui:
-                run, new, frames = _ui_run(doc, keeper)
-                run.principal = principal
-                stream: RunStream = (factory(run) if keeper is None
-                                     else keeper.wrap(run.thread_id, run.messages, new, factory(run)))
+                run, incoming, new, frames = _ui_run(doc, keeper)
             elif keeper is None:
                 run = parse_run_input(doc)
-                run.principal = principal
-                stream = factory(run)
+                incoming, new = run.messages, []
             else:
-                run, new = _parse_stored(keeper, doc)
-                run.principal = principal
-                stream = keeper.wrap(run.thread_id, run.messages, new, factory(run))
+                run, incoming, new = _parse_stored(keeper, doc)
+            run.messages, run.resume = vet(run.messages, incoming, run.resume, thread_id=run.thread_id,
+                                           new=new if keeper is not None else None, signer=self.signer,
+                                           frontend_tools=frozenset(t["name"] for t in run.tools))
+            run.principal = principal
+            stream: RunStream = factory(run)
+            if self.signer is not None:
+                stream = SignedApprovals(stream, self.signer, run.thread_id)
         except (ValueError, LookupError) as exc:  # AGUIInputError, a bad model, an unknown provider or executor
-            raise _Refused("400 Bad Request", str(exc)) from exc  # the client's mistake
+            # the client's mistake
+            raise _Refused("400 Bad Request", str(exc), code=getattr(exc, "code", None)) from exc
         except StoreUnavailableError as exc:
             log.error("%s", exc, exc_info=exc.__cause__)
             raise _Refused("503 Service Unavailable", str(exc)) from exc
+        try:
+            if owned is not None:
+                self._claim(owned, run.thread_id, who)
+            if keeper is not None:
+                stream = keeper.wrap(run.thread_id, run.messages, new, stream)
+        except StoreUnavailableError as exc:
+            stream.cancel()
+            log.error("%s", exc, exc_info=exc.__cause__)
+            raise _Refused("503 Service Unavailable", str(exc)) from exc
+        except _Refused:
+            stream.cancel()
+            raise
         return stream, frames
 
 

@@ -60,9 +60,10 @@ followed by a ``tool`` message with the results of that step's calls: state ``ou
 output), ``output-error`` (error result), ``output-denied`` (the denial). Calls in states
 ``input-available``, ``approval-requested`` and ``approval-responded`` have no result; an
 ``approval-responded`` answer is kept in the call's ``provider_metadata["hookstream"]["approval"]``
-(``{"approved", "reason"?}``) and in :attr:`ChatRequest.approvals`, which the server turns into the
-engine's ``resume=`` for the calls still pending (:func:`resume_entries`), so the approved tool runs, or
-is denied, and the provider receives a paired history. ``input-streaming`` parts, sources and
+(``{"approved", "reason"?, "id"?}``, ``id`` the approval id the client echoes) and in
+:attr:`ChatRequest.approvals`; a server turns the answers of calls its model made into the engine's
+``resume=`` for the calls still pending (``hookstream._server.trust``), so the approved tool runs, or is
+denied, and the provider receives a paired history. ``input-streaming`` parts, sources and
 ``data-*`` parts are not sent to the model. Assistant message ids: a step whose first text part
 carries ``providerMetadata.hookstream.messageId`` (what :func:`ui_message_chunks` sends) gets that id,
 so a conversation store recognises the step it saved; otherwise the first step gets the UIMessage id.
@@ -626,13 +627,19 @@ def _tool_part(step: _Step, p: dict[str, Any], name: str, at: str, approvals: di
     arguments, raw = _tool_input(p)
     approval = p.get("approval")
     metadata = None
-    if isinstance(approval, dict) and isinstance(approval.get("approved"), bool):
-        answer: dict[str, Any] = {"approved": approval["approved"]}
+    if isinstance(approval, dict) and (isinstance(approval.get("approved"), bool)
+                                       or isinstance(approval.get("id"), str)):
+        # The approval id goes along: a server without a store checks the signature it carries.
+        answer: dict[str, Any] = {}
+        if isinstance(approval.get("approved"), bool):
+            answer["approved"] = approval["approved"]
+            if state == "approval-responded":
+                approvals[call_id] = bool(approval["approved"])
         if isinstance(approval.get("reason"), str):
             answer["reason"] = approval["reason"]
+        if isinstance(approval.get("id"), str):
+            answer["id"] = approval["id"]
         metadata = {"hookstream": {"approval": answer}}
-        if state == "approval-responded":
-            approvals[call_id] = bool(approval["approved"])
     step.parts.append(ToolCallPart(call_id, name, arguments, raw, provider_metadata=metadata))
     result = _tool_part_result(p, at, call_id, name, state, approval)
     if result is not None:

@@ -72,7 +72,9 @@ def thread_title(messages: Sequence[Message]) -> str:
 @runtime_checkable
 class OwnedStore(ConversationStore, Protocol):
     """A conversation store that knows who owns each thread (what ``hookstream serve`` with
-    authentication needs; ``docs/agui-server.md``, "What a principal can see")."""
+    authentication needs; ``docs/agui-server.md``, "What a principal can see"). A store may also offer
+    ``may_claim(thread_id, owner) -> bool``, whether :meth:`claim` would succeed, reading only (the
+    built-in stores do): the server then claims a thread only once its request passed every check."""
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         """Whether ``owner`` (a principal id; ``None``: an unauthenticated server) may use
@@ -117,6 +119,14 @@ class InMemoryStore:
                 # A thread saved before it was claimed (by an engine run, not the server) has no owner.
                 self._owners[thread_id] = None if thread_id in self._threads else owner
             return self._owners[thread_id] == owner
+
+    def may_claim(self, thread_id: str, owner: str | None) -> bool:
+        """Whether :meth:`claim` would give ``owner`` the thread now, without claiming it (what a server
+        checks before it reads the thread, so a request it then refuses claims nothing)."""
+        with self._lock:
+            if thread_id in self._owners:
+                return self._owners[thread_id] == owner
+            return owner is None or thread_id not in self._threads
 
     def load(self, thread_id: str) -> list[Message]:
         with self._lock:

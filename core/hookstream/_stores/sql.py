@@ -82,6 +82,17 @@ def _messages(rows: Sequence[tuple[str, str]]) -> list[Message]:
     return out
 
 
+def _may_claim(conn: Any, thread_id: str, owner: str | None, mark: str) -> bool:
+    """Whether a claim of ``thread_id`` by ``owner`` would succeed now (the rule of ``claim``: a thread
+    with messages and no owner row is open to ``None`` only), reading only."""
+    row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = {mark}", (thread_id,)).fetchone()
+    if row is not None:
+        return bool(row[0] == owner)
+    if owner is None:
+        return True
+    return conn.execute(f"SELECT 1 FROM {_TABLE} WHERE thread_id = {mark} LIMIT 1", (thread_id,)).fetchone() is None
+
+
 class _PerThread:
     """One connection per (process, thread)."""
 
@@ -178,6 +189,10 @@ class SQLiteStore(_PerThread):
             row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
         return bool(row is not None and row[0] == owner)
 
+    def may_claim(self, thread_id: str, owner: str | None) -> bool:
+        """See :meth:`hookstream.stores.InMemoryStore.may_claim` (read only: adds no owner row)."""
+        return _may_claim(self.get(), thread_id, owner, "?")
+
     def load(self, thread_id: str) -> list[Message]:
         cur = self.get().execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq",
                                  (thread_id,))
@@ -255,6 +270,10 @@ class PostgresStore(_PerThread):
                          "ON CONFLICT (thread_id) DO NOTHING", (thread_id, thread_id, owner, time.time()))
             row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = %s", (thread_id,)).fetchone()
         return bool(row is not None and row[0] == owner)
+
+    def may_claim(self, thread_id: str, owner: str | None) -> bool:
+        """See :meth:`hookstream.stores.InMemoryStore.may_claim` (read only: adds no owner row)."""
+        return _may_claim(self.get(), thread_id, owner, "%s")
 
     def _connect(self) -> Any:
         import psycopg

@@ -167,6 +167,7 @@ def test_an_http_error_at_start_names_no_credentials() -> None:
         with pytest.raises(MCPServerError) as caught:
             server.start()
     text = str(caught.value)
-    assert text.startswith(f"MCP server {url}/mcp: could not start: ")
+    # A 401 is an MCPAuthError (an MCPServerError) naming the status and what to set (issue 32).
+    assert text.startswith(f"MCP server {url}/mcp: HTTP 401: the Authorization header was refused")
     assert "sk-query-secret" not in text and "sk-header" not in text
     assert srv.requests and srv.requests[0].headers["Authorization"] == "Bearer sk-header"

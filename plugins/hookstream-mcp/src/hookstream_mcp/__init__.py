@@ -1,9 +1,10 @@
 """hookstream-mcp: the tools of MCP servers as hookstream tools.
 
 ``MCPServer.stdio([...])`` starts a server process, ``MCPServer.http(url)`` connects to a streamable
-HTTP endpoint; ``server.tools()`` gives one :class:`hookstream.Tool` per MCP tool, to pass to
-:func:`hookstream.chat` beside plain functions. The MCP SDK's asyncio API stays inside this package, on
-a private thread with its own event loop; everything here is synchronous.
+HTTP endpoint (``auth=OAuth()`` or ``ClientCredentials(...)`` when it needs a login; ``elicitation=`` a
+callback answering the server's questions); ``server.tools()`` gives one :class:`hookstream.Tool` per
+MCP tool, to pass to :func:`hookstream.chat` beside plain functions. The MCP SDK's asyncio API stays
+inside this package, on a private thread with its own event loop; everything here is synchronous.
 
 Names load on first use (PEP 562), so the ``hookstream`` entry point does not import the MCP SDK.
 """
@@ -16,18 +17,27 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from ._errors import MCPServerError, MCPToolError
+    from ._auth import ClientCredentials, OAuth, token_path
+    from ._elicit import Elicitation, ElicitationAnswer
+    from ._errors import MCPAuthError, MCPServerError, MCPToolError
     from ._results import tool_output
     from ._server import MCPServer
 
 _LAZY = {
+    "ClientCredentials": "_auth",
+    "Elicitation": "_elicit",
+    "ElicitationAnswer": "_elicit",
+    "MCPAuthError": "_errors",
     "MCPServer": "_server",
+    "OAuth": "_auth",
+    "token_path": "_auth",
     "MCPServerError": "_errors",
     "MCPToolError": "_errors",
     "tool_output": "_results",
 }
 
-__all__ = ["MCPServer", "MCPServerError", "MCPToolError", "__version__", "tool_output"]
+__all__ = ["ClientCredentials", "Elicitation", "ElicitationAnswer", "MCPAuthError", "MCPServer", "MCPServerError",
+           "MCPToolError", "OAuth", "__version__", "token_path", "tool_output"]
 
 
 def __getattr__(name: str) -> Any:

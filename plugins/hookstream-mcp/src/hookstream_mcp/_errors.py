@@ -21,3 +21,19 @@ class MCPToolError(ToolError):
     turns it into an error result (``ToolResultPart.is_error``) the model sees."""
 
     code = "mcp_tool_error"
+
+
+class MCPAuthError(MCPServerError):
+    """The MCP server refused the connection for want of a login: HTTP ``status`` (401: no or a bad
+    token; 403: not allowed, or more scope needed) with its ``WWW-Authenticate`` header kept verbatim in
+    ``www_authenticate`` (MCP spec, "Authorization" > "Authorization Server Discovery": it names the
+    ``resource_metadata`` URL, an ``error`` and the ``scope`` wanted), or a login that did not complete.
+    The message says what to set: ``auth=OAuth()`` / ``ClientCredentials(...)`` in Python,
+    ``--mcp-auth oauth|client-credentials`` on the command line. No token is ever in the message."""
+
+    code = "mcp_auth_error"
+
+    def __init__(self, message: str, *, status: int | None = None, www_authenticate: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.www_authenticate = www_authenticate

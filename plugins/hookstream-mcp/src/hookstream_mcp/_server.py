@@ -32,7 +32,9 @@ from mcp import Client, Implementation, MCPError, StdioServerParameters, stdio_c
 from mcp.client.streamable_http import streamable_http_client
 
 from . import __version__
-from ._errors import MCPServerError, MCPToolError
+from ._auth import ClientCredentials, OAuth, build_provider
+from ._elicit import ElicitationHandler, sdk_callback
+from ._errors import MCPAuthError, MCPServerError, MCPToolError
 from ._loop_thread import LoopThread
 from ._results import tool_output
 
@@ -65,6 +67,7 @@ class _Stdio:
 class _Http:
     url: str
     headers: dict[str, str] | None = attrs.field(repr=False)
+    auth: OAuth | ClientCredentials | None = None
 
     def label(self) -> str:
         # Credentials may sit in the user info or the query string: neither is shown.
@@ -125,12 +128,16 @@ class MCPServer:
     limit) bounds one tool call and becomes each tool's ``Tool.timeout``.
     """
 
-    __slots__ = ("_client", "_closed", "_done", "_failure", "_listing", "_lock", "_loop", "_stop_event",
-                 "_stopping", "_target", "_task", "call_timeout", "name", "startup_timeout")
+    __slots__ = ("_client", "_closed", "_denied", "_done", "_failure", "_listing", "_lock", "_loop",
+                 "_stop_event", "_stopping", "_target", "_task", "call_timeout", "elicitation", "name",
+                 "startup_timeout")
 
     def __init__(self, target: _Stdio | _Http, *, name: str | None = None, startup_timeout: float = 60.0,
-                 call_timeout: float | None = None) -> None:
+                 call_timeout: float | None = None, elicitation: ElicitationHandler | None = None) -> None:
         self._target = target
+        self.elicitation = elicitation
+        # The last HTTP refusal (status, WWW-Authenticate) the endpoint answered, for MCPAuthError.
+        self._denied: tuple[int, str | None] | None = None
         self.name = name or target.label()
         self.startup_timeout = startup_timeout
         self.call_timeout = call_timeout
@@ -150,31 +157,38 @@ class MCPServer:
     @classmethod
     def stdio(cls, command: str | Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
               stderr: IO[str] | int | None = None, name: str | None = None, startup_timeout: float = 60.0,
-              call_timeout: float | None = None) -> MCPServer:
+              call_timeout: float | None = None, elicitation: ElicitationHandler | None = None) -> MCPServer:
         """A server started as a child process speaking MCP over its stdin/stdout.
 
         ``command`` is an argument list (``["uvx", "mcp-server-time"]``) or one string split like a
         POSIX shell would (:func:`shlex.split`; no shell runs). The child gets the MCP SDK's default
         environment (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``) plus ``env``;
         ``cwd`` is its working directory; its stderr goes to ``stderr`` (a file or file descriptor),
-        by default to this process's stderr. Raises :class:`ValueError` for an empty command.
+        by default to this process's stderr. ``elicitation`` answers the server's questions (see
+        :class:`~hookstream_mcp.Elicitation`); without it the server is told the client cannot answer.
+        Raises :class:`ValueError` for an empty command.
         """
         argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         if not argv:
             raise ValueError("MCPServer.stdio: the command is empty")
         return cls(_Stdio(argv[0], argv[1:], dict(env) if env is not None else None, cwd, stderr),
-                   name=name, startup_timeout=startup_timeout, call_timeout=call_timeout)
+                   name=name, startup_timeout=startup_timeout, call_timeout=call_timeout, elicitation=elicitation)
 
     @classmethod
-    def http(cls, url: str, *, headers: Mapping[str, str] | None = None, name: str | None = None,
-             startup_timeout: float = 60.0, call_timeout: float | None = None) -> MCPServer:
+    def http(cls, url: str, *, headers: Mapping[str, str] | None = None,
+             auth: OAuth | ClientCredentials | None = None, name: str | None = None, startup_timeout: float = 60.0,
+             call_timeout: float | None = None, elicitation: ElicitationHandler | None = None) -> MCPServer:
         """A server at a streamable HTTP endpoint (``http://host:port/mcp``). ``headers`` go with every
-        request (``Authorization``...); they never appear in a repr or an error message. Raises
-        :class:`ValueError` for a URL that is not ``http://`` or ``https://``."""
+        request (``Authorization``...); they never appear in a repr or an error message. ``auth`` logs
+        in when the server asks (401): :class:`~hookstream_mcp.OAuth` (a person, in a browser) or
+        :class:`~hookstream_mcp.ClientCredentials` (a program); the login counts in ``startup_timeout``.
+        A server that refuses the connection raises :class:`~hookstream_mcp.MCPAuthError` from
+        :meth:`start`. ``elicitation`` as for :meth:`stdio`. Raises :class:`ValueError` for a URL that is
+        not ``http://`` or ``https://``."""
         if urlsplit(url).scheme not in ("http", "https"):
             raise ValueError(f"MCPServer.http: expected an http:// or https:// URL, got {_Http(url, None).label()!r}")
-        return cls(_Http(url, dict(headers) if headers is not None else None), name=name,
-                   startup_timeout=startup_timeout, call_timeout=call_timeout)
+        return cls(_Http(url, dict(headers) if headers is not None else None, auth), name=name,
+                   startup_timeout=startup_timeout, call_timeout=call_timeout, elicitation=elicitation)
 
     @classmethod
     def from_spec(cls, spec: str, **options: Any) -> MCPServer:
@@ -198,7 +212,11 @@ class MCPServer:
         target = self._target
         if isinstance(target, _Http):
             text = text.replace(target.url, target.label())
-            for value in (target.headers or {}).values():
+            secrets = list((target.headers or {}).values())
+            secret = getattr(target.auth, "client_secret", None)
+            if secret:
+                secrets.append(secret)
+            for value in secrets:
                 if len(value) >= 4:
                     text = text.replace(value, "***")
         return text
@@ -233,7 +251,7 @@ class MCPServer:
                 raise MCPServerError(f"MCP server {self.name}: no answer to the MCP handshake and tool listing "
                                      f"within {self.startup_timeout} s (startup_timeout)") from None
             if isinstance(exc, Exception):
-                raise MCPServerError(f"MCP server {self.name}: could not start: {self._why(exc)}") from None
+                raise self._start_error(exc) from None
             raise  # KeyboardInterrupt, SystemExit: the server is stopped, the caller's interrupt goes on
         self._listing = listing
         return self
@@ -269,7 +287,9 @@ class MCPServer:
             async with AsyncExitStack() as stack:
                 # No read timeout on the client: startup_timeout bounds the start, call() each call.
                 me = Implementation(name="hookstream-mcp", version=__version__)
-                client = await stack.enter_async_context(Client(await self._transport(stack), client_info=me))
+                callback = sdk_callback(self.name, self.elicitation) if self.elicitation is not None else None
+                client = await stack.enter_async_context(
+                    Client(await self._transport(stack), client_info=me, elicitation_callback=callback))
                 listing: list[Any] = []
                 cursor: str | None = None
                 for _ in range(_MAX_PAGES):
@@ -300,13 +320,50 @@ class MCPServer:
         if isinstance(target, _Stdio):
             params = StdioServerParameters(command=target.command, args=target.args, env=target.env, cwd=target.cwd)
             return stdio_client(params, errlog=cast(Any, _stderr_target(target.stderr)))
-        if target.headers:
-            import httpx2  # the MCP SDK's HTTP client; needed only to send headers of one's own
+        import httpx2  # the MCP SDK's HTTP client
 
-            http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=target.headers, timeout=httpx2.Timeout(30.0, read=300.0)))
-            return streamable_http_client(target.url, http_client=http)
-        return streamable_http_client(target.url)
+        auth = await build_provider(target.url, target.auth) if target.auth is not None else None
+        http = await stack.enter_async_context(httpx2.AsyncClient(
+            headers=target.headers, auth=auth, timeout=httpx2.Timeout(30.0, read=300.0),
+            event_hooks={"response": [self._watch]}))
+        return streamable_http_client(target.url, http_client=http)
+
+    async def _watch(self, response: Any) -> None:
+        """Every HTTP response of the session (the OAuth flow's too): keeps the endpoint's last 401/403
+        (the SDK turns it into a bare JSON-RPC error) so a failed start can say what the server asked."""
+        target = self._target
+        if not isinstance(target, _Http) or str(response.request.url).split("?")[0] != target.url.split("?")[0]:
+            return
+        if response.status_code in (401, 403):
+            self._denied = (response.status_code, response.headers.get("www-authenticate"))
+        elif response.status_code < 400:
+            self._denied = None
+
+    def _start_error(self, exc: Exception) -> MCPServerError:
+        """The error :meth:`start` raises: :class:`MCPAuthError` when the server refused for want of a
+        login or the login failed, naming what to set; else :class:`MCPServerError` with the cause."""
+        from mcp.client.auth import OAuthFlowError
+
+        leaf: BaseException = exc
+        while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+            leaf = leaf.exceptions[0]
+        target = self._target
+        if isinstance(leaf, OAuthFlowError):
+            return MCPAuthError(f"MCP server {self.name}: the login failed: {self._why(leaf)}")
+        if self._denied is None or not isinstance(target, _Http):
+            return MCPServerError(f"MCP server {self.name}: could not start: {self._why(exc)}")
+        status, challenge = self._denied
+        shown = f" (WWW-Authenticate: {challenge})" if challenge else ""
+        if target.auth is not None:
+            todo = "the login did not give access; check the client's scopes and registration"
+        elif target.headers and any(k.lower() == "authorization" for k in target.headers):
+            todo = "the Authorization header was refused; log in with --mcp-auth oauth (Python: auth=OAuth())"
+        else:
+            todo = ("log in with --mcp-auth oauth, or --mcp-auth client-credentials with "
+                    "HOOKSTREAM_MCP_CLIENT_ID and HOOKSTREAM_MCP_CLIENT_SECRET set "
+                    "(Python: MCPServer.http(url, auth=OAuth()) or auth=ClientCredentials(id, secret))")
+        return MCPAuthError(f"MCP server {self.name}: HTTP {status}{shown}: {todo}",
+                            status=status, www_authenticate=challenge)
 
     # -- tools -------------------------------------------------------------------------------------
 
@@ -360,5 +417,9 @@ class MCPServer:
         except concurrent.futures.CancelledError:
             raise MCPToolError(f"MCP server {self.name} was closed during the call to {name!r}") from None
         except Exception as exc:
+            denied = self._denied
+            if denied is not None:  # a token revoked or out of scope mid-session: say so, not "-32603"
+                raise MCPToolError(f"MCP server {self.name} refused the call to {name!r}: HTTP {denied[0]}"
+                                   + (f" (WWW-Authenticate: {denied[1]})" if denied[1] else "")) from None
             raise MCPToolError(self._why(exc)) from None
         return tool_output(result)

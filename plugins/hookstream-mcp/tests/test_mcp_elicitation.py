@@ -1,0 +1,131 @@
+"""A server's question in the middle of a tool call (MCP elicitation): answered by a Python callback (with
+the schema's defaults filled in, SEP-1034), declined, cancelled, or failing; inside a run the model gets
+the tool's answer; ``hookstream chat --mcp`` asks on the terminal (a real pty) and declines, saying why,
+when stdin is not a terminal. The server is elicit_server.py, on the MCP SDK's own server."""
+
+from __future__ import annotations
+
+import os
+import pty
+import selectors
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hookstream import chat, get_model
+from hookstream.testing import LoopbackServer, Response, run_cli
+from hookstream_mcp import Elicitation, ElicitationAnswer, MCPServer, MCPToolError
+from mcp_kit import MODEL, NEVER, text_body, tool_body, tool_messages
+
+SERVER = [sys.executable, str(Path(__file__).with_name("elicit_server.py"))]
+ASK = "Booking a table for Friday: how many guests?"
+
+
+@pytest.fixture(scope="module")
+def answers() -> list[Any]:
+    """What the next questions are answered with (popped in order), shared by the module's server."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def asked() -> list[Elicitation]:
+    return []
+
+
+@pytest.fixture(scope="module")
+def server(answers: list[Any], asked: list[Elicitation]) -> Iterator[MCPServer]:
+    def answer(request: Elicitation) -> Any:
+        asked.append(request)
+        value = answers.pop(0)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    with MCPServer.stdio(SERVER, elicitation=answer, name="booking") as srv:
+        yield srv
+
+
+def test_the_callback_gets_the_question_and_the_defaults_fill_the_rest(
+        server: MCPServer, answers: list[Any], asked: list[Elicitation]) -> None:
+    answers.append({"window": True})  # a dict accepts; "guests" is left to its default
+    assert server.call("book_table", {"day": "Friday"}) == "booked for 2 on Friday, by the window"
+    request = asked[-1]
+    assert request.server == "booking" and request.mode == "form" and request.message == ASK
+    assert set(request.fields) == {"guests", "window"} and request.required == ["window"]
+    assert request.fields["guests"]["default"] == 2
+
+
+@pytest.mark.parametrize("answer, said", [(ElicitationAnswer.decline(), "decline"), (None, "decline"),
+                                          (ElicitationAnswer.cancel(), "cancel")])
+def test_decline_and_cancel_reach_the_server(server: MCPServer, answers: list[Any], answer: Any, said: str) -> None:
+    answers.append(answer)
+    assert server.call("book_table", {"day": "Friday"}) == f"not booked: the user chose {said}"
+
+
+def test_a_callback_that_raises_fails_the_tool_call(server: MCPServer, answers: list[Any]) -> None:
+    answers.append(RuntimeError("no one at the keyboard"))
+    with pytest.raises(MCPToolError, match="no one at the keyboard"):
+        server.call("book_table", {"day": "Friday"})
+
+
+def test_without_a_callback_the_server_is_told_the_client_cannot_answer() -> None:
+    with MCPServer.stdio(SERVER) as srv, pytest.raises(MCPToolError, match="elicitation"):
+        srv.call("book_table", {"day": "Friday"})
+
+
+def test_in_a_run_the_model_gets_the_answered_tool_result(server: MCPServer, answers: list[Any]) -> None:
+    answers.append(ElicitationAnswer.accept({"guests": 4, "window": False}))
+    responses = [Response(tool_body(("c1", "book_table", {"day": "Friday"}))), Response(text_body("Booked."))]
+    with LoopbackServer(responses) as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=server.tools())
+        list(stream)
+    assert stream.result().text == "Booked."
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "booked for 4 on Friday, inside"
+
+
+def scripted_model() -> LoopbackServer:
+    return LoopbackServer([Response(tool_body(("c1", "book_table", {"day": "Friday"}))),
+                           Response(text_body("Done."))])
+
+
+def test_the_cli_declines_when_stdin_is_not_a_terminal() -> None:
+    with scripted_model() as srv:
+        res = run_cli(["chat", "Book Friday", "--model", MODEL, "--base-url", srv.url + "/v1",
+                       "--mcp", " ".join(SERVER)], env={"OPENAI_API_KEY": "sk-test"})
+    assert res.exit_code == 0, res.output
+    assert "declined: stdin is not a terminal" in res.output and ASK in res.output
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "not booked: the user chose decline"
+
+
+def test_the_cli_asks_on_the_terminal() -> None:
+    """``hookstream chat`` in a real pseudo-terminal: the question and each field are asked on it, the
+    answers typed there reach the server (Enter takes the default)."""
+    leader, follower = pty.openpty()
+    with scripted_model() as srv:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hookstream", "chat", "Book Friday", "--model", MODEL, "--base-url",
+             srv.url + "/v1", "--no-log", "--mcp", " ".join(SERVER)],
+            stdin=follower, stderr=follower, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+        os.close(follower)
+        screen = ""
+        with selectors.DefaultSelector() as sel:
+            sel.register(leader, selectors.EVENT_READ)
+            for prompt, typed in (("Answer? [Y/n/c]", "y"), ("How many people", ""), ("by the window", "yes")):
+                while prompt not in screen:
+                    assert sel.select(NEVER), f"no prompt {prompt!r}: {screen}"
+                    screen += os.read(leader, 4096).decode()
+                os.write(leader, typed.encode() + b"\n")
+        out, _ = proc.communicate(timeout=NEVER)
+        os.close(leader)
+    assert proc.returncode == 0, screen
+    assert f"MCP server {' '.join(SERVER)} asks: {ASK}" in screen
+    assert "Done." in out
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "booked for 2 on Friday, by the window"
