@@ -261,11 +261,18 @@ def test_cli_chat_against_the_demo_app_gives_the_demo_answer():
 
 
 def test_cli_chat_against_hookstream_serve_demo_shows_the_remote_interrupt():
+    # The remote run waits for an approval nothing here can give (no terminal, no --approve): the CLI says
+    # so on stderr and exits 3 (issue 32: it used to print nothing and exit 0), and final-json carries it.
     with serve_demo_process("--delay", "0") as url:
-        done = subprocess.run([sys.executable, "-m", "hookstream", "chat", "What's the weather in Paris?",
-                               "--model", f"agui:{url}", "--output", "events"], capture_output=True, text=True,
-                              timeout=60)
-    assert done.returncode == 0, done.stderr
+        base = [sys.executable, "-m", "hookstream", "chat", "What's the weather in Paris?", "--model", f"agui:{url}"]
+        done = subprocess.run([*base, "--output", "events"], capture_output=True, text=True, timeout=60)
+        final = subprocess.run([*base, "--output", "final-json"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert any(e["type"] == "CUSTOM" and e["name"] == "agui-interrupt" for e in events)
     assert events[-1]["type"] == "RUN_FINISHED"
+    assert "waiting for approval of " in done.stderr and "resume with --approve" in done.stderr
+    assert final.returncode == 3, final.stderr
+    doc = json.loads(final.stdout)
+    assert doc["outcome"] == "interrupt" and doc["interrupts"]
+    assert all(i["kind"] == "approval" and i["name"] and i["id"] for i in doc["interrupts"])

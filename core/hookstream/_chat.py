@@ -66,6 +66,9 @@ def get_model(
     takes ``"PROVIDER:MODEL"`` and calls ``get_model`` (``chat_factory``, ``make_app``) takes one too;
     ``base_url``, ``api_key``, ``session`` and ``options`` must then be unset.
 
+    ``"test"`` is the offline test model (:class:`hookstream.testing.TestProvider`: deterministic replies,
+    scripted with ``replies=[...]``, no network).
+
     Raises :class:`TypeError` for an option the provider does not take, :class:`ValueError` without a
     provider prefix (or with settings beside a provider object) and :class:`~hookstream.errors.UnknownPluginError`
     for a provider no installed plugin registers.
@@ -80,6 +83,8 @@ def get_model(
         if isinstance(model, FallbackModel):
             model.resolve(get_model)
         return model
+    if model == "test":  # the offline test model needs no model name (pydantic-ai's Agent("test"))
+        model = "test:test"
     name, sep, model_name = model.partition(":")
     if not sep or not name or not model_name:
         raise ValueError(f"model must be 'PROVIDER:MODEL' (e.g. 'openai:gpt-4o-mini'), got {model!r}")

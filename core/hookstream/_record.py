@@ -49,7 +49,13 @@ def load_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
     """The manifest of a recording directory. Raises :class:`FileNotFoundError` when there is none and
     :class:`ValueError` for a manifest of another format."""
     path = Path(directory) / "manifest.json"
-    doc = json.loads(path.read_text("utf-8"))
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        what = "no such directory" if not Path(directory).is_dir() else "it has no manifest.json"
+        raise FileNotFoundError(f"no recording in {str(directory)!r} ({what}); record one with "
+                                f"hookstream chat PROMPT --model PROVIDER:MODEL --record {directory}") from None
+    doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{path} is not a {FORMAT} manifest")
     return doc

@@ -244,7 +244,9 @@ class Registry:
         try:
             installed = importlib.metadata.distribution(dist)
         except importlib.metadata.PackageNotFoundError:
-            return f"install it with: hookstream install {dist}"
+            from ._install_hint import install_command
+
+            return f"install it with: {install_command(dist)}"
         eps = {ep.name for ep in installed.entry_points if ep.group == GROUP}
         why = "did not register it (see: hookstream plugins)"
         blocked = {n.strip() for n in os.environ.get(BLOCK_ENV, "").split(",")}

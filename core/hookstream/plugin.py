@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from ._capabilities import ModelCapabilities
     from ._errors import error_for_status
     from ._events import parse_arguments
+    from ._install_hint import install_command
     from ._json_data import json_loads
     from ._messages import coerce_messages, detect_media_type, tool_output_text
     from ._prices import priced
@@ -82,6 +83,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo", "response_ids"),
     "hookstream._errors": ("error_for_status",),
     "hookstream._events": ("parse_arguments",),
+    "hookstream._install_hint": ("install_command",),
     "hookstream._json_data": ("json_loads",),
     "hookstream._messages": ("coerce_messages", "detect_media_type", "tool_output_text"),
     "hookstream._capabilities": ("ModelCapabilities",),
@@ -167,6 +169,7 @@ __all__ = [
     "error_part",
     "hookimpl",
     "hookspec",
+    "install_command",
     "json_loads",
     "lazy_attributes",
     "media_type",

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._events import Cost, Usage
-from .._messages import SourcePart
+from .._messages import SourcePart, ToolCallPart
 from .._stream.accumulate import StepResult
 
-__all__ = ["cost_json", "final_json", "source_json"]
+if TYPE_CHECKING:
+    from .values import PendingApproval
+
+__all__ = ["cost_json", "final_json", "interrupts_json", "source_json"]
 
 
 def final_json(
@@ -17,10 +21,18 @@ def final_json(
     output: Any = None,
     error: tuple[str, str] | None = None,
     total: Usage | None = None,
+    *,
+    outcome: str | None = None,
+    interrupts: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """``{"text", "thinking", "tool_calls": [{"id", "name", "arguments"}], "finish_reason",
     "raw_finish_reason", "usage": {"input_tokens", "output_tokens"}, "cost", "error", "sources",
-    "output"}`` for one model call.
+    "output", "outcome", "interrupts"}`` for one model call.
+
+    ``outcome`` is the run's (``success``, ``error``, ``interrupt``, ``cancelled``: AG-UI's
+    ``RUN_FINISHED`` outcome, ``error`` for ``RUN_ERROR``); without one given, ``error`` when the call or
+    ``error`` has one, else ``success``. ``interrupts`` are what an interrupted run waits for (see
+    :func:`interrupts_json`), ``[]`` otherwise.
 
     ``arguments`` is the parsed object, or ``None`` when the call was cut off or invalid; ``error`` is
     ``{"code", "message"}`` or ``None`` (the call's own error, else the ``error`` given: the CLI passes
@@ -50,7 +62,22 @@ def final_json(
         "error": _error(step.error or error),
         "sources": [source_json(s) for s in (step.sources if sources is None else sources)],
         "output": output,
+        "outcome": outcome if outcome is not None else ("error" if step.error or error else "success"),
+        "interrupts": list(interrupts),
     }
+
+
+def interrupts_json(pending_approvals: Iterable[PendingApproval], pending_tool_calls: Iterable[ToolCallPart] = (),
+                    ) -> list[dict[str, Any]]:
+    """What an interrupted run waits for, as ``final-json`` writes it: ``{"kind": "approval", "id":
+    APPROVAL_ID, "tool_call_id", "name", "arguments"}`` per tool call awaiting approval, then
+    ``{"kind": "client_tool", "id", "tool_call_id", "name", "arguments"}`` per client tool call
+    awaiting its output (``id`` is what ``RunResult.resume`` takes)."""
+    out = [{"kind": "approval", "id": p.approval_id, "tool_call_id": p.call.id, "name": p.call.name,
+            "arguments": p.call.arguments} for p in pending_approvals]
+    out.extend({"kind": "client_tool", "id": c.id, "tool_call_id": c.id, "name": c.name, "arguments": c.arguments}
+               for c in pending_tool_calls)
+    return out
 
 
 def cost_json(cost: Cost | None) -> dict[str, Any] | None:

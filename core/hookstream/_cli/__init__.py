@@ -45,8 +45,9 @@ _COMMANDS = {
 class _Group(click.Group):
     """Loads each command from its module on first use; asks plugins for theirs
     (``hookstream_register_commands(cli)``) only when a name is not built in or the commands are listed,
-    so a built-in command pays nothing for them; turns hookstream's typed errors into a one-line
-    message, never a traceback."""
+    so a built-in command pays nothing for them; turns hookstream's typed errors, and any other exception
+    a command lets escape, into a one-line message and exit code 1, never a traceback (``hookstream
+    --debug`` or ``HOOKSTREAM_DEBUG=1`` re-raises the latter, to see where it came from)."""
 
     _plugins_asked = False
     _registering = False
@@ -95,6 +96,15 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except HookstreamError as exc:
             raise click.ClickException(f"{exc.message} [{exc.code}]") from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            # Anything else a command lets escape (a plugin's bug, an OSError nobody expected) is one line
+            # and exit code 1 too; --debug or HOOKSTREAM_DEBUG shows the traceback instead.
+            if ctx.params.get("debug") or os.environ.get("HOOKSTREAM_DEBUG"):
+                raise
+            raise click.ClickException(f"{type(exc).__name__}: {exc} (run with hookstream --debug for the traceback)"
+                                       ) from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -21,7 +21,7 @@ from .._stores.memory import InMemoryStore
 from .defaults import chat_model
 from .interactive import read_prompt, repl
 from .live import LiveRenderer
-from .render import OUTPUT_CHOICES, print_run
+from .render import OUTPUT_CHOICES, print_run, report_waiting
 from .responses import record_responses, thread_model
 from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
 from .timing import Timing
@@ -153,7 +153,8 @@ def command(
     first), else, on a terminal, an interactive chat (exit, quit or Ctrl-D ends it). API keys come from
     the provider's environment variable (OPENAI_API_KEY...), else hookstream keys set PROVIDER.
 
-    Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 130 cancelled with Ctrl-C."""
+    Exit codes: 0 done, 1 the run ended with an error, 2 usage error, 3 the run waits for a tool call's
+    approval (see stderr), 130 cancelled with Ctrl-C."""
     if steer and ask_approval:
         raise click.UsageError("--live reads steering lines from stdin, where --approve would ask: give one of them")
     if steer and prompt in (None, "-"):
@@ -232,7 +233,7 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
             session = Recorder(record_dir, model, base_url).session()
         provider = get_model(model, base_url=base_url, session=session)
         stream = chat(provider, message, settings=settings, thread_id=thread_id)
-    except (ValueError, LookupError, FileExistsError) as exc:
+    except (ValueError, LookupError, OSError) as exc:  # OSError: a recording directory (--record, replay:)
         raise click.UsageError(str(exc)) from None
     if steer:
         _steer_from(stream, sys.stdin)
@@ -252,6 +253,8 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
     if result.unsent_messages:
         click.echo(f"note: {len(result.unsent_messages)} line(s) typed during the run were not sent: the run ended "
                    "first", err=True)
+    if result.outcome == "interrupt":
+        code = report_waiting(stream)
     if interrupted() and result.outcome == "cancelled":
         click.echo("cancelled", err=True)
         raise SystemExit(EXIT_INTERRUPTED)

@@ -45,8 +45,19 @@ def install_command(specs: tuple[str, ...]) -> None:
     (./plugins/hookstream-gemini), a wheel or sdist file, a URL. Options such as --upgrade or
     --find-links DIR are passed to pip too. Exits with pip's exit code; check the result with
     `hookstream plugins`.
+
+    Run from a checkout of the repository, a first-party plugin's name (hookstream-ollama,
+    'hookstream-ray[ray]') installs the checkout's folder: nothing is on the package index yet.
     """
-    _run_pip("install", specs)
+    from .._install_hint import first_party_spec
+
+    args = []
+    for spec in specs:
+        folder = first_party_spec(spec)
+        if folder is not None:
+            click.echo(f"hookstream install: {spec} from this checkout: {folder}", err=True)
+        args.append(folder or spec)
+    _run_pip("install", tuple(args))
 
 
 @click.command("uninstall", context_settings=_PASS_THROUGH)

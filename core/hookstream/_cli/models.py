@@ -74,7 +74,9 @@ def list_command(provider: str | None, as_json: bool) -> None:
     if provider is not None and not found:
         click.echo(_none_known(provider), err=True)
     if not prices_available():
-        click.echo("note: prices need genai-prices: pip install 'hookstream[prices]'", err=True)
+        from .._install_hint import install_command
+
+        click.echo(f"note: prices need genai-prices: {install_command('hookstream[prices]')}", err=True)
 
 
 def _none_known(provider: str) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from .._agentloop.output import final_json
+from .._agentloop.output import final_json, interrupts_json
 from .._custom import FilePayload, MessageAddedPayload, SourcePayload, ToolCallRepairedPayload, parse_custom
 from .._errors import HookstreamError
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the engine is imported by the commands that run one (chat),
     from .._chat import ChatStream
 
 OUTPUT_CHOICES = ("text", "events", "final-json")
+EXIT_WAITING = 3  # the run ended waiting for a tool call's approval (or a client tool's output)
 
 
 def print_call(events: Iterable[BaseEvent], step: StepResult, output: str) -> None:
@@ -138,6 +139,23 @@ def print_run(stream: ChatStream, output: str, strategy: Any = None) -> int:
         step = result.last_step or StepResult()
         err = result.error
         run_error = (err.code, err.message) if isinstance(err, HookstreamError) else None
-        doc = final_json(step, result.sources, result.output, run_error, result.usage)
+        doc = final_json(step, result.sources, result.output, run_error, result.usage, outcome=result.outcome,
+                         interrupts=interrupts_json(result.pending_approvals, result.pending_tool_calls))
         click.echo(json.dumps(doc, ensure_ascii=False))
     return 1 if result.outcome == "error" else 0
+
+
+def report_waiting(stream: ChatStream) -> int:
+    """For a run that ended with outcome ``interrupt``: one line on stderr per tool call it waits for
+    (``waiting for approval of NAME(ARGUMENTS) [id ID]``), then how to answer; returns
+    :data:`EXIT_WAITING`. Nothing answered the approval because stdin is no terminal and ``--approve``
+    was not given (or a remote ``agui:`` agent asked for one)."""
+    result = stream.result()
+    for item in interrupts_json(result.pending_approvals, result.pending_tool_calls):
+        args = json.dumps(item["arguments"], ensure_ascii=False)
+        args = args if len(args) <= 200 else args[:197] + "..."
+        what = "approval of" if item["kind"] == "approval" else "the client's output of"
+        click.echo(f"waiting for {what} {item['name']}({args}) [id {item['id']}]", err=True)
+    click.echo("the run stopped there: resume with --approve to answer y/N (on stdin when it is not a terminal), "
+               f"exit code {EXIT_WAITING}", err=True)
+    return EXIT_WAITING

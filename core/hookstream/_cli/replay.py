@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .._events import RunError
-from .._replay_body import replay_body
+from .._replay_body import body_problem, replay_body, unread_stream_problem
 from .render import OUTPUT_CHOICES, print_call
 
 
@@ -20,10 +20,18 @@ from .render import OUTPUT_CHOICES, print_call
 def command(file: Path, provider_name: str, output: str, fragment: int, seed: int) -> None:
     """Serve FILE (a recorded response body) on a loopback HTTP server and run PROVIDER's adapter on it.
 
-    Exits 1 when the call ended in an error (``RUN_ERROR``), as ``hookstream chat`` does."""
-    events, step = replay_body(
-        provider_name, file.read_bytes(), fragment=(1, fragment) if fragment > 0 else None, seed=seed
-    )
+    Exits 1 when the call ended in an error (``RUN_ERROR``), as ``hookstream chat`` does, and for a file
+    that is no stream of PROVIDER's (empty, JSON, another provider's events), saying what was expected."""
+    body = file.read_bytes()
+    problem = body_problem(provider_name, body)
+    if problem is not None:
+        raise click.ClickException(f"{file}: {problem}")
+    events, step = replay_body(provider_name, body, fragment=(1, fragment) if fragment > 0 else None, seed=seed)
+    problem = unread_stream_problem(provider_name, body, step)
+    if problem is not None and output == "text":
+        raise click.ClickException(f"{file}: {problem}")
     print_call(events, step, output)
+    if problem is not None:
+        click.echo(f"{file}: {problem}", err=True)
     if step.error is not None or any(isinstance(ev, RunError) for ev in events):
         raise SystemExit(1)

@@ -34,16 +34,18 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped w
 
 PLUGIN_FLAGS: dict[str, dict[str, tuple[str, str]]] = {
     "chat": {"--mcp": ("hookstream-mcp", "hookstream-mcp"), "--mcp-auth": ("hookstream-mcp", "hookstream-mcp")},
-    "batch": {"--ray": ("hookstream-ray", "'hookstream-ray[ray]'"),
-              "--workers": ("hookstream-ray", "'hookstream-ray[ray]'")},
+    "batch": {"--ray": ("hookstream-ray", "hookstream-ray[ray]"),
+              "--workers": ("hookstream-ray", "hookstream-ray[ray]")},
 }
-"""Command -> flag -> (distribution, pip requirement) of the first-party plugin that adds the flag: only
-for the message when the flag is given without the plugin."""
+"""Command -> flag -> (distribution, requirement) of the first-party plugin that adds the flag: only
+for the message when the flag is given without the plugin (the install command it names comes from
+:func:`hookstream._install_hint.install_command`: the checkout's folder when there is one)."""
 
 
 def load_tool(spec: str) -> Any:
     """The object named by ``MODULE:FUNC`` (the ``--tool`` option); raises :class:`click.BadParameter`,
-    also for a function that cannot become a tool (a parameter annotation without JSON Schema).
+    also for a function that cannot become a tool (a parameter annotation without JSON Schema) and for
+    an object that is neither a function nor a tool.
 
     ``MODULE`` is found on ``sys.path`` with the current directory first, as ``python -m`` does (the
     ``hookstream`` console script does not put it there itself)."""
@@ -57,12 +59,20 @@ def load_tool(spec: str) -> Any:
         obj = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="--tool") from None
+    if not callable(obj) and not isinstance(obj, Tool | dict):
+        raise click.BadParameter(f"{spec!r} is {type(obj).__name__} {_short(obj)}, not a function or a tool",
+                                 param_hint="--tool")
     if callable(obj) and not isinstance(obj, Tool):
         try:
             tool(obj)
         except ToolDefinitionError as exc:
             raise click.BadParameter(exc.message, param_hint="--tool") from None
     return obj
+
+
+def _short(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _run_options() -> list[click.Option]:
@@ -129,8 +139,10 @@ class RunCommand(click.Command):
             known = PLUGIN_FLAGS.get(self.name or "", {}).get(exc.option_name)
             if known is None:
                 raise
+            from .._install_hint import install_command
+
             dist, requirement = known
-            raise click.UsageError(f"{exc.option_name} needs the {dist} plugin: pip install {requirement}",
+            raise click.UsageError(f"{exc.option_name} needs the {dist} plugin: {install_command(requirement)}",
                                    ctx) from None
 
 

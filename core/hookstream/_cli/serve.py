@@ -199,10 +199,16 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
     try:
         from .waitress_channel import make_server
     except ImportError:
-        raise click.ClickException("hookstream serve needs waitress: pip install 'hookstream[serve]'") from None
+        from .._install_hint import install_command
+
+        raise click.ClickException(f"hookstream serve needs waitress: {install_command('hookstream[serve]')}") from None
     # An oversized body is refused from its Content-Length, before waitress buffers it (413); a slow
     # request is cut off at its read deadline (hookstream._cli.waitress_channel).
-    server = make_server(app, host, port, threads, limits.max_body_bytes)
+    try:
+        server = make_server(app, host, port, threads, limits.max_body_bytes)
+    except OSError as exc:  # the port is taken, the host is not this machine's, a port below 1024...
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server "
+                                   "there? give another --port, or --port 0 for any free one)") from None
     bound_host = f"[{server.effective_host}]" if ":" in server.effective_host else server.effective_host
     # One parseable line on stdout, flushed, so a parent process (tests, scripts) can read the port.
     click.echo(f"hookstream serve: listening on http://{bound_host}:{server.effective_port}/", nl=True)

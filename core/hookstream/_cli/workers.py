@@ -28,8 +28,10 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
 
         from .gthread_worker import read_deadline
     except ImportError:
+        from .._install_hint import install_command
+
         raise click.ClickException(
-            "hookstream serve --workers needs gunicorn: pip install 'hookstream[serve]'") from None
+            f"hookstream serve --workers needs gunicorn: {install_command('hookstream[serve]')}") from None
     app = read_deadline(app)
 
     def when_ready(server: Any) -> None:

@@ -164,7 +164,9 @@ class JWTAuthenticator:
         try:
             import jwt
         except ImportError:
-            raise ImportError("JWT authentication needs PyJWT: pip install 'hookstream[serve]'") from None
+            from .._install_hint import install_command
+
+            raise ImportError(f"JWT authentication needs PyJWT: {install_command('hookstream[serve]')}") from None
         if not issuer:
             raise ValueError("issuer must be given")
         aud = [audience] if isinstance(audience, str) else list(audience)

@@ -224,7 +224,10 @@ class PostgresStore(_PerThread):
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise ImportError("a postgresql:// store needs psycopg 3: pip install 'hookstream[postgres]'") from None
+            from .._install_hint import install_command
+
+            raise ImportError(f"a postgresql:// store needs psycopg 3: {install_command('hookstream[postgres]')}"
+                              ) from None
         super().__init__()
         self._url = url
         conn = self.get()

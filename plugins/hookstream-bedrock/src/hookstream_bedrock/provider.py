@@ -17,7 +17,8 @@ Authorisation, per attempt (:meth:`BedrockProvider.sign` sees the exact body byt
   (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``), shared credentials and
   config files, SSO, assume-role, container and instance roles. Refreshable credentials are frozen
   once per signature, so a long-lived provider picks up rotated keys. No credentials at all ends the
-  call with ``RUN_ERROR missing_credentials`` before anything is sent.
+  call with ``RUN_ERROR missing_credentials`` before anything is sent, naming ``AWS_BEARER_TOKEN_BEDROCK``
+  first (and, for a loopback ``base_url``, that any value will do there).
 
 The secret access key and session token last used are masked in every message the core shows
 (:meth:`BedrockProvider.redact`), as is the API key.
@@ -29,12 +30,13 @@ per-call state lives in the generator :meth:`BedrockProvider.parse_stream` retur
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 from hookstream.errors import MalformedChunkError, MissingCredentialsError
@@ -50,9 +52,13 @@ __all__ = ["CREDENTIALS_HINT", "DEFAULT_BASE_URL", "BedrockProvider"]
 DEFAULT_BASE_URL = "https://bedrock-runtime.{region}.amazonaws.com"
 """The Bedrock runtime endpoint; ``{region}`` is filled with the provider's region."""
 
-CREDENTIALS_HINT = ("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or run on an "
-                    "instance role)")
+CREDENTIALS_HINT = ("set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), or AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or run on an instance role)")
 """What :class:`~hookstream.errors.MissingCredentialsError` tells the user to set."""
+
+LOOPBACK_HINT = ("; this base URL is a local server, which checks nothing: any value will do "
+                 "(AWS_BEARER_TOKEN_BEDROCK=test)")
+"""Added to :data:`CREDENTIALS_HINT` when the base URL is on this machine (a test server, a replay)."""
 
 SIGNING_NAME = "bedrock"
 """The SigV4 service name of ``bedrock-runtime`` (its endpoint rules sign as ``bedrock``)."""
@@ -130,7 +136,8 @@ class BedrockProvider(Provider):
         if self._credentials is None:
             credentials = self._aws_session().get_credentials()
             if credentials is None:
-                raise MissingCredentialsError(self.name, CREDENTIALS_HINT)
+                local = self._custom_base_url and _is_loopback(self.base_url)
+                raise MissingCredentialsError(self.name, CREDENTIALS_HINT + (LOOPBACK_HINT if local else ""))
             with self._lock:
                 self._credentials = credentials
         return self._credentials
@@ -230,3 +237,13 @@ class BedrockProvider(Provider):
             etype = etype.rsplit("#", 1)[-1].split(":", 1)[0]
             return (str(message), etype)
         return (str(message), None)
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from hookstream import Tool
     from hookstream.plugin import CLIRun
 
-MCP_MISSING = "--mcp needs the hookstream-mcp plugin: pip install hookstream-mcp"
+MCP_MISSING = "--mcp needs the hookstream-mcp plugin and the MCP SDK"
 # Where --mcp-auth reads the OAuth client's credentials (never from the command line, which `ps` shows).
 CLIENT_ID_ENV = "HOOKSTREAM_MCP_CLIENT_ID"
 CLIENT_SECRET_ENV = "HOOKSTREAM_MCP_CLIENT_SECRET"
@@ -99,7 +99,9 @@ def start_servers(run: CLIRun, specs: tuple[str, ...], auth: str | None = None) 
         from ._errors import MCPServerError
         from ._server import MCPServer
     except ImportError as exc:
-        raise click.UsageError(f"{MCP_MISSING} ({exc})") from None
+        from hookstream.plugin import install_command
+
+        raise click.UsageError(f"{MCP_MISSING}: {install_command('hookstream-mcp')} ({exc})") from None
     login = _auth(auth)
     elicitation = _elicitation()
     # The SDK logs a failed login with its traceback; the command reports it as one line instead (an

@@ -68,8 +68,10 @@ def configure_from_env() -> bool:
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
         except ImportError:
+            from hookstream.plugin import install_command
+
             log.warning("OpenTelemetry export was asked for (OTEL_* variables) but opentelemetry-sdk is not "
-                        'installed: pip install "hookstream-otel[cli]"')
+                        "installed: %s", install_command("hookstream-otel[cli]"))
             _done = True  # say it once
             return False
         resource = Resource.create({} if env.get("OTEL_SERVICE_NAME") else {SERVICE_NAME: "hookstream"})

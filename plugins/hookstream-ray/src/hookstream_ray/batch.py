@@ -302,7 +302,9 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("a Ray batch needs Ray: pip install 'hookstream-ray[ray]'") from exc
+        from hookstream.plugin import install_command
+
+        raise ImportError(f"a Ray batch needs Ray: {install_command('hookstream-ray[ray]')}") from exc
     return ray
 
 

@@ -68,7 +68,9 @@ def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun)
             raise click.UsageError("--workers is for --ray (threads: --concurrency)")
         return
     if importlib.util.find_spec("ray") is None:
-        raise click.UsageError("--ray needs Ray: hookstream install 'hookstream-ray[ray]'")
+        from hookstream.plugin import install_command  # only for the message: start-up stays as it was
+
+        raise click.UsageError(f"--ray needs Ray: {install_command('hookstream-ray[ray]')}")
     from .batch import RayRunner
 
     run.runner = RayRunner(address=address or None, workers=workers, notes=run.notes)

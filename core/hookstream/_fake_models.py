@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import io
 import json
+import os
 import re
 import threading
 import weakref
@@ -44,25 +45,17 @@ import requests.adapters
 import urllib3
 from requests.structures import CaseInsensitiveDict
 
-from hookstream import HookstreamError, Message
-from hookstream.errors import MalformedChunkError
-from hookstream.events import BaseEvent, Usage
-from hookstream.plugin import (
-    NDJSON,
-    CallContext,
-    HTTPRequest,
-    ModelRequest,
-    OutputFormat,
-    Provider,
-    StreamBuilder,
-    ToolSpec,
-    new_id,
-    tool_output_text,
-)
+from ._errors import HookstreamError, MalformedChunkError
+from ._events import BaseEvent, Usage
+from ._messages import Message, tool_output_text
+from ._schema_example import schema_example
+from ._stream.builder import StreamBuilder, new_id
+from ._stream.framing import NDJSON
+from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
+from ._stream.transport import HTTPRequest
 
-from .schema_example import schema_example
-
-__all__ = ["FunctionModel", "ModelError", "ModelInfo", "Reply", "TestModel", "ToolCall"]
+__all__ = ["REPLIES_ENV", "FunctionModel", "ModelError", "ModelInfo", "Reply", "TestModel", "TestProvider", "ToolCall",
+           "reply_of"]
 
 FINISH_REASONS = ("stop", "length", "content_filter", "tool_calls", "error")
 _BASE_URL = "http://fake-model.invalid"  # never resolved: the session's transport adapter answers
@@ -314,7 +307,8 @@ class FunctionModel(Provider):
     returning it as the step's model, a fallback list. ``model`` is the name reported as the
     request's model and on ``STEP_FINISHED``. :attr:`requests` lists every request answered, in
     arrival order (a retried attempt again). Closing the model changes nothing: it holds no
-    connection.
+    connection. ``session`` is a ``requests.Session`` to carry the calls (default: one of its own); the
+    fake transport is mounted on it for the fake host only.
     """
 
     name: ClassVar[str] = "function"
@@ -322,11 +316,12 @@ class FunctionModel(Provider):
     api_key_env: ClassVar[tuple[str, ...]] = ()
     framing = NDJSON
 
-    def __init__(self, fn: Callable[[list[Message], ModelInfo], ReplyLike], *, model: str = "function") -> None:
-        session = requests.Session()
-        adapter = _FakeTransport(self)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
+    def __init__(self, fn: Callable[[list[Message], ModelInfo], ReplyLike], *, model: str = "function",
+                 session: requests.Session | None = None) -> None:
+        # The fake transport is mounted for the fake host only, so a session given (a batch's rate-limited
+        # one) keeps answering its other URLs as before and still sees every call go through it.
+        session = session if session is not None else requests.Session()
+        session.mount(_BASE_URL + "/", _FakeTransport(self))
         super().__init__(model, base_url=_BASE_URL, api_key="fake", session=session)
         self._fn = fn
         self._lock = threading.Lock()
@@ -425,6 +420,11 @@ class TestModel(FunctionModel):
     (``[]``: none); ``tool_choice="none"`` calls none, ``{"name": X}`` only ``X``. ``text`` replaces
     the answer's text; ``thinking`` streams a reasoning block before every reply.
 
+    ``replies`` scripts the answers instead: the conversation's N-th model call (counting every
+    assistant message in the messages sent, so a continued conversation goes on with the next one)
+    gets ``replies[N]`` (see :func:`reply_of` for what an entry may be); once they are used up, the
+    behaviour above takes over.
+
     It keeps no state between calls (the messages say which step it is), so one instance serves any
     number of runs and threads.
     """
@@ -440,15 +440,21 @@ class TestModel(FunctionModel):
         text: str | None = None,
         output: Any = None,
         thinking: str | None = None,
+        replies: Sequence[Any] | None = None,
         model: str = "test",
+        session: requests.Session | None = None,
     ) -> None:
-        super().__init__(self.reply, model=model)
+        super().__init__(self.reply, model=model, session=session)
         self.call_tools = call_tools if call_tools == "all" else list(call_tools)
         self.text = text
         self.output = output
         self.thinking = thinking
+        self.replies = [reply_of(r) for r in replies or ()]
 
     def reply(self, messages: list[Message], info: ModelInfo) -> ReplyLike:
+        calls_so_far = sum(1 for m in messages if m.role == "assistant")
+        if calls_so_far < len(self.replies):
+            return self.replies[calls_so_far]
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         turn = messages[last_user + 1:]
         called = any(m.tool_calls for m in turn if m.role == "assistant")
@@ -466,10 +472,14 @@ class TestModel(FunctionModel):
             return Reply(self.text, thinking=self.thinking)
         results = [r for m in turn for r in m.tool_results]
         if not results:
-            return Reply("success (no tool calls)", thinking=self.thinking)
+            return Reply(self.no_tools_text(messages), thinking=self.thinking)
         said = "; ".join(f"{r.tool_name} {'failed:' if r.is_error else 'returned'} {tool_output_text(r.output)}"
                          for r in results)
         return Reply(said, thinking=self.thinking)
+
+    def no_tools_text(self, messages: list[Message]) -> str:
+        """The answer of a turn in which no tool ran (and no ``text`` or output was asked for)."""
+        return "success (no tool calls)"
 
     def _tools(self, info: ModelInfo) -> list[ToolSpec]:
         tools = info.tools
@@ -482,3 +492,80 @@ class TestModel(FunctionModel):
             wanted = set(self.call_tools)
             tools = [t for t in tools if t.name in wanted]
         return tools
+
+
+def reply_of(value: Any) -> Reply:
+    """One scripted reply of :class:`TestModel` (``replies=[...]``, ``$HOOKSTREAM_TEST_REPLIES``): a
+    :class:`Reply`, a :class:`ToolCall` or a list of them, a str (the text), or its JSON form, a dict:
+    ``{"tool": NAME, "args": {...}}`` for one tool call, or ``{"text", "thinking", "tool_calls": [{"name",
+    "args", "id"}], "finish_reason"}`` (each key optional). Raises :class:`ValueError` for anything else."""
+    if isinstance(value, dict):
+        try:
+            if "tool" in value:
+                return Reply(tool_calls=[ToolCall(value["tool"], value.get("args") or {}, value.get("id"))])
+            calls = [ToolCall(c["name"], c.get("args") or {}, c.get("id")) for c in value.get("tool_calls") or ()]
+            return Reply(value.get("text") or "", tool_calls=calls, thinking=value.get("thinking"),
+                         finish_reason=value.get("finish_reason"))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"a test model reply {json.dumps(value)[:200]} is not "
+                             f'{{"text": ...}} or {{"tool": NAME, "args": {{...}}}}: {exc}') from None
+    try:
+        return _coerce(value)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class TestProvider(TestModel):
+    """The ``test`` provider, registered like the built-in ones: ``get_model("test")`` (or
+    ``"test:NAME"``, NAME being only the model name reported), ``chat("test", ...)``, ``hookstream chat
+    PROMPT --model test`` and ``hookstream serve|batch --model test``. Offline and deterministic, no
+    API key: a :class:`TestModel` whose turn without tool calls answers ``you said "PROMPT" (turn N)``,
+    N counting the conversation's user messages, so a continued conversation (``-c``) shows it kept
+    its history. ``base_url`` and ``api_key`` are accepted and ignored; a ``session`` given (a batch's
+    rate-limited one) carries the calls, answered in-process: nothing leaves the process.
+
+    ``replies`` scripts the answers (see :class:`TestModel`); without it they are read from the
+    environment variable ``HOOKSTREAM_TEST_REPLIES``, a JSON list of replies (strings, ``{"tool":
+    NAME, "args": {...}}``, ``{"text": ...}``), which is how the CLI scripts the model. Raises
+    :class:`ValueError` for a reply that cannot be one (a bad ``HOOKSTREAM_TEST_REPLIES`` too).
+    """
+
+    __test__ = False
+
+    def __init__(
+        self,
+        model: str = "test",
+        *,
+        base_url: str | None = None,
+        api_key: Any = None,
+        session: requests.Session | None = None,
+        replies: Sequence[Any] | None = None,
+        call_tools: Literal["all"] | Sequence[str] = "all",
+        text: str | None = None,
+        thinking: str | None = None,
+    ) -> None:
+        if replies is None:
+            replies = _env_replies()
+        super().__init__(call_tools=call_tools, text=text, thinking=thinking, replies=replies, model=model,
+                         session=session)
+
+    def no_tools_text(self, messages: list[Message]) -> str:
+        users = [m for m in messages if m.role == "user"]
+        said = users[-1].text if users else ""
+        return f'you said "{said}" (turn {len(users)})'
+
+
+REPLIES_ENV = "HOOKSTREAM_TEST_REPLIES"
+
+
+def _env_replies() -> list[Any]:
+    raw = os.environ.get(REPLIES_ENV, "").strip()
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{REPLIES_ENV} must be a JSON list of replies (strings or objects): {exc}") from None
+    if not isinstance(value, list):
+        raise ValueError(f"{REPLIES_ENV} must be a JSON list of replies, got {type(value).__name__}")
+    return value
