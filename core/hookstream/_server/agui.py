@@ -636,6 +636,8 @@ class _App:
             raise
         start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
         counts = self.counts
+        # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
+        thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         forget = self.running.add(thread_id, who, stream) if isinstance(thread_id, str) and thread_id else None
 
         def release() -> None:
