@@ -16,12 +16,9 @@ aliases at the same moment may lose one of the two changes.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 
-from ._userdir import user_dir
+from ._userdir import read_string_map, user_dir, write_string_map
 
 __all__ = ["aliases_path", "load_aliases", "remove_alias", "resolve_alias", "set_alias"]
 
@@ -34,32 +31,11 @@ def aliases_path() -> Path:
 def load_aliases() -> dict[str, str]:
     """Every alias, name -> ``"PROVIDER:MODEL"`` (empty when there is no file). Raises
     :class:`ValueError` for a file that is not a JSON object of strings."""
-    path = aliases_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise ValueError(f"{path} must be a JSON object of alias -> 'PROVIDER:MODEL' strings")
-    return data
+    return read_string_map(aliases_path(), "alias -> 'PROVIDER:MODEL'")
 
 
 def _save(aliases: dict[str, str]) -> None:
-    path = aliases_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".aliases-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(sorted(aliases.items())), f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_string_map(aliases_path(), aliases)
 
 
 def set_alias(name: str, model: str) -> None:

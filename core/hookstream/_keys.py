@@ -14,12 +14,11 @@ Thread safety: reads are plain file reads; two processes setting keys at once ma
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ._secrets import Secret
-from ._userdir import user_dir
+from ._userdir import read_string_map, user_dir, write_string_map
 
 __all__ = ["env_or_stored_key", "key_names", "keys_path", "remove_key", "set_key", "stored_key"]
 
@@ -30,19 +29,7 @@ def keys_path() -> Path:
 
 
 def _load() -> dict[str, str]:
-    path = keys_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError:
-        # The parser's message quotes the text around the error: a key. Say where, never what.
-        raise ValueError(f"{path} is not valid JSON (fix or delete it; hookstream keys set rewrites it)") from None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise ValueError(f"{path} must be a JSON object of provider name -> key strings")
-    return data
+    return read_string_map(keys_path(), "provider name -> key")
 
 
 def key_names() -> list[str]:
@@ -75,21 +62,7 @@ def env_or_stored_key(provider: str, env_vars: tuple[str, ...]) -> str | Secret:
 
 
 def _save(keys: dict[str, str]) -> None:
-    import tempfile  # only a write needs it; every provider construction imports this module
-
-    path = keys_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # mkstemp creates the file with mode 0600 before anything is written to it.
-    fd, tmp = tempfile.mkstemp(prefix=".keys-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(sorted(keys.items())), f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_string_map(keys_path(), keys)
 
 
 def set_key(provider: str, key: str) -> None:
