@@ -49,8 +49,11 @@ class BatchServer(ThreadingHTTPServer):
 
 def _answer(entry: dict[str, Any]) -> dict[str, Any]:
     """One output/error file line for a request line, by what its last user message asks."""
-    prompt = entry["body"]["messages"][-1]["content"]
+    last = entry["body"]["messages"][-1]
+    prompt = last["content"]
     cid = entry["custom_id"]
+    if last["role"] == "tool":
+        prompt = f"tool said {prompt}"
     if "expire" in prompt:
         return {"id": f"batch_req_{cid}", "custom_id": cid, "response": None,
                 "error": {"code": "batch_expired", "message": "This request could not be executed before the "
@@ -217,6 +220,30 @@ def test_provider_batch_writes_one_line_per_input(server: BatchServer, tmp_path:
     assert again.returncode == 0, again.stderr
     assert server.submissions == before + 1
     assert len(out.read_text().splitlines()) == 4
+
+
+def test_tool_calls_run_here_and_the_next_step_is_the_next_round(server: BatchServer, tmp_path: Path) -> None:
+    server.hold.clear()
+    (tmp_path / "batch_weather.py").write_text(
+        "def get_weather(city: str) -> str:\n    \"\"\"Weather in a city.\"\"\"\n    return f'sunny in {city}'\n")
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inp, {"w": "weather in Paris?", "p": "Capital of Peru?"})
+    before = server.submissions
+    proc = subprocess.run(_cli(str(inp), "--model", f"openai:{MODEL}", "--provider-batch", "--output", str(out),
+                               "--base-url", server.url, "--poll-interval", "0", "--tool", "batch_weather:get_weather"),
+                          env={**_env(), "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert server.submissions == before + 2  # round 1: both; round 2: the conversation with a tool call
+    first, second = server.uploads[-2], server.uploads[-1]
+    assert {e["custom_id"] for e in first} == {"w", "p"} and [e["custom_id"] for e in second] == ["w"]
+    assert first[0]["body"]["tools"][0]["function"]["name"] == "get_weather"
+    roles = [m["role"] for m in second[0]["body"]["messages"]]
+    assert roles == ["user", "assistant", "tool"]
+    lines = _lines(out)
+    assert lines["w"]["text"] == "Answer: tool said sunny in Paris" and lines["w"]["finish_reason"] == "stop"
+    assert lines["w"]["usage"] == {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30}  # both steps
+    assert lines["p"]["text"] == "Answer: Capital of Peru?"
+    assert not Path(str(out) + ".batch-state.json").exists()
 
 
 def test_dry_run_prints_requests_and_cost_and_sends_nothing(server: BatchServer, tmp_path: Path) -> None:
