@@ -38,6 +38,7 @@ class BatchServer(ThreadingHTTPServer):
         self.submissions = 0
         self.uploads: list[list[dict[str, Any]]] = []
         self.hold = threading.Event()
+        self.hold_tool_rounds = threading.Event()  # set: only batches that carry tool results stay in progress
         self.polled = threading.Event()
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
@@ -123,6 +124,7 @@ class Handler(BaseHTTPRequestHandler):
                 s.batches[bid] = {"id": bid, "object": "batch", "endpoint": req["endpoint"], "status": "validating",
                                   "input_file_id": req["input_file_id"], "completion_window": "24h",
                                   "output_file_id": None, "error_file_id": None, "polls": 0,
+                                  "tool_round": any(m["role"] == "tool" for e in lines for m in e["body"]["messages"]),
                                   "request_counts": {"total": len(lines), "completed": 0, "failed": 0}}
             return self._send(200, s.batches[bid])
         self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
@@ -133,12 +135,13 @@ class Handler(BaseHTTPRequestHandler):
             batch = s.batches[self.path.rsplit("/", 1)[1]]
             with s.lock:
                 batch["polls"] += 1
-                if s.hold.is_set():
+                if s.hold.is_set() or (s.hold_tool_rounds.is_set() and batch["tool_round"]):
                     batch["status"] = "in_progress"
                 elif batch["polls"] >= 2 and batch["status"] != "completed":
                     self._finish(batch)
-            s.polled.set()
-            return self._send(200, {k: v for k, v in batch.items() if k != "polls"})
+            if batch["status"] == "in_progress":
+                s.polled.set()
+            return self._send(200, {k: v for k, v in batch.items() if k not in ("polls", "tool_round")})
         if self.path.startswith("/v1/files/") and self.path.endswith("/content"):
             return self._send(200, raw=s.files[self.path.split("/")[3]])
         self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
@@ -244,6 +247,39 @@ def test_tool_calls_run_here_and_the_next_step_is_the_next_round(server: BatchSe
     assert lines["w"]["usage"] == {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30}  # both steps
     assert lines["p"]["text"] == "Answer: Capital of Peru?"
     assert not Path(str(out) + ".batch-state.json").exists()
+
+
+def test_killed_between_rounds_resumes_the_saved_conversations(server: BatchServer, tmp_path: Path) -> None:
+    (tmp_path / "batch_weather2.py").write_text(
+        "def get_weather(city: str) -> str:\n    \"\"\"Weather in a city.\"\"\"\n    return f'rainy in {city}'\n")
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inp, {"w": "weather in Lima?", "q": "Capital of Chile?"})
+    state = Path(str(out) + ".batch-state.json")
+    server.hold.clear()
+    server.hold_tool_rounds.set()
+    server.polled.clear()
+    before = server.submissions
+    args = _cli(str(inp), "--model", f"openai:{MODEL}", "--provider-batch", "--output", str(out),
+                "--base-url", server.url, "--poll-interval", "0.01", "--tool", "batch_weather2:get_weather")
+    env = {**_env(), "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert server.polled.wait(60), "the client never polled"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    # Killed while polling the second round: the first round's plain answer is written, the conversation
+    # with the tool result is in the state file with the second round's batch id.
+    assert server.submissions == before + 2
+    assert set(_lines(out)) == {"q"}
+    saved = json.loads(state.read_text())
+    assert saved["ids"] == ["w"] and saved["batch_id"] is not None
+    server.hold_tool_rounds.clear()
+    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert server.submissions == before + 2
+    assert _lines(out)["w"]["text"] == "Answer: tool said rainy in Paris"  # the test server always asks for Paris
+    assert not state.exists()
 
 
 def test_dry_run_prints_requests_and_cost_and_sends_nothing(server: BatchServer, tmp_path: Path) -> None:
