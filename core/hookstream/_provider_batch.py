@@ -235,6 +235,7 @@ class _Driver:
         self.state_file, self.poll_interval, self.sleep = state_file, poll_interval, sleep
         self.on_status, self.on_result = on_status, on_result
         self.written = 0
+        self.failure: str | None = None
 
     def run(self) -> int:
         state = _State.read(self.state_file)
@@ -274,6 +275,7 @@ class _Driver:
             if self.on_status is not None:
                 self.on_status(status)
             if status.ended:
+                self.failure = status.error
                 return
             self.sleep(self.poll_interval)
 
@@ -300,7 +302,10 @@ class _Driver:
             if conv is not None:
                 following[item.custom_id] = conv
         for ident in sorted(wanted):
-            self._write(_error_line(ident, "missing", "the batch ended without this request's result"))
+            if self.failure is not None:
+                self._write(_error_line(ident, "batch_failed", self.failure))
+            else:
+                self._write(_error_line(ident, "missing", "the batch ended without this request's result"))
         if not following:
             return None
         # The next round, saved before it is submitted: a crash now resumes with these conversations.

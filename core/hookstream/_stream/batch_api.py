@@ -34,12 +34,14 @@ class BatchStatus:
     """What one poll of a submitted batch says: ``state`` is the provider's own word (``in_progress``,
     ``ended``, ``JOB_STATE_SUCCEEDED``...), ``ended`` whether results can be fetched (the batch finished,
     failed, expired or was cancelled), ``done`` how many requests have finished of ``total`` (``None``:
-    the provider does not say)."""
+    the provider does not say), and ``error`` the provider's message when the whole batch failed (its
+    input was refused: the requests then have no results)."""
 
     state: str
     ended: bool
     done: int = 0
     total: int | None = None
+    error: str | None = None
 
 
 @attrs.frozen(slots=True)

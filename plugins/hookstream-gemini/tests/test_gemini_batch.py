@@ -166,7 +166,7 @@ def test_provider_batch_writes_one_line_per_input(server: BatchServer, tmp_path:
     [call] = lines["b"]["tool_calls"]
     assert call["name"] == "get_weather" and call["arguments"] == {"city": "Paris"}
     assert lines["b"]["finish_reason"] == "tool_calls"
-    assert lines["c"]["error"]["code"] == "3"  # the google.rpc.Status code: INVALID_ARGUMENT
+    assert lines["c"]["error"]["code"] == "INVALID_ARGUMENT"  # google.rpc.Code 3, named as streamed errors are
     assert "invalid argument" in lines["c"]["error"]["message"]
     assert not Path(str(out) + ".batch-state.json").exists()
 

@@ -126,6 +126,11 @@ class Handler(BaseHTTPRequestHandler):
                                   "output_file_id": None, "error_file_id": None, "polls": 0,
                                   "tool_round": any(m["role"] == "tool" for e in lines for m in e["body"]["messages"]),
                                   "request_counts": {"total": len(lines), "completed": 0, "failed": 0}}
+            if any("refuse the batch" in e["body"]["messages"][-1]["content"] for e in lines):
+                s.batches[bid]["status"] = "failed"
+                s.batches[bid]["errors"] = {"object": "list", "data": [
+                    {"code": "model_not_found", "message": "The model 'gpt-4o-mini' does not exist.", "line": 1,
+                     "param": "body.model"}]}
             return self._send(200, s.batches[bid])
         self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
@@ -135,7 +140,9 @@ class Handler(BaseHTTPRequestHandler):
             batch = s.batches[self.path.rsplit("/", 1)[1]]
             with s.lock:
                 batch["polls"] += 1
-                if s.hold.is_set() or (s.hold_tool_rounds.is_set() and batch["tool_round"]):
+                if batch["status"] == "failed":
+                    pass
+                elif s.hold.is_set() or (s.hold_tool_rounds.is_set() and batch["tool_round"]):
                     batch["status"] = "in_progress"
                 elif batch["polls"] >= 2 and batch["status"] != "completed":
                     self._finish(batch)
@@ -280,6 +287,20 @@ def test_killed_between_rounds_resumes_the_saved_conversations(server: BatchServ
     assert server.submissions == before + 2
     assert _lines(out)["w"]["text"] == "Answer: tool said rainy in Paris"  # the test server always asks for Paris
     assert not state.exists()
+
+
+def test_a_failed_batch_gives_every_input_an_error_line(server: BatchServer, tmp_path: Path) -> None:
+    server.hold.clear()
+    server.hold_tool_rounds.clear()
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inp, {"r1": "refuse the batch", "r2": "Capital of France?"})
+    proc = subprocess.run(_cli(str(inp), "--model", f"openai:{MODEL}", "--provider-batch", "--output", str(out),
+                               "--base-url", server.url, "--poll-interval", "0"),
+                          env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = _lines(out)
+    assert {k: v["error"]["code"] for k, v in lines.items()} == {"r1": "batch_failed", "r2": "batch_failed"}
+    assert "does not exist" in lines["r2"]["error"]["message"]
 
 
 def test_dry_run_prints_requests_and_cost_and_sends_nothing(server: BatchServer, tmp_path: Path) -> None:

@@ -28,6 +28,11 @@ from hookstream.plugin import BatchAPI, BatchItem, BatchStatus, HTTPRequest, sen
 
 __all__ = ["GeminiBatch"]
 
+# google.rpc.Code numbers -> the status names the streaming endpoint's errors carry (read_error's type).
+_CODES = {1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND",
+          6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION",
+          10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE",
+          15: "DATA_LOSS", 16: "UNAUTHENTICATED"}
 _ENDED = frozenset({"BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED", "BATCH_STATE_EXPIRED"})
 
 
@@ -69,7 +74,9 @@ class GeminiBatch(BatchAPI):
         state = str(meta.get("state"))
         done = _int(stats.get("successfulRequestCount")) + _int(stats.get("failedRequestCount"))
         total = _int(stats.get("requestCount")) or None
-        return BatchStatus(state, bool(doc.get("done")) or state in _ENDED, done, total)
+        failure = doc.get("error")
+        error = str(failure.get("message") or failure) if isinstance(failure, dict) else None
+        return BatchStatus(state, bool(doc.get("done")) or state in _ENDED, done, total, error)
 
     def results(self, batch_id: str) -> Iterator[BatchItem]:
         doc = self._operation(batch_id)
@@ -82,5 +89,8 @@ class GeminiBatch(BatchAPI):
                 data = json.dumps(item["response"], ensure_ascii=False, separators=(",", ":"))
                 yield BatchItem(ident, body=f"data: {data}\n\n".encode())
             else:
-                message, status = self.provider.read_error(400, json.dumps({"error": item.get("error") or {}}).encode())
-                yield BatchItem(ident, error=(status or "error", message))
+                err = item.get("error") or {}
+                message, status = self.provider.read_error(400, json.dumps({"error": err}).encode())
+                number = err.get("code") if isinstance(err, dict) and not err.get("status") else None
+                code = _CODES.get(number) if isinstance(number, int) else None
+                yield BatchItem(ident, error=(code or status or "error", message))

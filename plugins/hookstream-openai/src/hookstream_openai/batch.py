@@ -93,8 +93,10 @@ class OpenAIBatch(BatchAPI):
         doc = self._batch(batch_id)
         counts = doc.get("request_counts") or {}
         status = str(doc.get("status"))
+        errors = (doc.get("errors") or {}).get("data") or []  # a failed batch: why its input was refused
+        error = "; ".join(str(e.get("message")) for e in errors if isinstance(e, dict)) or None
         return BatchStatus(status, status in _ENDED, int(counts.get("completed") or 0) + int(counts.get("failed") or 0),
-                           counts.get("total"))
+                           counts.get("total"), error if status == "failed" else None)
 
     def results(self, batch_id: str) -> Iterator[BatchItem]:
         doc = self._batch(batch_id)
