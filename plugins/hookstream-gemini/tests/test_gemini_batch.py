@@ -22,6 +22,11 @@ MODEL = "gemini-2.0-flash"
 PRICE_IN, PRICE_OUT = 0.10, 0.40  # USD per million tokens (list price); the batch price is half
 
 
+
+def entry_id(entry: dict[str, Any]) -> str:
+    return str((lambda e: e["metadata"]["key"])(entry))
+
+
 class BatchServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -192,3 +197,15 @@ def test_killed_while_polling_resumes_the_same_batch(server: BatchServer, tmp_pa
     assert server.submissions == before + 1
     assert _lines(out)["x"]["text"] == "Answer: Capital of Spain?"
     assert not state.exists()
+
+
+def test_dry_run_prints_the_batch_entries_and_sends_nothing(server: BatchServer, tmp_path: Path) -> None:
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _inputs(inp, {"a": "Capital of France?"})
+    before = server.submissions
+    proc = subprocess.run(_args(inp, out, server, "--dry-run"), env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert entry_id(entry) == "a"
+    assert "estimated cost at the batch price" in proc.stderr and "USD" in proc.stderr
+    assert server.submissions == before and not out.exists()
