@@ -25,7 +25,7 @@ PRICE_IN, PRICE_OUT = 0.80, 4.00  # USD per million tokens (list price); the bat
 
 
 def entry_id(entry: dict[str, Any]) -> str:
-    return str((lambda e: e["custom_id"])(entry))
+    return str(entry["custom_id"])
 
 
 class BatchServer(ThreadingHTTPServer):

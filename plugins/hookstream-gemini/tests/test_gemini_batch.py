@@ -24,7 +24,7 @@ PRICE_IN, PRICE_OUT = 0.10, 0.40  # USD per million tokens (list price); the bat
 
 
 def entry_id(entry: dict[str, Any]) -> str:
-    return str((lambda e: e["metadata"]["key"])(entry))
+    return str(entry["metadata"]["key"])
 
 
 class BatchServer(ThreadingHTTPServer):
