@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from ._secrets import SECRET_HEADERS, Secret
     from ._settings import CLIRun
     from ._stream.accumulate import StepAccumulator, merge_metadata
+    from ._stream.batch_api import BatchAPI, BatchItem, BatchStatus, send_batch_call
     from ._stream.builder import StreamBuilder, new_id
     from ._stream.call import CallOptions, ModelCall
     from ._stream.credentials import RefreshingToken
@@ -98,6 +99,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._stream.call": ("CallOptions", "ModelCall"),
     "hookstream._stream.credentials": ("RefreshingToken",),
     "hookstream._stream.framing": ("NDJSON", "SSE", "Framing", "NDJSONFraming", "SSEFraming", "media_type"),
+    "hookstream._stream.batch_api": ("BatchAPI", "BatchItem", "BatchStatus", "send_batch_call"),
     "hookstream._stream.provider": ("CallContext", "ModelRequest", "OutputFormat", "Provider", "ToolSpec"),
     "hookstream._stream.transport": ("DEFAULT_MAX_EVENT_BYTES", "HTTPRequest", "SSEEvent", "default_error_reader"),
     "hookstream._agentloop.executors": (
@@ -118,7 +120,10 @@ __all__ = [
     "SECRET_HEADERS",
     "SSE",
     "AuthenticatorRegistrar",
+    "BatchAPI",
+    "BatchItem",
     "BatchJob",
+    "BatchStatus",
     "CLIRun",
     "CallContext",
     "CallOptions",
@@ -184,6 +189,7 @@ __all__ = [
     "response_ids",
     "run_calls",
     "run_request",
+    "send_batch_call",
     "tool_output_text",
     "tool_ref",
     "user_dir",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import attrs
 import requests
@@ -35,6 +35,9 @@ from .._messages import Message
 from .._secrets import Secret
 from .framing import SSE, Framing
 from .transport import HTTPRequest, default_error_reader
+
+if TYPE_CHECKING:
+    from .batch_api import BatchAPI
 
 __all__ = ["CallContext", "HTTPRequest", "ModelRequest", "OutputFormat", "Provider", "Secret", "ToolSpec"]
 
@@ -282,3 +285,10 @@ class Provider(abc.ABC):
         if isinstance(value, bool) or not isinstance(value, int):
             raise MalformedChunkError(f"{self.name}: token count answer without input_tokens", repr(answer))
         return value
+
+    # -- provider batch API (optional) ---------------------------------------------------------------
+    def batch_api(self) -> BatchAPI | None:
+        """This provider's batch API (:class:`~hookstream.plugin.BatchAPI`: submit many requests at once,
+        answered within hours at the batch price), or ``None`` (this default) when it has none:
+        ``hookstream batch --provider-batch`` then says so. See ``docs/batch.md``."""
+        return None

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hookstream.events import BaseEvent
 from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider, default_error_reader
 
 from .request import build_body
 from .stream import STOP_REASONS, MessageStreamParser
+
+if TYPE_CHECKING:
+    from hookstream.plugin import BatchAPI
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider"]
 
@@ -59,6 +62,15 @@ class AnthropicProvider(Provider):
         if self.api_key:
             headers["x-api-key"] = self.api_key.reveal()
         return HTTPRequest(f"{self.base_url}/v1/messages", build_body(request), headers)
+
+    def batch_api(self) -> BatchAPI | None:
+        """Anthropic's Message Batches (:class:`~hookstream_anthropic.batch.AnthropicBatch`) for ``anthropic``
+        itself; providers built on this class (Vertex AI) have other batch endpoints."""
+        if type(self).name != "anthropic":
+            return None
+        from .batch import AnthropicBatch  # only a --provider-batch run needs it
+
+        return AnthropicBatch(self)
 
     def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
         """``POST {base_url}/v1/messages/count_tokens`` (API reference, "Count tokens in a Message"): the

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
 from hookstream.errors import MalformedChunkError
@@ -23,6 +23,9 @@ from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider
 
 from .request import build_body
 from .stream import FINISH_REASONS, UNKNOWN_FINISH_REASON, parse_stream
+
+if TYPE_CHECKING:
+    from hookstream.plugin import BatchAPI
 
 __all__ = ["GeminiProvider"]
 
@@ -45,15 +48,32 @@ class GeminiProvider(Provider):
 
         Raises :class:`ValueError` when ``request`` cannot be expressed for Gemini.
         """
-        model = request.model or self.model
-        if model.startswith("models/"):
-            model = model[len("models/"):]
-        root = self.base_url if _VERSIONED.search(self.base_url) else f"{self.base_url}/{self.api_version}"
-        url = f"{root}/models/{quote(model, safe='-._~')}:streamGenerateContent?alt=sse"
+        url = f"{self.api_root()}/{self.model_path(request.model)}:streamGenerateContent?alt=sse"
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["x-goog-api-key"] = self.api_key.reveal()
         return HTTPRequest(url, build_body(request), headers)
+
+    def api_root(self) -> str:
+        """The versioned API root: ``base_url`` when it ends in an API version, else ``base_url/v1beta``."""
+        return self.base_url if _VERSIONED.search(self.base_url) else f"{self.base_url}/{self.api_version}"
+
+    def model_path(self, model: str | None = None) -> str:
+        """``models/{model}`` (URL-quoted) for ``model`` (default: this provider's), with or without its
+        ``models/`` prefix."""
+        model = model or self.model
+        if model.startswith("models/"):
+            model = model[len("models/"):]
+        return f"models/{quote(model, safe='-._~')}"
+
+    def batch_api(self) -> BatchAPI | None:
+        """The Gemini API's batch mode (:class:`~hookstream_gemini.batch.GeminiBatch`) for ``gemini``
+        itself; Vertex AI, built on this class, has its own batch prediction jobs."""
+        if type(self).name != "gemini":
+            return None
+        from .batch import GeminiBatch  # only a --provider-batch run needs it
+
+        return GeminiBatch(self)
 
     def token_count_request(self, request: ModelRequest) -> HTTPRequest | None:
         """``POST …/models/{model}:countTokens`` (API reference, "Counting tokens", ``models.countTokens``):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hookstream import FilePart, Message, ReasoningPart, SourcePart, TextPart, ToolCallPart, ToolResultPart
 from hookstream.errors import MalformedChunkError
@@ -30,6 +30,9 @@ from hookstream.plugin import (
 )
 
 from .common import arguments_text, auth_headers, output_text, tool_choice
+
+if TYPE_CHECKING:
+    from hookstream.plugin import BatchAPI
 
 __all__ = [
     "FINISH_REASONS",
@@ -582,6 +585,15 @@ class OpenAIChatProvider(Provider):
     ``content_filter_results``): the last value of each, and every value that says ``"filtered":
     true`` somewhere inside, ride on ``RUN_FINISHED`` metadata under :attr:`name`
     (``{"azure": {"content_filter_results": {...}, "filtered": [...]}}``). Empty: nothing is looked at."""
+
+    def batch_api(self) -> BatchAPI | None:
+        """OpenAI's Batch API (:class:`~hookstream_openai.batch.OpenAIBatch`) for ``openai`` itself; the
+        OpenAI-compatible dialects built on this class (Azure...) have other batch endpoints or none."""
+        if type(self).name != "openai":
+            return None
+        from .batch import OpenAIBatch  # only a --provider-batch run needs it
+
+        return OpenAIBatch(self)
 
     def build_request(self, request: ModelRequest) -> HTTPRequest:
         """``POST {base_url}/chat/completions`` with :func:`chat_body`. Raises :class:`ValueError`."""
