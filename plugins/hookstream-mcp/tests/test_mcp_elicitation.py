@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import os
 import pty
+import queue
 import selectors
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hookstream import chat, get_model
+from hookstream.events import BaseEvent, Custom
 from hookstream.testing import LoopbackServer, Response, run_cli
-from hookstream_mcp import Elicitation, ElicitationAnswer, MCPServer, MCPToolError
+from hookstream_mcp import Elicitation, ElicitationAnswer, MCPServer, MCPToolError, answer_elicitation
 from mcp_kit import MODEL, NEVER, text_body, tool_body, tool_messages
 
 SERVER = [sys.executable, str(Path(__file__).with_name("elicit_server.py"))]
@@ -129,3 +132,90 @@ def test_the_cli_asks_on_the_terminal() -> None:
     assert "Done." in out
     (msg,) = tool_messages(srv.requests[1])
     assert msg["content"] == "booked for 2 on Friday, by the window"
+
+
+# -- in the run: elicitation="run" -----------------------------------------------------------------------
+
+REQUESTED, RESPONDED = "mcp-elicitation-requested", "mcp-elicitation-responded"
+
+
+@pytest.fixture(scope="module")
+def in_run() -> Iterator[MCPServer]:
+    with MCPServer.stdio(SERVER, elicitation="run", name="booking") as srv:
+        yield srv
+
+
+def customs(events: list[BaseEvent]) -> list[tuple[str, Any]]:
+    return [(ev.name, ev.value) for ev in events if isinstance(ev, Custom) and ev.name.startswith("mcp-")]
+
+
+def test_in_the_run_the_question_streams_and_the_answer_given_there_reaches_the_tool(in_run: MCPServer) -> None:
+    events: list[BaseEvent] = []
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run.tools())
+        for ev in stream:
+            events.append(ev)
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                assert answer_elicitation(ev.value["elicitationId"], {"guests": 5, "window": True})
+    (asked, asked_value), (said, said_value) = customs(events)
+    assert (asked, said) == (REQUESTED, RESPONDED)
+    assert asked_value["server"] == "booking" and asked_value["message"] == ASK and asked_value["mode"] == "form"
+    assert asked_value["toolCallId"] == "c1" and set(asked_value["schema"]["properties"]) == {"guests", "window"}
+    assert said_value == {"elicitationId": asked_value["elicitationId"], "toolCallId": "c1", "action": "accept"}
+    # The question is streamed inside the tool call, before its result.
+    names = [ev.name if isinstance(ev, Custom) else ev.type for ev in events]
+    assert names.index(REQUESTED) < names.index(RESPONDED) < names.index("TOOL_CALL_RESULT")
+    assert stream.result().text == "Done."
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "booked for 5 on Friday, by the window"
+    # Answered once: a second answer finds nothing waiting.
+    assert not answer_elicitation(asked_value["elicitationId"], None)
+
+
+def test_in_the_run_another_thread_may_answer_and_none_declines(in_run: MCPServer) -> None:
+    asked: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def ui() -> None:  # a UI's thread: it sees the id (here through a queue) and answers
+        answer_elicitation(asked.get(), None)
+
+    answerer = threading.Thread(target=ui)
+    answerer.start()
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run.tools())
+        events = []
+        for ev in stream:
+            events.append(ev)
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                asked.put(ev.value["elicitationId"])
+    answerer.join()
+    assert [name for name, _ in customs(events)] == [REQUESTED, RESPONDED]
+    assert customs(events)[1][1]["action"] == "decline"
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "not booked: the user chose decline"
+
+
+def test_cancelling_the_run_declines_the_unanswered_question(in_run: MCPServer) -> None:
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run.tools())
+        asked = None
+        events = []
+        for ev in stream:
+            events.append(ev)
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                asked = ev.value["elicitationId"]
+                stream.cancel()
+    assert asked is not None
+    assert stream.result().outcome == "cancelled"
+    assert not answer_elicitation(asked, {"guests": 1})  # declined already: nothing waits
+    assert len(srv.requests) == 1  # the model is not asked again
+    # The server is still usable: the next run's question is answered.
+    test_in_the_run_the_question_streams_and_the_answer_given_there_reaches_the_tool(in_run)
+
+
+def test_outside_a_run_the_question_is_declined() -> None:
+    """A direct call has no run to ask in: without a fallback the question is declined."""
+    with MCPServer.stdio(SERVER, elicitation="run") as srv:
+        assert srv.call("book_table", {"day": "Friday"}) == "not booked: the user chose decline"
