@@ -1,7 +1,9 @@
 """A server's question in the middle of a tool call (MCP elicitation): answered by a Python callback (with
 the schema's defaults filled in, SEP-1034), declined, cancelled, or failing; inside a run the model gets
-the tool's answer; ``hookstream chat --mcp`` asks on the terminal (a real pty) and declines, saying why,
-when stdin is not a terminal. The server is elicit_server.py, on the MCP SDK's own server."""
+the tool's answer; with ``elicitation="run"`` the question streams in the run (on 2026-07-28 and on
+handshake-era sessions) and is answered with ``answer_elicitation``, and a cancelled run declines it;
+``hookstream chat --mcp`` asks on the terminal (a real pty) and declines, saying why, when stdin is not a
+terminal. The server is elicit_server.py, on the MCP SDK's own server."""
 
 from __future__ import annotations
 
@@ -20,7 +22,14 @@ import pytest
 from hookstream import chat, get_model
 from hookstream.events import BaseEvent, Custom
 from hookstream.testing import LoopbackServer, Response, run_cli
-from hookstream_mcp import Elicitation, ElicitationAnswer, MCPServer, MCPToolError, answer_elicitation
+from hookstream_mcp import (
+    Elicitation,
+    ElicitationAnswer,
+    MCPServer,
+    MCPToolError,
+    answer_elicitation,
+    in_run_elicitation,
+)
 from mcp_kit import MODEL, NEVER, text_body, tool_body, tool_messages
 
 SERVER = [sys.executable, str(Path(__file__).with_name("elicit_server.py"))]
@@ -145,15 +154,26 @@ def in_run() -> Iterator[MCPServer]:
         yield srv
 
 
+@pytest.fixture(scope="module")
+def in_run_legacy() -> Iterator[MCPServer]:
+    """The same server speaking only the pre-2026 handshake: its question is its own request, naming no
+    tool call, so it goes to the server's single call in flight."""
+    with MCPServer.stdio([*SERVER, "--legacy"], elicitation="run", name="booking") as srv:
+        yield srv
+
+
 def customs(events: list[BaseEvent]) -> list[tuple[str, Any]]:
     return [(ev.name, ev.value) for ev in events if isinstance(ev, Custom) and ev.name.startswith("mcp-")]
 
 
-def test_in_the_run_the_question_streams_and_the_answer_given_there_reaches_the_tool(in_run: MCPServer) -> None:
+@pytest.mark.parametrize("era", ["2026-07-28", "legacy"])
+def test_in_the_run_the_question_streams_and_the_answer_given_there_reaches_the_tool(
+        request: pytest.FixtureRequest, era: str) -> None:
+    booking: MCPServer = request.getfixturevalue("in_run" if era == "2026-07-28" else "in_run_legacy")
     events: list[BaseEvent] = []
     with scripted_model() as srv:
         stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
-                      tools=in_run.tools())
+                      tools=booking.tools())
         for ev in stream:
             events.append(ev)
             if isinstance(ev, Custom) and ev.name == REQUESTED:
@@ -211,11 +231,20 @@ def test_cancelling_the_run_declines_the_unanswered_question(in_run: MCPServer) 
     assert stream.result().outcome == "cancelled"
     assert not answer_elicitation(asked, {"guests": 1})  # declined already: nothing waits
     assert len(srv.requests) == 1  # the model is not asked again
-    # The server is still usable: the next run's question is answered.
-    test_in_the_run_the_question_streams_and_the_answer_given_there_reaches_the_tool(in_run)
+    # The server is still usable: the next call's question is asked (and, outside a run, declined).
+    assert in_run.call("book_table", {"day": "Friday"}) == "not booked: the user chose decline"
 
 
-def test_outside_a_run_the_question_is_declined() -> None:
-    """A direct call has no run to ask in: without a fallback the question is declined."""
-    with MCPServer.stdio(SERVER, elicitation="run") as srv:
-        assert srv.call("book_table", {"day": "Friday"}) == "not booked: the user chose decline"
+def test_outside_a_run_the_fallback_answers(in_run_legacy: MCPServer) -> None:
+    """A direct call has no run to ask in: ``in_run_elicitation(fallback)`` passes it to the fallback."""
+    asked: list[Elicitation] = []
+
+    def fallback(question: Elicitation) -> Any:
+        asked.append(question)
+        return {"window": True}
+
+    with MCPServer.stdio(SERVER, elicitation=in_run_elicitation(fallback)) as srv:
+        assert srv.call("book_table", {"day": "Friday"}) == "booked for 2 on Friday, by the window"
+    assert [q.message for q in asked] == [ASK]
+    # Without one, it is declined (here on the pre-2026 session).
+    assert in_run_legacy.call("book_table", {"day": "Friday"}) == "not booked: the user chose decline"
