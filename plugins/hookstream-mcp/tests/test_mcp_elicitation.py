@@ -248,3 +248,21 @@ def test_outside_a_run_the_fallback_answers(in_run_legacy: MCPServer) -> None:
     assert [q.message for q in asked] == [ASK]
     # Without one, it is declined (here on the pre-2026 session).
     assert in_run_legacy.call("book_table", {"day": "Friday"}) == "not booked: the user chose decline"
+
+
+def test_with_two_calls_in_flight_a_handshake_era_question_is_declined(
+        in_run_legacy: MCPServer, caplog: pytest.LogCaptureFixture) -> None:
+    """While the run's question waits for its answer, a second call of the same server asks too: on a
+    handshake-era session nothing says which call asked, so that question is declined and logged."""
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run_legacy.tools())
+        for ev in stream:
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                with caplog.at_level("WARNING", logger="hookstream_mcp"):
+                    second = in_run_legacy.call("book_table", {"day": "Saturday"})
+                assert answer_elicitation(ev.value["elicitationId"], {"window": False})
+    assert second == "not booked: the user chose decline"
+    assert "2 tool calls in flight" in caplog.text
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "booked for 2 on Friday, inside"
