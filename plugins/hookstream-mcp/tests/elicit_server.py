@@ -2,11 +2,15 @@
 Python SDK's own server: ``book_table(day)`` asks for the number of guests (default 2) and whether
 to book by the window, and answers with what it got, or that the user declined or cancelled.
 
-Run as ``python elicit_server.py``; the hookstream-mcp tests start it with ``MCPServer.stdio``.
+Run as ``python elicit_server.py``; the hookstream-mcp tests start it with ``MCPServer.stdio``. With
+``--legacy`` it serves only the initialize handshake, as a pre-2026 server does (the SDK's own
+handshake-only loop), so the question comes as the server's own ``elicitation/create`` request, which
+names no tool call on the client's side.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
@@ -36,4 +40,9 @@ async def book_table(day: str, answer: Annotated[ElicitationResult[Booking], Res
 
 
 if __name__ == "__main__":
+    if "--legacy" in sys.argv[1:]:
+        import mcp.server.lowlevel.server as lowlevel
+        from mcp.server.runner import serve_loop
+
+        lowlevel.serve_dual_era_loop = serve_loop  # type: ignore[assignment]
     server.run("stdio")

@@ -1,23 +1,35 @@
 """A server's question in the middle of a tool call (MCP elicitation): answered by a Python callback (with
 the schema's defaults filled in, SEP-1034), declined, cancelled, or failing; inside a run the model gets
-the tool's answer; ``hookstream chat --mcp`` asks on the terminal (a real pty) and declines, saying why,
-when stdin is not a terminal. The server is elicit_server.py, on the MCP SDK's own server."""
+the tool's answer; with ``elicitation="run"`` the question streams in the run (on 2026-07-28 and on
+handshake-era sessions) and is answered with ``answer_elicitation``, and a cancelled run declines it;
+``hookstream chat --mcp`` asks on the terminal (a real pty) and declines, saying why, when stdin is not a
+terminal. The server is elicit_server.py, on the MCP SDK's own server."""
 
 from __future__ import annotations
 
 import os
 import pty
+import queue
 import selectors
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hookstream import chat, get_model
+from hookstream.events import BaseEvent, Custom
 from hookstream.testing import LoopbackServer, Response, run_cli
-from hookstream_mcp import Elicitation, ElicitationAnswer, MCPServer, MCPToolError
+from hookstream_mcp import (
+    Elicitation,
+    ElicitationAnswer,
+    MCPServer,
+    MCPToolError,
+    answer_elicitation,
+    in_run_elicitation,
+)
 from mcp_kit import MODEL, NEVER, text_body, tool_body, tool_messages
 
 SERVER = [sys.executable, str(Path(__file__).with_name("elicit_server.py"))]
@@ -129,3 +141,128 @@ def test_the_cli_asks_on_the_terminal() -> None:
     assert "Done." in out
     (msg,) = tool_messages(srv.requests[1])
     assert msg["content"] == "booked for 2 on Friday, by the window"
+
+
+# -- in the run: elicitation="run" -----------------------------------------------------------------------
+
+REQUESTED, RESPONDED = "mcp-elicitation-requested", "mcp-elicitation-responded"
+
+
+@pytest.fixture(scope="module")
+def in_run() -> Iterator[MCPServer]:
+    with MCPServer.stdio(SERVER, elicitation="run", name="booking") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def in_run_legacy() -> Iterator[MCPServer]:
+    """The same server speaking only the pre-2026 handshake: its question is its own request, naming no
+    tool call, so it goes to the server's single call in flight."""
+    with MCPServer.stdio([*SERVER, "--legacy"], elicitation="run", name="booking") as srv:
+        yield srv
+
+
+def customs(events: list[BaseEvent]) -> list[tuple[str, Any]]:
+    return [(ev.name, ev.value) for ev in events if isinstance(ev, Custom) and ev.name.startswith("mcp-")]
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "legacy"])
+def test_in_the_run_the_question_streams_and_the_answer_given_there_reaches_the_tool(
+        request: pytest.FixtureRequest, era: str) -> None:
+    booking: MCPServer = request.getfixturevalue("in_run" if era == "2026-07-28" else "in_run_legacy")
+    events: list[BaseEvent] = []
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=booking.tools())
+        for ev in stream:
+            events.append(ev)
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                assert answer_elicitation(ev.value["elicitationId"], {"guests": 5, "window": True})
+    (asked, asked_value), (said, said_value) = customs(events)
+    assert (asked, said) == (REQUESTED, RESPONDED)
+    assert asked_value["server"] == "booking" and asked_value["message"] == ASK and asked_value["mode"] == "form"
+    assert asked_value["toolCallId"] == "c1" and set(asked_value["schema"]["properties"]) == {"guests", "window"}
+    assert said_value == {"elicitationId": asked_value["elicitationId"], "toolCallId": "c1", "action": "accept"}
+    # The question is streamed inside the tool call, before its result.
+    names = [ev.name if isinstance(ev, Custom) else ev.type for ev in events]
+    assert names.index(REQUESTED) < names.index(RESPONDED) < names.index("TOOL_CALL_RESULT")
+    assert stream.result().text == "Done."
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "booked for 5 on Friday, by the window"
+    # Answered once: a second answer finds nothing waiting.
+    assert not answer_elicitation(asked_value["elicitationId"], None)
+
+
+def test_in_the_run_another_thread_may_answer_and_none_declines(in_run: MCPServer) -> None:
+    asked: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def ui() -> None:  # a UI's thread: it sees the id (here through a queue) and answers
+        answer_elicitation(asked.get(), None)
+
+    answerer = threading.Thread(target=ui)
+    answerer.start()
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run.tools())
+        events = []
+        for ev in stream:
+            events.append(ev)
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                asked.put(ev.value["elicitationId"])
+    answerer.join()
+    assert [name for name, _ in customs(events)] == [REQUESTED, RESPONDED]
+    assert customs(events)[1][1]["action"] == "decline"
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "not booked: the user chose decline"
+
+
+def test_cancelling_the_run_declines_the_unanswered_question(in_run: MCPServer) -> None:
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run.tools())
+        asked = None
+        events = []
+        for ev in stream:
+            events.append(ev)
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                asked = ev.value["elicitationId"]
+                stream.cancel()
+    assert asked is not None
+    assert stream.result().outcome == "cancelled"
+    assert not answer_elicitation(asked, {"guests": 1})  # declined already: nothing waits
+    assert len(srv.requests) == 1  # the model is not asked again
+    # The server is still usable: the next call's question is asked (and, outside a run, declined).
+    assert in_run.call("book_table", {"day": "Friday"}) == "not booked: the user chose decline"
+
+
+def test_outside_a_run_the_fallback_answers(in_run_legacy: MCPServer) -> None:
+    """A direct call has no run to ask in: ``in_run_elicitation(fallback)`` passes it to the fallback."""
+    asked: list[Elicitation] = []
+
+    def fallback(question: Elicitation) -> Any:
+        asked.append(question)
+        return {"window": True}
+
+    with MCPServer.stdio(SERVER, elicitation=in_run_elicitation(fallback)) as srv:
+        assert srv.call("book_table", {"day": "Friday"}) == "booked for 2 on Friday, by the window"
+    assert [q.message for q in asked] == [ASK]
+    # Without one, it is declined (here on the pre-2026 session).
+    assert in_run_legacy.call("book_table", {"day": "Friday"}) == "not booked: the user chose decline"
+
+
+def test_with_two_calls_in_flight_a_handshake_era_question_is_declined(
+        in_run_legacy: MCPServer, caplog: pytest.LogCaptureFixture) -> None:
+    """While the run's question waits for its answer, a second call of the same server asks too: on a
+    handshake-era session nothing says which call asked, so that question is declined and logged."""
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run_legacy.tools())
+        for ev in stream:
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                with caplog.at_level("WARNING", logger="hookstream_mcp"):
+                    second = in_run_legacy.call("book_table", {"day": "Saturday"})
+                assert answer_elicitation(ev.value["elicitationId"], {"window": False})
+    assert second == "not booked: the user chose decline"
+    assert "2 tool calls in flight" in caplog.text
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "booked for 2 on Friday, inside"

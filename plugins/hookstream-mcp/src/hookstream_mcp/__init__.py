@@ -2,7 +2,8 @@
 
 ``MCPServer.stdio([...])`` starts a server process, ``MCPServer.http(url)`` connects to a streamable
 HTTP endpoint (``auth=OAuth()`` or ``ClientCredentials(...)`` when it needs a login; ``elicitation=`` a
-callback answering the server's questions); ``server.tools()`` gives one :class:`hookstream.Tool` per
+callback answering the server's questions, or ``"run"`` to stream them in the run that made the tool call
+and answer them with :func:`answer_elicitation`); ``server.tools()`` gives one :class:`hookstream.Tool` per
 MCP tool, to pass to :func:`hookstream.chat` beside plain functions. The MCP SDK's asyncio API stays
 inside this package, on a private thread with its own event loop; everything here is synchronous.
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ._auth import ClientCredentials, OAuth, token_path
     from ._elicit import Elicitation, ElicitationAnswer
     from ._errors import MCPAuthError, MCPServerError, MCPToolError
+    from ._inrun import answer_elicitation, in_run_elicitation
     from ._results import tool_output
     from ._server import MCPServer
 
@@ -33,11 +35,14 @@ _LAZY = {
     "token_path": "_auth",
     "MCPServerError": "_errors",
     "MCPToolError": "_errors",
+    "answer_elicitation": "_inrun",
+    "in_run_elicitation": "_inrun",
     "tool_output": "_results",
 }
 
 __all__ = ["ClientCredentials", "Elicitation", "ElicitationAnswer", "MCPAuthError", "MCPServer", "MCPServerError",
-           "MCPToolError", "OAuth", "__version__", "token_path", "tool_output"]
+           "MCPToolError", "OAuth", "__version__", "answer_elicitation", "in_run_elicitation", "token_path",
+           "tool_output"]
 
 
 def __getattr__(name: str) -> Any:

@@ -87,7 +87,9 @@ def apply_defaults(request: Elicitation, content: Mapping[str, Any]) -> dict[str
     return out
 
 
-def _normalize(request: Elicitation, answer: ElicitationAnswer | Mapping[str, Any] | None) -> ElicitationAnswer:
+def normalize(request: Elicitation, answer: ElicitationAnswer | Mapping[str, Any] | None) -> ElicitationAnswer:
+    """``answer`` as a handler gives it, as the :class:`ElicitationAnswer` sent: a dict accepts, None
+    declines; accept gets the schema's defaults (form mode) or no content (URL mode)."""
     if answer is None:
         return ElicitationAnswer.decline()
     if not isinstance(answer, ElicitationAnswer):
@@ -99,11 +101,15 @@ def _normalize(request: Elicitation, answer: ElicitationAnswer | Mapping[str, An
     return ElicitationAnswer("accept", apply_defaults(request, answer.content or {}))
 
 
-def sdk_callback(server: str, handler: ElicitationHandler) -> Any:
+def sdk_callback(server: str, handler: ElicitationHandler, locate: Callable[[], Any] | None = None) -> Any:
     """The SDK's ``elicitation_callback`` for ``handler``: builds the :class:`Elicitation`, runs the
     handler on a worker thread, returns an ``ElicitResult``; a handler that raises answers the server
-    with a JSON-RPC error carrying the exception's type and message."""
+    with a JSON-RPC error carrying the exception's type and message. When the question does not arrive
+    in the task of the tool call that it belongs to (pre-2026 sessions: the server's own request),
+    ``locate()`` names that call (:class:`hookstream_mcp._inrun.Call` or None) for the handler's thread."""
     import mcp_types as types
+
+    from ._inrun import current_call
 
     async def callback(context: Any, params: Any) -> Any:
         if getattr(params, "mode", "form") == "url":
@@ -112,10 +118,14 @@ def sdk_callback(server: str, handler: ElicitationHandler) -> Any:
             schema = params.requested_schema
             request = Elicitation(server, params.message, "form",
                                   dict(schema) if isinstance(schema, Mapping) else schema.model_dump())
+        token = current_call.set(locate()) if locate is not None and current_call.get() is None else None
         try:
-            answer = _normalize(request, await asyncio.to_thread(handler, request))
+            answer = normalize(request, await asyncio.to_thread(handler, request))
         except Exception as exc:
             return types.ErrorData(code=types.INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
+        finally:
+            if token is not None:
+                current_call.reset(token)
         return types.ElicitResult(action=answer.action, content=answer.content)
 
     return callback

@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import IO, Any, cast
+from typing import IO, Any, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -35,6 +35,7 @@ from . import __version__
 from ._auth import ClientCredentials, OAuth, build_provider
 from ._elicit import ElicitationHandler, sdk_callback
 from ._errors import MCPAuthError, MCPServerError, MCPToolError
+from ._inrun import Call, current_call, in_run_elicitation, log
 from ._loop_thread import LoopThread
 from ._results import tool_output
 
@@ -112,8 +113,7 @@ class _RemoteTool:
 
     def __call__(self, **arguments: Any) -> Any:
         context = arguments.pop(_CONTEXT, None)
-        token = context.cancellation if isinstance(context, ToolContext) else None
-        return self.server.call(self.name, arguments, cancellation=token)
+        return self.server.call(self.name, arguments, context=context if isinstance(context, ToolContext) else None)
 
     def __repr__(self) -> str:
         return f"<MCP tool {self.name!r} of {self.server!r}>"
@@ -128,14 +128,17 @@ class MCPServer:
     limit) bounds one tool call and becomes each tool's ``Tool.timeout``.
     """
 
-    __slots__ = ("_client", "_closed", "_denied", "_done", "_failure", "_listing", "_lock", "_loop",
+    __slots__ = ("_calls", "_client", "_closed", "_denied", "_done", "_failure", "_listing", "_lock", "_loop",
                  "_stop_event", "_stopping", "_target", "_task", "call_timeout", "elicitation", "name",
                  "startup_timeout")
 
     def __init__(self, target: _Stdio | _Http, *, name: str | None = None, startup_timeout: float = 60.0,
-                 call_timeout: float | None = None, elicitation: ElicitationHandler | None = None) -> None:
+                 call_timeout: float | None = None, elicitation: ElicitationHandler | Literal["run"] | None = None,
+                 ) -> None:
         self._target = target
-        self.elicitation = elicitation
+        self.elicitation = in_run_elicitation() if elicitation == "run" else elicitation
+        # The tool calls in flight, for telling which one a pre-2026 session's question belongs to.
+        self._calls: list[Call] = []
         # The last HTTP refusal (status, WWW-Authenticate) the endpoint answered, for MCPAuthError.
         self._denied: tuple[int, str | None] | None = None
         self.name = name or target.label()
@@ -157,15 +160,18 @@ class MCPServer:
     @classmethod
     def stdio(cls, command: str | Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
               stderr: IO[str] | int | None = None, name: str | None = None, startup_timeout: float = 60.0,
-              call_timeout: float | None = None, elicitation: ElicitationHandler | None = None) -> MCPServer:
+              call_timeout: float | None = None, elicitation: ElicitationHandler | Literal["run"] | None = None,
+              ) -> MCPServer:
         """A server started as a child process speaking MCP over its stdin/stdout.
 
         ``command`` is an argument list (``["uvx", "mcp-server-time"]``) or one string split like a
         POSIX shell would (:func:`shlex.split`; no shell runs). The child gets the MCP SDK's default
         environment (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``) plus ``env``;
         ``cwd`` is its working directory; its stderr goes to ``stderr`` (a file or file descriptor),
-        by default to this process's stderr. ``elicitation`` answers the server's questions (see
-        :class:`~hookstream_mcp.Elicitation`); without it the server is told the client cannot answer.
+        by default to this process's stderr. ``elicitation`` answers the server's questions: a callback
+        (see :class:`~hookstream_mcp.Elicitation`), or ``"run"`` to ask in the run that made the tool
+        call (:func:`~hookstream_mcp.in_run_elicitation`, answered with
+        :func:`~hookstream_mcp.answer_elicitation`); without it the server is told the client cannot answer.
         Raises :class:`ValueError` for an empty command.
         """
         argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
@@ -177,7 +183,8 @@ class MCPServer:
     @classmethod
     def http(cls, url: str, *, headers: Mapping[str, str] | None = None,
              auth: OAuth | ClientCredentials | None = None, name: str | None = None, startup_timeout: float = 60.0,
-             call_timeout: float | None = None, elicitation: ElicitationHandler | None = None) -> MCPServer:
+             call_timeout: float | None = None, elicitation: ElicitationHandler | Literal["run"] | None = None,
+             ) -> MCPServer:
         """A server at a streamable HTTP endpoint (``http://host:port/mcp``). ``headers`` go with every
         request (``Authorization``...); they never appear in a repr or an error message. ``auth`` logs
         in when the server asks (401): :class:`~hookstream_mcp.OAuth` (a person, in a browser) or
@@ -287,7 +294,8 @@ class MCPServer:
             async with AsyncExitStack() as stack:
                 # No read timeout on the client: startup_timeout bounds the start, call() each call.
                 me = Implementation(name="hookstream-mcp", version=__version__)
-                callback = sdk_callback(self.name, self.elicitation) if self.elicitation is not None else None
+                callback = (sdk_callback(self.name, self.elicitation, self._asking_call)
+                            if self.elicitation is not None else None)
                 client = await stack.enter_async_context(
                     Client(await self._transport(stack), client_info=me, elicitation_callback=callback))
                 listing: list[Any] = []
@@ -385,14 +393,46 @@ class MCPServer:
                             context_param=_CONTEXT))
         return out
 
+    def _asking_call(self) -> Call | None:
+        """On the loop thread, for a question that names no call: the single call in flight, else None
+        (logged: with several, which one asked cannot be told)."""
+        with self._lock:
+            calls = list(self._calls)
+        if len(calls) > 1:
+            log.warning("MCP server %s asked a question with %d tool calls in flight; cannot tell which one "
+                        "asked", self.name, len(calls))
+        return calls[0] if len(calls) == 1 else None
+
+    async def _call_tool(self, client: Client, call: Call, name: str, arguments: dict[str, Any],
+                         timeout: float | None) -> Any:
+        # The call's own task: a 2026-07-28 session's questions arrive inside it and find the call here.
+        current_call.set(call)
+        return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+
     def call(self, name: str, arguments: dict[str, Any] | None = None, *,
-             cancellation: CancellationToken | None = None) -> Any:
+             cancellation: CancellationToken | None = None, context: ToolContext[Any] | None = None) -> Any:
         """Call tool ``name`` with ``arguments``; thread-safe. Returns the output (see
         :func:`hookstream_mcp.tool_output`: text, or structured content). Raises :class:`MCPToolError`
         for an ``isError`` result, a JSON-RPC error, a broken connection, a closed server, or when
         ``cancellation`` is set while waiting (the SDK then cancels the request). Without a
         ``cancellation`` token, ``call_timeout`` is the SDK's read timeout for the call (MCP error -32001
-        past it); with one, the token's owner enforces it (the engine does, from ``Tool.timeout``)."""
+        past it); with one, the token's owner enforces it (the engine does, from ``Tool.timeout``).
+        ``context``: the run's :class:`~hookstream.ToolContext` for this call (its token is then the
+        ``cancellation``), where ``elicitation="run"`` asks the server's questions."""
+        if context is not None:
+            cancellation = context.cancellation
+        call = Call(context)
+        with self._lock:
+            self._calls.append(call)
+        try:
+            return self._call(name, arguments, cancellation, call)
+        finally:
+            with self._lock:
+                self._calls.remove(call)
+            call.end()
+
+    def _call(self, name: str, arguments: dict[str, Any] | None, cancellation: CancellationToken | None,
+              call: Call) -> Any:
         loop, client = self._loop, self._client
         if loop is None or client is None:
             why = f": {self._failure}" if self._failure else ""
@@ -402,7 +442,7 @@ class MCPServer:
         # clock decides; a direct call has no token and gets the SDK's read timeout instead.
         timeout = self.call_timeout if cancellation is None else None
         try:
-            future = loop.submit(client.call_tool(name, arguments or {}, read_timeout_seconds=timeout))
+            future = loop.submit(self._call_tool(client, call, name, arguments or {}, timeout))
         except RuntimeError:  # the loop stopped between the check and here
             raise MCPToolError(f"MCP server {self.name} is closed") from None
         while True:
