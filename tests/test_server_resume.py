@@ -1,0 +1,148 @@
+"""Resuming a run's stream (docs/agui-server.md, "Resuming a stream") against real `hookstream serve`
+processes: waitress without a store, and `--workers 2` with SQLite and with PostgreSQL, serving the
+simulated OpenAI provider of tests/store_kit.py, which holds a conversation's answer after its first
+text until the test lets go (so the run is certainly still going when the client comes back).
+
+- A client that disconnects after the third event and reconnects with ``Last-Event-ID`` gets every
+  later event once, in order, then the live tail until ``RUN_FINISHED``; the reconnect may land on
+  either worker, which reads the log from the shared store.
+- Another principal gets ``404``; a bad ``Last-Event-ID`` ``400``; an unknown run ``404``.
+- The log of a finished run expires (the log itself, with a clock).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import sseclient
+
+pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
+
+from hookstream.stores import open_store
+from store_kit import SimProvider, postgres, serve_workers
+
+TOKENS = "token-alice alice\ntoken-bob bob\n"
+ALICE = {"Authorization": "Bearer token-alice", "Accept": "text/event-stream"}
+BOB = {"Authorization": "Bearer token-bob", "Accept": "text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimProvider]:
+    with SimProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module", params=["waitress", "workers-sqlite", "workers-postgresql"])
+def server(request: pytest.FixtureRequest, sim: SimProvider) -> Iterator[str]:
+    if request.param != "waitress" and sys.platform == "win32":
+        pytest.skip("gunicorn runs on Unix only")
+    if request.param != "waitress":
+        pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
+    with tempfile.TemporaryDirectory() as where:
+        tokens = Path(where) / "tokens"
+        tokens.write_text(TOKENS)
+        auth = ("--auth-tokens", str(tokens))
+        if request.param == "waitress":
+            with serve_workers(None, sim.url, workers=1, threads=8, extra=auth) as base:
+                yield base
+        elif request.param == "workers-sqlite":
+            with serve_workers(f"sqlite:///{where}/threads.db", sim.url, workers=2, threads=8, extra=auth) as base:
+                yield base
+        else:
+            with postgres() as url, serve_workers(url, sim.url, workers=2, threads=8, extra=auth) as base:
+                yield base
+
+
+def _events(resp: requests.Response) -> Iterator[tuple[str, dict[str, Any]]]:
+    for sse in sseclient.SSEClient(resp).events():
+        yield sse.id, json.loads(sse.data)
+
+
+def _start(base: str, sim: SimProvider, tag: str) -> tuple[str, str, Any, requests.Response]:
+    """A run of a new thread whose answer the provider holds; returns its ids, the hold, the response."""
+    thread_id, run_id = f"thread-{tag}", f"run-{uuid.uuid4().hex}"
+    hold = sim.hold(tag)
+    body = {"threadId": thread_id, "runId": run_id, "tools": [], "state": None, "context": [],
+            "forwardedProps": None, "messages": [{"id": f"u-{tag}", "role": "user", "content": f"{tag}| hi there"}]}
+    resp = requests.post(base + "/", json=body, headers=ALICE, stream=True, timeout=60)
+    assert resp.status_code == 200, resp.text
+    return thread_id, run_id, hold, resp
+
+
+def test_a_client_that_reconnects_with_last_event_id_gets_the_rest_once(server: str, sim: SimProvider) -> None:
+    tag = f"re{uuid.uuid4().hex[:8]}"
+    thread_id, run_id, hold, resp = _start(server, sim, tag)
+    first: list[tuple[str, dict[str, Any]]] = []
+    for got in _events(resp):
+        first.append(got)
+        if len(first) == 3:
+            break
+    resp.close()  # the client goes away after the third event, mid-run
+    assert [e["type"] for _, e in first] == ["RUN_STARTED", "STEP_STARTED", "TEXT_MESSAGE_START"]
+    assert [i for i, _ in first] == [f"{run_id}:1", f"{run_id}:2", f"{run_id}:3"]
+
+    url = f"{server}/agui/threads/{thread_id}/runs/{run_id}/events"
+    with requests.get(url, headers={**BOB, "Last-Event-ID": first[-1][0]}, timeout=60) as other:
+        assert other.status_code == 404, other.text  # only the run's owner resumes it
+    with requests.get(url, headers={**ALICE, "Last-Event-ID": "another-run:3"}, timeout=60) as bad:
+        assert bad.status_code == 400, bad.text
+    with requests.get(f"{server}/agui/threads/{thread_id}/runs/run-none/events", headers=ALICE, timeout=60) as none:
+        assert none.status_code == 404, none.text
+
+    rest: list[tuple[str, dict[str, Any]]] = []
+    with requests.get(url, headers={**ALICE, "Last-Event-ID": first[-1][0]}, stream=True, timeout=60) as again:
+        assert again.status_code == 200, again.text
+        assert again.headers["Content-Type"].startswith("text/event-stream")
+        hold.set()  # the run goes on only now: the resumed stream carries its live tail
+        rest = list(_events(again))  # ends when the run has ended
+    ids = [int(i.rsplit(":", 1)[1]) for i, _ in rest]
+    assert ids == list(range(4, 4 + len(rest))), ids  # every later event, once, in order
+    types = [e["type"] for _, e in rest]
+    assert types[0] == "TEXT_MESSAGE_CONTENT" and types[-1] == "RUN_FINISHED", types
+    text = "".join(e["delta"] for _, e in rest if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text == "echo: hi there"
+    assert rest[-1][1]["outcome"]["type"] == "success"
+
+    # Just finished: a reconnect from any event still gets the rest of the logged run, then the end.
+    with requests.get(url, headers={**ALICE, "Last-Event-ID": f"{run_id}:{ids[-2]}"}, timeout=60) as late:
+        assert late.status_code == 200
+        assert [json.loads(line[6:])["type"] for line in late.text.splitlines()
+                if line.startswith("data: ")] == ["RUN_FINISHED"]
+
+
+def test_the_log_is_bounded_and_expires() -> None:
+    from hookstream._server.limits import ServerLimits
+    from hookstream._server.resume import Recorder, tail
+    from hookstream._stores.runlog import MemoryRunLog
+
+    now = [1000.0]
+    with tempfile.TemporaryDirectory() as where:
+        store = open_store(f"sqlite:///{where}/t.db")
+        sql = store.run_log()  # type: ignore[attr-defined]
+        sql._clock = lambda: now[0]
+        for log in (MemoryRunLog(lambda: now[0]), sql):
+            limits = ServerLimits(event_log_events=3, event_log_seconds=5.0)
+            rec = Recorder(log, limits, "t", "r", "alice", "agui", clock=lambda: now[0])
+            frames = [rec.frame(b"data: {}\n\n") for _ in range(5)]
+            assert frames[4].startswith(b"id: r:5\n")
+            rec.end()
+            if log is sql:  # the writer thread batches: wait for the end to be written
+                import time
+
+                while (got := log.read("t", "r", 0)) is None or not got[0].ended:
+                    time.sleep(0.01)
+            info, kept = log.read("t", "r", 0)  # type: ignore[misc]
+            assert info.truncated and info.ended and [s for s, _ in kept] == [1, 2, 3]
+            assert [f[:8] for f in tail(log, "t", "r", 1)] == [b"id: r:2\n", b"id: r:3\n"]
+            assert log.latest("t", "agui") == info
+            now[0] += 6.0  # past event_log_seconds after the end
+            assert log.read("t", "r", 0) is None
+            assert log.latest("t", "agui") is None
