@@ -13,6 +13,8 @@ text until the test lets go (so the run is certainly still going when the client
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -27,6 +29,7 @@ import sseclient
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
 from hookstream.stores import open_store
+from hookstream.testing.conformance import shared_missing
 from store_kit import SimProvider, postgres, serve_workers
 
 TOKENS = "token-alice alice\ntoken-bob bob\n"
@@ -146,3 +149,47 @@ def test_the_log_is_bounded_and_expires() -> None:
             now[0] += 6.0  # past event_log_seconds after the end
             assert log.read("t", "r", 0) is None
             assert log.latest("t", "agui") is None
+
+
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def test_the_ai_sdk_resume_path_reads_the_resumed_stream_as_the_whole_message(server: str, sim: SimProvider) -> None:
+    node = shutil.which("node")
+    if node is None or not (E2E / "node_modules" / "ai" / "package.json").is_file():
+        shared_missing("Node.js and tests/e2e/node_modules/ai are needed: run scripts/install-browser-deps")
+    assert node is not None
+    tag = f"ui{uuid.uuid4().hex[:8]}"
+    chat_id = f"chat-{tag}"
+    with requests.get(f"{server}/api/chat/{chat_id}/stream", headers=ALICE, timeout=60) as none:
+        assert none.status_code == 204  # no stream: what reconnectToStream reads as "nothing to resume"
+    hold = sim.hold(tag)
+    body = {"id": chat_id, "trigger": "submit-message",
+            "messages": [{"id": f"u-{tag}", "role": "user", "parts": [{"type": "text", "text": f"{tag}| hi there"}]}]}
+    with requests.post(f"{server}/api/chat", json=body, headers=ALICE, stream=True, timeout=60) as resp:
+        assert resp.status_code == 200, resp.text
+        seen = 0
+        for _ in sseclient.SSEClient(resp).events():
+            seen += 1
+            if seen == 3:
+                break  # the page reloads mid-answer
+    with requests.get(f"{server}/api/chat/{chat_id}/stream", headers=BOB, timeout=60) as other:
+        assert other.status_code == 404  # another principal
+    proc = subprocess.Popen([node, str(E2E / "resume_check.mjs"), server, chat_id, "token-alice"], cwd=E2E,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert json.loads(line or "{}").get("connected") is True, line + (proc.stderr.read() if proc.stderr else "")
+        hold.set()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    result = json.loads(out)
+    message = result["message"]
+    assert message["role"] == "assistant"
+    assert "".join(p["text"] for p in message["parts"] if p["type"] == "text") == "echo: hi there"
+    assert message["metadata"]["hookstream"]["outcome"] == "success"
+    assert result["afterEnd"] is True  # once the run has ended: 204, nothing to resume
