@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,17 +140,22 @@ def test_the_log_is_bounded_and_expires() -> None:
             assert frames[4].startswith(b"id: r:5\n")
             rec.end()
             if log is sql:  # the writer thread batches: wait for the end to be written
-                import time
-
                 while (got := log.read("t", "r", 0)) is None or not got[0].ended:
                     time.sleep(0.01)
             info, kept = log.read("t", "r", 0)  # type: ignore[misc]
             assert info.truncated and info.ended and [s for s, _ in kept] == [1, 2, 3]
             assert [f[:8] for f in tail(log, "t", "r", 1)] == [b"id: r:2\n", b"id: r:3\n"]
             assert log.latest("t", "agui") == info
-            now[0] += 6.0  # past event_log_seconds after the end
+            now[0] += 20.0  # past event_log_seconds after the end (and the next sweep is due)
             assert log.read("t", "r", 0) is None
             assert log.latest("t", "agui") is None
+        # The SQL log also deletes the expired rows, on its next write.
+        sql.start("t", "r2", None, "agui", now[0] + 100)
+        while sql.read("t", "r2", 0) is None:
+            time.sleep(0.01)
+        with sqlite3.connect(f"{where}/t.db") as db:
+            assert db.execute("SELECT COUNT(*) FROM hookstream_run_events").fetchone() == (0,)
+            assert db.execute("SELECT run_id FROM hookstream_runs").fetchall() == [("r2",)]
 
 
 E2E = Path(__file__).resolve().parent / "e2e"

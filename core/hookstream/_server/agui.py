@@ -40,7 +40,9 @@ and the answer is the run framed by :func:`hookstream._server.ui_message_stream.
 exactly as for AG-UI runs.
 
 Thread safety: the application object is immutable after :func:`make_app` and serves concurrent requests
-(one engine per request). A client that disconnects cancels its run.
+(one engine per request). A client that disconnects leaves its run going for
+``ServerLimits.detached_run_seconds`` (its frames logged, for a reconnect: :mod:`hookstream._server.resume`);
+with ``make_app(resumable=False)`` the run is cancelled at once.
 """
 
 from __future__ import annotations
@@ -522,6 +524,7 @@ def make_app(
     limits: ServerLimits | None = None,
     cors_origins: Iterable[str] = (),
     approval_secret: str | bytes | None = None,
+    resumable: bool = True,
     **fields: Any,
 ) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with the server's
@@ -566,6 +569,15 @@ def make_app(
     a valid one. Ids longer than 128 characters or outside ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
     A thread is claimed only once its request passed authentication, limits and these checks.
 
+    ``resumable`` (docs/agui-server.md, "Resuming a stream"): every SSE frame of a run carries
+    ``id: <runId>:<seq>`` and is kept in an event log (the SQL store's, shared by worker processes; else
+    this process's memory) within ``limits``' ``event_log_events`` / ``event_log_bytes``, for
+    ``event_log_seconds`` after the run ends. ``GET /agui/threads/{threadId}/runs/{runId}/events`` with
+    ``Last-Event-ID`` resumes an AG-UI run; ``GET /api/chat/{id}/stream`` replays the AI SDK chat's
+    running stream (``204`` when none); only the principal that started the run may (``404``). A client
+    that disconnects leaves its run going for ``detached_run_seconds``. ``resumable=False``: no ids, no
+    log, a client that disconnects cancels its run at once.
+
     Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given, for an
     ``approval_secret`` under 16 bytes,
     :class:`TypeError` for an ``authenticate`` that is not callable, or a ``store`` that keeps no
@@ -588,7 +600,7 @@ def make_app(
                 counts=PrincipalLimits(limits), authenticate=authenticate, origins=frozenset(cors_origins),
                 serve_page=serve_page,
                 signer=ApprovalSigner.from_setting(approval_secret) if store is None else None,
-                log=_run_log(store))
+                log=_run_log(store) if resumable else None)
 
 
 def _run_log(store: ConversationStore | None) -> RunLog:
@@ -627,7 +639,7 @@ class _App:
     origins: frozenset[str]
     serve_page: bool
     signer: ApprovalSigner | None  # a server without a store signs the approvals it hands out
-    log: RunLog  # every run's frames, for a client that reconnects (hookstream._server.resume)
+    log: RunLog | None  # every run's frames, for a client that reconnects (hookstream._server.resume)
     running: _RunningRuns = attrs.field(factory=lambda: _RunningRuns())
 
     def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -687,7 +699,7 @@ class _App:
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         forget = self.running.add(thread_id, who, stream) if isinstance(thread_id, str) and thread_id else None
         recorder = None
-        if isinstance(thread_id, str) and thread_id:
+        if isinstance(thread_id, str) and thread_id and self.log is not None:
             recorder = Recorder(self.log, self.limits, thread_id, run_id, who, "ui" if ui else "agui")
 
         def release() -> None:
@@ -891,6 +903,11 @@ def _resume(app: _App, environ: Mapping[str, Any], start_response: Callable[...,
         raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
     if app.owned is not None:
         app._claim(app.owned, thread_id, who, check_only=True)
+    if app.log is None:  # make_app(resumable=False)
+        if ui:
+            start_response("204 No Content", [("Content-Length", "0"), *cors])
+            return []
+        raise _Refused("404 Not Found", f"no run {run_id!r} on thread {thread_id!r}")
     try:
         run = app.log.latest(thread_id, "ui") if ui else _logged(app.log, thread_id, run_id)
     except Exception as exc:

@@ -178,6 +178,7 @@ class SQLRunLog:
                      "PRIMARY KEY (thread_id, run_id))")
         conn.execute(f"CREATE TABLE IF NOT EXISTS {EVENTS} (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
                      f"seq INTEGER NOT NULL, data {self._blob} NOT NULL, PRIMARY KEY (thread_id, run_id, seq))")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {RUNS}_expires ON {RUNS} (expires_at)")
 
     # -- writing: queued, written by the process's writer thread ------------------------------------
 
@@ -224,9 +225,13 @@ class SQLRunLog:
             if now - self._swept >= SWEEP_SECONDS:
                 self._swept = now
                 m = self._mark
-                conn.execute(f"DELETE FROM {EVENTS} WHERE EXISTS (SELECT 1 FROM {RUNS} r WHERE r.thread_id = "
-                             f"{EVENTS}.thread_id AND r.run_id = {EVENTS}.run_id AND r.expires_at < {m})", (now,))
-                conn.execute(f"DELETE FROM {RUNS} WHERE expires_at < {m}", (now,))
+                # The expired runs by their index, then their frames by primary key: no scan of the frames.
+                expired = conn.execute(f"SELECT thread_id, run_id FROM {RUNS} WHERE expires_at < {m}",
+                                       (now,)).fetchall()
+                if expired:
+                    for table in (EVENTS, RUNS):
+                        conn.cursor().executemany(f"DELETE FROM {table} WHERE thread_id = {m} AND run_id = {m}",
+                                                  [tuple(r) for r in expired])
 
     # -- reading --------------------------------------------------------------------------------------
 
