@@ -12,8 +12,10 @@ Implementations: :class:`MemoryRunLog` (one process), and the SQL stores' logs
 (:class:`SQLRunLog`, tables ``hookstream_runs`` and ``hookstream_run_events`` beside the conversation
 store's), shared by every worker process. The SQL log writes on one background thread per process,
 batching what the runs appended in the last :data:`FLUSH_SECONDS`: a run's thread only queues its
-frames (what keeps the log's cost per event small), and a reader on another worker sees a frame at
-most about that late. Expired runs are deleted every :data:`SWEEP_SECONDS`.
+frames, and the frames one run appended within a batch become one row (``first_seq``..``seq``, their
+sizes and their bytes), which is what keeps the log's cost per event small (measured in
+``benchmarks/bench_serve.py``); a reader on another worker sees a frame at most about that late.
+Expired runs are deleted every :data:`SWEEP_SECONDS`.
 
 Thread safety: every method may be called from any thread.
 """
@@ -32,7 +34,7 @@ import attrs
 
 __all__ = ["FLUSH_SECONDS", "SWEEP_SECONDS", "LoggedRun", "MemoryRunLog", "RunLog", "SQLRunLog"]
 
-FLUSH_SECONDS = 0.02
+FLUSH_SECONDS = 0.05
 """Seconds the SQL log's writer waits to batch frames before it writes them."""
 SWEEP_SECONDS = 10.0
 """Seconds between two deletions of expired runs."""
@@ -164,8 +166,9 @@ class SQLRunLog:
                        "DO UPDATE SET owner = excluded.owner, protocol = excluded.protocol, ended = 0, "
                        "truncated = 0, started_at = excluded.started_at, expires_at = excluded.expires_at",
                        (0, 1, 2, 3, 5, 4))],
-            "append": [(f"INSERT INTO {EVENTS} (thread_id, run_id, seq, data) VALUES ({m}, {m}, {m}, {m}) "
-                        "ON CONFLICT (thread_id, run_id, seq) DO NOTHING", (0, 1, 2, 3))],
+            "append": [(f"INSERT INTO {EVENTS} (thread_id, run_id, seq, first_seq, sizes, data) VALUES "
+                        f"({m}, {m}, {m}, {m}, {m}, {m}) ON CONFLICT (thread_id, run_id, seq) DO NOTHING",
+                        (0, 1, 2, 3, 4, 5))],
             "update": [(f"UPDATE {RUNS} SET ended = {m}, truncated = {m}, expires_at = {m} "
                         f"WHERE thread_id = {m} AND run_id = {m}", (2, 3, 4, 0, 1))],
         }
@@ -177,7 +180,8 @@ class SQLRunLog:
                      "started_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL, "
                      "PRIMARY KEY (thread_id, run_id))")
         conn.execute(f"CREATE TABLE IF NOT EXISTS {EVENTS} (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
-                     f"seq INTEGER NOT NULL, data {self._blob} NOT NULL, PRIMARY KEY (thread_id, run_id, seq))")
+                     f"seq INTEGER NOT NULL, first_seq INTEGER NOT NULL, sizes TEXT NOT NULL, data {self._blob} "
+                     "NOT NULL, PRIMARY KEY (thread_id, run_id, seq))")
         conn.execute(f"CREATE INDEX IF NOT EXISTS {RUNS}_expires ON {RUNS} (expires_at)")
 
     # -- writing: queued, written by the process's writer thread ------------------------------------
@@ -217,6 +221,8 @@ class SQLRunLog:
         now = self._clock()
         with self._write() as conn:
             for kind, group in _groups(ops):
+                if kind == "append":
+                    group = _chunks(group)
                 for sql, order in self._sql[kind]:
                     rows = [tuple(args[i] for i in order) for args in group]
                     if kind == "start":  # a DELETE per run: few
@@ -244,9 +250,16 @@ class SQLRunLog:
         if row is None:
             return None
         info = LoggedRun(thread_id, run_id, row[0], row[1], bool(row[2]), bool(row[3]), float(row[4]))
-        frames = conn.execute(f"SELECT seq, data FROM {EVENTS} WHERE thread_id = {m} AND run_id = {m} "
-                              f"AND seq > {m} ORDER BY seq", (thread_id, run_id, after)).fetchall()
-        return info, [(int(s), bytes(d)) for s, d in frames]
+        rows = conn.execute(f"SELECT first_seq, sizes, data FROM {EVENTS} WHERE thread_id = {m} AND run_id = {m} "
+                            f"AND seq > {m} ORDER BY seq", (thread_id, run_id, after)).fetchall()
+        frames: list[tuple[int, bytes]] = []
+        for first, sizes, data in rows:
+            data, at = bytes(data), 0
+            for seq, size in enumerate(map(int, sizes.split(",")), int(first)):
+                if seq > after:
+                    frames.append((seq, data[at:at + size]))
+                at += size
+        return info, frames
 
     def latest(self, thread_id: str, protocol: str) -> LoggedRun | None:
         m = self._mark
@@ -257,6 +270,29 @@ class SQLRunLog:
         if row is None:
             return None
         return LoggedRun(thread_id, row[0], row[1], protocol, bool(row[2]), bool(row[3]), float(row[4]))
+
+
+def _chunks(appends: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``(thread_id, run_id, seq, data)`` appends as one row per run and run of consecutive frames:
+    ``(thread_id, run_id, last seq, first seq, "size,size,...", the frames' bytes)``."""
+    rows: list[tuple[Any, ...]] = []
+    open_: dict[tuple[str, str], list[Any]] = {}
+    for thread_id, run_id, seq, data in appends:
+        chunk = open_.get((thread_id, run_id))
+        if chunk is None or chunk[0] + 1 != seq:
+            if chunk is not None:
+                rows.append(_row(thread_id, run_id, chunk))
+            chunk = open_[(thread_id, run_id)] = [seq, seq, [], []]
+        chunk[0] = seq  # the last seq so far
+        chunk[2].append(str(len(data)))
+        chunk[3].append(data)
+    rows.extend(_row(t, r, c) for (t, r), c in open_.items())
+    return rows
+
+
+def _row(thread_id: str, run_id: str, chunk: list[Any]) -> tuple[Any, ...]:
+    last, first, sizes, frames = chunk
+    return (thread_id, run_id, last, first, ",".join(sizes), b"".join(frames))
 
 
 def _groups(ops: Sequence[_Op]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
