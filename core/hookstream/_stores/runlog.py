@@ -34,7 +34,7 @@ import attrs
 
 __all__ = ["FLUSH_SECONDS", "SWEEP_SECONDS", "LoggedRun", "MemoryRunLog", "RunLog", "SQLRunLog"]
 
-FLUSH_SECONDS = 0.05
+FLUSH_SECONDS = 0.25
 """Seconds the SQL log's writer waits to batch frames before it writes them."""
 SWEEP_SECONDS = 10.0
 """Seconds between two deletions of expired runs."""
