@@ -45,6 +45,19 @@ def sim() -> Iterator[SimProvider]:
         yield provider
 
 
+STORES: dict[str, str] = {}  # server URL -> its store's URL
+
+
+def wait_logged(server: str, thread_id: str, run_id: str) -> None:
+    """Until the run is in the server's shared log (its worker writes the log in batches)."""
+    url = STORES.get(server)
+    if url is None:
+        return  # the memory log of one process has it at once
+    run_log = open_store(url).run_log()  # type: ignore[attr-defined]
+    while run_log.read(thread_id, run_id, 1 << 40) is None:
+        time.sleep(0.02)
+
+
 @pytest.fixture(scope="module", params=["waitress", "workers-sqlite", "workers-postgresql"])
 def server(request: pytest.FixtureRequest, sim: SimProvider) -> Iterator[str]:
     if request.param != "waitress" and sys.platform == "win32":
@@ -59,10 +72,13 @@ def server(request: pytest.FixtureRequest, sim: SimProvider) -> Iterator[str]:
             with serve_workers(None, sim.url, workers=1, threads=8, extra=auth) as base:
                 yield base
         elif request.param == "workers-sqlite":
-            with serve_workers(f"sqlite:///{where}/threads.db", sim.url, workers=2, threads=8, extra=auth) as base:
+            url = f"sqlite:///{where}/threads.db"
+            with serve_workers(url, sim.url, workers=2, threads=8, extra=auth) as base:
+                STORES[base] = url
                 yield base
         else:
             with postgres() as url, serve_workers(url, sim.url, workers=2, threads=8, extra=auth) as base:
+                STORES[base] = url
                 yield base
 
 
@@ -94,6 +110,7 @@ def test_a_client_that_reconnects_with_last_event_id_gets_the_rest_once(server: 
     assert [e["type"] for _, e in first] == ["RUN_STARTED", "STEP_STARTED", "TEXT_MESSAGE_START"]
     assert [i for i, _ in first] == [f"{run_id}:1", f"{run_id}:2", f"{run_id}:3"]
 
+    wait_logged(server, thread_id, run_id)
     url = f"{server}/agui/threads/{thread_id}/runs/{run_id}/events"
     with requests.get(url, headers={**BOB, "Last-Event-ID": first[-1][0]}, timeout=60) as other:
         assert other.status_code == 404, other.text  # only the run's owner resumes it
@@ -180,6 +197,10 @@ def test_the_ai_sdk_resume_path_reads_the_resumed_stream_as_the_whole_message(se
             seen += 1
             if seen == 3:
                 break  # the page reloads mid-answer
+    run_log = STORES.get(server)
+    if run_log is not None:  # until the run is in the shared log
+        while open_store(run_log).run_log().latest(chat_id, "ui") is None:  # type: ignore[attr-defined]
+            time.sleep(0.02)
     with requests.get(f"{server}/api/chat/{chat_id}/stream", headers=BOB, timeout=60) as other:
         assert other.status_code == 404  # another principal
     proc = subprocess.Popen([node, str(E2E / "resume_check.mjs"), server, chat_id, "token-alice"], cwd=E2E,

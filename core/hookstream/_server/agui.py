@@ -901,6 +901,14 @@ def _resume(app: _App, environ: Mapping[str, Any], start_response: Callable[...,
         check_ids({"id": thread_id} if ui else {"threadId": thread_id, "runId": run_id}, ui)
     except AGUIInputError as exc:
         raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
+    after = 0
+    if not ui:
+        query = dict(p.partition("=")[::2] for p in str(environ.get("QUERY_STRING") or "").split("&") if p)
+        try:
+            after = parse_last_event_id(environ.get("HTTP_LAST_EVENT_ID") or unquote(query.get("lastEventId", "")),
+                                        run_id)
+        except AGUIInputError as exc:
+            raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
     if app.owned is not None:
         app._claim(app.owned, thread_id, who, check_only=True)
     if app.log is None:  # make_app(resumable=False)
@@ -919,18 +927,11 @@ def _resume(app: _App, environ: Mapping[str, Any], start_response: Callable[...,
         if run is None or run.ended or run.truncated:
             start_response("204 No Content", [("Content-Length", "0"), *cors])
             return []
-        after = 0
     else:
         if run is None or run.protocol != "agui":
             raise _Refused("404 Not Found", f"no run {run_id!r} on thread {thread_id!r}")
         if run.truncated:
             raise _Refused("410 Gone", "the run's event log passed its limits: it cannot be resumed")
-        query = dict(p.partition("=")[::2] for p in str(environ.get("QUERY_STRING") or "").split("&") if p)
-        try:
-            after = parse_last_event_id(environ.get("HTTP_LAST_EVENT_ID") or unquote(query.get("lastEventId", "")),
-                                        run_id)
-        except AGUIInputError as exc:
-            raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
     start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
     return tail(app.log, thread_id, run.run_id, after)
 
