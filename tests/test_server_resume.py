@@ -221,3 +221,34 @@ def test_the_ai_sdk_resume_path_reads_the_resumed_stream_as_the_whole_message(se
     assert "".join(p["text"] for p in message["parts"] if p["type"] == "text") == "echo: hi there"
     assert message["metadata"]["hookstream"]["outcome"] == "success"
     assert result["afterEnd"] is True  # once the run has ended: 204, nothing to resume
+
+
+def test_without_resume_frames_carry_no_id_and_nothing_resumes() -> None:
+    import io
+
+    from hookstream.server import make_app
+    from hookstream.testing import demo_factory
+
+    pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
+    answers: list[str] = []
+
+    def call(app: Any, method: str, path: str, body: bytes = b"") -> bytes:
+        environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "CONTENT_LENGTH": str(len(body)),
+                   "wsgi.input": io.BytesIO(body)}
+        result = app(environ, lambda status, headers: answers.append(status))
+        out = b"".join(result)
+        getattr(result, "close", lambda: None)()
+        return out
+
+    body = json.dumps({"threadId": "t1", "runId": "r1", "tools": [],
+                       "messages": [{"id": "m1", "role": "user", "content": "Weather in Paris?"}]}).encode()
+    for resumable in (True, False):
+        app = make_app(stream_factory=demo_factory(delay=0), resumable=resumable)
+        out = call(app, "POST", "/", body)
+        assert out.startswith(b"id: r1:1\ndata: ") is resumable
+        again = call(app, "GET", "/agui/threads/t1/runs/r1/events", b"")
+        assert answers[-1].startswith("200" if resumable else "404")
+        if resumable:  # the finished run, whole, from its log
+            assert again == out
+        call(app, "GET", "/api/chat/t1/stream")
+        assert answers[-1].startswith("204")  # no AI SDK run streaming
