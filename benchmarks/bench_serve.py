@@ -54,7 +54,10 @@ from bench_pipeline import Row, row  # noqa: E402
 PEER_PYTHON = HERE / ".venvs" / "agui-peer" / "bin" / "python"
 SERVERS = {"waitress": "hookstream serve --workers 1 (waitress)",
            "gunicorn": "hookstream serve --workers 2 (gunicorn)",
-           "peer": "pydantic-ai AGUIAdapter + uvicorn (1 worker)"}
+           "peer": "pydantic-ai AGUIAdapter + uvicorn (1 worker)",
+           "waitress-nolog": "hookstream serve --workers 1 --no-resume (no event log)",
+           "gunicorn-nolog": "hookstream serve --workers 2 --no-resume (no event log)"}
+EVENT_LOG_TARGET = 0.10  # the event log's share of server CPU per run, at most (issue 34)
 _SIM = ("import socketserver, sys; socketserver.StreamRequestHandler.disable_nagle_algorithm = True; "
         "sys.path.insert(0, sys.argv[1]); from store_kit import SimProvider; "
         "s = SimProvider().__enter__(); print(s.url, flush=True); sys.stdin.read()")
@@ -216,6 +219,11 @@ def measure(ns: list[int], rounds: int) -> dict[str, dict[int, dict[str, float]]
             cmds = {"waitress": ([*base, "--workers", "1", "--threads", str(threads)], TESTS, env),
                     "gunicorn": ([*base, "--workers", "2", "--threads", str(threads),
                                          "--store", f"sqlite:///{tmp}/threads.db"], TESTS, env),
+                    # The same servers without the event log (resumable runs), in the same rounds.
+                    "waitress-nolog": ([*base, "--workers", "1", "--threads", str(threads), "--no-resume"],
+                                       TESTS, env),
+                    "gunicorn-nolog": ([*base, "--workers", "2", "--threads", str(threads),
+                                        "--store", f"sqlite:///{tmp}/threads-nolog.db", "--no-resume"], TESTS, env),
                     "peer": ([str(PEER_PYTHON), str(HERE / "peer_agui_app.py"), sim_url], HERE, None)}
             servers: dict[str, tuple[int, str]] = {}
             for name, (cmd, cwd, env_) in cmds.items():
@@ -308,7 +316,14 @@ def run(quick: bool, full: bool = False, rounds: int | None = None) -> list[Row]
             rows.append(row("serve", f"{s}-{n}", f"{label}, {n} concurrent", measured, m["cpu_ms"], **m))
     peer = res["peer"]
     for s in ("waitress", "gunicorn"):
-        mine = res[s]
+        mine, bare = res[s], res[f"{s}-nolog"]
+        if top in mine and top in bare:
+            # The log's share of the server CPU per run: same runs, same rounds, log on and off.
+            cost = mine[top]["cpu_ms"] / bare[top]["cpu_ms"] - 1
+            rows.append(row("serve", f"{s}-eventlog-cost", f"{SERVERS[s]}: the event log's server CPU per run, "
+                            f"{top} concurrent", f"{cost:+.1%} ({mine[top]['cpu_ms']:.2f} vs "
+                            f"{bare[top]['cpu_ms']:.2f} ms/run)", cost, f"<= {EVENT_LOG_TARGET:.0%}",
+                            cost <= EVENT_LOG_TARGET))
         if top in mine and top in peer:
             ratio = mine[top]["cpu_ms"] / peer[top]["cpu_ms"]
             rows.append(row("serve", f"{s}-cpu-target", f"{SERVERS[s]}: server CPU per run vs the peer, {top} "

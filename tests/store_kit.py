@@ -163,6 +163,7 @@ class SimProvider:
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
         self.requests: list[list[dict[str, Any]]] = []
+        self._holds: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         sim = self
 
@@ -180,9 +181,12 @@ class SimProvider:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for ev in answer(body["messages"]):
+                hold = sim._hold_of(body["messages"])
+                for i, ev in enumerate(answer(body["messages"])):
                     if sim.delay:
                         time.sleep(sim.delay)
+                    if i == 2 and hold is not None:  # the answer's first text has gone out
+                        hold.wait(30.0)  # 30 s only keeps a broken test from hanging
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
@@ -199,6 +203,21 @@ class SimProvider:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def hold(self, tag: str) -> threading.Event:
+        """Hold the answers of the conversation tagged ``tag`` after their first text chunk until the
+        returned event is set."""
+        with self._lock:
+            return self._holds.setdefault(tag, threading.Event())
+
+    def _hold_of(self, messages: list[dict[str, Any]]) -> threading.Event | None:
+        with self._lock:
+            for m in messages:
+                text = _text(m.get("content")) if m.get("role") == "user" else ""
+                tag = text.split("| ", 1)[0] if "| " in text else None
+                if tag in self._holds:
+                    return self._holds[tag]
+        return None
 
     def requests_of(self, tag: str) -> list[str]:
         """The normalized requests of the conversation tagged ``tag``, in order."""

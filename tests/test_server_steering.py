@@ -66,7 +66,9 @@ def test_the_owner_steers_a_running_thread_and_others_get_404() -> None:
         assert call(app, "/agui/threads/t-1/messages", steer, "tok-a")[0] == "409 Conflict"
         body.close()
     assert body_messages(srv.requests[1])[-1] == {"role": "user", "content": "Answer in German."}
-    events = [json.loads(f[len(b"data: "):]) for f in b"".join(frames).split(b"\n\n") if f.startswith(b"data: ")]
+    # Each frame is "id: <runId>:<seq>" then its "data:" line (resumable runs).
+    events = [json.loads(line[len(b"data: "):]) for line in b"".join(frames).split(b"\n")
+              if line.startswith(b"data: ")]
     added = [e["value"] for e in events if e["type"] == "CUSTOM" and e["name"] == "message-added"]
     assert [a["content"] for a in added] == ["Answer in German."]
     assert events[-1]["type"] == "RUN_FINISHED"

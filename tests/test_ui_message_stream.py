@@ -57,11 +57,14 @@ from hookstream.testing import DEMO_PROMPT, demo_factory, demo_server, demo_tool
 
 
 def frames_to_chunks(body: Iterable[bytes]) -> list[Any]:
-    """SSE frames -> chunk objects, ``"[DONE]"`` kept as the string. Every frame is one ``data:`` line."""
+    """SSE frames -> chunk objects, ``"[DONE]"`` kept as the string. Every frame is one ``data:`` line,
+    after an ``id:`` line when the server sent it (resumable runs)."""
     out: list[Any] = []
     for frame in b"".join(body).split(b"\n\n"):
         if not frame:
             continue
+        if frame.startswith(b"id: "):
+            frame = frame.split(b"\n", 1)[1]
         assert frame.startswith(b"data: ") and b"\n" not in frame, frame
         data = frame[len(b"data: "):].decode()
         out.append(data if data == "[DONE]" else json.loads(data))

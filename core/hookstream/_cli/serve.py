@@ -54,11 +54,12 @@ TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
 def build_app(model: str | None, settings: RunSettings, base_url: str | None, demo: bool, delay: float,
               store: ConversationStore | None = None, *, authenticate: Authenticator | None = None,
               limits: ServerLimits | None = None, cors_origins: Sequence[str] = (),
-              approval_secret: str | None = None) -> Any:
+              approval_secret: str | None = None, resumable: bool = True) -> Any:
     """The WSGI application ``serve`` runs: every run of ``model`` goes as ``settings`` say (the server's
     tools are ``settings.tools``). Raises :class:`click.UsageError`."""
     guard: dict[str, Any] = {"store": store, "authenticate": authenticate, "limits": limits,
-                             "cors_origins": cors_origins, "approval_secret": approval_secret}
+                             "cors_origins": cors_origins, "approval_secret": approval_secret,
+                             "resumable": resumable}
     try:
         if demo:
             from .._server.demo import demo_factory
@@ -142,12 +143,16 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
               help="Without --store: the key that signs the approvals handed out (at least 16 bytes; prefer "
                    "$HOOKSTREAM_APPROVAL_SECRET). Default: random per server (its --workers share it); give "
                    "one to several servers behind one address, or to keep approvals valid over a restart.")
+@click.option("--resume-seconds", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              help="Seconds a run's event log is kept after it ends, for a client that reconnects.")
+@click.option("--no-resume", is_flag=True,
+              help="No event log and no SSE ids: a client that disconnects cancels its run at once.")
 def command(model: str | None, base_url: str | None, host: str, port: int, threads: int, workers: int,
             store_url: str | None, demo: bool, delay: float, tokens_file: str | None, jwt_issuer: str | None,
             jwt_audience: tuple[str, ...], jwks_url: str | None, auth_plugins: tuple[str, ...], no_auth: bool,
             max_concurrent_runs: int, max_runs_per_minute: int, max_messages: int, max_message_bytes: int,
             max_run_seconds: float, cors_origins: tuple[str, ...], approval_secret: str | None,
-            **run_options: Any) -> None:
+            resume_seconds: float, no_resume: bool, **run_options: Any) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput) and a chat page at /."""
     authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
     if authenticate is not None and no_auth:
@@ -162,7 +167,7 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
                    "read and continue every thread", err=True)
     limits = ServerLimits(max_concurrent_runs=max_concurrent_runs, runs_per_minute=max_runs_per_minute,
                           max_messages=max_messages, max_message_bytes=max_message_bytes,
-                          max_run_seconds=max_run_seconds)
+                          max_run_seconds=max_run_seconds, event_log_seconds=resume_seconds)
     if workers > 1 and store_url is None and not demo:
         # The demo is a recording: every question replays the same tool call ids, which a store would
         # take for messages it already holds. Without a store it stays stateless (full-history clients).
@@ -181,7 +186,8 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
     with configured("serve", settings) as run:
         print_notes(run)
         app = build_app(model, run.settings, base_url, demo, delay, store, authenticate=authenticate,
-                        limits=limits, cors_origins=cors_origins, approval_secret=approval_secret)
+                        limits=limits, cors_origins=cors_origins, approval_secret=approval_secret,
+                        resumable=not no_resume)
         if authenticate is None:
             # Without a credential to ask for, a web page the user opens must not drive the server
             # (cross-site requests, DNS rebinding): hookstream._server.guard.

@@ -40,7 +40,9 @@ and the answer is the run framed by :func:`hookstream._server.ui_message_stream.
 exactly as for AG-UI runs.
 
 Thread safety: the application object is immutable after :func:`make_app` and serves concurrent requests
-(one engine per request). A client that disconnects cancels its run.
+(one engine per request). A client that disconnects leaves its run going for
+``ServerLimits.detached_run_seconds`` (its frames logged, for a reconnect: :mod:`hookstream._server.resume`);
+with ``make_app(resumable=False)`` the run is cancelled at once.
 """
 
 from __future__ import annotations
@@ -63,9 +65,11 @@ from .._events import BaseEvent, to_sse
 from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from .._settings import RunSettings
 from .._stores.memory import ConversationStore, OwnedStore
+from .._stores.runlog import MemoryRunLog, RunLog
 from .._stream.provider import Provider
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
+from .resume import Recorder, parse_last_event_id, tail
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .trust import ApprovalSigner, SignedApprovals, check_ids, vet
 from .ui_message_stream import (
@@ -409,30 +413,58 @@ class _RunBody:
 
     def __init__(self, stream: RunStream, release: Callable[[], None] | None = None,
                  max_seconds: float | None = None,
-                 frames: Callable[[RunStream], Generator[bytes, None, None]] = to_sse) -> None:
+                 frames: Callable[[RunStream], Generator[bytes, None, None]] = to_sse,
+                 recorder: Recorder | None = None, detached_seconds: float | None = 0.0) -> None:
         # Past max_seconds the run ends with RUN_ERROR run_timeout (limits.TimedRun), not as a cancel.
         self._deadline = None if max_seconds is None else TimedRun(stream, max_seconds, _DEADLINES)
         self._stream: RunStream = stream if self._deadline is None else self._deadline
         self._frames: Generator[bytes, None, None] = frames(self._stream)
         self._finished = False
         self._release = release
+        self._recorder = recorder
+        self._detached_seconds = detached_seconds
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
         try:
-            return next(self._frames)
+            frame = next(self._frames)
         except StopIteration:
             self._finished = True
             raise
+        return frame if self._recorder is None else self._recorder.frame(frame)
 
     def close(self) -> None:
+        """The response is done. A client gone before the run's end: with a recorder the run goes on
+        detached (its frames logged, for the client's reconnect) for up to ``detached_seconds``
+        (``None``: until it ends), then is cancelled; without one it is cancelled now."""
+        if not self._finished and self._recorder is not None and self._detached_seconds != 0.0:
+            threading.Thread(target=self._drain, name="hookstream-detached-run", daemon=True).start()
+            return
+        self._close()
+
+    def _drain(self) -> None:
+        seconds = self._detached_seconds
+        key = _DEADLINES.add(seconds, self._stream.cancel) if seconds is not None else None
+        try:
+            for _ in self:
+                pass
+        except Exception:
+            log.exception("a detached run failed")
+        finally:
+            if key is not None:
+                _DEADLINES.cancel(key)
+            self._close()
+
+    def _close(self) -> None:
         try:
             if not self._finished:
                 self._stream.cancel()
             self._frames.close()
         finally:
+            if self._recorder is not None:
+                self._recorder.end()
             if self._deadline is not None:
                 self._deadline.close()
             release, self._release = self._release, None
@@ -492,6 +524,7 @@ def make_app(
     limits: ServerLimits | None = None,
     cors_origins: Iterable[str] = (),
     approval_secret: str | bytes | None = None,
+    resumable: bool = True,
     **fields: Any,
 ) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """A WSGI application serving AG-UI runs of ``model`` (``"PROVIDER:MODEL"``) with the server's
@@ -536,6 +569,15 @@ def make_app(
     a valid one. Ids longer than 128 characters or outside ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
     A thread is claimed only once its request passed authentication, limits and these checks.
 
+    ``resumable`` (docs/agui-server.md, "Resuming a stream"): every SSE frame of a run carries
+    ``id: <runId>:<seq>`` and is kept in an event log (the SQL store's, shared by worker processes; else
+    this process's memory) within ``limits``' ``event_log_events`` / ``event_log_bytes``, for
+    ``event_log_seconds`` after the run ends. ``GET /agui/threads/{threadId}/runs/{runId}/events`` with
+    ``Last-Event-ID`` resumes an AG-UI run; ``GET /api/chat/{id}/stream`` replays the AI SDK chat's
+    running stream (``204`` when none); only the principal that started the run may (``404``). A client
+    that disconnects leaves its run going for ``detached_run_seconds``. ``resumable=False``: no ids, no
+    log, a client that disconnects cancels its run at once.
+
     Raises :class:`ValueError` when neither ``model`` nor ``stream_factory`` is given, for an
     ``approval_secret`` under 16 bytes,
     :class:`TypeError` for an ``authenticate`` that is not callable, or a ``store`` that keeps no
@@ -557,7 +599,16 @@ def make_app(
                 owned=store if isinstance(store, OwnedStore) else None, limits=limits,
                 counts=PrincipalLimits(limits), authenticate=authenticate, origins=frozenset(cors_origins),
                 serve_page=serve_page,
-                signer=ApprovalSigner.from_setting(approval_secret) if store is None else None)
+                signer=ApprovalSigner.from_setting(approval_secret) if store is None else None,
+                log=_run_log(store) if resumable else None)
+
+
+def _run_log(store: ConversationStore | None) -> RunLog:
+    """The store's event log when it has one (the SQL stores: shared by worker processes), else one in
+    this process's memory."""
+    make = getattr(store, "run_log", None)
+    got = make() if callable(make) else None
+    return got if isinstance(got, RunLog) else MemoryRunLog()
 
 
 class _Refused(Exception):
@@ -588,6 +639,7 @@ class _App:
     origins: frozenset[str]
     serve_page: bool
     signer: ApprovalSigner | None  # a server without a store signs the approvals it hands out
+    log: RunLog | None  # every run's frames, for a client that reconnects (hookstream._server.resume)
     running: _RunningRuns = attrs.field(factory=lambda: _RunningRuns())
 
     def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -605,6 +657,13 @@ class _App:
                                    refused.code)
         if method == "OPTIONS":
             return _preflight(start_response, cors)
+        resumed = _RESUME_AGUI.match(path) or _RESUME_UI.match(path) if method == "GET" else None
+        if resumed is not None:
+            try:
+                return _resume(self, environ, start_response, cors, resumed)
+            except _Refused as refused:
+                return _json_error(start_response, refused.status, refused.message, [*refused.headers, *cors],
+                                   refused.code)
         if method in ("GET", "HEAD") and self.serve_page:
             return _page(method, path, start_response, cors)
         return _json_error(start_response, "405 Method Not Allowed", "POST an AG-UI RunAgentInput", cors)
@@ -629,7 +688,7 @@ class _App:
             raise _Refused("429 Too Many Requests", "too many runs: try again later",
                            ("Retry-After", retry_after(wait)))
         try:
-            stream, frames = self._stream(doc, principal, ui, who)
+            stream, frames, run_id = self._stream(doc, principal, ui, who)
         except BaseException:
             if who is not None:
                 self.counts.finish(who)
@@ -639,6 +698,9 @@ class _App:
         # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         forget = self.running.add(thread_id, who, stream) if isinstance(thread_id, str) and thread_id else None
+        recorder = None
+        if isinstance(thread_id, str) and thread_id and self.log is not None:
+            recorder = Recorder(self.log, self.limits, thread_id, run_id, who, "ui" if ui else "agui")
 
         def release() -> None:
             if forget is not None:
@@ -646,7 +708,8 @@ class _App:
             if who is not None:
                 counts.finish(who)
 
-        return _RunBody(stream, release, self.limits.max_run_seconds, frames)
+        return _RunBody(stream, release, self.limits.max_run_seconds, frames, recorder,
+                        self.limits.detached_run_seconds)
 
     def _principal(self, environ: Mapping[str, Any]) -> Principal | None:
         if self.authenticate is None:
@@ -704,9 +767,9 @@ class _App:
             raise _Refused("404 Not Found", f"no thread {thread_id!r}")
 
     def _stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
-                ) -> tuple[RunStream, _Frames]:
+                ) -> tuple[RunStream, _Frames, str]:
         """The run's event stream (wrapped by the store's keeper when there is one, by the approval
-        signer when there is none) and its framing; the thread is claimed last."""
+        signer when there is none), its framing and its run id; the thread is claimed last."""
         keeper, factory, owned = self.keeper, self.factory, self.owned
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         if owned is not None and isinstance(thread_id, str) and thread_id:
@@ -745,7 +808,7 @@ class _App:
         except _Refused:
             stream.cancel()
             raise
-        return stream, frames
+        return stream, frames, run.run_id
 
 
 # -- steering a running run ---------------------------------------------------------------------------
@@ -812,12 +875,78 @@ def _post_message(app: _App, environ: Mapping[str, Any], start_response: Callabl
     return [body]
 
 
+# -- resuming a stream --------------------------------------------------------------------------------
+
+RESUME_PATH = "/agui/threads/{threadId}/runs/{runId}/events"
+"""Where ``GET`` with ``Last-Event-ID`` resumes an AG-UI run's event stream (``make_app``)."""
+_RESUME_AGUI = re.compile(r"^/agui/threads/(?P<thread>[^/]+)/runs/(?P<run>[^/]+)/events$")
+_RESUME_UI = re.compile(r"^/api/chat/(?P<chat>[^/]+)/stream$")
+
+
+def _resume(app: _App, environ: Mapping[str, Any], start_response: Callable[..., Any],
+            cors: list[tuple[str, str]], match: re.Match[str]) -> Iterable[bytes]:
+    """``GET /agui/threads/{threadId}/runs/{runId}/events`` (``Last-Event-ID: <runId>:<seq>`` header, or
+    ``?lastEventId=``; none: from the first frame): the run's later frames, each once, then its live
+    tail until it ends. ``GET /api/chat/{id}/stream`` (the AI SDK's ``reconnectToStream``): the chat's
+    running stream from its start, ``204`` when none runs. ``401`` without a principal (with
+    ``authenticate``), ``400`` for a bad id, ``404`` for a run (or thread) of another principal or none,
+    ``410`` for an AG-UI run whose log passed its bounds. Raises :class:`_Refused`."""
+    principal = app._principal(environ)
+    who = principal.id if principal is not None else None
+    groups = match.groupdict()
+    ui = "chat" in groups
+    thread_id = unquote(groups["chat"] if ui else groups["thread"])
+    run_id = "" if ui else unquote(groups["run"])
+    try:
+        check_ids({"id": thread_id} if ui else {"threadId": thread_id, "runId": run_id}, ui)
+    except AGUIInputError as exc:
+        raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
+    after = 0
+    if not ui:
+        query = dict(p.partition("=")[::2] for p in str(environ.get("QUERY_STRING") or "").split("&") if p)
+        try:
+            after = parse_last_event_id(environ.get("HTTP_LAST_EVENT_ID") or unquote(query.get("lastEventId", "")),
+                                        run_id)
+        except AGUIInputError as exc:
+            raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
+    if app.owned is not None:
+        app._claim(app.owned, thread_id, who, check_only=True)
+    if app.log is None:  # make_app(resumable=False)
+        if ui:
+            start_response("204 No Content", [("Content-Length", "0"), *cors])
+            return []
+        raise _Refused("404 Not Found", f"no run {run_id!r} on thread {thread_id!r}")
+    try:
+        run = app.log.latest(thread_id, "ui") if ui else _logged(app.log, thread_id, run_id)
+    except Exception as exc:
+        log.error("reading the run event log failed", exc_info=exc)
+        raise _Refused("503 Service Unavailable", f"conversation store unavailable: {type(exc).__name__}") from exc
+    if run is not None and run.owner != who:
+        raise _Refused("404 Not Found", f"no run on thread {thread_id!r}")
+    if ui:
+        if run is None or run.ended or run.truncated:
+            start_response("204 No Content", [("Content-Length", "0"), *cors])
+            return []
+    else:
+        if run is None or run.protocol != "agui":
+            raise _Refused("404 Not Found", f"no run {run_id!r} on thread {thread_id!r}")
+        if run.truncated:
+            raise _Refused("410 Gone", "the run's event log passed its limits: it cannot be resumed")
+    start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+    return tail(app.log, thread_id, run.run_id, after)
+
+
+def _logged(run_log: RunLog, thread_id: str, run_id: str) -> Any:
+    got = run_log.read(thread_id, run_id, 1 << 62)  # the run only: no frame is after this
+    return got[0] if got is not None else None
+
+
 def _preflight(start_response: Callable[..., Any], cors: list[tuple[str, str]]) -> list[bytes]:
     """The answer to a CORS preflight (Fetch standard, "CORS protocol")."""
     headers = [("Content-Length", "0"), *cors]
     if any(k == "Access-Control-Allow-Origin" for k, _ in cors):
         headers += [("Access-Control-Allow-Methods", "POST, GET, OPTIONS"),
-                    ("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, Accept"),
+                    ("Access-Control-Allow-Headers", "Content-Type, Authorization, X-API-Key, Accept, Last-Event-ID"),
                     ("Access-Control-Max-Age", "600")]
     start_response("204 No Content", headers)
     return []

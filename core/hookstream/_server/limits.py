@@ -82,6 +82,12 @@ class ServerLimits:
     * ``max_run_seconds``: wall-clock seconds a run may take; then it is cancelled and ends with
       ``RUN_ERROR`` code :data:`RUN_TIMEOUT` (``run_timeout``).
     * ``max_body_bytes``: the request body, in bytes (larger: ``413`` before it is read).
+    * ``event_log_events``, ``event_log_bytes``: what the event log keeps of one run (frames, and
+      bytes of their SSE ``data``); past either, the rest of the run is not logged and the run can no
+      longer be resumed (docs/agui-server.md, "Resuming a stream").
+    * ``event_log_seconds``: how long a run's log is kept after the run ends.
+    * ``detached_run_seconds``: how long a run whose client disconnected keeps going (its events
+      logged, for a client that reconnects) before it is cancelled; ``None``: until it ends.
 
     Raises :class:`TypeError` at construction for a value that is not a positive number or ``None``.
     """
@@ -92,6 +98,10 @@ class ServerLimits:
     max_message_bytes: int | None = attrs.field(default=16 * 1024 * 1024, validator=_positive)
     max_run_seconds: float | None = attrs.field(default=600.0, validator=_positive)
     max_body_bytes: int = attrs.field(default=32 * 1024 * 1024, validator=_positive)
+    event_log_events: int = attrs.field(default=10_000, validator=_positive)
+    event_log_bytes: int = attrs.field(default=8 * 1024 * 1024, validator=_positive)
+    event_log_seconds: float = attrs.field(default=300.0, validator=_positive)
+    detached_run_seconds: float | None = attrs.field(default=60.0, validator=_positive)
 
 
 class PrincipalLimits:

@@ -49,6 +49,7 @@ from typing import Any
 from .._messages import Message
 from .codec import dumps_message, loads_message
 from .memory import ConversationStore, InMemoryStore, ThreadInfo, thread_title
+from .runlog import SQLRunLog
 
 __all__ = ["PostgresStore", "SQLiteStore", "open_store"]
 
@@ -126,6 +127,7 @@ class SQLiteStore(_PerThread):
         super().__init__()
         self.path = path
         self._write_lock = threading.Lock()
+        self._run_log = SQLRunLog(self.get, self._write, "?", "BLOB")
         self.get()  # fail now (bad path, not a database) rather than on the first request
         self._release()
 
@@ -139,6 +141,7 @@ class SQLiteStore(_PerThread):
                      "UNIQUE (thread_id, message_key))")
         conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
                      "created_at REAL NOT NULL)")
+        self._run_log.schema(conn)
         # The migration of a store made by the previous release: message times were not kept.
         if not any(row[1] == "created_at" for row in conn.execute(f"PRAGMA table_info({_TABLE})")):
             try:
@@ -212,6 +215,10 @@ class SQLiteStore(_PerThread):
         with self._write() as conn:
             conn.executemany(insert, rows)
 
+    def run_log(self) -> SQLRunLog:
+        """The server's event log in this database (:mod:`hookstream._stores.runlog`)."""
+        return self._run_log
+
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
@@ -230,6 +237,7 @@ class PostgresStore(_PerThread):
                               ) from None
         super().__init__()
         self._url = url
+        self._run_log = SQLRunLog(self.get, self._transaction, "%s", "BYTEA")
         conn = self.get()
         with conn.transaction():
             # Two workers creating the table at once would both pass IF NOT EXISTS; the advisory lock
@@ -241,7 +249,18 @@ class PostgresStore(_PerThread):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
                          "created_at DOUBLE PRECISION NOT NULL)")
             conn.execute(f"ALTER TABLE {_TABLE} ADD COLUMN IF NOT EXISTS created_at DOUBLE PRECISION")
+            self._run_log.schema(conn)
         self._release()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        conn = self.get()
+        with conn.transaction():
+            yield conn
+
+    def run_log(self) -> SQLRunLog:
+        """The server's event log in this database (:mod:`hookstream._stores.runlog`)."""
+        return self._run_log
 
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
         """See :meth:`hookstream.stores.InMemoryStore.list_threads`."""
