@@ -46,7 +46,6 @@ settings, so it pickles when they do (a model name, not a provider object, as ``
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -67,7 +66,7 @@ from hookstream import (
 
 # The 4-characters-a-token estimate (hookstream._estimate, where count_tokens and History take it from) and
 # the summary request are the core's; a plugin reaches them here, in the one place (no public face has them).
-from hookstream._estimate import estimate_tokens
+from hookstream._estimate import estimate_request_tokens, estimate_tokens
 from hookstream._stores.history import summary_request
 from hookstream.events import Custom
 from hookstream.plugin import StepContext, hookimpl
@@ -99,11 +98,8 @@ def estimate(messages: Sequence[Message], tools: Sequence[Tool] = ()) -> int:
     """The default :data:`TokenCounter`: the core's 4-characters-a-token estimate of each message (its
     text, tool arguments and results) plus the tools' JSON schemas (``name``, ``description``,
     ``parameters``) counted the same way."""
-    n = sum(estimate_tokens(m) for m in messages)
-    if tools:
-        schemas = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
-        n += estimate_tokens(Message.system(json.dumps(schemas, separators=(",", ":"))))
-    return n
+    return estimate_request_tokens(
+        messages, [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools])
 
 
 def context_window_of(provider: str, model: str) -> int | None:
