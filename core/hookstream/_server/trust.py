@@ -235,6 +235,12 @@ class ApprovalSigner:
 _CLOCK_SKEW = 60.0  # seconds an id may seem to come from the future (clocks of servers sharing a secret)
 
 
+def _remove_in(owner: int, where: str) -> None:
+    """Remove ``where`` when this is process ``owner`` (a forked worker leaves its parent's file alone)."""
+    if os.getpid() == owner:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 class UsedApprovals:
     """The signed approval ids a stateless server has accepted, each kept until it expires, so a replay
     runs nothing: a SQLite file (WAL, one row per id, primary key = the id's signature) that every worker
@@ -258,8 +264,7 @@ class UsedApprovals:
         if path is None:
             where = tempfile.mkdtemp(prefix="hookstream-approvals-")
             path = os.path.join(where, "used.db")
-            owner = os.getpid()
-            atexit.register(lambda: os.getpid() == owner and shutil.rmtree(where, ignore_errors=True))
+            atexit.register(_remove_in, os.getpid(), where)
         self.path = path
         self._local = threading.local()
         self._swept = 0.0
@@ -489,7 +494,8 @@ def _refuse_answered_again(history: Sequence[Message], incoming: Sequence[Messag
     """With a store: a second answer to a stored call that is no longer pending (another request
     answered it first) runs nothing. It is a ``resume`` entry naming such a call; or, in a request that
     brings nothing new to a thread with nothing pending, an approval on such a call or a final ``tool``
-    message answering only such calls (the same answer again). Raises :class:`~hookstream.errors.AlreadyAnsweredError`."""
+    message answering only such calls (the same answer again). Raises
+    :class:`~hookstream.errors.AlreadyAnsweredError`."""
     pending = {c.id for c in pending_calls(history)}
     answered = {c.id: c.id for m in history for c in m.tool_calls if c.id not in pending}
     if not answered:

@@ -50,6 +50,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .._errors import AlreadyAnsweredError
 from .._messages import Message
 from .codec import dumps_message, loads_message
 from .memory import ConversationStore, InMemoryStore, ThreadInfo, thread_title
@@ -67,7 +68,7 @@ _TITLE_ROWS = 8  # messages read to find a thread's first user message
 _BUSY_TIMEOUT_S = 30.0
 
 
-class _Taken(Exception):
+class _Taken(AlreadyAnsweredError):
     """A call of a :meth:`claim_answers` was claimed before: the transaction is rolled back."""
 
 
@@ -78,7 +79,7 @@ def _claim_answers(conn: Any, thread_id: str, call_ids: Sequence[str], mark: str
         cur = conn.execute(f"INSERT INTO {_ANSWERS} (thread_id, call_id, answered_at) VALUES ({mark}, {mark}, {mark}) "
                            "ON CONFLICT (thread_id, call_id) DO NOTHING", (thread_id, call_id, now))
         if cur.rowcount != 1:
-            raise _Taken
+            raise _Taken(f"tool call {call_id!r} of thread {thread_id!r} was answered already")
 
 
 def _rows(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, str, str, float]]:
