@@ -31,8 +31,9 @@ import requests
 
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
-from hookstream import ToolCallPart
+from hookstream import Message, ToolCallPart
 from hookstream.server import ApprovalSigner
+from hookstream.stores import open_store
 from serve_kit import messages_after, serve_demo_process
 from store_kit import LEDGER_ENV, Client, SimProvider, postgres, serve_workers
 from test_ui_message_stream import answer_approvals, frames_to_chunks, rebuild
@@ -141,10 +142,48 @@ def stored(request: pytest.FixtureRequest, sim: SimProvider, tmp_path_factory: p
             yield Server(base, where / "ledger")
 
     if kind == "postgres":
-        with postgres() as url:
-            yield from serve(url)
+        yield from serve(request.getfixturevalue("pg_url"))
     else:
         yield from serve("memory:" if kind == "memory" else f"sqlite:///{where / 'threads.db'}")
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    with postgres() as url:
+        yield url
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+def test_each_store_gives_a_pending_call_to_exactly_one_of_six_claims(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The store method behind it (hookstream.stores: claim_answers), on threads released together; for
+    the database stores each thread has its own connection, as worker processes do."""
+    url = {"memory": "memory:", "sqlite": f"sqlite:///{tmp_path / 'claims.db'}"}.get(kind) \
+        or request.getfixturevalue("pg_url")
+    store = open_store(url)
+    thread = f"t-claims-{uuid.uuid4().hex[:8]}"
+    barrier = threading.Barrier(ANSWERS)
+    got: list[bool] = []
+
+    def claim() -> None:
+        barrier.wait(30)
+        got.append(store.claim_answers(thread, ["call_a", "call_b"]))  # type: ignore[attr-defined]
+
+    threads = [threading.Thread(target=claim) for _ in range(ANSWERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(got) == [False] * (ANSWERS - 1) + [True]
+    # all or none: a claim naming one answered call marks nothing, another thread's calls are its own
+    assert not store.claim_answers(thread, ["call_c", "call_a"])  # type: ignore[attr-defined]
+    assert store.claim_answers(thread, ["call_c"])  # type: ignore[attr-defined]
+    assert store.claim_answers(thread + "-other", ["call_a"])  # type: ignore[attr-defined]
+    assert store.claim_answers(thread, [])  # type: ignore[attr-defined]
+    # deleting a thread forgets its claims
+    store.save(thread, [Message.user("hi")])
+    assert store.delete(thread)  # type: ignore[attr-defined]
+    assert store.claim_answers(thread, ["call_a"])  # type: ignore[attr-defined]
 
 
 def test_six_concurrent_approvals_of_one_pending_call_run_it_once_on_agui(stored: Server, sim: SimProvider) -> None:

@@ -567,8 +567,14 @@ def make_app(
     without one, the approval ids the server hands out are signed with ``approval_secret`` (text or
     bytes, at least 16 bytes; default ``$HOOKSTREAM_APPROVAL_SECRET``, else random per application
     object, so worker processes must share the object or the secret) and a pending call runs only with
-    a valid one. Ids longer than 128 characters or outside ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
-    A thread is claimed only once its request passed authentication, limits and these checks.
+    a valid one, handed to the same principal at most an hour before
+    (:data:`hookstream._server.trust.APPROVAL_SECONDS`). Ids longer than 128 characters or outside
+    ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
+    A thread is claimed only once its request passed authentication, limits and these checks; then its
+    answers are: the pending calls it settles in the store (``claim_answers``), or the signed approval
+    ids it used in a SQLite file the application makes (:class:`~hookstream._server.trust.UsedApprovals`,
+    shared by worker processes forked after it). A second answer to one pending call, or a replayed
+    approval id, is ``409`` (``{"error": {"code": "already_answered"}}``) and runs nothing.
 
     ``resumable`` (docs/agui-server.md, "Resuming a stream"): every SSE frame of a run carries
     ``id: <runId>:<seq>`` and is kept in an event log (the SQL store's, shared by worker processes; else
