@@ -364,3 +364,28 @@ def test_the_signature_binds_the_principal_and_expires() -> None:
     assert moved != signed and not signer.verify(moved, "t", call, "alice", now=1_000_000 + 3600)
     for bad in ("", "approval_call_1", "approval_call_1.x.y", f"approval_call_1.{'9' * 13}.{signed[-43:]}"):
         assert not signer.verify(bad, "t", call, "alice", now=1_000_010)
+
+
+def test_an_earlier_turns_approval_in_the_history_is_not_a_second_answer() -> None:
+    """With a store, the same approval sent again is refused (409), but a full-history request whose
+    last turn is new, or the user's, may carry old approvals (an AI SDK client keeps them on its parts)."""
+    from hookstream import ToolResultPart
+    from hookstream._server.trust import vet
+    from hookstream.errors import AlreadyAnsweredError
+
+    call = ToolCallPart("call_1", "transfer", {"amount": 1})
+    approved = ToolCallPart("call_1", "transfer", {"amount": 1},
+                            provider_metadata={"hookstream": {"approval": {"approved": True}}})
+    question, reply = Message.user("pay 1"), Message.user("thanks")
+    result = Message("tool", [ToolResultPart("call_1", "transfer", "sent 1")])
+    history = [question, Message("assistant", [call]), result, Message.assistant("Done."), reply]
+    again = [question, Message("assistant", [approved])]
+    with pytest.raises(AlreadyAnsweredError):
+        vet(history[:3], again, None, thread_id="t", new=[], signer=None)
+    with pytest.raises(AlreadyAnsweredError):
+        vet(history, [question], [{"interruptId": "approval_call_1", "status": "resolved"}], thread_id="t", new=[],
+            signer=None)
+    later = [question, Message("assistant", [approved]), result, Message.assistant("Done."), reply]
+    claims: list[str] = []
+    vet(history, later, None, thread_id="t", new=[], signer=None, claims=claims)
+    assert claims == []

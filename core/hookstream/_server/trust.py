@@ -507,7 +507,10 @@ def _refuse_answered_again(history: Sequence[Message], incoming: Sequence[Messag
     again = [answered[k] for e in entries if isinstance(e, dict) and isinstance(k := e.get("interruptId"), str)
              and k in answered]
     if not new and not pending:  # the request answers nothing pending: is it an answer sent again?
-        again += [c for c in in_messages if c in answered]
+        # Only the request's last turn counts (an approval on an earlier turn's call is history).
+        ai = next((i for i in range(len(incoming) - 1, -1, -1) if incoming[i].role != "tool"), None)
+        last_turn = incoming[ai] if ai is not None and incoming[ai].role == "assistant" else None
+        again += [c.id for c in (last_turn.tool_calls if last_turn else ()) if c.id in in_messages and c.id in answered]
         last = incoming[-1] if incoming else None
         if last is not None and last.role == "tool" and all(r.tool_call_id in answered for r in last.tool_results):
             again += [r.tool_call_id for r in last.tool_results]
