@@ -405,6 +405,14 @@ class UntrustedToolCallError(AGUIInputError):
     code = "untrusted_tool_call"
 
 
+class AlreadyAnsweredError(HookstreamError):
+    """A request answering a pending tool call (an approval, a denial, a frontend tool's result) that
+    another request answered first, or replaying a signed approval id already used. The server answers
+    ``409`` with this code and runs nothing (docs/agui-server.md, "Deployment")."""
+
+    code = "already_answered"
+
+
 class StoreUnavailableError(HookstreamError, RuntimeError):
     """The conversation store failed (the database is down, locked past its busy timeout...); the
     server answers ``503`` with this text. ``__cause__`` holds the database's own error."""

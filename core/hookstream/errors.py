@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._errors import (
         AgentToolError,
         AGUIInputError,
+        AlreadyAnsweredError,
         AuthenticationError,
         BadRequestError,
         BudgetExceededError,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AGUIInputError",
     "AgentToolError",
+    "AlreadyAnsweredError",
     "AuthenticationError",
     "BadRequestError",
     "BatchInputError",

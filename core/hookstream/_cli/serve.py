@@ -24,7 +24,8 @@ each gunicorn worker 1,000 (``hookstream._cli.gthread_worker``).
 
 Without a store the approvals the server hands out are signed (``--approval-secret`` /
 ``$HOOKSTREAM_APPROVAL_SECRET``, else a random key made once here, before gunicorn forks, so every worker
-shares it).
+shares it), and the ids used are recorded in a SQLite file made here too, so a replay is refused on
+every worker.
 
 waitress is a well-kept, pure-Python, multi-threaded WSGI server; with its default ``send_bytes=1`` each
 SSE frame the application yields is written to the socket at once (chunked transfer encoding), so events

@@ -51,6 +51,7 @@ import json
 import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
@@ -60,18 +61,18 @@ from urllib.parse import unquote
 import attrs
 
 from .._chat import ChatStream, chat, get_model
-from .._errors import AGUIInputError
+from .._errors import AGUIInputError, AlreadyAnsweredError
 from .._events import BaseEvent, to_sse
 from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from .._settings import RunSettings
-from .._stores.memory import ConversationStore, OwnedStore
+from .._stores.memory import ConversationStore, InMemoryStore, OwnedStore
 from .._stores.runlog import MemoryRunLog, RunLog
 from .._stream.provider import Provider
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .resume import Recorder, parse_last_event_id, tail
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
-from .trust import ApprovalSigner, SignedApprovals, check_ids, vet
+from .trust import ApprovalSigner, SignedApprovals, UsedApprovals, check_ids, vet
 from .ui_message_stream import (
     UI_MESSAGE_STREAM_HEADERS,
     ChatRequest,
@@ -566,8 +567,14 @@ def make_app(
     without one, the approval ids the server hands out are signed with ``approval_secret`` (text or
     bytes, at least 16 bytes; default ``$HOOKSTREAM_APPROVAL_SECRET``, else random per application
     object, so worker processes must share the object or the secret) and a pending call runs only with
-    a valid one. Ids longer than 128 characters or outside ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
-    A thread is claimed only once its request passed authentication, limits and these checks.
+    a valid one, handed to the same principal at most an hour before
+    (:data:`hookstream._server.trust.APPROVAL_SECONDS`). Ids longer than 128 characters or outside
+    ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
+    A thread is claimed only once its request passed authentication, limits and these checks; then its
+    answers are: the pending calls it settles in the store (``claim_answers``), or the signed approval
+    ids it used in a SQLite file the application makes (:class:`~hookstream._server.trust.UsedApprovals`,
+    shared by worker processes forked after it). A second answer to one pending call, or a replayed
+    approval id, is ``409`` (``{"error": {"code": "already_answered"}}``) and runs nothing.
 
     ``resumable`` (docs/agui-server.md, "Resuming a stream"): every SSE frame of a run carries
     ``id: <runId>:<seq>`` and is kept in an event log (the SQL store's, shared by worker processes; else
@@ -600,6 +607,7 @@ def make_app(
                 counts=PrincipalLimits(limits), authenticate=authenticate, origins=frozenset(cors_origins),
                 serve_page=serve_page,
                 signer=ApprovalSigner.from_setting(approval_secret) if store is None else None,
+                used=UsedApprovals() if store is None else None,
                 log=_run_log(store) if resumable else None)
 
 
@@ -641,6 +649,8 @@ class _App:
     signer: ApprovalSigner | None  # a server without a store signs the approvals it hands out
     log: RunLog | None  # every run's frames, for a client that reconnects (hookstream._server.resume)
     running: _RunningRuns = attrs.field(factory=lambda: _RunningRuns())
+    used: UsedApprovals | None = None  # a stateless server's used approval ids (shared by its workers)
+    answers: InMemoryStore = attrs.field(factory=InMemoryStore)  # claims, for a store without claim_answers
 
     def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
@@ -766,6 +776,29 @@ class _App:
         if not mine:
             raise _Refused("404 Not Found", f"no thread {thread_id!r}")
 
+    def _claim_answers(self, thread_id: str, claims: list[str]) -> None:
+        """Use the request's answers once (:func:`hookstream._server.trust.answer_claims`): claim its
+        pending calls in the store, or record its signed approval ids as used. ``409`` when another
+        request did first, ``503`` when the store (or the file of used ids) fails."""
+        if not claims:
+            return
+        try:
+            if self.signer is not None and self.used is not None:
+                # Kept past the id's lifetime (and the clock skew verify allows): an older one is refused anyway.
+                expires_at = time.time() + self.signer.seconds + 120.0
+                fresh = self.used.use([(c, expires_at) for c in claims])
+            else:
+                store = self.keeper.store if self.keeper is not None else None
+                # A store of its own without claim_answers: claims held in this process only (documented).
+                claim = getattr(store, "claim_answers", None) or self.answers.claim_answers
+                fresh = bool(claim(thread_id, claims))
+        except Exception as exc:
+            log.error("claiming the answers failed", exc_info=exc)
+            raise _Refused("503 Service Unavailable", f"conversation store unavailable: {type(exc).__name__}") from exc
+        if not fresh:
+            raise _Refused("409 Conflict", f"the pending tool call on thread {thread_id!r} was answered already: "
+                           "nothing was run", code=AlreadyAnsweredError.code)
+
     def _stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
                 ) -> tuple[RunStream, _Frames, str]:
         """The run's event stream (wrapped by the store's keeper when there is one, by the approval
@@ -783,13 +816,17 @@ class _App:
                 incoming, new = run.messages, []
             else:
                 run, incoming, new = _parse_stored(keeper, doc)
+            claims: list[str] = []
             run.messages, run.resume = vet(run.messages, incoming, run.resume, thread_id=run.thread_id,
                                            new=new if keeper is not None else None, signer=self.signer,
-                                           frontend_tools=frozenset(t["name"] for t in run.tools))
+                                           frontend_tools=frozenset(t["name"] for t in run.tools),
+                                           principal=who, claims=claims)
             run.principal = principal
             stream: RunStream = factory(run)
             if self.signer is not None:
-                stream = SignedApprovals(stream, self.signer, run.thread_id)
+                stream = SignedApprovals(stream, self.signer, run.thread_id, who)
+        except AlreadyAnsweredError as exc:
+            raise _Refused("409 Conflict", str(exc), code=exc.code) from exc
         except (ValueError, LookupError) as exc:  # AGUIInputError, a bad model, an unknown provider or executor
             # the client's mistake
             raise _Refused("400 Bad Request", str(exc), code=getattr(exc, "code", None)) from exc
@@ -799,6 +836,7 @@ class _App:
         try:
             if owned is not None:
                 self._claim(owned, run.thread_id, who)
+            self._claim_answers(run.thread_id, claims)  # last: a refused request uses no answer
             if keeper is not None:
                 stream = keeper.wrap(run.thread_id, run.messages, new, stream)
         except StoreUnavailableError as exc:

@@ -9,7 +9,9 @@ history unpaired (it resumes the calls, or answers calls followed by newer messa
 result: ``hookstream._agentloop.engine``).
 
 A store that a server shares between users also keeps each thread's owner (:class:`OwnedStore`,
-:meth:`~OwnedStore.claim`): the principal that created it. The built-in stores all do.
+:meth:`~OwnedStore.claim`): the principal that created it, and which pending tool calls have been
+answered (:meth:`~OwnedStore.claim_answers`), so one approval answered by several requests at once runs
+once. The built-in stores all do.
 
 Thread safety: the engine calls a store from the thread that iterates the run; a store shared by
 several runs must be thread-safe (:class:`InMemoryStore` is).
@@ -74,7 +76,14 @@ class OwnedStore(ConversationStore, Protocol):
     """A conversation store that knows who owns each thread (what ``hookstream serve`` with
     authentication needs; ``docs/agui-server.md``, "What a principal can see"). A store may also offer
     ``may_claim(thread_id, owner) -> bool``, whether :meth:`claim` would succeed, reading only (the
-    built-in stores do): the server then claims a thread only once its request passed every check."""
+    built-in stores do): the server then claims a thread only once its request passed every check.
+
+    A store should also offer ``claim_answers(thread_id, call_ids) -> bool`` (the built-in stores do;
+    :meth:`InMemoryStore.claim_answers`): the server claims the pending calls a request answers (an
+    approval, a denial, a frontend tool's result, or calls a new message leaves behind) before its run
+    starts, and answers ``409`` when another request claimed one first. Without it the server keeps the
+    claims in its process's memory: then one pending call answered on two worker processes at once may
+    run twice (docs/agui-server.md, "Deployment")."""
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         """Whether ``owner`` (a principal id; ``None``: an unauthenticated server) may use
@@ -93,6 +102,7 @@ class InMemoryStore:
         self._ids: dict[str, set[str]] = {}
         self._owners: dict[str, str | None] = {}
         self._times: dict[str, tuple[float, float]] = {}  # thread -> (first save, last save), Unix seconds
+        self._answered: dict[str, set[str]] = {}  # thread -> tool call ids whose answer was claimed
         self._lock = threading.Lock()
 
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
@@ -111,7 +121,20 @@ class InMemoryStore:
             self._ids.pop(thread_id, None)
             self._owners.pop(thread_id, None)
             self._times.pop(thread_id, None)
+            self._answered.pop(thread_id, None)
             return self._threads.pop(thread_id, None) is not None
+
+    def claim_answers(self, thread_id: str, call_ids: Sequence[str]) -> bool:
+        """Mark the pending tool calls ``call_ids`` of ``thread_id`` answered, all or none, atomically:
+        ``True`` when none was claimed before (now all are), ``False`` when one was (nothing is marked).
+        Of several requests answering one pending call at once exactly one gets ``True``: the one whose
+        run may execute it. A claim is kept until the thread is deleted."""
+        with self._lock:
+            answered = self._answered.setdefault(thread_id, set())
+            if answered.intersection(call_ids):
+                return False
+            answered.update(call_ids)
+            return True
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         with self._lock:

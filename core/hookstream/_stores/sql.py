@@ -17,7 +17,11 @@ Both database stores keep one table, ``hookstream_messages``::
 and a second, ``hookstream_threads`` (``thread_id`` primary key, ``owner`` text or NULL, ``created_at``
 in Unix seconds), holding who owns each thread (:meth:`claim`). A database made before owners were kept
 gets the table on open (``CREATE TABLE IF NOT EXISTS``: the migration); its threads get a row with a
-NULL owner when first claimed, so they stay reachable only by an unauthenticated server.
+NULL owner when first claimed, so they stay reachable only by an unauthenticated server. A third,
+``hookstream_answers`` (``thread_id``, ``call_id``, ``answered_at``; primary key ``(thread_id,
+call_id)``), holds the pending tool calls whose answer a request claimed (:meth:`claim_answers`): the
+primary key is the check and the mark in one, so of several requests answering one call at once, on any
+worker process, exactly one inserts its row.
 
 :meth:`save` inserts with ``ON CONFLICT DO NOTHING``: saving a message whose id the thread already
 holds does nothing, so a store holds each message once however many workers saved it, and
@@ -46,6 +50,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .._errors import AlreadyAnsweredError
 from .._messages import Message
 from .codec import dumps_message, loads_message
 from .memory import ConversationStore, InMemoryStore, ThreadInfo, thread_title
@@ -55,8 +60,26 @@ __all__ = ["PostgresStore", "SQLiteStore", "open_store"]
 
 _TABLE = "hookstream_messages"
 _THREADS = "hookstream_threads"
+_ANSWERS = "hookstream_answers"
+_ANSWERS_SCHEMA = (f"CREATE TABLE IF NOT EXISTS {_ANSWERS} (thread_id TEXT NOT NULL, call_id TEXT NOT NULL, "
+                   "answered_at {real} NOT NULL, PRIMARY KEY (thread_id, call_id))")
+
 _TITLE_ROWS = 8  # messages read to find a thread's first user message
 _BUSY_TIMEOUT_S = 30.0
+
+
+class _Taken(AlreadyAnsweredError):
+    """A call of a :meth:`claim_answers` was claimed before: the transaction is rolled back."""
+
+
+def _claim_answers(conn: Any, thread_id: str, call_ids: Sequence[str], mark: str) -> None:
+    """Insert one row per call; raises :class:`_Taken` when one is there already (in a transaction)."""
+    now = time.time()
+    for call_id in dict.fromkeys(call_ids):
+        cur = conn.execute(f"INSERT INTO {_ANSWERS} (thread_id, call_id, answered_at) VALUES ({mark}, {mark}, {mark}) "
+                           "ON CONFLICT (thread_id, call_id) DO NOTHING", (thread_id, call_id, now))
+        if cur.rowcount != 1:
+            raise _Taken(f"tool call {call_id!r} of thread {thread_id!r} was answered already")
 
 
 def _rows(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, str, str, float]]:
@@ -141,6 +164,7 @@ class SQLiteStore(_PerThread):
                      "UNIQUE (thread_id, message_key))")
         conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
                      "created_at REAL NOT NULL)")
+        conn.execute(_ANSWERS_SCHEMA.format(real="REAL"))
         self._run_log.schema(conn)
         # The migration of a store made by the previous release: message times were not kept.
         if not any(row[1] == "created_at" for row in conn.execute(f"PRAGMA table_info({_TABLE})")):
@@ -177,7 +201,20 @@ class SQLiteStore(_PerThread):
         with self._write() as conn:
             gone = conn.execute(f"DELETE FROM {_TABLE} WHERE thread_id = ?", (thread_id,)).rowcount
             conn.execute(f"DELETE FROM {_THREADS} WHERE thread_id = ?", (thread_id,))
+            conn.execute(f"DELETE FROM {_ANSWERS} WHERE thread_id = ?", (thread_id,))
         return bool(gone)
+
+    def claim_answers(self, thread_id: str, call_ids: Sequence[str]) -> bool:
+        """See :meth:`hookstream.stores.InMemoryStore.claim_answers` (one ``BEGIN IMMEDIATE`` transaction:
+        atomic across worker processes)."""
+        if not call_ids:
+            return True
+        try:
+            with self._write() as conn:
+                _claim_answers(conn, thread_id, call_ids, "?")
+        except _Taken:
+            return False
+        return True
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         conn = self.get()
@@ -249,6 +286,7 @@ class PostgresStore(_PerThread):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
                          "created_at DOUBLE PRECISION NOT NULL)")
             conn.execute(f"ALTER TABLE {_TABLE} ADD COLUMN IF NOT EXISTS created_at DOUBLE PRECISION")
+            conn.execute(_ANSWERS_SCHEMA.format(real="DOUBLE PRECISION"))
             self._run_log.schema(conn)
         self._release()
 
@@ -277,7 +315,21 @@ class PostgresStore(_PerThread):
         with conn.transaction():
             gone = conn.execute(f"DELETE FROM {_TABLE} WHERE thread_id = %s", (thread_id,)).rowcount
             conn.execute(f"DELETE FROM {_THREADS} WHERE thread_id = %s", (thread_id,))
+            conn.execute(f"DELETE FROM {_ANSWERS} WHERE thread_id = %s", (thread_id,))
         return bool(gone)
+
+    def claim_answers(self, thread_id: str, call_ids: Sequence[str]) -> bool:
+        """See :meth:`hookstream.stores.InMemoryStore.claim_answers` (one transaction; the primary key
+        decides between concurrent claims on any connection)."""
+        if not call_ids:
+            return True
+        conn = self.get()
+        try:
+            with conn.transaction():
+                _claim_answers(conn, thread_id, call_ids, "%s")
+        except _Taken:
+            return False
+        return True
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
         conn = self.get()

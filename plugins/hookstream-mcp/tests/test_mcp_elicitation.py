@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from hookstream import chat, get_model
-from hookstream.events import BaseEvent, Custom
+from hookstream.events import BaseEvent, Custom, RunStarted
 from hookstream.testing import LoopbackServer, Response, run_cli
 from hookstream_mcp import (
     Elicitation,
@@ -191,6 +191,30 @@ def test_in_the_run_the_question_streams_and_the_answer_given_there_reaches_the_
     assert msg["content"] == "booked for 5 on Friday, by the window"
     # Answered once: a second answer finds nothing waiting.
     assert not answer_elicitation(asked_value["elicitationId"], None)
+
+
+def test_an_answer_bound_to_another_run_or_thread_is_not_delivered(in_run: MCPServer) -> None:
+    """Issue 38, finding 13: ``answer_elicitation(..., run_id=)`` answers only a question of that run (and
+    ``thread_id=`` of that thread), so a route that checked the caller owns the run cannot be used to
+    answer someone else's question by its id; the question still waits for its own run's answer."""
+    with scripted_model() as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Book Friday",
+                      tools=in_run.tools(), thread_id="thread-owner")
+        run_id = None
+        refused: list[bool] = []
+        for ev in stream:
+            if isinstance(ev, RunStarted):
+                run_id = ev.run_id
+            if isinstance(ev, Custom) and ev.name == REQUESTED:
+                asked = ev.value["elicitationId"]
+                assert ev.value["runId"] == run_id is not None
+                refused += [answer_elicitation(asked, {"guests": 9}, run_id="run-of-someone-else"),
+                            answer_elicitation(asked, {"guests": 9}, run_id=run_id, thread_id="another-thread")]
+                assert answer_elicitation(asked, {"guests": 3, "window": True}, run_id=run_id,
+                                          thread_id="thread-owner")
+    assert refused == [False, False]
+    (msg,) = tool_messages(srv.requests[1])
+    assert msg["content"] == "booked for 3 on Friday, by the window"
 
 
 def test_in_the_run_another_thread_may_answer_and_none_declines(in_run: MCPServer) -> None:

@@ -3,9 +3,10 @@
 With ``elicitation="run"`` (or :func:`in_run_elicitation`), a question a server asks during a tool call
 that a run made is sent into that run's event stream as a ``CUSTOM`` event named
 ``mcp-elicitation-requested`` (:data:`REQUESTED`) with the value ``{"elicitationId", "server",
-"toolCallId", "message", "mode", "schema"}`` (form mode) or ``{..., "mode": "url", "url"}`` (URL mode).
-The tool call waits until :func:`answer_elicitation` is called with that ``elicitationId`` (from any
-thread: the one iterating the stream, or a UI's request handler), then the run streams
+"toolCallId", "message", "mode", "runId", "schema"}`` (form mode) or ``{..., "mode": "url", "url"}`` (URL
+mode). The tool call waits until :func:`answer_elicitation` is called with that ``elicitationId`` (from
+any thread: the one iterating the stream, or a UI's request handler; a handler serving several users
+passes ``run_id=`` too, for a run it checked the caller owns), then the run streams
 ``mcp-elicitation-responded`` (:data:`RESPONDED`, ``{"elicitationId", "toolCallId", "action"}``) and
 the server gets the answer. It is the same pattern as the run's tool approvals (``approval-requested``
 then ``approval-responded``), except that the run does not end while it waits: the question belongs to
@@ -43,13 +44,16 @@ log = logging.getLogger("hookstream_mcp")
 
 
 class _Pending:
-    """One question waiting for its answer; :meth:`settle` keeps the first answer given."""
+    """One question waiting for its answer, asked in run ``run_id`` of ``thread_id``; :meth:`settle`
+    keeps the first answer given."""
 
-    __slots__ = ("_done", "answer")
+    __slots__ = ("_done", "answer", "run_id", "thread_id")
 
-    def __init__(self) -> None:
+    def __init__(self, run_id: str | None = None, thread_id: str | None = None) -> None:
         self._done = threading.Event()
         self.answer: ElicitationAnswer | Mapping[str, Any] | None = None
+        self.run_id = run_id
+        self.thread_id = thread_id
 
     def settle(self, answer: ElicitationAnswer | Mapping[str, Any] | None) -> bool:
         with _LOCK:
@@ -79,11 +83,14 @@ class Call:
         self.pending: list[_Pending] = []
 
     def ask(self, elicitation_id: str) -> _Pending | None:
-        """Register a question of this call; None when the call has ended already."""
+        """Register a question of this call (bound to the run that made it); None when the call has
+        ended already."""
+        context = self.context
         with _LOCK:
             if self.ended:
                 return None
-            pending = _Pending()
+            pending = _Pending(context.run_id if context is not None else None,
+                               context.thread_id if context is not None else None)
             self.pending.append(pending)
             _PENDING[elicitation_id] = pending
         return pending
@@ -101,20 +108,33 @@ class Call:
 current_call: contextvars.ContextVar[Call | None] = contextvars.ContextVar("hookstream_mcp_call", default=None)
 
 
-def answer_elicitation(elicitation_id: str, answer: ElicitationAnswer | Mapping[str, Any] | None) -> bool:
+def answer_elicitation(elicitation_id: str, answer: ElicitationAnswer | Mapping[str, Any] | None, *,
+                       run_id: str | None = None, thread_id: str | None = None) -> bool:
     """Answer the question a run streamed as ``mcp-elicitation-requested`` with this ``elicitationId``:
     ``answer`` as an ``elicitation=`` callback returns it (an :class:`ElicitationAnswer`; a dict accepts
     with that content, the schema's defaults filling what it leaves out; None declines). Thread-safe.
+
+    ``run_id`` (and ``thread_id``) bind the answer to the run that asked (the event's ``runId`` and
+    ``threadId``, as its ``RUN_STARTED`` names them): a question of another run is not answered. A
+    request handler serving several users must pass the run id of a run it checked the caller owns
+    (the principal that started it): the id alone is a bearer secret that anyone who saw the stream
+    holds. Without ``run_id`` any question with that id is answered, which is safe only in the program
+    that iterates its own run.
+
     Returns ``True`` when the answer was delivered, ``False`` when no such question is waiting (already
-    answered, declined by a cancel, or an unknown id)."""
+    answered, declined by a cancel, an unknown id, or a question of another run or thread: they are
+    not told apart)."""
     with _LOCK:
         pending = _PENDING.get(elicitation_id)
+        if pending is not None and ((run_id is not None and pending.run_id != run_id)
+                                    or (thread_id is not None and pending.thread_id != thread_id)):
+            pending = None
     return pending.settle(answer) if pending is not None else False
 
 
-def _payload(elicitation_id: str, request: Elicitation, tool_call_id: str) -> dict[str, Any]:
+def _payload(elicitation_id: str, request: Elicitation, tool_call_id: str, run_id: str | None) -> dict[str, Any]:
     value: dict[str, Any] = {"elicitationId": elicitation_id, "server": request.server, "toolCallId": tool_call_id,
-                             "message": request.message, "mode": request.mode}
+                             "message": request.message, "mode": request.mode, "runId": run_id}
     if request.mode == "url":
         value["url"] = request.url
     else:
@@ -142,7 +162,8 @@ def in_run_elicitation(fallback: ElicitationHandler | None = None) -> Elicitatio
         if pending is None:
             return ElicitationAnswer.cancel()  # the call has ended: nothing waits for this answer
         try:
-            if not context.emit(Custom(REQUESTED, _payload(elicitation_id, request, context.tool_call_id))):
+            asked = _payload(elicitation_id, request, context.tool_call_id, context.run_id)
+            if not context.emit(Custom(REQUESTED, asked)):
                 return ElicitationAnswer.decline()  # the run no longer listens: no one can answer
             # Cancelling the run (or the call's time limit) declines; the first answer wins either way.
             def decline() -> None:
