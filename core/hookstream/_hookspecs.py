@@ -112,8 +112,8 @@ def hookstream_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     (``hookstream.plugin.hookspec``; names start with ``hookstream_``); other plugins then implement them,
     whichever loads first: a ``hookstream_*`` function that matches no spec is refused only once every
     installed plugin has loaded (pytest's ``check_pending``). The declared specs are on every run's manager
-    too, so a run plugin may implement them; call them through ``hookstream.get_registry().pm.hook`` (or,
-    inside a run, :func:`hookstream.plugin.current_hooks` ``().hook``).
+    too, so a run plugin may implement them; call them through ``hookstream.get_registry().pm.hook``, or
+    inside a run through ``hookstream.plugin.current_hooks().hook`` (every plugin of that run).
 
     :param pluginmanager: the registry's :class:`pluggy.PluginManager`.
     :returns: nothing.

@@ -65,7 +65,9 @@ _current: contextvars.ContextVar[RunHooks | None] = contextvars.ContextVar("hook
 
 
 def current_hooks() -> RunHooks | None:
-    """The hooks of the run whose context this code runs in, or ``None`` (no run, or a run without hooks)."""
+    """The hooks of the run whose context this code runs in, or ``None`` (no run, or a run without hooks).
+    Its ``hook`` is the run's pluggy relay: ``current_hooks().hook.hookstream_NAME(...)`` calls a hook a
+    plugin declared (``hookstream_addhooks``) on every plugin of the run. Any thread of the run."""
     return _current.get()
 
 
