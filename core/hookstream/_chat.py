@@ -14,11 +14,12 @@ runs on many threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import requests
 
+from ._agentloop.builtin_plugins import PrepareStep
 from ._agentloop.engine import Engine, EngineConfig
 from ._agentloop.executors import ToolExecutor
 from ._agentloop.stop import StopCondition
@@ -92,6 +93,13 @@ def get_model(
     if session is not None:
         options["session"] = session
     return provider_cls(model_name, base_url=base_url, api_key=api_key, **options)
+
+
+def _run_plugins(run: RunSettings) -> Sequence[object]:
+    """The run's plugins: its own, then the built-in ones its settings ask for (``prepare_step``)."""
+    if run.loop.prepare_step is None:
+        return run.plugins
+    return [*run.plugins, PrepareStep(run.loop.prepare_step)]
 
 
 def _summarizer(history: History | None) -> Callable[[list[Message]], str] | None:
@@ -329,7 +337,6 @@ def engine_config(
         stop_when=_stop_conditions(run.stop_when),
         call_options=CallOptions(connect_timeout=limits.connect, read_timeout=limits.read,
                                  max_retries=loop.max_retries, max_event_bytes=loop.max_event_bytes),
-        prepare_step=loop.prepare_step,
         repair_tool_call=loop.repair_tool_call,
         approve=run.approve,
         stream_tool_call_responses=loop.stream_tool_call_responses,
@@ -338,7 +345,7 @@ def engine_config(
         timeouts=limits,
         resume=resume,
         resolve_model=get_model,
-        hooks=get_registry().run_hooks(run.plugins, run.observers),
+        hooks=get_registry().run_hooks(_run_plugins(run), run.observers),
         settings=run,
         include_raw=loop.include_raw,
         output=resolved,

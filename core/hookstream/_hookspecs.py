@@ -275,7 +275,10 @@ def hookstream_run_start(run: RunContext) -> None:
 
 @hookspec
 def hookstream_step_start(step: StepContext) -> None:
-    """Between steps: before each model call's request is built (after ``prepare_step``).
+    """Between steps: before each model call's request is built.
+
+    ``LoopSettings.prepare_step`` is a built-in implementation (``tryfirst``, registered after the run's
+    plugins, so it runs first): the others see the step as it left it.
 
     A plugin changes the step by assigning to its fields: ``step.messages`` (the history this call sends;
     the run's own history is not changed), ``step.tools`` (``{name: Tool}``), ``step.tool_choice`` and

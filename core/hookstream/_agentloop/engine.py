@@ -127,14 +127,13 @@ from .stop import StopCondition
 from .structured import ResolvedOutput
 from .timeouts import Timeouts, Watchdog
 from .tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
-from .tools import LEFT_RUNNING, CancellationToken, Tool, as_tools
+from .tools import LEFT_RUNNING, CancellationToken, Tool
 from .values import (
     Callbacks,
     PendingApproval,
     RepairRequest,
     Resume,
     RunResult,
-    StepSettings,
     StepStart,
     approval_in_messages,
     reason_in_messages,
@@ -179,7 +178,6 @@ class EngineConfig:
     call_options: CallOptions = attrs.Factory(lambda: CallOptions(max_retries=2))
     thread_id: str = attrs.Factory(lambda: new_id("thread"))
     run_id: str = attrs.Factory(lambda: new_id("run"))
-    prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
     repair_tool_call: Callable[[RepairRequest], ToolCallPart | None] | None = None
     approve: Callable[[ToolCallPart], bool] | None = None
     stream_tool_call_responses: bool = True
@@ -969,8 +967,6 @@ class Engine:
         provider, model, tools, choice = self.provider, cfg.model, cfg.tools, cfg.tool_choice
         messages = self.messages
         events: Sequence[BaseEvent] = ()
-        if cfg.prepare_step is not None:
-            provider, model, tools, choice, messages = self._prepared(number, provider, model, tools, choice, messages)
         if cfg.hooks is not None and self._run_ctx is not None:
             step = StepContext(self._run_ctx, number, list(self.steps), list(messages), dict(tools), choice, model)
             cfg.hooks.step_start(step)
@@ -991,33 +987,6 @@ class Engine:
         )
         self._remote_resume = None  # the answers go with this step's call only
         return _Step(provider, request, tools, events)
-
-    def _prepared(
-        self, number: int, provider: Provider, model: str, tools: dict[str, Tool], choice: Any, messages: list[Message],
-    ) -> tuple[Provider, str, dict[str, Tool], Any, list[Message]]:
-        """What ``prepare_step`` changes of a step: provider and model, tools, tool choice, messages."""
-        assert self.config.prepare_step is not None
-        try:
-            raw = self.config.prepare_step(StepStart(number, list(self.steps), list(messages), model, dict(tools),
-                                                     choice))
-            s = StepSettings.coerce(raw)
-        except Exception as exc:
-            raise CallbackError(f"prepare_step failed: {type(exc).__name__}: {exc}") from exc
-        if s.model is not None:
-            provider, model = self._model(s.model)
-        new_tools: Any = s.tools
-        if new_tools is not None:
-            tools = new_tools if isinstance(new_tools, dict) else as_tools(new_tools)
-        if s.active_tools is not None:
-            wanted = set(s.active_tools)
-            tools = {n: t for n, t in tools.items() if n in wanted}
-        if s.tool_choice is not None:
-            choice = s.tool_choice
-        if s.messages is not None:
-            messages = list(s.messages)
-        if s.system is not None:
-            messages = [Message.system(s.system), *(m for m in messages if m.role != "system")]
-        return provider, model, tools, choice, messages
 
     def _attempts(self, plan: _Step) -> list[tuple[Provider, ModelRequest]]:
         """The model calls a step may make, in order: one, or one per entry of a FallbackModel (the same

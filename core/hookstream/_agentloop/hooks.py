@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import pluggy
 
-from .._errors import CancelledError, PluginError
+from .._errors import CallbackError, CancelledError, PluginError
 from .._events import BaseEvent, RunError, RunStarted
 from .._markers import hookimpl
 from .._messages import Message, ToolCallPart, ToolResultPart
@@ -351,6 +351,8 @@ class RunHooks:
         """``hookstream_step_start``; a plugin that raises ends the run with ``RUN_ERROR`` ``plugin_error``."""
         try:
             self.hook.hookstream_step_start(step=step)
+        except CallbackError:
+            raise  # prepare_step's own error (the built-in PrepareStep plugin)
         except Exception as exc:
             raise PluginError(f"a run plugin failed in hookstream_step_start: {type(exc).__name__}: {exc}") from exc
 
