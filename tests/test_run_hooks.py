@@ -368,3 +368,34 @@ def test_a_prepare_step_that_raises_ends_the_run_with_callback_error() -> None:
     assert not server.requests
     assert events[-1].type == "RUN_ERROR" and events[-1].code == "callback_error"
     assert "prepare_step failed: RuntimeError: no plan" in events[-1].message and result.outcome == "error"
+
+
+class StepEnds:
+    def __init__(self) -> None:
+        self.ended: list[tuple[int, str]] = []
+
+    @hookimpl
+    def hookstream_step_end(self, run: RunContext, result: Any) -> None:
+        self.ended.append((result.number, result.finish_reason))
+
+
+def test_step_end_is_called_once_per_step_after_its_tools_as_on_step_finish_is(tmp_path: Path) -> None:
+    from hookstream import Callbacks
+
+    def lookup(city: str) -> str:
+        """Look a city up.
+
+        Args:
+            city: City name.
+        """
+        return city
+
+    finished: list[int] = []
+    ends = StepEnds()
+    responses = [Response(tool_body(("call_1", "lookup", {"city": "Paris"}))), Response(text_body("done"))]
+    with LoopbackServer(responses) as server:
+        _, result = _run(server, tools=[lookup], plugins=[ends],
+                         callbacks=Callbacks(on_step_finish=lambda step: finished.append(step.number)))
+    assert result.outcome == "success"
+    assert ends.ended == [(1, "tool_calls"), (2, "stop")]
+    assert finished == [1, 2]

@@ -19,7 +19,7 @@ from typing import Any
 
 import requests
 
-from ._agentloop.builtin_plugins import PrepareStep
+from ._agentloop.builtin_plugins import CallbacksPlugin, PrepareStep
 from ._agentloop.engine import Engine, EngineConfig
 from ._agentloop.executors import ToolExecutor
 from ._agentloop.stop import StopCondition
@@ -96,10 +96,14 @@ def get_model(
 
 
 def _run_plugins(run: RunSettings) -> Sequence[object]:
-    """The run's plugins: its own, then the built-in ones its settings ask for (``prepare_step``)."""
-    if run.loop.prepare_step is None:
-        return run.plugins
-    return [*run.plugins, PrepareStep(run.loop.prepare_step)]
+    """The run's plugins: its own, then the built-in ones its settings ask for (``callbacks`` but
+    ``on_chunk``, ``prepare_step``)."""
+    builtin: list[object] = []
+    if CallbacksPlugin.wanted(run.callbacks):
+        builtin.append(CallbacksPlugin(run.callbacks))
+    if run.loop.prepare_step is not None:
+        builtin.append(PrepareStep(run.loop.prepare_step))
+    return [*run.plugins, *builtin] if builtin else run.plugins
 
 
 def _summarizer(history: History | None) -> Callable[[list[Message]], str] | None:
@@ -341,7 +345,7 @@ def engine_config(
         approve=run.approve,
         stream_tool_call_responses=loop.stream_tool_call_responses,
         memory=run.memory,
-        callbacks=run.callbacks,
+        on_chunk=run.callbacks.on_chunk,
         timeouts=limits,
         resume=resume,
         resolve_model=get_model,

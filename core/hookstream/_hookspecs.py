@@ -20,13 +20,14 @@ Three families, as in pytest (hooks, hook wrappers, ``pytest_addoption``) and si
   registered it. ``thing`` may be the object itself or a ``"module:attribute"`` string, imported on first
   use, so a plugin costs nothing at start-up (see :func:`hookstream_register_providers`).
 * **Run hooks** (``hookstream_run_start``, ``hookstream_step_start``, ``hookstream_model_call``,
-  ``hookstream_model_call_retry``, ``hookstream_tool_call``, ``hookstream_run_end``): shape a run. The
-  model-call and tool-call hooks are ``firstresult`` hooks with a built-in innermost implementation (the
-  HTTP call, the tool), so a plugin may wrap them (``@hookimpl(wrapper=True)``: change what goes in, see
-  and change what comes out) or answer instead of them (a plain ``@hookimpl(tryfirst=True)`` returning a
-  value). A run plugin is on for every run once installed (its module implements run hooks), or chosen
-  per run by name (:func:`hookstream_register_run_plugins`; ``chat(..., plugins=["NAME"])``,
-  ``--plugin NAME`` on the CLI, ``make_app(..., settings=RunSettings(plugins=...))``).
+  ``hookstream_model_call_retry``, ``hookstream_tool_call``, ``hookstream_step_end``,
+  ``hookstream_run_end``): shape a run. The model-call and tool-call hooks are ``firstresult`` hooks with a
+  built-in innermost implementation (the HTTP call, the tool), so a plugin may wrap them
+  (``@hookimpl(wrapper=True)``: change what goes in, see and change what comes out) or answer instead of
+  them (a plain ``@hookimpl(tryfirst=True)`` returning a value). A run plugin is on for every run once
+  installed (its module implements run hooks), or chosen per run by name
+  (:func:`hookstream_register_run_plugins`; ``chat(..., plugins=["NAME"])``, ``--plugin NAME`` on the CLI,
+  ``make_app(..., settings=RunSettings(plugins=...))``).
   A run's plugins, installed and chosen per run, sit in one pluggy manager and are ordered as pytest
   orders hooks: every wrapper outermost, then the ``tryfirst`` implementations, the plain ones, the
   ``trylast`` ones (the built-in last); within one of those, the plugin registered last first (a run's
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from ._processing.strategies import ChunkStrategy
     from ._server.auth import Authenticator
     from ._settings import CLIRun
+    from ._stream.accumulate import StepResult
     from ._stream.provider import Provider
 
 __all__ = [
@@ -357,6 +359,20 @@ def hookstream_tool_call(call: ToolCallContext) -> ToolResultPart | None:
     :param call: the :class:`hookstream.plugin.ToolCallContext` (``run``, ``call_id``, ``name``,
         ``arguments``, ``tool``).
     :returns: the result part, or ``None`` to leave the call to the next implementation.
+    """
+
+
+@hookspec
+def hookstream_step_end(run: RunContext, result: StepResult) -> None:
+    """A step ended, after its tools ran (also a failed, aborted or retried step): once per step.
+
+    Runs on the thread that iterates the run, in the run's context. ``Callbacks.on_step_finish`` is a
+    built-in implementation.
+
+    :param run: the :class:`hookstream.plugin.RunContext`.
+    :param result: the step's :class:`~hookstream.StepResult` (``number``, ``text``, ``tool_calls``,
+        ``tool_results``, ``finish_reason``, ``usage``; ``error`` set when it failed).
+    :returns: nothing. An exception is logged; the run goes on.
     """
 
 

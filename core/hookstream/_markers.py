@@ -12,7 +12,7 @@ import pluggy
 __all__ = ["RUN_HOOKS", "hookimpl", "hookspec"]
 
 RUN_HOOKS = ("hookstream_run_start", "hookstream_step_start", "hookstream_model_call",
-             "hookstream_model_call_retry", "hookstream_tool_call", "hookstream_run_end")
+             "hookstream_model_call_retry", "hookstream_tool_call", "hookstream_step_end", "hookstream_run_end")
 """The run hooks, in the order of a run (the other hooks register things or extend the command line)."""
 
 hookspec = pluggy.HookspecMarker("hookstream")

@@ -59,7 +59,7 @@ fallback, and the ``RUN_ERROR`` message says no fallback happens after content.
 
 A consumer that stops iterating (``break``, ``close()``) aborts the run exactly like :meth:`Engine.cancel`:
 the open step is closed and recorded, text and tool calls received so far stay in the history, memory is
-saved and the callbacks fire once.
+saved and ``hookstream_run_end`` (the callbacks' ``on_finish``) is called once.
 
 Thread safety: :class:`Engine` runs on the thread that iterates it; :meth:`Engine.cancel` may be called
 from any thread (the watchdog thread uses the same path for time limits).
@@ -129,12 +129,10 @@ from .timeouts import Timeouts, Watchdog
 from .tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
 from .tools import LEFT_RUNNING, CancellationToken, Tool
 from .values import (
-    Callbacks,
     PendingApproval,
     RepairRequest,
     Resume,
     RunResult,
-    StepStart,
     approval_in_messages,
     reason_in_messages,
 )
@@ -182,7 +180,7 @@ class EngineConfig:
     approve: Callable[[ToolCallPart], bool] | None = None
     stream_tool_call_responses: bool = True
     memory: ConversationStore | None = None
-    callbacks: Callbacks = attrs.Factory(Callbacks)
+    on_chunk: Callable[[BaseEvent], None] | None = None
     timeouts: Timeouts = attrs.Factory(Timeouts)
     resume: Resume | None = None
     resolve_model: Callable[[str], Provider] | None = None
@@ -594,8 +592,6 @@ class Engine:
         attempts = self._attempts(plan)
         output = _StepOutput(hold=not cfg.stream_tool_call_responses)
         step_name = f"step-{number}"
-        self._observe(cfg.callbacks.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
-                                                             plan.request.model, plan.tools, plan.request.tool_choice))
         yield from output.emit([*steered, StepStarted(step_name)])
         if plan.events:
             yield from output.emit(plan.events)
@@ -634,7 +630,7 @@ class Engine:
             call.abort()
         elif self._failure is not None:
             call.abort(self._failure)
-        on_chunk = cfg.callbacks.on_chunk
+        on_chunk = cfg.on_chunk
         held = output.held
         drop_raw = not cfg.include_raw
         fmt = cfg.output.format if cfg.output is not None else None
@@ -720,7 +716,7 @@ class Engine:
         yield from output.emit([*blocks.close(), StepFinished(step_name)])
         yield from output.release()
         self._keep_partial(step, "the run was cancelled")
-        self._observe(self.config.callbacks.on_step_finish, step)
+        self._step_end(step)
         yield from self._finish("cancelled")
         return "cancelled"
 
@@ -728,7 +724,7 @@ class Engine:
                      index: int, output: _StepOutput) -> Generator[BaseEvent, None, str]:
         yield from output.release()
         self._keep_partial(step, "the model call failed")
-        self._observe(self.config.callbacks.on_step_finish, step)
+        self._step_end(step)
         assert step.error is not None
         code, message = step.error
         exc = self._failure or call.exception or ProviderError(message, error_type=code)
@@ -745,7 +741,6 @@ class Engine:
         """What a step that answered does next: the structured output, a remote interrupt, the end of the
         run, or its tools (and then the next step, or a stop)."""
         cfg = self.config
-        cbs = cfg.callbacks
         if cfg.output is not None:
             out_call = next((c for c in step.tool_calls if c.name == cfg.output.format.name
                              and c.name not in plan.tools), None)
@@ -757,7 +752,7 @@ class Engine:
             if step.tool_calls:
                 # Cut off (length, content filter): the calls are not run; error results keep history paired.
                 self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
-            self._observe(cbs.on_step_finish, step)
+            self._step_end(step)
             if self._inbox and not self._stop_now(number):
                 return "continue"  # a steering message came before the end: one more step carries it
             yield from output.release()
@@ -766,7 +761,7 @@ class Engine:
         assistant_index = len(self.messages) - 1
         out = yield from output.pipe(self._tool_phase().run(step, step.tool_calls, plan.tools, None, assistant_index))
         self._settle(out, assistant_index)
-        self._observe(cbs.on_step_finish, step)
+        self._step_end(step)
         if out.kind == "continue":
             return (yield from self._continue_or_stop(output, number))
         yield from output.release()
@@ -810,7 +805,7 @@ class Engine:
         calls = {c.id: c for c in [*step.tool_calls, *step.interrupt_calls]}
         approvals = [PendingApproval(i.id, calls[i.tool_call_id]) for i in interrupts
                      if i.tool_call_id in calls and "approval" in i.reason.lower()]
-        self._observe(cfg.callbacks.on_step_finish, step)
+        self._step_end(step)
         if cfg.approve is not None and interrupts and len(approvals) == len(interrupts) and not self._stop_now(number):
             entries: list[dict[str, Any]] = []
             for p in approvals:
@@ -856,7 +851,6 @@ class Engine:
         """End a step that answered with the structured output: validate it, then finish, retry or fail."""
         spec = self.config.output
         assert spec is not None
-        cbs = self.config.callbacks
         if out_call is None:
             raw = step.text
         elif out_call.arguments_raw is not None:
@@ -875,16 +869,16 @@ class Engine:
                 if out_call is None:
                     self.messages.append(Message.user(feedback))
                 self._persist()
-                self._observe(cbs.on_step_finish, step)
+                self._step_end(step)
                 return "continue"  # held events of the invalid answer are dropped like a tool step's
             self._pair_output_call(step, out_call, "Error: " + exc.message, is_error=True)
-            self._observe(cbs.on_step_finish, step)
+            self._step_end(step)
             yield from output.release()
             yield from self._fail(exc)
             return "error"
         self.output = value
         self._pair_output_call(step, out_call, "The output was accepted.", is_error=False)
-        self._observe(cbs.on_step_finish, step)
+        self._step_end(step)
         yield from output.release()
         yield from self._finish("success")
         return "done"
@@ -907,7 +901,7 @@ class Engine:
         cfg = self.config
         phase = ToolPhase(
             ToolPhaseSettings(cfg.executor, cfg.timeouts.tool, cfg.repair_tool_call, cfg.approve,
-                              cfg.callbacks.on_chunk, cfg.context, cfg.run_id, cfg.thread_id, self._add_usage),
+                              cfg.on_chunk, cfg.context, cfg.run_id, cfg.thread_id, self._add_usage),
             self.messages, self._token, self._cancelled, lambda: self._failure,
         )
         # The run's result shows what waits, also when a callback fails halfway through the phase.
@@ -1203,20 +1197,10 @@ class Engine:
         self._ended_fired = True
         with self._lock:
             self._closed = True  # add_message refuses from now on; what is queued is result().unsent_messages
-        cbs = self.config.callbacks
-        result = self.result()
-        if self.outcome == "error" and self.error is not None:
-            self._observe(cbs.on_error, self.error)
-        elif self.outcome == "cancelled":
-            self._observe(cbs.on_abort, result)
-        self._observe(cbs.on_finish, result)
 
-    @staticmethod
-    def _observe(fn: Callable[[Any], None] | None, arg: Any) -> None:
-        if fn is None:
-            return
-        try:
-            fn(arg)
-        except Exception:  # an observer must not break the run; its failure is logged
-            log.exception("callback %r failed", getattr(fn, "__name__", fn))
+    def _step_end(self, step: StepResult) -> None:
+        """``hookstream_step_end`` (``Callbacks.on_step_finish`` is one), once per step, after its tools."""
+        hooks, run = self.config.hooks, self._run_ctx
+        if hooks is not None and run is not None:
+            hooks.step_end(run, step)
 

@@ -356,6 +356,13 @@ class RunHooks:
         except Exception as exc:
             raise PluginError(f"a run plugin failed in hookstream_step_start: {type(exc).__name__}: {exc}") from exc
 
+    def step_end(self, run: RunContext, result: StepResult) -> None:
+        """``hookstream_step_end``; an exception is logged (the step is over: nothing to stop)."""
+        try:
+            self.hook.hookstream_step_end(run=run, result=result)
+        except Exception:
+            log.exception("hookstream_step_end failed")
+
     def model_call(self, call: ModelCallContext) -> Iterator[BaseEvent]:
         """The call's events through ``hookstream_model_call``; a plugin that raises here ends the call
         with ``RUN_ERROR`` ``plugin_error`` (after ``RUN_STARTED``). An iterator of a plugin's that raises
