@@ -17,8 +17,8 @@ from hookstream import Output, StreamProcessor, Tool, chat, tool
 from hookstream.testing import (
     FunctionModel,
     ModelError,
-    ModelInfo,
     Reply,
+    RequestInfo,
     TestModel,
     ToolCall,
     check_events,
@@ -76,9 +76,9 @@ def test_a_plain_string_reply_and_a_model_name() -> None:
 
 
 def test_the_function_sees_messages_and_info() -> None:
-    seen: list[tuple[list[Any], ModelInfo]] = []
+    seen: list[tuple[list[Any], RequestInfo]] = []
 
-    def fn(messages: list[Any], info: ModelInfo) -> Any:
+    def fn(messages: list[Any], info: RequestInfo) -> Any:
         seen.append((messages, info))
         return ToolCall("add", {"a": 2, "b": 3}) if info.step == 1 else "five"
 
@@ -105,7 +105,7 @@ def test_a_function_that_returns_something_else_ends_the_run_with_an_adapter_err
 
 
 def test_a_bug_in_the_function_ends_the_run_with_its_exception_named() -> None:
-    def fn(messages: list[Any], info: ModelInfo) -> str:
+    def fn(messages: list[Any], info: RequestInfo) -> str:
         raise KeyError("oops")
 
     events, _ = run(FunctionModel(fn))
@@ -122,7 +122,7 @@ def test_a_finish_reason_is_checked_and_passed_on() -> None:
 # -- tools ----------------------------------------------------------------------------------------
 
 def test_parallel_tool_calls_stream_their_arguments_and_run() -> None:
-    def fn(messages: list[Any], info: ModelInfo) -> Any:
+    def fn(messages: list[Any], info: RequestInfo) -> Any:
         if info.step == 1:
             return Reply("Let me check.", tool_calls=[ToolCall("add", {"a": 20, "b": 22}, id="c1"),
                                                       ToolCall("weather", {"city": "Lisbon, Portugal"}, id="c2")])
@@ -142,7 +142,7 @@ def test_parallel_tool_calls_stream_their_arguments_and_run() -> None:
 
 
 def test_arguments_that_do_not_parse_give_the_model_an_error_result() -> None:
-    def fn(messages: list[Any], info: ModelInfo) -> Any:
+    def fn(messages: list[Any], info: RequestInfo) -> Any:
         if info.step == 1:
             return ToolCall("add", '{"a": 1, "b"')
         return "saw: " + ("error" if messages[-1].tool_results[0].is_error else "ok")
@@ -360,7 +360,7 @@ def test_test_model_with_a_given_output_value() -> None:
 
 
 def test_function_model_structured_output_with_a_retry() -> None:
-    def fn(messages: list[Any], info: ModelInfo) -> Any:
+    def fn(messages: list[Any], info: RequestInfo) -> Any:
         assert info.output is not None and info.output.name == "Forecast"
         if messages[-1].text == "forecast":
             return '{"city": "Oslo"}'  # missing fields: invalid
@@ -375,7 +375,7 @@ def test_function_model_structured_output_with_a_retry() -> None:
 def test_an_error_status_is_retried_like_a_real_providers() -> None:
     attempts: list[int] = []
 
-    def fn(messages: list[Any], info: ModelInfo) -> str:
+    def fn(messages: list[Any], info: RequestInfo) -> str:
         attempts.append(info.step)
         if len(attempts) == 1:
             raise ModelError(503, "overloaded", retry_after=0)
@@ -392,7 +392,7 @@ def test_an_error_status_is_retried_like_a_real_providers() -> None:
 def test_an_error_status_ends_the_run_with_its_code(status: int, code: str) -> None:
     calls: list[int] = []
 
-    def fn(messages: list[Any], info: ModelInfo) -> str:
+    def fn(messages: list[Any], info: RequestInfo) -> str:
         calls.append(1)
         raise ModelError(status, "no thanks", type="fake_error", retry_after=0)
 
@@ -406,7 +406,7 @@ def test_an_error_status_ends_the_run_with_its_code(status: int, code: str) -> N
 def test_an_error_after_content_keeps_the_text_and_is_not_retried() -> None:
     calls: list[int] = []
 
-    def fn(messages: list[Any], info: ModelInfo) -> Reply:
+    def fn(messages: list[Any], info: RequestInfo) -> Reply:
         calls.append(1)
         return Reply("partial answer", error=ModelError(503, "went away"))
 
@@ -437,7 +437,7 @@ def test_a_fallback_model_moves_on_from_a_failing_fake_model_only_before_content
 def test_an_in_stream_overload_before_content_is_retried() -> None:
     calls: list[int] = []
 
-    def fn(messages: list[Any], info: ModelInfo) -> Reply:
+    def fn(messages: list[Any], info: RequestInfo) -> Reply:
         calls.append(1)
         return Reply(error=ModelError(type="overloaded_error")) if len(calls) == 1 else Reply("ok")
 
@@ -475,14 +475,14 @@ def test_one_fake_model_serves_runs_on_many_threads_at_once(model_kind: str) -> 
     n = 6
     barrier = threading.Barrier(n)
 
-    def echo(messages: list[Any], info: ModelInfo) -> Any:
+    def echo(messages: list[Any], info: RequestInfo) -> Any:
         if info.step == 1:
             barrier.wait(timeout=60)  # every run is inside the model at once: nothing serialises them
             return ToolCall("add", {"a": int(messages[-1].text), "b": 1})
         return f"run {messages[-1].tool_results[0].output}"
 
     class Waiting(TestModel):
-        def reply(self, messages: list[Any], info: ModelInfo) -> Any:
+        def reply(self, messages: list[Any], info: RequestInfo) -> Any:
             if info.step == 1:
                 barrier.wait(timeout=60)
             return super().reply(messages, info)

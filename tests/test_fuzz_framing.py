@@ -17,7 +17,7 @@ import sseclient
 from hookstream import HookstreamError, get_registry
 from hookstream._stream.transport import bounded_reads
 from hookstream.errors import LineTooLongError
-from hookstream.plugin import DEFAULT_MAX_EVENT_BYTES, CallContext, StepAccumulator
+from hookstream.plugin import DEFAULT_MAX_EVENT_BYTES, SSE, CallContext, StepAccumulator
 from hookstream.testing import check_events, replay_body
 from hookstream.testing.provider_bodies import PROVIDERS, provider_stream
 from hypothesis import HealthCheck, given, settings
@@ -33,7 +33,7 @@ BODIES = {p: provider_stream(p).body for p in INSTALLED}
 def _run(provider: str, chunks: list[bytes]) -> tuple[Any, ...]:
     """(text, reasoning, tool calls, finish) of one call framed from ``chunks``; typed errors pass through."""
     prov = get_registry().provider(provider)("fuzz", base_url="http://127.0.0.1:9", api_key="k")
-    sse = sseclient.SSEClient(bounded_reads(chunks, DEFAULT_MAX_EVENT_BYTES)).events()
+    sse = SSE.events(chunks, DEFAULT_MAX_EVENT_BYTES)
     events = list(prov.parse_stream(sse, CallContext("t", "r")))
     check_events(events, form="call") if events and events[-1].type in ("RUN_FINISHED", "RUN_ERROR") else None
     acc = StepAccumulator()
@@ -51,6 +51,26 @@ def _split(body: bytes, cuts: list[int]) -> list[bytes]:
         k = p
     out.append(body[k:])
     return [c for c in out if c]
+
+
+_SSE_PIECES = [b"data:", b"data: ", b"event: ", b"id: 7", b"retry: 5", b": note", b"x", b"{}", b"\n", b"\n", b"\r",
+               b"\r\n", b"\xc3\xa9"]
+
+
+def _fields(events: Any) -> list[tuple[Any, ...]]:
+    return [(e.event, e.data, e.id, e.retry) for e in events]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_SSE_PIECES), max_size=60), st.lists(st.integers(min_value=0), max_size=20))
+def test_the_sse_framing_gives_sseclient_pys_events_for_any_bytes_and_split(pieces: list[bytes],
+                                                                            cuts: list[int]) -> None:
+    # The framing's own chunker (a read without CR cut at LF LF by bytes.find) must hand sseclient-py's
+    # parser exactly the chunks sseclient-py's line-by-line loop would.
+    body = b"".join(pieces)
+    chunks = _split(body, cuts)
+    expected = _fields(sseclient.SSEClient(bounded_reads(iter(chunks), DEFAULT_MAX_EVENT_BYTES)).events())
+    assert _fields(SSE.events(chunks, DEFAULT_MAX_EVENT_BYTES)) == expected
 
 
 @pytest.mark.parametrize("provider", INSTALLED)

@@ -380,3 +380,17 @@ def test_tests_use_the_public_faces() -> None:
         f"{len(private)} of {len(files)} test files ({share:.0%}) import private modules (at most "
         f"{MAX_PRIVATE_TEST_SHARE:.0%}); import from the public faces instead:\n"
         + "\n".join(f"{name}: {mods}" for name, mods in sorted(private.items())))
+
+
+def test_a_name_two_faces_export_is_one_object() -> None:
+    # hookstream.ModelInfo (a catalogue entry) and hookstream.testing.ModelInfo (what a FunctionModel is told)
+    # were two classes under one name (issue 39): a name means one thing across the faces.
+    seen: dict[str, tuple[str, object]] = {}
+    clashes = []
+    for face_name, face in FACES.items():
+        for name in face.__all__:
+            value = getattr(face, name)
+            if name in seen and seen[name][1] is not value:
+                clashes.append(f"{seen[name][0]}.{name} is not {face_name}.{name}")
+            seen.setdefault(name, (face_name, value))
+    assert not clashes

@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dist_kit import make_dist, run_cli
 from hookstream.errors import UnknownPluginError
-from hookstream.plugin import Registry
+from hookstream.plugin import Registry, hookimpl, hookspec
 
 
 def test_broken_plugin_is_reported_and_does_not_stop_the_cli(tmp_path: Path) -> None:
@@ -93,3 +94,105 @@ def test_loading_every_entry_point_imports_no_provider_adapter() -> None:
     for core in ("hookstream._agui_client", "hookstream._replay_provider", "hookstream._agentloop.executors",
                  "hookstream._agentloop.stop", "hookstream._processing.processor"):
         assert core not in loaded
+
+
+# -- plugins declare hooks (hookstream_addhooks, as pytest's pytest_addhooks) --------------------------------
+
+DECLARES = """
+    from hookstream.plugin import hookimpl, hookspec
+
+    class GreetingSpecs:
+        @staticmethod
+        @hookspec(firstresult=True)
+        def hookstream_greeting(name):
+            '''A greeting for ``name``.'''
+
+    @hookimpl
+    def hookstream_addhooks(pluginmanager):
+        pluginmanager.add_hookspecs(GreetingSpecs)
+
+    @hookimpl
+    def hookstream_register_commands(cli):
+        import click
+
+        @cli.command("greet")
+        @click.argument("name")
+        def greet(name):
+            from hookstream import get_registry
+
+            click.echo(get_registry().pm.hook.hookstream_greeting(name=name))
+"""
+
+IMPLEMENTS = """
+    from hookstream.plugin import hookimpl
+
+    @hookimpl
+    def hookstream_greeting(name):
+        return f"hello, {name}"
+"""
+
+
+@pytest.mark.parametrize("declaring_first", [True, False])
+def test_a_plugin_declares_a_hook_another_implements_in_either_order(tmp_path: Path, declaring_first: bool) -> None:
+    declares = make_dist(tmp_path, "declaresplug", DECLARES)
+    implements = make_dist(tmp_path, "implementsplug", IMPLEMENTS)
+    paths = [declares, implements] if declaring_first else [implements, declares]
+    listed = run_cli(["plugins", "--json"], paths)
+    assert listed.returncode == 0, listed.stderr
+    doc = json.loads(listed.stdout)
+    assert not [f for f in doc["failures"] if f["name"] in ("declaresplug", "implementsplug")]
+    done = run_cli(["greet", "ada"], paths)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hello, ada"
+
+
+class GreetingSpecs:
+    @staticmethod
+    @hookspec(firstresult=True)
+    def hookstream_greeting(name: str) -> str | None:
+        """A greeting for ``name``."""
+
+
+class Declares:
+    @hookimpl
+    def hookstream_addhooks(self, pluginmanager: Any) -> None:
+        pluginmanager.add_hookspecs(GreetingSpecs)
+
+
+class Implements:
+    @hookimpl
+    def hookstream_greeting(self, name: str) -> str:
+        return f"hello, {name}"
+
+
+class Misspells:
+    @hookimpl
+    def hookstream_greating(self, name: str) -> str:
+        return "typo"
+
+
+@pytest.mark.parametrize("declaring_first", [True, False])
+def test_unknown_hooks_are_refused_only_once_every_plugin_of_a_batch_loaded(declaring_first: bool) -> None:
+    registry = Registry(autoload=False)
+    plugins = [(Declares(), "declares"), (Implements(), "implements"), (Misspells(), "misspells")]
+    with registry.loading():
+        for plugin, name in plugins if declaring_first else plugins[::-1]:
+            assert registry.add_plugin(plugin, name) is not None
+    assert set(registry.plugins) == {"declares", "implements"}
+    [failure] = registry.failures
+    assert failure.name == "misspells" and failure.error.startswith("hookstream_greating: no such hook")
+    assert registry.pm.hook.hookstream_greeting(name="ada") == "hello, ada"
+
+
+def test_outside_a_batch_an_unknown_hook_is_refused_at_once() -> None:
+    registry = Registry(autoload=False)
+    assert registry.add_plugin(Implements(), "implements") is None
+    assert registry.failures[0].error.startswith("hookstream_greeting: no such hook")
+
+
+def test_a_run_plugin_implements_a_hook_a_plugin_declared() -> None:
+    registry = Registry(autoload=False)
+    assert registry.add_plugin(Declares(), "declares") is not None
+    hooks = registry.run_hooks([Implements()])
+    assert hooks is not None
+    assert hooks.hook.hookstream_greeting(name="ada") == "hello, ada"

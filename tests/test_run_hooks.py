@@ -318,3 +318,84 @@ def test_a_plugin_iterator_that_raises_mid_stream_keeps_what_streamed() -> None:
     assert events[-1].type == "RUN_ERROR" and events[-1].code == "plugin_error"
     assert "boom mid-stream" in events[-1].message
     assert result.text == "kept"
+
+
+# -- prepare_step is a built-in run plugin on hookstream_step_start (issue 39) --------------------------------
+
+
+class SeesTheStep:
+    """Records what each step looks like when a plain hookstream_step_start runs."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, list[str], str | None]] = []
+
+    @hookimpl
+    def hookstream_step_start(self, step: StepContext) -> None:
+        system = next((m.text for m in step.messages if m.role == "system"), None)
+        self.seen.append((step.model, sorted(step.tools), system))
+
+
+def test_prepare_step_runs_first_on_the_step_hook_and_plugins_see_what_it_changed() -> None:
+    from hookstream import LoopSettings, StepSettings
+
+    def lookup(city: str) -> str:
+        """Look a city up.
+
+        Args:
+            city: City name.
+        """
+        return city
+
+    sees = SeesTheStep()
+    loop = LoopSettings(prepare_step=lambda s: StepSettings(system="Be brief.", active_tools=[], model="gpt-4o"))
+    with LoopbackServer([Response(text_body("ok"))]) as server:
+        _, result = _run(server, tools=[lookup], plugins=[sees], loop=loop)
+    assert result.outcome == "success"
+    assert sees.seen == [("gpt-4o", [], "Be brief.")]
+    sent = server.requests[0].json()
+    assert sent["model"] == "gpt-4o" and "tools" not in sent
+    assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+def test_a_prepare_step_that_raises_ends_the_run_with_callback_error() -> None:
+    from hookstream import LoopSettings
+
+    def broken(step: Any) -> None:
+        raise RuntimeError("no plan")
+
+    with LoopbackServer([Response(text_body("never"))]) as server:
+        events, result = _run(server, loop=LoopSettings(prepare_step=broken))
+    assert not server.requests
+    assert events[-1].type == "RUN_ERROR" and events[-1].code == "callback_error"
+    assert "prepare_step failed: RuntimeError: no plan" in events[-1].message and result.outcome == "error"
+
+
+class StepEnds:
+    def __init__(self) -> None:
+        self.ended: list[tuple[int, str]] = []
+
+    @hookimpl
+    def hookstream_step_end(self, run: RunContext, result: Any) -> None:
+        self.ended.append((result.number, result.finish_reason))
+
+
+def test_step_end_is_called_once_per_step_after_its_tools_as_on_step_finish_is(tmp_path: Path) -> None:
+    from hookstream import Callbacks
+
+    def lookup(city: str) -> str:
+        """Look a city up.
+
+        Args:
+            city: City name.
+        """
+        return city
+
+    finished: list[int] = []
+    ends = StepEnds()
+    responses = [Response(tool_body(("call_1", "lookup", {"city": "Paris"}))), Response(text_body("done"))]
+    with LoopbackServer(responses) as server:
+        _, result = _run(server, tools=[lookup], plugins=[ends],
+                         callbacks=Callbacks(on_step_finish=lambda step: finished.append(step.number)))
+    assert result.outcome == "success"
+    assert ends.ended == [(1, "tool_calls"), (2, "stop")]
+    assert finished == [1, 2]

@@ -15,8 +15,8 @@ from hookstream.testing import (
     FunctionModel,
     GrammarError,
     ModelError,
-    ModelInfo,
     Reply,
+    RequestInfo,
     TestModel,
     ToolCall,
     check_events,
@@ -32,7 +32,7 @@ def lookup(key: str) -> str:
     return f"{key}=42"
 
 
-def researcher_model(messages: list[Message], info: ModelInfo) -> Any:
+def researcher_model(messages: list[Message], info: RequestInfo) -> Any:
     if info.step == 1:
         return ToolCall("lookup", {"key": "x"}, id="call_s1")
     return Reply("Found: x=42.", thinking="Looking at the result.")
@@ -41,7 +41,7 @@ def researcher_model(messages: list[Message], info: ModelInfo) -> Any:
 def caller(tool: str, call_id: str, answer: str) -> FunctionModel:
     """A calling model: first calls ``tool``, then answers ``answer``."""
 
-    def reply(messages: list[Message], info: ModelInfo) -> Any:
+    def reply(messages: list[Message], info: RequestInfo) -> Any:
         if info.step == 1:
             return ToolCall(tool, {"prompt": "find x"}, id=call_id)
         return answer
@@ -98,7 +98,7 @@ def test_an_agent_tool_inside_an_agent_tool_passes() -> None:
 
 
 def test_a_failing_nested_run_passes() -> None:
-    def broken(messages: list[Message], info: ModelInfo) -> Any:
+    def broken(messages: list[Message], info: RequestInfo) -> Any:
         raise ModelError(404, "no such model", type="not_found_error")
 
     tool = Agent(FunctionModel(broken), name="broken").as_tool("research", "Research.")
@@ -268,7 +268,7 @@ def test_an_agent_tool_inside_an_agent_tool_gives_two_linked_sub_runs() -> None:
 
 
 def test_a_failing_sub_run_is_recorded_and_the_caller_goes_on() -> None:
-    def broken(messages: list[Message], info: ModelInfo) -> Any:
+    def broken(messages: list[Message], info: RequestInfo) -> Any:
         raise ModelError(404, "no such model", type="not_found_error")
 
     tool = Agent(FunctionModel(broken), name="broken").as_tool("research", "Research.")

@@ -14,17 +14,19 @@ runs on many threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import requests
 
-from ._agentloop.engine import Engine, EngineConfig
+from ._agentloop.builtin_plugins import CallbacksPlugin, PrepareStep
+from ._agentloop.engine import Engine, RunPlan
 from ._agentloop.executors import ToolExecutor
 from ._agentloop.stop import StopCondition
 from ._agentloop.structured import resolve_output
 from ._agentloop.values import Resume, RunResult
 from ._events import BaseEvent, TextMessageContent, to_json, to_sse
+from ._ids import new_id
 from ._messages import Message, coerce_messages
 from ._registry import get_registry
 from ._secrets import Secret
@@ -34,7 +36,7 @@ from ._stream.call import CallOptions
 from ._stream.fallback import FallbackModel
 from ._stream.provider import Provider
 
-__all__ = ["ChatStream", "chat", "engine_config", "get_model"]
+__all__ = ["ChatStream", "chat", "get_model", "run_plan"]
 
 ExecutorSpec = str | tuple[Any, ...] | ToolExecutor
 """A tool executor: a registered name (``"thread"``), ``(name, *args)`` or an executor object."""
@@ -92,6 +94,17 @@ def get_model(
     if session is not None:
         options["session"] = session
     return provider_cls(model_name, base_url=base_url, api_key=api_key, **options)
+
+
+def _run_plugins(run: RunSettings) -> Sequence[object]:
+    """The run's plugins: its own, then the built-in ones its settings ask for (``callbacks`` but
+    ``on_chunk``, ``prepare_step``)."""
+    builtin: list[object] = []
+    if CallbacksPlugin.wanted(run.callbacks):
+        builtin.append(CallbacksPlugin(run.callbacks))
+    if run.loop.prepare_step is not None:
+        builtin.append(PrepareStep(run.loop.prepare_step))
+    return [*run.plugins, *builtin] if builtin else run.plugins
 
 
 def _summarizer(history: History | None) -> Callable[[list[Message]], str] | None:
@@ -285,8 +298,8 @@ def chat(
     provider = get_model(model)  # a FallbackModel's "PROVIDER:MODEL" entries are built here, once
     resumed = Resume.coerce(resume) if resume is not None else None
     msgs = _messages(messages_or_prompt, run, resumed)
-    config = engine_config(provider, run, resumed, thread_id)
-    return ChatStream(Engine(provider, msgs, config, close_provider=own_provider))
+    plan = run_plan(provider, run, resumed, thread_id)
+    return ChatStream(Engine(provider, msgs, run, plan, close_provider=own_provider))
 
 
 def _messages(
@@ -305,51 +318,30 @@ def _messages(
     return msgs
 
 
-def engine_config(
+def run_plan(
     provider: Provider, run: RunSettings, resume: Resume | None = None, thread_id: str | None = None,
-) -> EngineConfig:
-    """The engine's configuration of one run from its settings: names resolved through the registry
-    (executor, stop conditions, run plugins), the structured output resolved, the run's hooks built.
-    Raises like :func:`chat`."""
+) -> RunPlan:
+    """What the engine needs of one run besides its settings: names resolved through the registry
+    (executor, stop conditions, run plugins), the structured output resolved, the run's hooks built, the
+    AG-UI ids. Raises like :func:`chat`."""
     loop = run.loop
     limits = run.timeouts
     tool_set = {t.name: t for t in run.tools}
     resolved = resolve_output(run.output) if run.output is not None else None
     if resolved is not None and resolved.format.name in tool_set:
         raise ValueError(f"the output is named {resolved.format.name!r} like a tool; give Output(spec, name=...)")
-    config = EngineConfig(
+    return RunPlan(
         model=provider.model,
+        thread_id=thread_id or new_id("thread"),
+        run_id=loop.run_id or new_id("run"),
         tools=tool_set,
-        max_steps=run.max_steps,
-        tool_choice=run.tool_choice,
-        max_tokens=run.max_tokens,
-        temperature=run.temperature,
-        options=dict(run.options),
         executor=_executor(run.executor),
         stop_when=_stop_conditions(run.stop_when),
         call_options=CallOptions(connect_timeout=limits.connect, read_timeout=limits.read,
                                  max_retries=loop.max_retries, max_event_bytes=loop.max_event_bytes),
-        prepare_step=loop.prepare_step,
-        repair_tool_call=loop.repair_tool_call,
-        approve=run.approve,
-        stream_tool_call_responses=loop.stream_tool_call_responses,
-        memory=run.memory,
-        callbacks=run.callbacks,
-        timeouts=limits,
         resume=resume,
         resolve_model=get_model,
-        hooks=get_registry().run_hooks(run.plugins, run.observers),
-        settings=run,
-        include_raw=loop.include_raw,
+        hooks=get_registry().run_hooks(_run_plugins(run), run.observers),
         output=resolved,
-        output_retries=loop.output_retries,
-        context=run.context,
-        parent_run_id=loop.parent_run_id,
-        history=run.history,
         summarizer=_summarizer(run.history),
     )
-    if thread_id:
-        config.thread_id = thread_id
-    if loop.run_id:
-        config.run_id = loop.run_id
-    return config

@@ -6,7 +6,7 @@ runs the real engine, the real :class:`~hookstream.plugin.ModelCall` path (retri
 cancellation, stop conditions) and the real grammar: nothing is patched. No socket is opened. As
 ``chat("replay:DIR")`` does, the provider's own ``requests.Session`` has a transport adapter mounted
 that answers each POST in-process: it calls the function with the call's messages and a
-:class:`ModelInfo` and answers with the reply framed as NDJSON (one JSON object per line:
+:class:`RequestInfo` and answers with the reply framed as NDJSON (one JSON object per line:
 ``{"reasoning"}``, ``{"text"}``, ``{"tool", "name"}``, ``{"args", "delta"}``, ``{"end"}``,
 ``{"error", "type"}``, ``{"finish", "usage", "id", "model"}``), or with an HTTP error status when the
 function raises :class:`ModelError`. :meth:`FunctionModel.parse_stream` maps those lines through the
@@ -54,8 +54,17 @@ from ._stream.framing import NDJSON
 from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
 from ._stream.transport import HTTPRequest
 
-__all__ = ["REPLIES_ENV", "FunctionModel", "ModelError", "ModelInfo", "Reply", "TestModel", "TestProvider", "ToolCall",
-           "reply_of"]
+__all__ = [
+    "REPLIES_ENV",
+    "FunctionModel",
+    "ModelError",
+    "Reply",
+    "RequestInfo",
+    "TestModel",
+    "TestProvider",
+    "ToolCall",
+    "reply_of",
+]
 
 FINISH_REASONS = ("stop", "length", "content_filter", "tool_calls", "error")
 _BASE_URL = "http://fake-model.invalid"  # never resolved: the session's transport adapter answers
@@ -128,7 +137,7 @@ ReplyLike: TypeAlias = "Reply | str | ToolCall | Sequence[ToolCall]"
 
 
 @attrs.frozen
-class ModelInfo:
+class RequestInfo:
     """What a :class:`FunctionModel` function is told besides the messages.
 
     ``step`` is the model call's number in the current turn: 1 plus the assistant messages after the
@@ -153,7 +162,7 @@ class ModelInfo:
     request: ModelRequest
 
     @classmethod
-    def of(cls, request: ModelRequest) -> ModelInfo:
+    def of(cls, request: ModelRequest) -> RequestInfo:
         return cls(_step(request.messages), list(request.tools), request.tool_choice, request.output,
                    dict(request.options), request.max_tokens, request.temperature, request.model, request)
 
@@ -297,7 +306,7 @@ class _FakeTransport(requests.adapters.BaseAdapter):
 
 class FunctionModel(Provider):
     """A model whose every reply is ``fn(messages, info)``: ``messages`` the call's provider-neutral
-    messages (:class:`~hookstream.Message`, a fresh list), ``info`` a :class:`ModelInfo`
+    messages (:class:`~hookstream.Message`, a fresh list), ``info`` a :class:`RequestInfo`
     (step number, tools offered, tool choice, structured output, options). ``fn`` returns a
     :class:`Reply`, a str (the text), a :class:`ToolCall` or a list of them, or raises
     :class:`ModelError` for an HTTP error status. Any other exception ends the step with
@@ -316,7 +325,7 @@ class FunctionModel(Provider):
     api_key_env: ClassVar[tuple[str, ...]] = ()
     framing = NDJSON
 
-    def __init__(self, fn: Callable[[list[Message], ModelInfo], ReplyLike], *, model: str = "function",
+    def __init__(self, fn: Callable[[list[Message], RequestInfo], ReplyLike], *, model: str = "function",
                  session: requests.Session | None = None) -> None:
         # The fake transport is mounted for the fake host only, so a session given (a batch's rate-limited
         # one) keeps answering its other URLs as before and still sees every call go through it.
@@ -344,7 +353,7 @@ class FunctionModel(Provider):
         with self._lock:
             return list(self._answered)
 
-    def reply(self, messages: list[Message], info: ModelInfo) -> ReplyLike:
+    def reply(self, messages: list[Message], info: RequestInfo) -> ReplyLike:
         """The reply to one model call: ``fn(messages, info)``. Subclasses override this."""
         return self._fn(messages, info)
 
@@ -368,7 +377,7 @@ class FunctionModel(Provider):
         if request is None:
             return 400, [_error_body("the fake model got a request it did not build", "bad_request")], {}
         try:
-            reply = _coerce(self.reply(list(request.messages), ModelInfo.of(request)))
+            reply = _coerce(self.reply(list(request.messages), RequestInfo.of(request)))
         except ModelError as exc:
             headers = {"retry-after": f"{exc.retry_after:g}"} if exc.retry_after is not None else {}
             return exc.status, [_error_body(exc.message, exc.type)], headers
@@ -451,7 +460,7 @@ class TestModel(FunctionModel):
         self.thinking = thinking
         self.replies = [reply_of(r) for r in replies or ()]
 
-    def reply(self, messages: list[Message], info: ModelInfo) -> ReplyLike:
+    def reply(self, messages: list[Message], info: RequestInfo) -> ReplyLike:
         calls_so_far = sum(1 for m in messages if m.role == "assistant")
         if calls_so_far < len(self.replies):
             return self.replies[calls_so_far]
@@ -481,7 +490,7 @@ class TestModel(FunctionModel):
         """The answer of a turn in which no tool ran (and no ``text`` or output was asked for)."""
         return "success (no tool calls)"
 
-    def _tools(self, info: ModelInfo) -> list[ToolSpec]:
+    def _tools(self, info: RequestInfo) -> list[ToolSpec]:
         tools = info.tools
         choice = info.tool_choice
         if choice == "none":

@@ -20,13 +20,18 @@ Three families, as in pytest (hooks, hook wrappers, ``pytest_addoption``) and si
   registered it. ``thing`` may be the object itself or a ``"module:attribute"`` string, imported on first
   use, so a plugin costs nothing at start-up (see :func:`hookstream_register_providers`).
 * **Run hooks** (``hookstream_run_start``, ``hookstream_step_start``, ``hookstream_model_call``,
-  ``hookstream_model_call_retry``, ``hookstream_tool_call``, ``hookstream_run_end``): shape a run. The
-  model-call and tool-call hooks are ``firstresult`` hooks with a built-in innermost implementation (the
-  HTTP call, the tool), so a plugin may wrap them (``@hookimpl(wrapper=True)``: change what goes in, see
-  and change what comes out) or answer instead of them (a plain ``@hookimpl(tryfirst=True)`` returning a
-  value). A run plugin is on for every run once installed (its module implements run hooks), or chosen
-  per run by name (:func:`hookstream_register_run_plugins`; ``chat(..., plugins=["NAME"])``,
-  ``--plugin NAME`` on the CLI, ``make_app(..., settings=RunSettings(plugins=...))``).
+  ``hookstream_model_call_retry``, ``hookstream_tool_call``, ``hookstream_step_end``,
+  ``hookstream_run_end``): shape a run. The model-call and tool-call hooks are ``firstresult`` hooks with a
+  built-in innermost implementation (the HTTP call, the tool), so a plugin may wrap them
+  (``@hookimpl(wrapper=True)``: change what goes in, see and change what comes out) or answer instead of
+  them (a plain ``@hookimpl(tryfirst=True)`` returning a value). A run plugin is on for every run once
+  installed (its module implements run hooks), or chosen per run by name
+  (:func:`hookstream_register_run_plugins`; ``chat(..., plugins=["NAME"])``, ``--plugin NAME`` on the CLI,
+  ``make_app(..., settings=RunSettings(plugins=...))``).
+  A run's plugins, installed and chosen per run, sit in one pluggy manager and are ordered as pytest
+  orders hooks: every wrapper outermost, then the ``tryfirst`` implementations, the plain ones, the
+  ``trylast`` ones (the built-in last); within one of those, the plugin registered last first (a run's
+  own plugins after the installed ones). So a wrapper sees every call, whichever plugin answers it.
 * **CLI hooks** (``hookstream_register_commands``, ``hookstream_cli_options``, ``hookstream_cli_configure``):
   add commands and options to the ``hookstream`` command line.
 
@@ -45,6 +50,8 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from ._markers import RUN_HOOKS, hookimpl, hookspec
+
 if TYPE_CHECKING:
     import click
 
@@ -59,6 +66,7 @@ if TYPE_CHECKING:
     from ._processing.strategies import ChunkStrategy
     from ._server.auth import Authenticator
     from ._settings import CLIRun
+    from ._stream.accumulate import StepResult
     from ._stream.provider import Provider
 
 __all__ = [
@@ -92,12 +100,26 @@ ModelRegistrar = Callable[[str, "ModelCapabilities"], None]
 RunPluginRegistrar = Callable[[str, "Callable[..., object] | str"], None]
 """``register(name, factory_or_ref)``, given to :func:`hookstream_register_run_plugins`."""
 
-RUN_HOOKS = ("hookstream_run_start", "hookstream_step_start", "hookstream_model_call",
-             "hookstream_model_call_retry", "hookstream_tool_call", "hookstream_run_end")
-"""The run hooks, in the order of a run (the other hooks register things or extend the command line)."""
 
-hookspec = pluggy.HookspecMarker("hookstream")
-hookimpl = pluggy.HookimplMarker("hookstream")
+
+# -- declaring hooks ------------------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def hookstream_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Declare hook specs of the plugin's own (as pytest's ``pytest_addhooks``), so other plugins extend it.
+
+    Called once per plugin, as the plugin is registered (a historic hook). A plugin calls
+    ``pluginmanager.add_hookspecs(module_or_class)`` with its ``@hookspec`` functions
+    (``hookstream.plugin.hookspec``; names start with ``hookstream_``); other plugins then implement them,
+    whichever loads first: a ``hookstream_*`` function that matches no spec is refused only once every
+    installed plugin has loaded (pytest's ``check_pending``). The declared specs are on every run's manager
+    too, so a run plugin may implement them; call them through ``hookstream.get_registry().pm.hook``, or
+    inside a run through ``hookstream.plugin.current_hooks().hook`` (every plugin of that run).
+
+    :param pluginmanager: the registry's :class:`pluggy.PluginManager`.
+    :returns: nothing.
+    """
 
 
 # -- registration ---------------------------------------------------------------------------------------
@@ -255,7 +277,10 @@ def hookstream_run_start(run: RunContext) -> None:
 
 @hookspec
 def hookstream_step_start(step: StepContext) -> None:
-    """Between steps: before each model call's request is built (after ``prepare_step``).
+    """Between steps: before each model call's request is built.
+
+    ``LoopSettings.prepare_step`` is a built-in implementation (``tryfirst``, registered after the run's
+    plugins, so it runs first): the others see the step as it left it.
 
     A plugin changes the step by assigning to its fields: ``step.messages`` (the history this call sends;
     the run's own history is not changed), ``step.tools`` (``{name: Tool}``), ``step.tool_choice`` and
@@ -286,6 +311,10 @@ def hookstream_model_call(call: ModelCallContext) -> Iterable[BaseEvent] | None:
     * **answer without a network call**: a plain ``@hookimpl(tryfirst=True)`` returns events itself (for
       instance ``call.parse_body(body)``, a stored provider body run through the same adapter); the
       built-in is then not called, wrappers still are.
+
+Every wrapper, of an installed plugin or of the run's own, sees the call and the events of whichever
+implementation answered (a cache hit, the HTTP call); a wrapper inside it (registered later) sees them
+after the outer one's changes to the request.
 
     Runs on the thread that iterates the run (a wrapper's code before ``yield`` runs before the
     request is sent; its iterator runs as the engine reads events). Raising ends the step with
@@ -319,6 +348,9 @@ def hookstream_tool_call(call: ToolCallContext) -> ToolResultPart | None:
     * **refuse the call**: a plain ``@hookimpl(tryfirst=True)`` returns ``call.refuse("why")`` (an error
       result; the tool does not run).
 
+    Every wrapper, installed or the run's own, sees the call and gets the result of whichever
+    implementation answered: a refusal is a result like any other (``result.is_error``).
+
     Runs on the thread that waits for this call (an executor thread; several calls of one step run their
     hooks at once, so an implementation must be thread-safe), in a copy of the run's context. The tool
     itself may run elsewhere (a process, a Ray task). Raising gives the call an error result naming the
@@ -327,6 +359,20 @@ def hookstream_tool_call(call: ToolCallContext) -> ToolResultPart | None:
     :param call: the :class:`hookstream.plugin.ToolCallContext` (``run``, ``call_id``, ``name``,
         ``arguments``, ``tool``).
     :returns: the result part, or ``None`` to leave the call to the next implementation.
+    """
+
+
+@hookspec
+def hookstream_step_end(run: RunContext, result: StepResult) -> None:
+    """A step ended, after its tools ran (also a failed, aborted or retried step): once per step.
+
+    Runs on the thread that iterates the run, in the run's context. ``Callbacks.on_step_finish`` is a
+    built-in implementation.
+
+    :param run: the :class:`hookstream.plugin.RunContext`.
+    :param result: the step's :class:`~hookstream.StepResult` (``number``, ``text``, ``tool_calls``,
+        ``tool_results``, ``finish_reason``, ``usage``; ``error`` set when it failed).
+    :returns: nothing. An exception is logged; the run goes on.
     """
 
 

@@ -25,20 +25,21 @@ dictionaries and may run on any thread. :meth:`Registry.add_plugin` is for set-u
 from __future__ import annotations
 
 import collections
+import contextlib
 import difflib
 import importlib.metadata
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ._errors import PluginError, UnknownPluginError
-from ._hookspecs import RUN_HOOKS
 from ._lazy import resolve_ref
-from ._pm import HookstreamPluginManager
+from ._markers import RUN_HOOKS
+from ._pm import HookstreamPluginManager, run_manager
 
 if TYPE_CHECKING:
     from ._agentloop.executors import ToolExecutor
@@ -118,12 +119,15 @@ class Registry:
         self._owner: dict[tuple[str, str], str] = {}
         self._loading: list[tuple[str, PluginInfo]] = []  # the plugin pm.register is registering now
         self._run_plugins: list[tuple[str, object]] = []
-        self._bases: dict[bool, HookstreamPluginManager] = {}
         # A run's own plugin objects -> their manager: a server or a CLI command that gives every run the same
         # objects (RunSettings.plugins) builds it once. The objects are kept with it, so an id is not reused.
         self._run_managers: collections.OrderedDict[tuple[Any, ...], tuple[HookstreamPluginManager, list[object]]] = (
             collections.OrderedDict())
         self._managers_lock = threading.Lock()
+        self._batches = 0  # open loading() blocks: their plugins' hook names are checked when the last closes
+        self._pending: list[tuple[str, object, PluginInfo]] = []
+        # Historic, as pytest's pytest_addhooks: a plugin declares its hook specs as it registers.
+        self.pm.hook.hookstream_addhooks.call_historic(kwargs={"pluginmanager": self.pm})
         for kind in KINDS:
             # Historic: pluggy calls every plugin's implementation as the plugin registers (below).
             hook = getattr(self.pm.hook, f"hookstream_register_{kind}")
@@ -147,7 +151,37 @@ class Registry:
 
         return register
 
+    @contextlib.contextmanager
+    def loading(self) -> Iterator[None]:
+        """Add several plugins (:meth:`add_plugin` inside the block) and check their hook names once all are
+        in, as pytest's ``check_pending``: a plugin may implement a hook another plugin of the block declares
+        (``hookstream_addhooks``), in either order. A ``hookstream_*`` function still matching no spec when
+        the outermost block ends refuses its plugin then (see ``failures``). Entry points load in one block."""
+        self._batches += 1
+        try:
+            yield
+        finally:
+            self._batches -= 1
+            if not self._batches:
+                self.check_pending()
+
+    def check_pending(self) -> None:
+        """Refuse every plugin added since the last check with a ``hookstream_*`` function that matches no
+        hook spec (misspelt, or naming a hook no loaded plugin declared)."""
+        pending, self._pending = self._pending, []
+        for name, plugin, info in pending:
+            unknown = self.pm.unknown_hooks(plugin) if self.pm.is_registered(plugin) else []
+            if unknown:
+                self._refuse(plugin, name, info, _no_such_hook(unknown))
+                self.plugins.pop(name, None)
+                self._run_plugins = [(n, p) for n, p in self._run_plugins if p is not plugin]
+                self._run_managers.clear()
+
     def _load_entry_points(self) -> None:
+        with self.loading():
+            self._load_entry_points_now()
+
+    def _load_entry_points_now(self) -> None:
         blocked = {n.strip() for n in os.environ.get(BLOCK_ENV, "").split(",") if n.strip()}
         disabled = bool(os.environ.get(DISABLE_ENV))
         for ep in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name != "builtins"):
@@ -169,14 +203,17 @@ class Registry:
     ) -> PluginInfo | None:
         """Register ``plugin`` (module or object with ``hookimpl`` functions) through pluggy and collect
         its registrations. Returns its :class:`PluginInfo`, or ``None`` when it was refused (see
-        ``failures``; nothing it registered is kept)."""
+        ``failures``; nothing it registered is kept). Inside :meth:`loading`, a hook name matching no spec
+        is refused when the block ends instead of here."""
         info = PluginInfo(name, distribution, version, [])
         self._loading.append((name, info))
         try:
             self.pm.register(plugin, name=name)
             unknown = self.pm.unknown_hooks(plugin)
+            if unknown and not self._batches:
+                raise _no_such_hook(unknown)
             if unknown:
-                raise PluginError(f"{', '.join(unknown)}: no such hook (misspelt? see docs/hooks.rst)")
+                self._pending.append((name, plugin, info))
         except Exception as exc:
             self._refuse(plugin, name, info, exc)
             return None
@@ -186,7 +223,6 @@ class Registry:
         info.run_hooks = sorted(c.name for c in self.pm.get_hookcallers(plugin) or [] if c.name in RUN_HOOKS)
         if info.run_hooks:
             self._run_plugins.append((name, plugin))
-            self._bases.clear()
             self._run_managers.clear()
         self.plugins[name] = info
         return info
@@ -318,15 +354,17 @@ class Registry:
         return factory
 
     def run_hooks(self, plugins: Sequence[object] = (), observers: Sequence[Any] = ()) -> RunHooks | None:
-        """The hooks of a new run: the run plugins installed plugins keep on, then ``plugins`` (names,
-        ``(name, {options})`` or objects, as ``RunSettings.plugins`` holds them), then one plugin driving
-        ``observers`` and the registered observer factories. ``None`` when nothing implements a run hook
-        (the engine then adds nothing to the run). Raises :class:`UnknownPluginError` for an unknown name
-        and :class:`PluginError` for an invalid plugin object."""
+        """The hooks of a new run: one pluggy manager holding the run plugins installed plugins keep on,
+        then ``plugins`` (names, ``(name, {options})`` or objects, as ``RunSettings.plugins`` holds them),
+        then one plugin driving ``observers`` and the registered observer factories, ordered as pytest orders
+        hooks (wrappers outermost, ``tryfirst`` first), so an installed wrapper sees a call a run's plugin
+        answers. ``None`` when nothing implements a run hook (the engine then adds nothing to the run).
+        Raises :class:`UnknownPluginError` for an unknown name and :class:`PluginError` for an invalid
+        plugin object."""
         # Imported here: the run-hook machinery brings the model call and requests, which a command that only
         # lists plugins or replays a body never needs at start.
-        from ._agentloop.hooks import RunHooks, base_manager, options_of, run_hooks
-        from ._agentloop.observe import OBSERVERS
+        from ._agentloop.hooks import RunHooks, options_of
+        from ._agentloop.observe import STATE_KEY, ObserverPlugin
 
         extra: list[tuple[str, object]] = []
         for spec in plugins:
@@ -336,21 +374,16 @@ class Registry:
             else:
                 extra.append((named[0], self.run_plugin(named[0])(**named[1])))
         watching = [*self.observers(), *observers]
-        observed = bool(watching)
-        base = self._bases.get(observed)
-        if base is None:
-            # Built once (with and without the shared observer plugin): a run with only the installed plugins'
-            # hooks pays nothing to set them up, and a run with plugins of its own reaches the installed ones
-            # through it instead of registering them again.
-            always = [*self._run_plugins, *([("observers", OBSERVERS)] if observed else [])]
-            base = self._bases[observed] = base_manager(always)
-        if not extra:
-            return run_hooks(base, bool(self._run_plugins) or observed, (), watching)
-        return RunHooks(self._run_manager(observed, base, extra), watching)
+        if not extra and not watching and not self._run_plugins:
+            return None
+        state = {STATE_KEY: ObserverPlugin(watching)} if watching else None
+        return RunHooks(self._run_manager(bool(watching), extra), state)
 
-    def _run_manager(self, observed: bool, base: HookstreamPluginManager,
-                     extra: list[tuple[str, object]]) -> HookstreamPluginManager:
-        from ._agentloop.hooks import run_manager
+    def _run_manager(self, observed: bool, extra: list[tuple[str, object]]) -> HookstreamPluginManager:
+        # Kept per set of a run's own plugin objects: a run with only the installed plugins, or a server that
+        # gives every run the same objects, builds its manager once (the objects are kept with it, so an id is
+        # not reused while its manager is).
+        from ._agentloop.observe import OBSERVERS
 
         key = (observed, *(id(plugin) for _, plugin in extra))
         with self._managers_lock:
@@ -358,12 +391,18 @@ class Registry:
             if found is not None:
                 self._run_managers.move_to_end(key)
                 return found[0]
-        pm = run_manager(base, extra)
+        installed = [*self._run_plugins, *([("observers", OBSERVERS)] if observed else [])]
+        pm = run_manager(installed, extra, self.pm.declared_specs)
         with self._managers_lock:
             self._run_managers[key] = (pm, [plugin for _, plugin in extra])
             while len(self._run_managers) > _RUN_MANAGERS:
                 self._run_managers.popitem(last=False)
         return pm
+
+
+
+def _no_such_hook(names: Sequence[str]) -> PluginError:
+    return PluginError(f"{', '.join(names)}: no such hook (misspelt? see docs/hooks.rst)")
 
 
 _lock = threading.Lock()

@@ -49,11 +49,12 @@ if TYPE_CHECKING:
         run_request,
         tool_ref,
     )
-    from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
+    from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext, current_hooks
     from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo, response_ids
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._capabilities import ModelCapabilities
     from ._errors import error_for_status
+    from ._estimate import estimate_request_tokens, estimate_tokens
     from ._events import parse_arguments
     from ._install_hint import install_command
     from ._json_data import json_loads
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from ._registry import PluginFailure, PluginInfo, Registry, reset_registry
     from ._secrets import SECRET_HEADERS, Secret
     from ._settings import CLIRun
+    from ._stores.history import summary_request
     from ._stream.accumulate import StepAccumulator, merge_metadata
     from ._stream.batch_api import BatchAPI, BatchItem, BatchStatus, send_batch_call
     from ._stream.builder import StreamBuilder, new_id
@@ -80,9 +82,12 @@ if TYPE_CHECKING:
 # must not pay for the engine, the stream processor or the server to get it. Only the hook markers and
 # the registrar types are here at once. Module -> the names it gives.
 _SOURCES: dict[str, tuple[str, ...]] = {
-    "hookstream._agentloop.hooks": ("ModelCallContext", "RunContext", "StepContext", "ToolCallContext"),
+    "hookstream._agentloop.hooks": ("ModelCallContext", "RunContext", "StepContext", "ToolCallContext",
+                                    "current_hooks"),
     "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo", "response_ids"),
     "hookstream._errors": ("error_for_status",),
+    "hookstream._estimate": ("estimate_request_tokens", "estimate_tokens"),
+    "hookstream._stores.history": ("summary_request",),
     "hookstream._events": ("parse_arguments",),
     "hookstream._install_hint": ("install_command",),
     "hookstream._json_data": ("json_loads",),
@@ -168,10 +173,13 @@ __all__ = [
     "ToolInfo",
     "ToolSpec",
     "coerce_messages",
+    "current_hooks",
     "default_error_reader",
     "detect_media_type",
     "error_for_status",
     "error_part",
+    "estimate_request_tokens",
+    "estimate_tokens",
     "hookimpl",
     "hookspec",
     "install_command",
@@ -190,6 +198,7 @@ __all__ = [
     "run_calls",
     "run_request",
     "send_batch_call",
+    "summary_request",
     "tool_output_text",
     "tool_ref",
     "user_dir",

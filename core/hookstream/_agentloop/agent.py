@@ -32,7 +32,7 @@ each :meth:`Agent.chat` is a run of its own. An agent tool runs on the executor'
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -191,7 +191,7 @@ def _nest(ev: BaseEvent, sub_run: str, name: str, description: str, tool_call_id
     if t is RunFinished or t is RunError:
         return None
     if t is SubagentStarted:
-        started: SubagentStarted = ev  # type: ignore[assignment]
+        started = cast(SubagentStarted, ev)  # its type was checked above, by identity
         return started if started.parent_subagent_run_id else attrs.evolve(started, parent_subagent_run_id=sub_run)
     if t is SubagentFinished or t is SubagentError:
         return ev

@@ -59,7 +59,7 @@ fallback, and the ``RUN_ERROR`` message says no fallback happens after content.
 
 A consumer that stops iterating (``break``, ``close()``) aborts the run exactly like :meth:`Engine.cancel`:
 the open step is closed and recorded, text and tool calls received so far stay in the history, memory is
-saved and the callbacks fire once.
+saved and ``hookstream_run_end`` (the callbacks' ``on_finish``) is called once.
 
 Thread safety: :class:`Engine` runs on the thread that iterates it; :meth:`Engine.cancel` may be called
 from any thread (the watchdog thread uses the same path for time limits).
@@ -73,7 +73,7 @@ import operator
 import threading
 import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import attrs
 
@@ -115,7 +115,6 @@ from .._ids import new_id
 from .._messages import Message, Part, ToolCallPart, ToolResultPart
 from .._prices import priced
 from .._stores.history import History
-from .._stores.memory import ConversationStore
 from .._stream.accumulate import StepAccumulator, StepResult
 from .._stream.call import CallOptions, ModelCall
 from .._stream.fallback import FallbackModel, fallible
@@ -125,22 +124,21 @@ from .hooks import ModelCallContext, RunContext, RunHooks, StepContext, plugin_f
 from .partial_output import OutputTracker
 from .stop import StopCondition
 from .structured import ResolvedOutput
-from .timeouts import Timeouts, Watchdog
+from .timeouts import Watchdog
 from .tool_phase import ToolPhase, ToolPhaseSettings, ToolsOutcome, error_result
-from .tools import LEFT_RUNNING, CancellationToken, Tool, as_tools
+from .tools import LEFT_RUNNING, CancellationToken, Tool
+
+if TYPE_CHECKING:
+    from .._settings import RunSettings
 from .values import (
-    Callbacks,
     PendingApproval,
-    RepairRequest,
     Resume,
     RunResult,
-    StepSettings,
-    StepStart,
     approval_in_messages,
     reason_in_messages,
 )
 
-__all__ = ["Engine", "EngineConfig", "RunResult"]
+__all__ = ["Engine", "RunPlan", "RunResult"]
 
 _UNANSWERED = "Error: no result was given for this tool call"
 
@@ -151,51 +149,26 @@ _NO_CONTINUE = frozenset({"length", "content_filter", "error"})
 _R = TypeVar("_R")
 
 
-@attrs.define(slots=True)
-class EngineConfig:
-    """Settings of one run.
-
-    ``max_steps`` bounds model calls (default 10); ``stop_when`` are stop conditions (any one met stops).
-    ``approve`` decides approvals synchronously (none: the run ends with an interrupt). ``memory``
-    stores the conversation under ``thread_id``. ``stream_tool_call_responses=False`` hides the
-    events of steps the loop continues after (only the final answer is streamed). ``timeouts`` are
-    seconds (see :class:`~hookstream.Timeouts`); ``call_options`` carry retries and transport
-    limits. ``hooks`` are the run's plugin hooks (``hookstream._agentloop.hooks``; none: no cost) and ``settings``
-    the :class:`~hookstream.RunSettings` the run came from (for ``RunContext.settings``). ``include_raw`` streams
-    the adapters' ``RAW`` events (provider events they did not understand); they are counted in
-    ``StepResult.unknown_events`` either way. ``context`` is the application's object tools receive as
-    ``ToolContext.deps``.
-    """
+@attrs.define(slots=True, frozen=True)
+class RunPlan:
+    """What one run resolved besides its :class:`~hookstream.RunSettings` (which the engine reads as they
+    are): the AG-UI ``thread_id`` and ``run_id``, the provider's ``model`` name, ``tools`` by name, the
+    ``executor`` and ``stop_when`` conditions built from their names, ``call_options`` (retries and
+    transport limits from the settings' timeouts and loop), the ``resume`` it continues, ``resolve_model``
+    (``"PROVIDER:MODEL"`` -> provider, for a step that switches model), the run's plugin ``hooks`` (none: no
+    cost), the structured ``output`` resolved and the history's ``summarizer``. Built per run, read-only."""
 
     model: str
+    thread_id: str
+    run_id: str
     tools: dict[str, Tool] = attrs.Factory(dict)
-    max_steps: int = 10
-    tool_choice: str | dict[str, Any] | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    options: dict[str, Any] = attrs.Factory(dict)
     executor: ToolExecutor = attrs.Factory(ThreadExecutor)
     stop_when: list[StopCondition] = attrs.Factory(list)
     call_options: CallOptions = attrs.Factory(lambda: CallOptions(max_retries=2))
-    thread_id: str = attrs.Factory(lambda: new_id("thread"))
-    run_id: str = attrs.Factory(lambda: new_id("run"))
-    prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
-    repair_tool_call: Callable[[RepairRequest], ToolCallPart | None] | None = None
-    approve: Callable[[ToolCallPart], bool] | None = None
-    stream_tool_call_responses: bool = True
-    memory: ConversationStore | None = None
-    callbacks: Callbacks = attrs.Factory(Callbacks)
-    timeouts: Timeouts = attrs.Factory(Timeouts)
     resume: Resume | None = None
     resolve_model: Callable[[str], Provider] | None = None
     hooks: RunHooks | None = None
-    settings: Any = None
-    include_raw: bool = False
     output: ResolvedOutput | None = None
-    output_retries: int = 0
-    context: Any = None
-    parent_run_id: str | None = None
-    history: History | None = None
     summarizer: Callable[[list[Message]], str] | None = None
 
 
@@ -384,11 +357,13 @@ class Engine:
         self,
         provider: Provider,
         messages: Sequence[Message],
-        config: EngineConfig,
+        settings: RunSettings,
+        plan: RunPlan,
         close_provider: bool = False,
     ) -> None:
         self.provider = provider
-        self.config = config
+        self.settings = settings
+        self.plan = plan
         self.steps: list[StepResult] = []
         self.usage = Usage()
         self.error: BaseException | None = None
@@ -405,7 +380,7 @@ class Engine:
         self._owned: list[Provider] = [provider] if close_provider else []
         self.stopped_by: str | None = None
         self.output: Any = None
-        self._output_retries_left = config.output_retries
+        self._output_retries_left = settings.loop.output_retries
         self._tracker: OutputTracker | None = None
         self._cancelled = threading.Event()
         self._failure: StreamTimeoutError | None = None
@@ -423,18 +398,18 @@ class Engine:
         self._closed = False
         self._run_ctx: RunContext | None = None
         self._start_failed: BaseException | None = None
-        resume = config.resume
-        if resume is not None and resume.messages is None and config.memory is not None:
+        resume = plan.resume
+        if resume is not None and resume.messages is None and settings.memory is not None:
             # A resume with nothing but the thread: the interrupted run saved its pending calls there.
-            stored, _ = History.all().apply(config.memory.load(config.thread_id))
+            stored, _ = History.all().apply(settings.memory.load(plan.thread_id))
             self.messages: list[Message] = [*stored, *messages]
             self._saved = len(stored)
         elif resume is not None:
             self.messages = list(resume.messages if resume.messages is not None else messages)
-        elif config.memory is not None:
+        elif settings.memory is not None:
             # Summaries a History policy saved are not conversation: History.apply drops them (or sends
             # the one that covers what the window leaves out, at the start).
-            self._stored = config.memory.load(config.thread_id)
+            self._stored = settings.memory.load(plan.thread_id)
             history, _ = History.all().apply(self._stored)
             self.messages = [*history, *messages]
             self._saved = len(history)
@@ -512,14 +487,14 @@ class Engine:
     # -- the loop -------------------------------------------------------------------------------
     def events(self) -> Iterator[BaseEvent]:
         """The run's AG-UI events (run form of :func:`hookstream.testing.check_events`)."""
-        cfg = self.config
-        self._watchdog = Watchdog(cfg.timeouts, lambda: self._call, self._timed_out).start()
+        cfg = self.plan
+        self._watchdog = Watchdog(self.settings.timeouts, lambda: self._call, self._timed_out).start()
         run = self._guarded()
         # Run hooks: the run's steps go on inside the run's own context (see hookstream._agentloop.hooks).
         hooks = cfg.hooks
         if hooks is not None:
             self._run_ctx = RunContext(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model, self.messages,
-                                       cfg.settings, cfg.parent_run_id)
+                                       self.settings, self.settings.loop.parent_run_id)
             try:
                 hooks.start_run(self._run_ctx)
             except Exception as exc:  # reported as the run's RUN_ERROR by _run
@@ -554,7 +529,7 @@ class Engine:
                 hooks.end_run(self.result())
 
     def _guarded(self) -> Iterator[BaseEvent]:
-        yield RunStarted(self.config.thread_id, self.config.run_id, parent_run_id=self.config.parent_run_id)
+        yield RunStarted(self.plan.thread_id, self.plan.run_id, parent_run_id=self.settings.loop.parent_run_id)
         try:
             yield from self._run()
         except HookstreamError as exc:
@@ -564,12 +539,13 @@ class Engine:
             yield from self._fail(exc)
 
     def _run(self) -> Iterator[BaseEvent]:
-        cfg = self.config
+        cfg = self.plan
         if self._start_failed is not None:
             exc = self._start_failed
             raise PluginError(f"a run plugin failed in hookstream_run_start: {type(exc).__name__}: {exc}")
         resume = cfg.resume
-        if resume is None and cfg.memory is not None and cfg.history is not None and cfg.history.kind != "all":
+        history = self.settings.history
+        if resume is None and self.settings.memory is not None and history is not None and history.kind != "all":
             self._apply_history()
         # Calls in the middle of the history with no result get one, whichever way the run started.
         yield from self._answer_unanswered()
@@ -590,14 +566,11 @@ class Engine:
 
     # -- one step -------------------------------------------------------------------------------
     def _step(self, number: int) -> Generator[BaseEvent, None, str]:
-        cfg = self.config
         steered = self._steered() if self._inbox else []
         plan = self._plan(number)
         attempts = self._attempts(plan)
-        output = _StepOutput(hold=not cfg.stream_tool_call_responses)
+        output = _StepOutput(hold=not self.settings.loop.stream_tool_call_responses)
         step_name = f"step-{number}"
-        self._observe(cfg.callbacks.on_step_start, StepStart(number, list(self.steps), plan.request.messages,
-                                                             plan.request.model, plan.tools, plan.request.tool_choice))
         yield from output.emit([*steered, StepStarted(step_name)])
         if plan.events:
             yield from output.emit(plan.events)
@@ -629,16 +602,16 @@ class Engine:
     ) -> Generator[BaseEvent, None, RunError | None]:
         """Stream one model call's events into the step; returns the ``RUN_ERROR`` it failed with before
         any content when another model may still be tried (``None`` otherwise)."""
-        cfg = self.config
+        cfg = self.plan
         with self._lock:
             self._call = call
         if self._cancelled.is_set():
             call.abort()
         elif self._failure is not None:
             call.abort(self._failure)
-        on_chunk = cfg.callbacks.on_chunk
+        on_chunk = self.settings.callbacks.on_chunk
         held = output.held
-        drop_raw = not cfg.include_raw
+        drop_raw = not self.settings.loop.include_raw
         fmt = cfg.output.format if cfg.output is not None else None
         tracker: OutputTracker | None = None
         self._tracker = None  # a retried answer starts from nothing
@@ -722,7 +695,7 @@ class Engine:
         yield from output.emit([*blocks.close(), StepFinished(step_name)])
         yield from output.release()
         self._keep_partial(step, "the run was cancelled")
-        self._observe(self.config.callbacks.on_step_finish, step)
+        self._step_end(step)
         yield from self._finish("cancelled")
         return "cancelled"
 
@@ -730,7 +703,7 @@ class Engine:
                      index: int, output: _StepOutput) -> Generator[BaseEvent, None, str]:
         yield from output.release()
         self._keep_partial(step, "the model call failed")
-        self._observe(self.config.callbacks.on_step_finish, step)
+        self._step_end(step)
         assert step.error is not None
         code, message = step.error
         exc = self._failure or call.exception or ProviderError(message, error_type=code)
@@ -746,8 +719,7 @@ class Engine:
                      number: int) -> Generator[BaseEvent, None, str]:
         """What a step that answered does next: the structured output, a remote interrupt, the end of the
         run, or its tools (and then the next step, or a stop)."""
-        cfg = self.config
-        cbs = cfg.callbacks
+        cfg = self.plan
         if cfg.output is not None:
             out_call = next((c for c in step.tool_calls if c.name == cfg.output.format.name
                              and c.name not in plan.tools), None)
@@ -759,7 +731,7 @@ class Engine:
             if step.tool_calls:
                 # Cut off (length, content filter): the calls are not run; error results keep history paired.
                 self._close_unrun(step, f"the response ended with finish reason {step.finish_reason!r}")
-            self._observe(cbs.on_step_finish, step)
+            self._step_end(step)
             if self._inbox and not self._stop_now(number):
                 return "continue"  # a steering message came before the end: one more step carries it
             yield from output.release()
@@ -768,7 +740,7 @@ class Engine:
         assistant_index = len(self.messages) - 1
         out = yield from output.pipe(self._tool_phase().run(step, step.tool_calls, plan.tools, None, assistant_index))
         self._settle(out, assistant_index)
-        self._observe(cbs.on_step_finish, step)
+        self._step_end(step)
         if out.kind == "continue":
             return (yield from self._continue_or_stop(output, number))
         yield from output.release()
@@ -781,14 +753,14 @@ class Engine:
         self.stopped_by = stop
         yield from output.release()
         # Said on the stream: a run cut short by a limit must not look like a finished answer.
-        yield LoopStoppedPayload(stop, number, self.config.max_steps).to_event()
+        yield LoopStoppedPayload(stop, number, self.settings.max_steps).to_event()
         yield from self._finish("success")
         return "done"
 
     def _open_call(self, number: int, provider: Provider, request: ModelRequest) -> tuple[_Call, Iterator[BaseEvent]]:
         """The step's model call and its events: the HTTP call itself, or through the run's
         ``hookstream_model_call`` hooks (which may change the request, wrap the events or answer)."""
-        cfg = self.config
+        cfg = self.plan
         context = CallContext(cfg.thread_id, cfg.run_id)
         hooks, run = cfg.hooks, self._run_ctx
         if hooks is None or run is None:
@@ -806,18 +778,18 @@ class Engine:
         ``interrupt``, those interrupts, and ``pending_approvals`` for the approval ones; ``chat(...,
         resume=result.resume({interrupt_id: bool}))`` continues it (:meth:`_split_resume`). Tool calls of
         the step itself are not run (error results keep the history paired)."""
-        cfg = self.config
         interrupts = list(step.interrupts or [])
         self._close_unrun(step, "the agent's run ended with an interrupt")
         calls = {c.id: c for c in [*step.tool_calls, *step.interrupt_calls]}
         approvals = [PendingApproval(i.id, calls[i.tool_call_id]) for i in interrupts
                      if i.tool_call_id in calls and "approval" in i.reason.lower()]
-        self._observe(cfg.callbacks.on_step_finish, step)
-        if cfg.approve is not None and interrupts and len(approvals) == len(interrupts) and not self._stop_now(number):
+        self._step_end(step)
+        approve = self.settings.approve
+        if approve is not None and interrupts and len(approvals) == len(interrupts) and not self._stop_now(number):
             entries: list[dict[str, Any]] = []
             for p in approvals:
                 try:
-                    approved = bool(cfg.approve(p.call))
+                    approved = bool(approve(p.call))
                 except Exception as exc:
                     raise CallbackError(f"approve failed: {type(exc).__name__}: {exc}") from exc
                 entries.append({"interruptId": p.approval_id, "status": "resolved", "payload": {"approved": approved}})
@@ -856,16 +828,15 @@ class Engine:
         self, step: StepResult, out_call: ToolCallPart | None, output: _StepOutput,
     ) -> Generator[BaseEvent, None, str]:
         """End a step that answered with the structured output: validate it, then finish, retry or fail."""
-        spec = self.config.output
+        spec = self.plan.output
         assert spec is not None
-        cbs = self.config.callbacks
         if out_call is None:
             raw = step.text
         elif out_call.arguments_raw is not None:
             raw = out_call.arguments_raw
         else:
             raw = json.dumps(out_call.arguments, ensure_ascii=False)
-        attempts = self.config.output_retries - self._output_retries_left + 1
+        attempts = self.settings.loop.output_retries - self._output_retries_left + 1
         try:
             value = spec.finish(raw, attempts)
         except OutputValidationError as exc:
@@ -877,16 +848,16 @@ class Engine:
                 if out_call is None:
                     self.messages.append(Message.user(feedback))
                 self._persist()
-                self._observe(cbs.on_step_finish, step)
+                self._step_end(step)
                 return "continue"  # held events of the invalid answer are dropped like a tool step's
             self._pair_output_call(step, out_call, "Error: " + exc.message, is_error=True)
-            self._observe(cbs.on_step_finish, step)
+            self._step_end(step)
             yield from output.release()
             yield from self._fail(exc)
             return "error"
         self.output = value
         self._pair_output_call(step, out_call, "The output was accepted.", is_error=False)
-        self._observe(cbs.on_step_finish, step)
+        self._step_end(step)
         yield from output.release()
         yield from self._finish("success")
         return "done"
@@ -906,10 +877,10 @@ class Engine:
 
     # -- tools ----------------------------------------------------------------------------------
     def _tool_phase(self) -> ToolPhase:
-        cfg = self.config
+        cfg, s = self.plan, self.settings
         phase = ToolPhase(
-            ToolPhaseSettings(cfg.executor, cfg.timeouts.tool, cfg.repair_tool_call, cfg.approve,
-                              cfg.callbacks.on_chunk, cfg.context, cfg.run_id, cfg.thread_id, self._add_usage),
+            ToolPhaseSettings(cfg.executor, s.timeouts.tool, s.loop.repair_tool_call, s.approve, s.callbacks.on_chunk,
+                              s.context, cfg.run_id, cfg.thread_id, self._add_usage),
             self.messages, self._token, self._cancelled, lambda: self._failure,
         )
         # The run's result shows what waits, also when a callback fails halfway through the phase.
@@ -954,9 +925,9 @@ class Engine:
 
     def _stop_now(self, number: int) -> StoppedBy | None:
         """Why the loop stops after step ``number`` (``max_steps``, ``stop_condition``), or None."""
-        if number >= self.config.max_steps:
+        if number >= self.settings.max_steps:
             return "max_steps"
-        for cond in self.config.stop_when:
+        for cond in self.plan.stop_when:
             try:
                 if cond(self.steps):
                     return "stop_condition"
@@ -965,12 +936,10 @@ class Engine:
         return None
 
     def _plan(self, number: int) -> _Step:
-        cfg = self.config
-        provider, model, tools, choice = self.provider, cfg.model, cfg.tools, cfg.tool_choice
+        cfg = self.plan
+        provider, model, tools, choice = self.provider, cfg.model, cfg.tools, self.settings.tool_choice
         messages = self.messages
         events: Sequence[BaseEvent] = ()
-        if cfg.prepare_step is not None:
-            provider, model, tools, choice, messages = self._prepared(number, provider, model, tools, choice, messages)
         if cfg.hooks is not None and self._run_ctx is not None:
             step = StepContext(self._run_ctx, number, list(self.steps), list(messages), dict(tools), choice, model)
             cfg.hooks.step_start(step)
@@ -982,9 +951,9 @@ class Engine:
             messages=list(messages),
             tools=[t.spec() for t in tools.values()],
             tool_choice=choice if tools or choice == "none" else None,
-            max_tokens=cfg.max_tokens,
-            temperature=cfg.temperature,
-            options=cfg.options,
+            max_tokens=self.settings.max_tokens,
+            temperature=self.settings.temperature,
+            options=dict(self.settings.options),
             output=cfg.output.format if cfg.output is not None else None,
             thread_id=cfg.thread_id,
             resume=self._remote_resume,
@@ -992,40 +961,13 @@ class Engine:
         self._remote_resume = None  # the answers go with this step's call only
         return _Step(provider, request, tools, events)
 
-    def _prepared(
-        self, number: int, provider: Provider, model: str, tools: dict[str, Tool], choice: Any, messages: list[Message],
-    ) -> tuple[Provider, str, dict[str, Tool], Any, list[Message]]:
-        """What ``prepare_step`` changes of a step: provider and model, tools, tool choice, messages."""
-        assert self.config.prepare_step is not None
-        try:
-            raw = self.config.prepare_step(StepStart(number, list(self.steps), list(messages), model, dict(tools),
-                                                     choice))
-            s = StepSettings.coerce(raw)
-        except Exception as exc:
-            raise CallbackError(f"prepare_step failed: {type(exc).__name__}: {exc}") from exc
-        if s.model is not None:
-            provider, model = self._model(s.model)
-        new_tools: Any = s.tools
-        if new_tools is not None:
-            tools = new_tools if isinstance(new_tools, dict) else as_tools(new_tools)
-        if s.active_tools is not None:
-            wanted = set(s.active_tools)
-            tools = {n: t for n, t in tools.items() if n in wanted}
-        if s.tool_choice is not None:
-            choice = s.tool_choice
-        if s.messages is not None:
-            messages = list(s.messages)
-        if s.system is not None:
-            messages = [Message.system(s.system), *(m for m in messages if m.role != "system")]
-        return provider, model, tools, choice, messages
-
     def _attempts(self, plan: _Step) -> list[tuple[Provider, ModelRequest]]:
         """The model calls a step may make, in order: one, or one per entry of a FallbackModel (the same
         request with each entry's model name; the first keeps a model name ``prepare_step`` chose)."""
         provider = plan.provider
         if not isinstance(provider, FallbackModel):
             return [(provider, plan.request)]
-        entries = provider.resolve(self.config.resolve_model)
+        entries = provider.resolve(self.plan.resolve_model)
         return [(e, plan.request if i == 0 else attrs.evolve(plan.request, model=e.model))
                 for i, e in enumerate(entries)]
 
@@ -1044,7 +986,7 @@ class Engine:
         if failure is not None:
             self._failure = None
             old = self._watchdog
-            watchdog = Watchdog(self.config.timeouts, lambda: self._call, self._timed_out).start()
+            watchdog = Watchdog(self.settings.timeouts, lambda: self._call, self._timed_out).start()
             if old is not None:
                 watchdog.started_at = old.started_at  # the run limit still counts from the run's start
                 old.stop()
@@ -1058,9 +1000,9 @@ class Engine:
             return self._model(resolved)  # an alias of the user's, as get_model reads it
         name, sep, model_name = model.partition(":")
         if sep and name != self.provider.name:
-            if self.config.resolve_model is None:
+            if self.plan.resolve_model is None:
                 raise ValueError(f"cannot switch to model {model!r}: the engine has no resolve_model")
-            provider = self.config.resolve_model(model)
+            provider = self.plan.resolve_model(model)
             self._owned.append(provider)
             return provider, provider.model
         return self.provider, model_name if sep else model
@@ -1068,12 +1010,12 @@ class Engine:
     def _apply_history(self) -> None:
         """Send only the window of the stored conversation the history policy allows (a summary of the
         rest written now when the policy asks for one and none covers it; saved in the thread)."""
-        cfg = self.config
-        assert cfg.memory is not None and cfg.history is not None
+        cfg = self.plan
+        assert self.settings.memory is not None and self.settings.history is not None
         new = self.messages[self._saved:]
-        sent, summary = cfg.history.apply(self._stored, cfg.summarizer)
+        sent, summary = self.settings.history.apply(self._stored, cfg.summarizer)
         if summary is not None:
-            cfg.memory.save(cfg.thread_id, [summary])
+            self.settings.memory.save(cfg.thread_id, [summary])
         self.messages = [*sent, *new]
         self._saved = len(sent)
 
@@ -1133,7 +1075,7 @@ class Engine:
             yield ToolCallsUnansweredPayload(fixed, _UNANSWERED).to_event()
 
     def _resume(self, resume: Resume) -> Generator[BaseEvent, None, str]:
-        cfg = self.config
+        cfg = self.plan
         ai = next((i for i in range(len(self.messages) - 1, -1, -1)
                    if self.messages[i].role == "assistant"), None)
         if ai is None or not self.messages[ai].tool_calls:
@@ -1149,8 +1091,8 @@ class Engine:
                 raise ResumeError(f"resume answers {key!r}, which is not a pending tool call of the conversation")
         # What came before was saved by the interrupted run (an explicit resume); a conversation passed
         # back by a client may hold new messages the store has not seen yet.
-        self._saved = ai if self.config.resume is not None else min(self._saved, ai)
-        output = _StepOutput(hold=not cfg.stream_tool_call_responses)
+        self._saved = ai if self.plan.resume is not None else min(self._saved, ai)
+        output = _StepOutput(hold=not self.settings.loop.stream_tool_call_responses)
         # Replay the pending calls so this run's TOOL_CALL_RESULTs refer to calls it announced.
         replay: list[BaseEvent] = [StepStarted("resume")]
         for c in calls:
@@ -1185,14 +1127,14 @@ class Engine:
         self.messages.append(Message("tool", [*results]))
 
     def _persist(self, upto: int | None = None) -> None:
-        store = self.config.memory
+        store = self.settings.memory
         end = len(self.messages) if upto is None else upto
         if store is None or end <= self._saved:
             return
         for m in self.messages[self._saved:end]:
             if m.id is None:  # saved again after a resume: an id makes that save a no-op
                 m.id = f"msg-{uuid.uuid4().hex}"
-        store.save(self.config.thread_id, self.messages[self._saved:end])
+        store.save(self.plan.thread_id, self.messages[self._saved:end])
         self._saved = end
 
     def _finish(
@@ -1207,8 +1149,8 @@ class Engine:
             self._persist()
         last = self.steps[-1] if self.steps else None
         yield RunFinished(
-            self.config.thread_id,
-            self.config.run_id,
+            self.plan.thread_id,
+            self.plan.run_id,
             usage=self.usage,
             finish_reason=last.finish_reason if last else None,
             raw_finish_reason=last.raw_finish_reason if last else None,
@@ -1234,20 +1176,10 @@ class Engine:
         self._ended_fired = True
         with self._lock:
             self._closed = True  # add_message refuses from now on; what is queued is result().unsent_messages
-        cbs = self.config.callbacks
-        result = self.result()
-        if self.outcome == "error" and self.error is not None:
-            self._observe(cbs.on_error, self.error)
-        elif self.outcome == "cancelled":
-            self._observe(cbs.on_abort, result)
-        self._observe(cbs.on_finish, result)
 
-    @staticmethod
-    def _observe(fn: Callable[[Any], None] | None, arg: Any) -> None:
-        if fn is None:
-            return
-        try:
-            fn(arg)
-        except Exception:  # an observer must not break the run; its failure is logged
-            log.exception("callback %r failed", getattr(fn, "__name__", fn))
+    def _step_end(self, step: StepResult) -> None:
+        """``hookstream_step_end`` (``Callbacks.on_step_finish`` is one), once per step, after its tools."""
+        hooks, run = self.plan.hooks, self._run_ctx
+        if hooks is not None and run is not None:
+            hooks.step_end(run, step)
 

@@ -255,7 +255,15 @@ def _in_process(req: ToolCallRequest, cancel: CancellationToken) -> ToolResultPa
         t = resolve_tool(req)
     except Exception as exc:
         return error_part(req, str(exc))
-    return run_tool_guarded(t, req.call, list(req.messages), cancel, req.timeout, req.deps, req.channel)
+    hooks = current_hooks()
+    if hooks is None:
+        return run_tool_guarded(t, req.call, list(req.messages), cancel, req.timeout, req.deps, req.channel)
+
+    def runner(ctx: ToolCallContext) -> ToolResultPart:
+        return run_tool_guarded(t, ctx.with_arguments(req.call), list(req.messages), cancel, req.timeout, req.deps,
+                                req.channel)
+
+    return hooks.tool_call(ToolCallContext(None, req.call.id, req.call.name, req.call.arguments, t, runner=runner))
 
 
 class ThreadExecutor:
@@ -268,7 +276,7 @@ class ThreadExecutor:
         self.max_concurrency = max_concurrency
 
     def run(self, requests: Sequence[ToolCallRequest], cancel: CancellationToken) -> list[ToolResultPart]:
-        # run_tool_guarded reports to the observers itself.
+        # _in_process calls the run's tool-call hooks itself.
         if len(requests) <= 1:
             return [_in_process(r, cancel) for r in requests]
         workers = min(len(requests), self.max_concurrency or len(requests))

@@ -29,16 +29,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import pluggy
 
-from .. import _hookspecs
-from .._errors import CancelledError, PluginError
+from .._errors import CallbackError, CancelledError, PluginError
 from .._events import BaseEvent, RunError, RunStarted
-from .._hookspecs import RUN_HOOKS, hookimpl
+from .._markers import hookimpl
 from .._messages import Message, ToolCallPart, ToolResultPart
-from .._pm import HookstreamPluginManager
 from .._stream.call import CallOptions, ModelCall
 from .._stream.provider import CallContext, ModelRequest, Provider
 from .._stream.tee import Sink, body_session, tee_session
-from .observe import STATE_KEY, ObserverPlugin, RetryInfo
 
 if TYPE_CHECKING:
     import requests
@@ -48,15 +45,15 @@ if TYPE_CHECKING:
     from .tools import Tool
 
 __all__ = [
+    "BUILTIN",
     "ModelCallContext",
+    "RetryInfo",
     "RunContext",
     "RunHooks",
     "StepContext",
     "ToolCallContext",
     "current_hooks",
     "plugin_failed",
-    "run_hooks",
-    "run_manager",
 ]
 
 log = logging.getLogger("hookstream.hooks")
@@ -68,8 +65,20 @@ _current: contextvars.ContextVar[RunHooks | None] = contextvars.ContextVar("hook
 
 
 def current_hooks() -> RunHooks | None:
-    """The hooks of the run whose context this code runs in, or ``None`` (no run, or a run without hooks)."""
+    """The hooks of the run whose context this code runs in, or ``None`` (no run, or a run without hooks).
+    Its ``hook`` is the run's pluggy relay: ``current_hooks().hook.hookstream_NAME(...)`` calls a hook a
+    plugin declared (``hookstream_addhooks``) on every plugin of the run. Any thread of the run."""
     return _current.get()
+
+
+@attrs.define(slots=True, frozen=True)
+class RetryInfo:
+    """A retry about to wait: ``attempt`` is the number of the attempt that failed (1 = the first
+    request), ``delay`` the seconds before the next one, ``error`` the typed failure."""
+
+    attempt: int
+    delay: float
+    error: BaseException
 
 
 @attrs.define(slots=True, eq=False)
@@ -288,12 +297,13 @@ class RunHooks:
     """The run hooks of one run: ``hook`` is pluggy's relay (``hooks.hook.hookstream_run_start(run=...)``),
     ``run`` the :class:`RunContext` once :meth:`start_run` ran."""
 
-    __slots__ = ("_context", "hook", "observers", "pm", "run")
+    __slots__ = ("_context", "hook", "pm", "run", "state")
 
-    def __init__(self, pm: pluggy.PluginManager, observers: Sequence[Any] = ()) -> None:
+    def __init__(self, pm: pluggy.PluginManager, state: Mapping[str, Any] | None = None) -> None:
         self.pm = pm
         self.hook = pm.hook
-        self.observers = list(observers)
+        self.state = dict(state or {})
+        """Values put in ``run.state`` as the run starts (the per-run driver of the run's observers)."""
         self.run: RunContext | None = None
         self._context: contextvars.Context | None = None
 
@@ -308,8 +318,8 @@ class RunHooks:
 
     def _start(self, run: RunContext) -> None:
         _current.set(self)
-        if self.observers:
-            run.state[STATE_KEY] = ObserverPlugin(self.observers)
+        if self.state:
+            run.state.update(self.state)
         self.hook.hookstream_run_start(run=run)
 
     def wrap(self, events: Iterator[T]) -> Iterator[T]:
@@ -341,8 +351,17 @@ class RunHooks:
         """``hookstream_step_start``; a plugin that raises ends the run with ``RUN_ERROR`` ``plugin_error``."""
         try:
             self.hook.hookstream_step_start(step=step)
+        except CallbackError:
+            raise  # prepare_step's own error (the built-in PrepareStep plugin)
         except Exception as exc:
             raise PluginError(f"a run plugin failed in hookstream_step_start: {type(exc).__name__}: {exc}") from exc
+
+    def step_end(self, run: RunContext, result: StepResult) -> None:
+        """``hookstream_step_end``; an exception is logged (the step is over: nothing to stop)."""
+        try:
+            self.hook.hookstream_step_end(run=run, result=result)
+        except Exception:
+            log.exception("hookstream_step_end failed")
 
     def model_call(self, call: ModelCallContext) -> Iterator[BaseEvent]:
         """The call's events through ``hookstream_model_call``; a plugin that raises here ends the call
@@ -377,90 +396,6 @@ def plugin_failed(exc: BaseException) -> RunError:
 
 
 # -- which hooks a run has ---------------------------------------------------------------------------------
-
-
-# Only the run hooks, for a run's own manager: adding the specs is part of each such run's cost.
-RunHookSpecs = type("RunHookSpecs", (), {name: staticmethod(getattr(_hookspecs, name)) for name in RUN_HOOKS})
-
-
-class _Bridge:
-    """The innermost implementation of a run's own manager: the same hook of the installed plugins'
-    relay (``trylast``), so a run's plugins wrap and come before the installed ones without those being
-    registered again for every run."""
-
-    def __init__(self, base: pluggy.PluginManager) -> None:
-        self.hook = base.hook
-
-    @hookimpl(trylast=True)
-    def hookstream_run_start(self, run: RunContext) -> None:
-        self.hook.hookstream_run_start(run=run)
-
-    @hookimpl(trylast=True)
-    def hookstream_step_start(self, step: StepContext) -> None:
-        self.hook.hookstream_step_start(step=step)
-
-    @hookimpl(trylast=True)
-    def hookstream_model_call(self, call: ModelCallContext) -> Iterable[BaseEvent] | None:
-        events: Iterable[BaseEvent] | None = self.hook.hookstream_model_call(call=call)
-        return events
-
-    @hookimpl(trylast=True)
-    def hookstream_model_call_retry(self, call: ModelCallContext, retry: RetryInfo) -> None:
-        self.hook.hookstream_model_call_retry(call=call, retry=retry)
-
-    @hookimpl(trylast=True)
-    def hookstream_tool_call(self, call: ToolCallContext) -> ToolResultPart | None:
-        result: ToolResultPart | None = self.hook.hookstream_tool_call(call=call)
-        return result
-
-    @hookimpl(trylast=True)
-    def hookstream_run_end(self, run: RunContext, result: Any) -> None:
-        self.hook.hookstream_run_end(run=run, result=result)
-
-
-def base_manager(always: Sequence[tuple[str, object]]) -> HookstreamPluginManager:
-    """The manager of the plugins on for every run (``(name, plugin)``, in that order), the built-in
-    implementations innermost. Built once per registry."""
-    pm = HookstreamPluginManager(RunHookSpecs)
-    pm.register(BUILTIN, name="hookstream-builtin-run-hooks")
-    for name, plugin in always:
-        _register(pm, name, plugin)
-    return pm
-
-
-def run_hooks(base: HookstreamPluginManager | None, has_always: bool,
-              extra: Sequence[tuple[str, object]] = (), observers: Sequence[Any] = ()) -> RunHooks | None:
-    """The hooks of a run: ``base`` (:func:`base_manager`, the installed plugins) and ``extra`` (this run's
-    own plugins, their wrappers outermost and their ``tryfirst`` implementations first); ``observers`` are
-    driven by the shared observer plugin ``base`` then holds. ``None`` when no plugin implements a run hook.
-    Raises :class:`~hookstream.errors.PluginError` for a plugin object whose
-    ``hookstream_*`` method matches no hook spec or takes an argument its spec does not name."""
-    if not extra:
-        return RunHooks(base, observers) if has_always and base is not None else None
-    return RunHooks(run_manager(base, extra), observers)
-
-
-def run_manager(base: HookstreamPluginManager | None, extra: Sequence[tuple[str, object]]) -> HookstreamPluginManager:
-    """A manager of ``extra`` (a run's own plugins) whose innermost implementations reach ``base``."""
-    pm = HookstreamPluginManager(RunHookSpecs)
-    pm.register(_Bridge(base) if base is not None else BUILTIN, name="hookstream-installed-run-plugins")
-    for name, plugin in extra:
-        _register(pm, name, plugin)
-    return pm
-
-
-def _register(pm: HookstreamPluginManager, name: str, plugin: object) -> None:
-    try:
-        pm.register(plugin, name=f"{name}#{id(plugin)}")
-    except ValueError:
-        return  # the same object twice in one run: once is enough
-    except pluggy.PluginValidationError as exc:
-        raise PluginError(f"run plugin {name!r} is not valid: {exc}") from None
-    unknown = pm.unknown_hooks(plugin)
-    if unknown:
-        pm.unregister(plugin)
-        raise PluginError(f"run plugin {name!r} implements {', '.join(unknown)}, which no hook spec names "
-                          f"(see docs/hooks.rst)")
 
 
 def options_of(spec: object) -> tuple[str, Mapping[str, Any]] | None:

@@ -46,10 +46,11 @@ import attrs
 
 from .._errors import CancelledError, ProviderError
 from .._events import BaseEvent, RunError, RunFinished, RunStarted, Usage
-from .._hookspecs import hookimpl
+from .._markers import hookimpl
 from .._messages import ToolResultPart
 from .._prices import priced
 from .._stream.provider import ModelRequest
+from .hooks import RetryInfo
 
 if TYPE_CHECKING:
     from .hooks import ModelCallContext, RunContext, ToolCallContext
@@ -117,16 +118,6 @@ class ModelCallInfo:
     @property
     def max_tokens(self) -> int | None:
         return self.request.max_tokens
-
-
-@attrs.define(slots=True, frozen=True)
-class RetryInfo:
-    """A retry about to wait: ``attempt`` is the number of the attempt that failed (1 = the first
-    request), ``delay`` the seconds before the next one, ``error`` the typed failure."""
-
-    attempt: int
-    delay: float
-    error: BaseException
 
 
 @attrs.define(slots=True)

@@ -80,8 +80,9 @@ OutcomeKind = Literal["continue", "interrupt", "direct", "cancelled", "error"]
 
 @attrs.define(slots=True, frozen=True)
 class ToolPhaseSettings:
-    """The run settings the tool phase reads (from :class:`~hookstream._agentloop.engine.EngineConfig`).
-    ``tool_timeout`` is seconds (``None``: no limit) for tools without their own ``timeout``."""
+    """The run settings the tool phase reads (from the run's :class:`~hookstream.RunSettings` and
+    :class:`~hookstream._agentloop.engine.RunPlan`). ``tool_timeout`` is seconds (``None``: no limit) for
+    tools without their own ``timeout``."""
 
     executor: ToolExecutor
     tool_timeout: float | None = None

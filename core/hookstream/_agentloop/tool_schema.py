@@ -35,7 +35,7 @@ import re
 import types
 import typing
 import uuid
-from typing import Any, Literal, NotRequired, Required, get_args, get_origin
+from typing import Any, Literal, NotRequired, Required, cast, get_args, get_origin
 
 import attrs
 
@@ -90,6 +90,7 @@ def doc_params(doc: str) -> tuple[str, dict[str, str]]:
 
 
 _FACTORY = object()  # a default made by a factory: required is False, but there is no value to show
+_ATTRS_FACTORY = cast(type, attrs.Factory)  # attrs' stubs type Factory as a function; it is a class
 
 
 def json_default(value: Any) -> tuple[bool, Any]:
@@ -335,6 +336,6 @@ def _class_schema(tp: type, path: tuple[str, ...], seen: frozenset[type]) -> dic
     for a in attrs.fields(tp):
         if a.init:
             has_default = a.default is not attrs.NOTHING
-            default = _FACTORY if isinstance(a.default, attrs.Factory) else a.default  # type: ignore[arg-type]  # attrs stubs type Factory as a function; it is a class
+            default = _FACTORY if isinstance(a.default, _ATTRS_FACTORY) else a.default
             fields.append((a.name, hints.get(a.name, a.type), has_default, default))
     return _fields(tp, path, seen, fields)

@@ -40,7 +40,6 @@ from .._errors import ToolDefinitionError
 from .._events import BaseEvent, Usage
 from .._messages import FilePart, Message, ToolCallPart, ToolResultPart
 from .._stream.provider import ToolSpec
-from .hooks import ToolCallContext, current_hooks
 from .thread_pool import POOL
 from .tool_schema import Unsupported, describe, doc_params, json_default, schema_for
 
@@ -543,19 +542,12 @@ def run_tool_guarded(
     abandoned. The wait checks ``run_token`` every 10 ms, so cancellation is seen within that.
 
     The tool's thread runs in a copy of the caller's :mod:`contextvars` context (an OpenTelemetry current
-    span is the parent there too). The run's ``hookstream_tool_call`` hooks (:mod:`hookstream._agentloop.hooks`)
-    run here, on the caller's (executor's) thread, around the call. ``deps`` is
+    span is the parent there too). The run's ``hookstream_tool_call`` hooks go around it on the caller's
+    thread (:mod:`hookstream._agentloop.executors`). ``deps`` is
     the run's application context (:attr:`ToolContext.deps`), ``channel`` the run's
     :class:`ToolChannel` (:meth:`ToolContext.emit`).
     """
-    hooks = current_hooks()
-    if hooks is None:
-        return _run_guarded(t, call, messages, run_token, timeout, deps, channel)
-
-    def runner(ctx: ToolCallContext) -> ToolResultPart:
-        return _run_guarded(t, ctx.with_arguments(call), messages, run_token, timeout, deps, channel)
-
-    return hooks.tool_call(ToolCallContext(None, call.id, call.name, call.arguments, t, runner=runner))
+    return _run_guarded(t, call, messages, run_token, timeout, deps, channel)
 
 
 def _run_guarded(

@@ -190,7 +190,9 @@ class Resume:
 
 @attrs.define(slots=True)
 class Callbacks:
-    """Observers of a run, each optional. Exceptions they raise are logged and ignored.
+    """Observers of a run, each optional. Exceptions they raise are logged and ignored. All but ``on_chunk``
+    are called by a built-in run plugin on the run hooks (``on_step_finish`` from ``hookstream_step_end``,
+    ``on_finish`` from ``hookstream_run_end``...), so they see a step as every other plugin left it.
 
     * ``on_chunk(event)``: every content event of a model call (text, reasoning, tool-call events)
       and every ``TOOL_CALL_RESULT``, as it happens (also when ``stream_tool_call_responses=False``).

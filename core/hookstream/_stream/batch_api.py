@@ -94,10 +94,11 @@ class BatchAPI(abc.ABC):
 
 def send_batch_call(
     provider: Any, method: str, url: str, *, headers: dict[str, str] | None = None, json: Any = None,
-    data: bytes | None = None, files: Any = None, timeout: float = 300.0,
+    data: bytes | dict[str, str] | None = None, files: Any = None, timeout: float = 300.0,
 ) -> requests.Response:
     """Send one request of a batch API on ``provider.session`` and return the 2xx response (read it
-    whole: batch answers are JSON or JSON Lines, not streams). Raises the typed
+    whole: batch answers are JSON or JSON Lines, not streams); ``data`` is the body's bytes or a form's fields
+    (``{name: value}``, sent with ``files`` as multipart). Raises the typed
     :class:`~hookstream.errors.HTTPStatusError` subclass for a non-2xx answer (message read by the
     provider's ``read_error``, the API key redacted) and :class:`requests.RequestException` for a
     connection that failed."""

@@ -9,7 +9,7 @@ is importable from here; the submodules (``server``, ``faults``, ``grammar``, ``
 the implementation and their docstrings.
 """
 
-from .._fake_models import FunctionModel, ModelError, ModelInfo, Reply, TestModel, TestProvider, ToolCall, reply_of
+from .._fake_models import FunctionModel, ModelError, Reply, RequestInfo, TestModel, TestProvider, ToolCall, reply_of
 from .._schema_example import schema_example
 from .cli import run_cli
 from .conformance import Recording, check_recording, corpus_recordings, find_corpus, recordings, require_corpus
@@ -33,10 +33,10 @@ __all__ = [
     "HTTPErrorCase",
     "LoopbackServer",
     "ModelError",
-    "ModelInfo",
     "ProviderContract",
     "Recording",
     "Reply",
+    "RequestInfo",
     "Response",
     "TestModel",
     "TestProvider",

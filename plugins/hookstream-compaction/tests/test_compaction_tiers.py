@@ -15,7 +15,7 @@ from hookstream import Message, Tool, ToolCallPart, ToolResultPart, chat, tool
 from hookstream.errors import PluginError
 from hookstream.events import Custom, RunError
 from hookstream.plugin import RunContext, StepContext
-from hookstream.testing import FunctionModel, ModelInfo
+from hookstream.testing import FunctionModel, RequestInfo
 from hookstream_compaction import (
     EVENT,
     Compaction,
@@ -141,7 +141,7 @@ class Summarizer:
         self.fail = fail
         self.model = FunctionModel(self.answer)
 
-    def answer(self, messages: list[Message], info: ModelInfo) -> str:
+    def answer(self, messages: list[Message], info: RequestInfo) -> str:
         assert not info.tools  # a summary request offers no tools
         if self.fail:
             raise RuntimeError("the summary model is down")

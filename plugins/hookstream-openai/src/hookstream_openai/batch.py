@@ -78,7 +78,7 @@ class OpenAIBatch(BatchAPI):
                         for e in entries)
         base = self.provider.base_url
         upload = send_batch_call(self.provider, "POST", base + "/files", headers=self._headers(),
-                                 data={"purpose": "batch"},  # type: ignore[arg-type]  # a form field
+                                 data={"purpose": "batch"},  # a form field
                                  files={"file": ("batch.jsonl", data, "application/jsonl")}).json()
         created = send_batch_call(self.provider, "POST", base + "/batches", headers=self._headers(), json={
             "input_file_id": upload["id"], "endpoint": ENDPOINT, "completion_window": "24h"}).json()
