@@ -21,6 +21,13 @@ What is left: while slow senders hold every thread, a good request waits up to `
 (measured in ``benchmarks/bench_serve_attack.py``); waitress (``--workers 1``) reads requests on its
 I/O thread and never gives a thread to an incomplete one (``hookstream._cli.waitress_channel``).
 
+Authenticated slow bodies: a request with a valid credential is read on its thread at up to the rate
+above, for up to 120 s; the application counts it toward its principal's ``max_concurrent_runs`` from
+before its body is read (``hookstream._server.limits.PrincipalLimits.hold``, shared by the workers), so
+one principal holds at most that many threads of the whole server and its next request is answered
+``429`` at once. A worker whose threads are all busy stops accepting connections (they wait in the
+listen backlog for a worker with a free thread) instead of queueing them behind the busy ones.
+
 Thread safety: one :class:`_Deadlines` per worker process, shared by its threads under a lock; a single
 daemon thread shuts expired sockets down.
 """
@@ -117,6 +124,8 @@ def _table() -> _Deadlines:
 class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     """``gthread`` with per-request read deadlines (see the module docstring)."""
 
+    _hs_busy = 0  # requests handed to the thread pool and not finished (main thread only)
+
     def enqueue_req(self, conn: Any) -> None:
         # Called on the worker's main thread when a request arrives (new or kept-alive connection) and
         # again for a deferred one; the first call of a request starts its clock.
@@ -124,7 +133,19 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
             conn._hs_arrived = time.monotonic()
             conn._hs_taken = False
             conn._hs_key = _table().add(conn, HEADER_SECONDS)
+        self._hs_busy += 1
         super().enqueue_req(conn)
+        if self._hs_busy >= self.cfg.threads:
+            self.set_accept_enabled(False)  # gunicorn's loop asks again after each event
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        self._hs_busy -= 1
+        super().finish_request(conn, fs)
+
+    def set_accept_enabled(self, enabled: bool) -> None:
+        # With every thread busy a new connection would wait behind them: leave it in the listen backlog
+        # for a worker with a free thread.
+        super().set_accept_enabled(enabled and self._hs_busy < self.cfg.threads)
 
     def handle(self, conn: Any) -> Any:
         _local.conn = conn

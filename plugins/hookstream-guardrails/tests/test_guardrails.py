@@ -134,7 +134,8 @@ def test_an_input_guard_that_passes_changes_nothing(tmp_path: Path) -> None:
         _, result = run(srv, Guardrails(input=[fine]), tools=[weather_tool(written)])
     assert result.error is None and result.outcome == "success"
     assert result.text == TEXT and written.read_text() == "San Francisco, CA"
-    assert calls == [1]  # once per run, at the first model call
+    # the first call's messages, then before the second call the one message that joined: the tool result
+    assert calls == [1, 1]
 
 
 def test_a_guard_that_raises_ends_the_run_with_guardrail_failed() -> None:
