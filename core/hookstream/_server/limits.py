@@ -33,6 +33,7 @@ by any threads (one lock); its callbacks run on its own thread.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import itertools
@@ -46,6 +47,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 from .._events import BaseEvent, RunError, RunFinished
 from .._ratelimit import Permit, RateLimiter
@@ -180,9 +186,10 @@ class SharedCounts:
     or the row of a process that has died, on its first count; its counts die with it); a row holds
     :data:`SLOTS` counters, a principal's being the one its keyed BLAKE2b hash names. Two principals
     whose hashes meet share a count (1 in 8,192 pairs; never less than either's own), and a process that
-    finds no row counts in its own memory only. A count is raised before the sum is read and lowered
-    again when over the limit, so processes racing for the last place may both be refused, never both
-    admitted. Thread-safe; fork-safe (a child takes its own row)."""
+    finds no row counts in its own memory only. Counting one more and reading the sum happen under a
+    lock of the process (threads) and a POSIX record lock of a shared file (processes; the system drops
+    it when its process dies), so two requests racing for the last place never both get it, nor are
+    both refused. Thread-safe; fork-safe (a child takes its own row)."""
 
     ROWS = 64
     SLOTS = 8192
@@ -205,19 +212,28 @@ class SharedCounts:
                                  digest_size=4).digest()
         return 1 + int.from_bytes(digest, "big") % self.SLOTS
 
+    @contextlib.contextmanager
+    def _processes(self) -> Iterator[None]:
+        """The lock of every process sharing the map (nothing where there is no ``fcntl``: one process)."""
+        if fcntl is None:
+            yield
+            return
+        fd = self._claims.fileno()
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+
     def _own_row(self) -> int:
         """This process's row (taken on first use in a process); -1 when none is free. Under ``_lock``."""
         pid = os.getpid()
         if self._pid == pid:
             return self._row
         self._pid, self._row, self._local = pid, -1, {}
-        try:
-            import fcntl
-        except ImportError:  # Windows: no fork, no workers: this process's own counts are the counts
+        if fcntl is None:  # Windows: no fork, no workers: this process's own counts are the counts
             return -1
-        fd = self._claims.fileno()
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        try:
+        with self._processes():
             for row in range(self.ROWS):
                 base = row * self._width
                 owner = self._cells[base]
@@ -226,8 +242,6 @@ class SharedCounts:
                     self._cells[base] = pid
                     self._row = row
                     break
-        finally:
-            fcntl.lockf(fd, fcntl.LOCK_UN)
         return self._row
 
     def _add(self, slot: int, n: int) -> None:
@@ -255,10 +269,11 @@ class SharedCounts:
         """Count one more request of ``principal`` unless that passes ``limit`` (``None``: no limit)."""
         slot = self._slot(principal)
         with self._lock:
-            self._add(slot, 1)
-            if limit is not None and self._sum(slot) > limit:
-                self._add(slot, -1)
-                return False
+            self._own_row()
+            with self._processes():
+                if limit is not None and self._sum(slot) >= limit:
+                    return False
+                self._add(slot, 1)
         return True
 
     def release(self, principal: str | None) -> None:
