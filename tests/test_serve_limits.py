@@ -130,6 +130,35 @@ def test_the_conversation_bytes_bound_the_steering_messages(tmp_path: Path) -> N
     assert sum(len(m["content"]) for m in body_messages(model.requests[1])) < 4000
 
 
+def test_chat_stream_add_message_has_a_bounded_queue_and_keeps_max_messages() -> None:
+    from engine_kit import MODEL, text_body, tool_body
+    from hookstream import chat, get_model
+    from hookstream.errors import SteeringLimitError
+
+    refused: list[tuple[str, int]] = []
+    runs: list[Any] = []
+
+    def lookup(key: str) -> str:
+        """Look up a key."""
+        stream = runs[0]
+        assert stream.add_message("first", max_queued=2) and stream.add_message("second", max_queued=2)
+        for kwargs in ({"max_queued": 2}, {"max_messages": 5}):
+            try:
+                stream.add_message("refused", **kwargs)
+            except SteeringLimitError as exc:
+                refused.append((exc.limit, exc.value))
+        return f"value of {key}"
+
+    with LoopbackServer([Response(tool_body(("c1", "lookup", {"key": "a"}))), Response(text_body("Done."))]) as srv:
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test"), "Look it up.", tools=[lookup])
+        runs.append(stream)
+        result = stream.result()
+    # 1 message + 2 queued + this one + 2 for the step's reply = 6 > 5
+    assert refused == [("max_queued", 2), ("max_messages", 5)]
+    assert [m.text for m in result.messages if m.role == "user"] == ["Look it up.", "first", "second"]
+    assert len(body_messages(srv.requests[1])) == 5
+
+
 # -- finding 7: authenticated slow bodies on gunicorn -------------------------------------------------------
 
 def slow_body(url: str, who: str) -> socket.socket:
