@@ -24,8 +24,10 @@ import requests
 
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
-from engine_kit import body_messages, text_pieces
+from engine_kit import MODEL, body_messages, text_body, text_pieces, tool_body
 from holdkit import held
+from hookstream import chat, get_model
+from hookstream.errors import SteeringLimitError
 from hookstream.testing import LoopbackServer, Response
 
 NEVER = 60.0  # only keeps a broken test from hanging; nothing is timed
@@ -131,10 +133,6 @@ def test_the_conversation_bytes_bound_the_steering_messages(tmp_path: Path) -> N
 
 
 def test_chat_stream_add_message_has_a_bounded_queue_and_keeps_max_messages() -> None:
-    from engine_kit import MODEL, text_body, tool_body
-    from hookstream import chat, get_model
-    from hookstream.errors import SteeringLimitError
-
     refused: list[tuple[str, int]] = []
     runs: list[Any] = []
 
