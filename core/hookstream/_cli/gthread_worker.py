@@ -161,7 +161,7 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
         pool = self._hs_pool or ()
         now = time.monotonic()
         held = sum(1 for c in pool if c._hs_began is not None and now - c._hs_began >= HELD_SECONDS)
-        return held >= self.cfg.threads
+        return held >= int(self.cfg.threads)
 
     def set_accept_enabled(self, enabled: bool) -> None:
         super().set_accept_enabled(enabled and not self._held())
