@@ -7,7 +7,10 @@ in their own processes, on each server with the attack of issue 31 that used to 
   second (waitress used to hold 100 connections; 110 such sockets starved every good client);
 * gunicorn (``--workers 2 --threads 4``): 40 unauthenticated sockets sending a 33 MB body at 40 KiB/s,
   above the minimum rate (20 such sockets used to hold the threads, which read bodies before
-  authenticating).
+  authenticating);
+* gunicorn (``--workers 2 --threads 4``, ``--max-concurrent-runs 4``): 16 sockets of one authenticated
+  principal sending a 33 MB body at 40 KiB/s (issue 38: they held all 8 threads, since a request counted
+  toward its principal's limit only once its body was read).
 
 The attack keeps its sockets in flight: a socket the server cuts off (or answers) is opened again one
 second later. Rounds alternate, one without and one with the attack (started 4 s before the round, so
@@ -40,6 +43,7 @@ sys.path.insert(0, str(HERE))
 from bench_pipeline import Row, row  # noqa: E402
 
 GOOD = f"tok-good-{'g' * 20}"
+MALLORY = f"tok-mallory-{'m' * 20}"  # the authenticated attacker's token
 BODY_BYTES = 33_000_000  # under the 32 MiB body limit, so it is not refused from its Content-Length
 BODY_RATE = 40 * 1024  # bytes per second, above the 32 KiB/s minimum rate
 TICK = 0.25
@@ -59,8 +63,9 @@ class Attack:
     server is opened again a second later. ``lifetimes`` holds each closed socket's seconds open;
     ``answered`` counts the ones the server answered (with their status codes in ``statuses``)."""
 
-    def __init__(self, base: str, sockets: int, kind: str) -> None:
+    def __init__(self, base: str, sockets: int, kind: str, token: str | None = None) -> None:
         host, port = base.split("//", 1)[1].split(":")
+        self.auth = f"Authorization: Bearer {token}\r\n" if token else ""
         self.address = (host, int(port))
         self.kind = kind
         self.slots: list[tuple[socket.socket, float] | None] = [None] * sockets
@@ -90,7 +95,7 @@ class Attack:
             if self.kind == "headers":
                 s.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             else:
-                s.sendall(f"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                s.sendall(f"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{self.auth}"
                           f"Content-Length: {BODY_BYTES}\r\n\r\n".encode())
             s.setblocking(False)
         except OSError:
@@ -143,9 +148,13 @@ class Attack:
             self._close(i, now, None)
 
 
-def run(rounds: int = 3, conversations: int = 20) -> list[Row]:
-    """Both servers: waitress with 200 trickling sockets, gunicorn with 40 slow bodies."""
-    return [*_run(1, 200, "headers", rounds, conversations), *_run(2, 40, "body", rounds, conversations)]
+def run(rounds: int = 3, conversations: int = 20, only: str | None = None) -> list[Row]:
+    """Both servers: waitress with 200 trickling sockets, gunicorn with 40 slow bodies and with 16
+    authenticated slow bodies of one principal (``only``: just the one of those named ``headers``,
+    ``body`` or ``auth-body``)."""
+    attacks = [(1, 200, "headers"), (2, 40, "body"), (2, 16, "auth-body")]
+    return [r for workers, sockets, kind in attacks if only in (None, kind)
+            for r in _run(workers, sockets, kind, rounds, conversations)]
 
 
 def _run(workers: int, sockets: int, kind: str, rounds: int, conversations: int) -> list[Row]:
@@ -157,15 +166,19 @@ def _run(workers: int, sockets: int, kind: str, rounds: int, conversations: int)
     attacks: list[Attack] = []
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens"
-        tokens.write_text(f"{GOOD} grace\n")
+        tokens.write_text(f"{GOOD} grace\n{MALLORY} mallory\n")
+        authed = kind == "auth-body"
+        # The good client runs one run at a time: the authenticated attack meets the default limit of 4.
+        concurrent = "4" if authed else "100"
         with SimProvider() as sim, serve_workers(f"sqlite:///{tmp}/t.db", sim.url, workers=workers, threads=4,
                                                  extra=("--auth-tokens", str(tokens), "--max-runs-per-minute",
-                                                        "100000", "--max-concurrent-runs", "100")) as base:
+                                                        "100000", "--max-concurrent-runs", concurrent)) as base:
             for i in range(3):  # warm-up, not counted: the first runs of a process import and connect
                 Client(base, f"W{i}", full=True, token=GOOD).say("hello")
             for r in range(rounds * 2):
                 under_attack = r % 2 == 1
-                attack = Attack(base, sockets, kind) if under_attack else None
+                attack = (Attack(base, sockets, "body" if authed else kind, MALLORY if authed else None)
+                          if under_attack else None)
                 if attack is not None:
                     attack.__enter__()
                     attacks.append(attack)
@@ -190,10 +203,13 @@ def _run(workers: int, sockets: int, kind: str, rounds: int, conversations: int)
     statuses = [x for a in attacks for x in a.statuses]
     opened = sum(a.opened for a in attacks)
     server = "waitress --workers 1" if workers == 1 else "gunicorn --workers 2"
-    what = (f"{sockets} unauthenticated sockets trickling headers, 1 byte/s" if kind == "headers" else
-            f"{sockets} unauthenticated sockets sending a 33 MB body at 40 KiB/s")
+    what = {"headers": f"{sockets} unauthenticated sockets trickling headers, 1 byte/s",
+            "body": f"{sockets} unauthenticated sockets sending a 33 MB body at 40 KiB/s",
+            "auth-body": f"{sockets} authenticated slow bodies of one principal (33 MB at 40 KiB/s, "
+                         "--max-concurrent-runs 4)"}[kind]
     held = (f"attack sockets held p50 {statistics.median(lifetimes):.1f} s" if lifetimes else "no attack socket closed")
-    answered = f", {statuses.count(401)} of {opened} answered 401" if kind == "body" else ""
+    answered = {"headers": "", "body": f", {statuses.count(401)} of {opened} answered 401",
+                "auth-body": f", {statuses.count(429)} of {opened} answered 429"}[kind]
     key = f"{'waitress' if workers == 1 else 'gunicorn'}-{kind}"
     return [
         row("serve_attack", f"quiet-{key}", f"{server} --threads 4: time to first event, {len(quiet)} runs, "
@@ -202,7 +218,7 @@ def _run(workers: int, sockets: int, kind: str, rounds: int, conversations: int)
             f"p50 {statistics.median(loud) * 1e3:.0f} ms, p99 {l99 * 1e3:.0f} ms = {l99 / q99:.1f}x the quiet p99 "
             f"({held}{answered}; {failed} runs not served)", l99, "every run served", failed == 0,
             lifetimes_p50=statistics.median(lifetimes) if lifetimes else None, opened=opened,
-            answered_401=statuses.count(401)),
+            answered_401=statuses.count(401), answered_429=statuses.count(429)),
     ]
 
 
@@ -210,8 +226,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--conversations", type=int, default=20)
+    parser.add_argument("--only", choices=("headers", "body", "auth-body"), default=None,
+                        help="Run one attack only.")
     args = parser.parse_args(argv)
-    for r in run(args.rounds, args.conversations):
+    for r in run(args.rounds, args.conversations, args.only):
         print(f"{r['what']}: {r['measured']} {r['result']}")
     return 0
 

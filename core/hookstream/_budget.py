@@ -14,7 +14,13 @@ with a larger budget: ``chat(model, result.messages, ...)``.
 * ``max_cost_usd``: the run's cost so far (each step's ``usage.cost``) plus the next request's
   estimated cost: its input tokens, and ``max_tokens`` of output when the run sets one, at the
   catalogue's list price (genai-prices, ``hookstream[prices]``). A model without a price counts as
-  nothing, as :func:`hookstream.cost_exceeds` does.
+  nothing, as :func:`hookstream.cost_exceeds` does; without genai-prices installed a ``max_cost_usd`` is
+  refused when the budget is made (:class:`ImportError` naming the extra; ``chat``, ``batch`` and
+  ``serve`` stop at start-up with ``--max-cost-usd``), never a limit that silently stops nothing.
+
+The local count does not undercount what a client controls (:mod:`hookstream._estimate`): files count by
+the providers' documented rules (an image by its pixels, a PDF by its pages, other files by their bytes)
+and non-ASCII text a token a character.
 
 A run that does not ask for the plugin does not load this module: it costs nothing.
 
@@ -31,7 +37,7 @@ from ._agentloop.hooks import ModelCallContext, StepContext
 from ._errors import BudgetExceededError, HookstreamError
 from ._events import Usage
 from ._hookspecs import hookimpl
-from ._prices import cost_of
+from ._prices import cost_of, prices_available
 from ._stream.accumulate import StepResult
 from ._stream.count import count_request, local_count
 
@@ -52,7 +58,8 @@ class Budget:
     """Limits checked before each model request (see the module docs). ``max_input_tokens`` (tokens) and
     ``max_cost_usd`` (US dollars) are ``None`` when not limited; ``count`` is ``"local"`` (the default) or
     ``"provider"`` (the provider's count endpoint where it has one). Raises :class:`TypeError` for a
-    negative or non-numeric limit and :class:`ValueError` for another ``count``."""
+    negative or non-numeric limit, :class:`ValueError` for another ``count`` and :class:`ImportError` for
+    ``max_cost_usd`` without genai-prices installed."""
 
     def __init__(self, *, max_input_tokens: int | None = None, max_cost_usd: float | None = None,
                  count: Literal["local", "provider"] = "local") -> None:
@@ -60,6 +67,10 @@ class Budget:
             raise ValueError(f"budget count must be 'local' or 'provider', not {count!r}")
         self.max_input_tokens: int | None = _limit("max_input_tokens", max_input_tokens, int)
         self.max_cost_usd: float | None = _limit("max_cost_usd", max_cost_usd, float)
+        if self.max_cost_usd is not None and not prices_available():
+            from ._install_hint import install_command
+
+            raise ImportError(f"budget max_cost_usd needs model prices: {install_command('hookstream[prices]')}")
         self.count = count
 
     def __repr__(self) -> str:

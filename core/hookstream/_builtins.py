@@ -86,5 +86,15 @@ def hookstream_cli_options(command: str) -> list[click.Option] | None:
 @hookimpl
 def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun) -> None:
     limits = {k: options[k] for k in ("max_input_tokens", "max_cost_usd") if options.get(k) is not None}
+    if "max_cost_usd" in limits:
+        from ._prices import prices_available
+
+        if not prices_available():
+            import click
+
+            from ._install_hint import install_command
+
+            # Without prices every cost is unknown and the limit would never stop a run: say so at start-up.
+            raise click.UsageError(f"--max-cost-usd needs model prices: {install_command('hookstream[prices]')}")
     if limits:
         run.settings = run.settings.evolve(plugins=(*run.settings.plugins, ("budget", limits)))

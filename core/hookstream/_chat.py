@@ -20,7 +20,7 @@ from typing import Any
 import requests
 
 from ._agentloop.builtin_plugins import CallbacksPlugin, PrepareStep
-from ._agentloop.engine import Engine, RunPlan
+from ._agentloop.engine import MAX_QUEUED_MESSAGES, Engine, RunPlan
 from ._agentloop.executors import ToolExecutor
 from ._agentloop.stop import StopCondition
 from ._agentloop.structured import resolve_output
@@ -175,7 +175,8 @@ class ChatStream:
         :meth:`result` keeps every text and tool result produced so far."""
         self._engine.cancel()
 
-    def add_message(self, content: str | Message) -> bool:
+    def add_message(self, content: str | Message, *, max_messages: int | None = None,
+                    max_queued: int | None = MAX_QUEUED_MESSAGES) -> bool:
         """Steer the run while it goes: queue a user message (``content``: its text, or a
         :class:`~hookstream.Message` with role ``user``, files allowed) from any thread.
 
@@ -194,6 +195,14 @@ class ChatStream:
         is queued: start a new run with it). A queued message the run ends before sending (an error, a
         cancel, an interrupt, ``max_steps``) is kept in ``result().unsent_messages``.
 
+        Limits (a bounded queue, so a caller cannot grow a run without end): at most ``max_queued``
+        messages wait for the next step (default 64; ``None``: no limit), and
+        with ``max_messages`` the conversation the message joins (the run's messages, those queued, this
+        one and room for the running step's reply: an assistant message and its tool results, 2) holds at
+        most that many, so the next model request carries no more. Past either,
+        :class:`~hookstream.errors.SteeringLimitError` (``limit`` names it) and nothing is queued; the run
+        goes on. ``hookstream serve`` answers ``429`` / ``413`` then (docs/agui-server.md, "Limits").
+
         Raises :class:`ValueError` for a :class:`~hookstream.Message` whose role is not ``user``."""
         if isinstance(content, str):
             message = Message.user(content)
@@ -203,7 +212,7 @@ class ChatStream:
             message = content
         else:
             raise TypeError(f"add_message() takes a str or a Message, not {type(content).__name__}")
-        return self._engine.add_message(message)
+        return self._engine.add_message(message, max_messages=max_messages, max_queued=max_queued)
 
     def result(self) -> RunResult:
         """The run's result; consumes the rest of the stream first when it was not iterated.

@@ -420,6 +420,20 @@ class StoreUnavailableError(HookstreamError, RuntimeError):
     code = "store_unavailable"
 
 
+class SteeringLimitError(HookstreamError):
+    """A steering message (:meth:`hookstream.ChatStream.add_message`) was refused: queuing it would pass
+    ``limit`` (``max_queued``: messages waiting for the run's next step; ``max_messages``: messages of the
+    conversation it joins), whose value is ``value``. Nothing was queued; the run goes on. The server
+    answers ``429`` (``max_queued``) or ``413`` (``max_messages``, ``max_message_bytes``) with this text."""
+
+    code = "steering_limit"
+
+    def __init__(self, limit: str, value: int) -> None:
+        super().__init__(f"the steering message would pass {limit} ({value})")
+        self.limit = limit
+        self.value = value
+
+
 class AgentToolError(HookstreamError, RuntimeError):
     """An agent used as a tool did not answer (its run failed, was cancelled or waits for an approval);
     the calling model gets ``Error: AgentToolError: <message>`` as the tool's result."""

@@ -86,6 +86,7 @@ from .._errors import (
     PluginError,
     ProviderError,
     ResumeError,
+    SteeringLimitError,
     StreamTimeoutError,
 )
 from .._events import (
@@ -147,6 +148,12 @@ log = logging.getLogger("hookstream.engine")
 _NO_CONTINUE = frozenset({"length", "content_filter", "error"})
 
 _R = TypeVar("_R")
+
+MAX_QUEUED_MESSAGES = 64
+"""Steering messages (:meth:`Engine.add_message`) one run holds waiting for its next step, by default."""
+# Room kept, when a steering message is checked against max_messages, for what the running step adds
+# before it is sent: its assistant message and the tool message of its results.
+_STEP_REPLY = 2
 
 
 @attrs.define(slots=True, frozen=True)
@@ -428,12 +435,20 @@ class Engine:
         if call is not None:
             call.abort()
 
-    def add_message(self, message: Message) -> bool:
+    def add_message(self, message: Message, *, max_messages: int | None = None,
+                    max_queued: int | None = MAX_QUEUED_MESSAGES) -> bool:
         """Queue ``message`` (a user message) for the run from any thread; see
-        :meth:`hookstream.ChatStream.add_message`. ``False`` once the run has ended."""
+        :meth:`hookstream.ChatStream.add_message`. ``False`` once the run has ended; raises
+        :class:`SteeringLimitError` past ``max_queued`` or ``max_messages`` (nothing queued)."""
         with self._lock:
             if self._closed:
                 return False
+            if max_queued is not None and len(self._inbox) >= max_queued:
+                raise SteeringLimitError("max_queued", max_queued)
+            # len() of the list the run's thread appends to is atomic: the count is at most one step old,
+            # and _STEP_REPLY covers what that step adds.
+            if max_messages is not None and len(self.messages) + len(self._inbox) + 1 + _STEP_REPLY > max_messages:
+                raise SteeringLimitError("max_messages", max_messages)
             self._inbox.append(message)
             return True
 

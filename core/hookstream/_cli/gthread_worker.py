@@ -21,6 +21,14 @@ What is left: while slow senders hold every thread, a good request waits up to `
 (measured in ``benchmarks/bench_serve_attack.py``); waitress (``--workers 1``) reads requests on its
 I/O thread and never gives a thread to an incomplete one (``hookstream._cli.waitress_channel``).
 
+Authenticated slow bodies: a request with a valid credential is read on its thread at up to the rate
+above, for up to 120 s; the application counts it toward its principal's ``max_concurrent_runs`` from
+before its body is read (``hookstream._server.limits.PrincipalLimits.hold``, shared by the workers), so
+one principal holds at most that many threads of the whole server and its next request is answered
+``429`` at once. A worker whose threads have all been held for :data:`HELD_SECONDS` or more stops
+accepting connections (they wait in the listen backlog for a worker with a free thread) instead of
+queueing them behind the held ones.
+
 Thread safety: one :class:`_Deadlines` per worker process, shared by its threads under a lock; a single
 daemon thread shuts expired sockets down.
 """
@@ -37,8 +45,11 @@ from gunicorn.workers.gthread import _DEFER, ThreadWorker
 
 from .._server.limits import HEADER_SECONDS, request_read_deadline
 
-__all__ = ["QUEUED_SECONDS", "HookstreamWorker", "lift_deadline", "read_deadline"]
+__all__ = ["HELD_SECONDS", "QUEUED_SECONDS", "HookstreamWorker", "lift_deadline", "read_deadline"]
 
+HELD_SECONDS = 0.25
+"""Seconds a thread must have held its request before a worker whose threads are all so held stops
+accepting connections."""
 QUEUED_SECONDS = 10.0
 """Seconds a whole request waiting in the queue for a thread is given again each time it is checked."""
 _BODY_PIECE = 64 * 1024
@@ -117,6 +128,8 @@ def _table() -> _Deadlines:
 class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     """``gthread`` with per-request read deadlines (see the module docstring)."""
 
+    _hs_pool: set[Any] | None = None  # connections handed to the thread pool and not finished (main thread)
+
     def enqueue_req(self, conn: Any) -> None:
         # Called on the worker's main thread when a request arrives (new or kept-alive connection) and
         # again for a deferred one; the first call of a request starts its clock.
@@ -124,7 +137,34 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
             conn._hs_arrived = time.monotonic()
             conn._hs_taken = False
             conn._hs_key = _table().add(conn, HEADER_SECONDS)
+        if self._hs_pool is None:
+            self._hs_pool = set()
+        conn._hs_began = None
+        self._hs_pool.add(conn)
         super().enqueue_req(conn)
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        if self._hs_pool is not None:
+            self._hs_pool.discard(conn)
+        super().finish_request(conn, fs)
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        # Every thread held for HELD_SECONDS or more (slow bodies, long runs): a new connection would wait
+        # behind them, so it is left in the listen backlog for a worker with a free thread. Threads busy
+        # only briefly (requests answered at once) do not stop accepting: that would take connections one
+        # by one through this loop. Checked at least every HELD_SECONDS.
+        if self._accepting and self._held():
+            self.set_accept_enabled(False)
+        super().wait_for_and_dispatch_events(min(timeout, HELD_SECONDS))
+
+    def _held(self) -> bool:
+        pool = self._hs_pool or ()
+        now = time.monotonic()
+        held = sum(1 for c in pool if c._hs_began is not None and now - c._hs_began >= HELD_SECONDS)
+        return held >= int(self.cfg.threads)
+
+    def set_accept_enabled(self, enabled: bool) -> None:
+        super().set_accept_enabled(enabled and not self._held())
 
     def handle(self, conn: Any) -> Any:
         _local.conn = conn
@@ -136,6 +176,7 @@ class HookstreamWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no
             conn._hs_arrived = time.monotonic()  # its body's deadline counts from here too
             _table().move(key, conn._hs_arrived + HEADER_SECONDS)
         conn._hs_taken = True
+        conn._hs_began = time.monotonic()
         result: Any = None
         try:
             result = super().handle(conn)

@@ -129,13 +129,13 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
 @click.option("--auth", "auth_plugins", multiple=True, metavar="NAME", help="A plugin's authenticator (repeatable).")
 @click.option("--no-auth", is_flag=True, help="Serve without authentication, even on a non-loopback --host.")
 @click.option("--max-concurrent-runs", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Runs of one principal at once (per worker).")
+              help="Runs of one principal at once, and its requests whose body is being read (across workers).")
 @click.option("--max-runs-per-minute", type=click.IntRange(min=1), default=60, show_default=True,
               help="Runs one principal may start per minute (per worker).")
 @click.option("--max-messages", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Messages in one request.")
+              help="Messages in one request (and in a conversation steering adds to).")
 @click.option("--max-message-bytes", type=click.IntRange(min=1), default=16 * 1024 * 1024, show_default=True,
-              help="Bytes of one request's messages.")
+              help="Bytes of one request's messages (and of a run's request plus what steering adds).")
 @click.option("--max-run-seconds", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
               help="Wall-clock seconds a run may take; then it is cancelled and ends with RUN_ERROR run_timeout.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",

@@ -61,7 +61,7 @@ from urllib.parse import unquote
 import attrs
 
 from .._chat import ChatStream, chat, get_model
-from .._errors import AGUIInputError, AlreadyAnsweredError
+from .._errors import AGUIInputError, AlreadyAnsweredError, SteeringLimitError
 from .._events import BaseEvent, to_sse
 from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
 from .._settings import RunSettings
@@ -684,20 +684,19 @@ class _App:
         the trust rule), then the thread is claimed and the run started. Raises :class:`_Refused` for the
         error answer; a refused request claims no thread."""
         principal = self._principal(environ)
-        doc, raw = self._body(environ)
-        self._check_messages(doc, raw)
-        try:
-            check_ids(doc, ui)
-        except AGUIInputError as exc:
-            raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
         who = principal.id if principal is not None else None
         # Without authentication every caller is the same anonymous principal: a shared cap on runs
         # would let one client starve all others, so the run limits apply per authenticated principal.
-        wait = self.counts.start(who) if who is not None else None
-        if wait is not None:
-            raise _Refused("429 Too Many Requests", "too many runs: try again later",
-                           ("Retry-After", retry_after(wait)))
+        # The request counts from before its body is read: a slow body holds a thread as a run does.
+        self._hold(who)
         try:
+            doc, raw = self._body(environ)
+            self._check_messages(doc, raw)
+            try:
+                check_ids(doc, ui)
+            except AGUIInputError as exc:
+                raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
+            self._admit(who)
             stream, frames, run_id = self._stream(doc, principal, ui, who)
         except BaseException:
             if who is not None:
@@ -707,7 +706,10 @@ class _App:
         counts = self.counts
         # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
-        forget = self.running.add(thread_id, who, stream) if isinstance(thread_id, str) and thread_id else None
+        forget = None
+        if isinstance(thread_id, str) and thread_id:
+            left = None if self.limits.max_message_bytes is None else self.limits.max_message_bytes - len(raw)
+            forget = self.running.add(thread_id, who, stream, left)
         recorder = None
         if isinstance(thread_id, str) and thread_id and self.log is not None:
             recorder = Recorder(self.log, self.limits, thread_id, run_id, who, "ui" if ui else "agui")
@@ -721,6 +723,18 @@ class _App:
         return _RunBody(stream, release, self.limits.max_run_seconds, frames, recorder,
                         self.limits.detached_run_seconds)
 
+    def _hold(self, who: str | None) -> None:
+        """Count a request of ``who`` toward its concurrent limit (``429`` past it); nothing without a principal."""
+        if who is not None and (wait := self.counts.hold(who)) is not None:
+            raise _Refused("429 Too Many Requests", "too many requests at once: try again later",
+                           ("Retry-After", retry_after(wait)))
+
+    def _admit(self, who: str | None) -> None:
+        """Take one of ``who``'s per-minute permits (``429`` when none is free)."""
+        if who is not None and (wait := self.counts.admit(who)) is not None:
+            raise _Refused("429 Too Many Requests", "too many runs: try again later",
+                           ("Retry-After", retry_after(wait)))
+
     def _principal(self, environ: Mapping[str, Any]) -> Principal | None:
         if self.authenticate is None:
             return None
@@ -730,9 +744,10 @@ class _App:
                            ("WWW-Authenticate", 'Bearer realm="hookstream"'))
         return principal
 
-    def _body(self, environ: Mapping[str, Any]) -> tuple[Any, bytes]:
-        """The request's JSON document and its bytes."""
-        limit = self.limits.max_body_bytes
+    def _body(self, environ: Mapping[str, Any], limit: int | None = None) -> tuple[Any, bytes]:
+        """The request's JSON document and its bytes (at most ``limit``, default ``max_body_bytes``:
+        ``413`` from its ``Content-Length`` before it is read, or once read)."""
+        limit = self.limits.max_body_bytes if limit is None else min(limit, self.limits.max_body_bytes)
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -743,6 +758,8 @@ class _App:
             raw = _read_body(environ, length)
         except (OSError, ValueError) as exc:
             raise _Refused("408 Request Timeout", "the request body did not arrive in time") from exc
+        if len(raw) > limit:
+            raise _Refused("413 Payload Too Large", f"body over {limit} bytes")
         try:
             doc = json.loads(raw or b"null")
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
@@ -856,17 +873,30 @@ STEER_PATH = "/agui/threads/{threadId}/messages"
 _STEER_PATH = re.compile(r"^/agui/threads/(?P<thread>[^/]+)/messages$")
 
 
+@attrs.define(eq=False)
+class _Running:
+    """A run steering messages may reach: who started it, its stream, and the bytes of messages it may
+    still take (``None``: no limit), lowered under ``lock`` by each message it takes."""
+
+    who: str | None
+    stream: RunStream
+    bytes_left: int | None
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+
 class _RunningRuns:
     """The runs this process is streaming, by thread id, with the principal that started each: where a
     steering message finds its run. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, list[tuple[str | None, RunStream]]] = {}
+        self._runs: dict[str, list[_Running]] = {}
 
-    def add(self, thread_id: str, who: str | None, stream: RunStream) -> Callable[[], None]:
-        """Note a run; returns what forgets it (called when its response body is done)."""
-        entry = (who, stream)
+    def add(self, thread_id: str, who: str | None, stream: RunStream, bytes_left: int | None = None
+            ) -> Callable[[], None]:
+        """Note a run that may take ``bytes_left`` more bytes of steering messages; returns what forgets
+        it (called when its response body is done)."""
+        entry = _Running(who, stream, bytes_left)
         with self._lock:
             self._runs.setdefault(thread_id, []).append(entry)
 
@@ -880,11 +910,11 @@ class _RunningRuns:
 
         return forget
 
-    def find(self, thread_id: str, who: str | None) -> RunStream | None:
+    def find(self, thread_id: str, who: str | None) -> _Running | None:
         """The latest run on ``thread_id`` started by ``who``; ``None`` when there is none (or only other
         principals' runs: a thread of someone else's is not told apart from no thread)."""
         with self._lock:
-            runs = [s for w, s in self._runs.get(thread_id, []) if w == who]
+            runs = [r for r in self._runs.get(thread_id, []) if r.who == who]
         return runs[-1] if runs else None
 
 
@@ -895,18 +925,44 @@ def _post_message(app: _App, environ: Mapping[str, Any], start_response: Callabl
     (:meth:`hookstream.ChatStream.add_message`) and answer ``202`` ``{"queued": true}``. ``401`` without
     a principal (with ``authenticate``), ``400`` for another body, ``404`` when this process streams no
     run of the caller on that thread (another principal's run included), ``409`` when the run has just
-    ended or its stream takes no messages. Raises :class:`_Refused` for the error answers."""
+    ended or its stream takes no messages. Limits (docs/agui-server.md, "Limits"): the request counts
+    toward the principal's ``max_concurrent_runs`` while its body is read and takes one of its
+    ``runs_per_minute`` permits (``429``); a body over ``max_message_bytes`` (``413``, from its
+    ``Content-Length`` before it is read), messages whose bytes with the run's request would pass it, or
+    a conversation that would pass ``max_messages`` is ``413``; more than ``max_queued_messages`` waiting
+    for the run's next step is ``429``. Raises :class:`_Refused` for the error answers."""
     principal = app._principal(environ)
-    doc, _ = app._body(environ)
+    who = principal.id if principal is not None else None
+    limits = app.limits
+    app._hold(who)
+    try:
+        doc, raw = app._body(environ, limits.max_message_bytes)
+    finally:
+        if who is not None:
+            app.counts.finish(who)
     content = doc.get("content") if isinstance(doc, dict) else None
     if not isinstance(content, str) or not content.strip() or doc.get("role", "user") != "user":
         raise _Refused("400 Bad Request", 'the body must be {"content": str} (a user message)')
-    stream = app.running.find(thread_id, principal.id if principal is not None else None)
-    if stream is None:
+    run = app.running.find(thread_id, who)
+    if run is None:
         raise _Refused("404 Not Found", f"no running run on thread {thread_id!r}")
-    add = getattr(stream, "add_message", None)
-    if add is None or not add(content):
-        raise _Refused("409 Conflict", "the run on this thread takes no message: it has ended")
+    app._admit(who)
+    add = getattr(run.stream, "add_message", None)
+    if add is None:
+        raise _Refused("409 Conflict", "the run on this thread takes no message")
+    with run.lock:
+        if run.bytes_left is not None and len(raw) > run.bytes_left:
+            raise _Refused("413 Payload Too Large", f"the run's messages would pass {limits.max_message_bytes} bytes")
+        try:
+            queued = add(content, max_messages=limits.max_messages, max_queued=limits.max_queued_messages)
+        except SteeringLimitError as exc:
+            if exc.limit == "max_queued":
+                raise _Refused("429 Too Many Requests", str(exc), ("Retry-After", "1"), code=exc.code) from exc
+            raise _Refused("413 Payload Too Large", str(exc), code=exc.code) from exc
+        if not queued:
+            raise _Refused("409 Conflict", "the run on this thread takes no message: it has ended")
+        if run.bytes_left is not None:
+            run.bytes_left -= len(raw)
     body = b'{"queued": true}'
     start_response("202 Accepted", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
                                     *cors])

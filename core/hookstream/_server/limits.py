@@ -1,10 +1,13 @@
 """What one principal may ask of a server: runs at once, runs per minute, request size, run length.
 
 :class:`ServerLimits` holds the numbers (defaults suit one small team; ``hookstream serve`` flags set
-them); :class:`PrincipalLimits` enforces the per-principal ones in one server process: a counter of
-running runs and a :class:`~hookstream.RateLimiter` (``rpm``) per principal. With ``--workers N`` each
-worker process keeps its own counts, so a principal may run up to N times the limit at once across
-the server (say so to users; a shared limit would need the database on every request).
+them); :class:`PrincipalLimits` enforces the per-principal ones: a count of the principal's requests
+being served (runs streaming, and every request whose body is still being read: a slow body holds a
+thread as a run does) and a :class:`~hookstream.RateLimiter` (``rpm``) per principal. The count is kept
+in memory shared by the processes forked from the one that built it (``hookstream serve --workers N``
+builds the application before gunicorn forks), so ``max_concurrent_runs`` holds across a server's
+workers; the rate limit is counted per worker process (a principal may start up to N times
+``runs_per_minute`` across N workers).
 
 Answers when a limit is passed (``hookstream._server.agui``): ``429 Too Many Requests`` with
 ``Retry-After`` in whole seconds (RFC 6585 section 4, RFC 9110 section 10.2.3) for the run limits,
@@ -22,17 +25,22 @@ line and headers must arrive within :data:`HEADER_SECONDS` of its first byte, it
 just above the rate holds a connection or thread for long). ``hookstream._cli.gthread_worker`` and
 ``hookstream._cli.waitress_channel`` enforce them.
 
-Thread safety: :class:`PrincipalLimits` is shared by all request threads of a process; its tables
-change under one lock, each principal's rate limiter under its own. :class:`RunDeadlines` may be shared
+Thread safety: :class:`PrincipalLimits` is shared by all request threads of a process and by the
+processes forked from it; each process changes only its own row of the shared count (under one lock),
+each principal's rate limiter under its own lock. :class:`RunDeadlines` may be shared
 by any threads (one lock); its callbacks run on its own thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import heapq
 import itertools
 import math
+import mmap
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,11 +48,16 @@ from typing import Any
 
 import attrs
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 from .._events import BaseEvent, RunError, RunFinished
 from .._ratelimit import Permit, RateLimiter
 
 __all__ = ["HEADER_SECONDS", "MIN_BODY_RATE", "REQUEST_READ_SECONDS", "RUN_TIMEOUT", "PrincipalLimits",
-           "RunDeadlines", "ServerLimits", "TimedRun", "request_read_deadline"]
+           "RunDeadlines", "ServerLimits", "SharedCounts", "TimedRun", "request_read_deadline"]
 
 HEADER_SECONDS = 3.0
 """Seconds a client has, from its request's first byte, to send the request line and headers."""
@@ -88,6 +101,11 @@ class ServerLimits:
     * ``event_log_seconds``: how long a run's log is kept after the run ends.
     * ``detached_run_seconds``: how long a run whose client disconnected keeps going (its events
       logged, for a client that reconnects) before it is cancelled; ``None``: until it ends.
+    * ``max_queued_messages``: steering messages one run holds waiting for its next step.
+
+    ``max_concurrent_runs`` also counts the principal's requests whose body is being read, and a
+    steering message counts against ``runs_per_minute``; ``max_messages`` and ``max_message_bytes``
+    bound each steering message and the conversation it joins (docs/agui-server.md, "Limits").
 
     Raises :class:`TypeError` at construction for a value that is not a positive number or ``None``.
     """
@@ -102,52 +120,187 @@ class ServerLimits:
     event_log_bytes: int = attrs.field(default=8 * 1024 * 1024, validator=_positive)
     event_log_seconds: float = attrs.field(default=300.0, validator=_positive)
     detached_run_seconds: float | None = attrs.field(default=60.0, validator=_positive)
+    max_queued_messages: int | None = attrs.field(default=64, validator=_positive)
 
 
 class PrincipalLimits:
     """The run limits of :class:`ServerLimits`, counted per principal id (``None``: everyone of an
-    unauthenticated server counts as one principal)."""
+    unauthenticated server counts as one principal). :meth:`start` is :meth:`hold` then :meth:`admit`; a
+    request whose body is still to be read is held first (refused at once past ``max_concurrent_runs``)
+    and admitted once it is read."""
 
     def __init__(self, limits: ServerLimits) -> None:
         self.limits = limits
-        self._running: dict[str | None, int] = {}
+        self._running = SharedCounts()
         self._rates: dict[str | None, RateLimiter] = {}
         self._lock = threading.Lock()
 
     def start(self, principal: str | None) -> float | None:
         """Count a new run of ``principal``: ``None`` when it may start (call :meth:`finish` when it
         ends), else the seconds to wait before trying again (nothing counted)."""
+        wait = self.hold(principal)
+        if wait is None:
+            wait = self.admit(principal)
+            if wait is not None:
+                self.finish(principal)
+        return wait
+
+    def hold(self, principal: str | None) -> float | None:
+        """Count one request of ``principal`` toward ``max_concurrent_runs`` (no rate permit): ``None``
+        when it fits (call :meth:`finish` when it is done), else the seconds to wait (nothing counted)."""
+        if not self._running.acquire(principal, self.limits.max_concurrent_runs):
+            return 1.0  # a run ends at an unknown time: ask again soon
+        return None
+
+    def admit(self, principal: str | None) -> float | None:
+        """Take one of ``principal``'s ``runs_per_minute`` permits: ``None`` when one was free, else the
+        seconds until one is."""
         limits = self.limits
+        if limits.runs_per_minute is None:
+            return None
         with self._lock:
-            running = self._running.get(principal, 0)
-            if limits.max_concurrent_runs is not None and running >= limits.max_concurrent_runs:
-                return 1.0  # a run ends at an unknown time: ask again soon
             rate = self._rates.get(principal)
-            if rate is None and limits.runs_per_minute is not None:
+            if rate is None:
                 if len(self._rates) > 10_000:  # forget principals that have not run for a window
                     self._rates = {p: r for p, r in self._rates.items() if r.usage()[0]}
                 # A one-minute window: a principal may start its whole minute's runs at once, as users expect.
                 rate = self._rates[principal] = RateLimiter(rpm=limits.runs_per_minute, window=60.0)
-            if rate is not None:
-                got = rate.try_acquire()
-                if not isinstance(got, Permit):
-                    return got
-            self._running[principal] = running + 1
-        return None
+        got = rate.try_acquire()
+        return None if isinstance(got, Permit) else got
 
     def finish(self, principal: str | None) -> None:
-        """One run of ``principal`` ended (however it ended)."""
-        with self._lock:
-            left = self._running.get(principal, 0) - 1
-            if left > 0:
-                self._running[principal] = left
-            else:
-                self._running.pop(principal, None)
+        """One request of ``principal`` counted by :meth:`hold` or :meth:`start` is done (however it ended)."""
+        self._running.release(principal)
 
     def running(self, principal: str | None) -> int:
-        """Runs of ``principal`` streaming now."""
+        """Requests of ``principal`` counted now (runs streaming, bodies being read), in every process
+        sharing the count."""
+        return self._running.count(principal)
+
+
+class SharedCounts:
+    """How many requests each principal has in progress, summed over this process and the processes
+    forked from the one that made the object (gunicorn workers of a preloaded application).
+
+    An anonymous shared memory map of :data:`ROWS` rows, one per process (a process takes a free row,
+    or the row of a process that has died, on its first count; its counts die with it); a row holds
+    :data:`SLOTS` counters, a principal's being the one its keyed BLAKE2b hash names. Two principals
+    whose hashes meet share a count (1 in 8,192 pairs; never less than either's own), and a process that
+    finds no row counts in its own memory only. Counting one more and reading the sum happen under a
+    lock of the process (threads) and a POSIX record lock of a shared file (processes; the system drops
+    it when its process dies), so two requests racing for the last place never both get it, nor are
+    both refused. Thread-safe; fork-safe (a child takes its own row)."""
+
+    ROWS = 64
+    SLOTS = 8192
+
+    def __init__(self) -> None:
+        width = self.SLOTS + 1  # cell 0 of a row: the pid of the process that owns it
+        self._width = width
+        self._map = mmap.mmap(-1, 4 * self.ROWS * width)
+        self._cells = memoryview(self._map).cast("i")
+        self._key = os.urandom(16)
+        # POSIX record locks belong to a process and go when it dies: claiming a row cannot be left locked.
+        self._claims = tempfile.TemporaryFile()
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._row = -1
+        self._local: dict[int, int] = {}
+
+    def _slot(self, principal: str | None) -> int:
+        digest = hashlib.blake2b((principal or "").encode("utf-8", "surrogatepass"), key=self._key,
+                                 digest_size=4).digest()
+        return 1 + int.from_bytes(digest, "big") % self.SLOTS
+
+    @contextlib.contextmanager
+    def _processes(self) -> Iterator[None]:
+        """The lock of every process sharing the map (nothing where there is no ``fcntl``: one process)."""
+        if fcntl is None:
+            yield
+            return
+        fd = self._claims.fileno()
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+
+    def _own_row(self) -> int:
+        """This process's row (taken on first use in a process); -1 when none is free. Under ``_lock``."""
+        pid = os.getpid()
+        if self._pid == pid:
+            return self._row
+        self._pid, self._row, self._local = pid, -1, {}
+        if fcntl is None:  # Windows: no fork, no workers: this process's own counts are the counts
+            return -1
+        with self._processes():
+            for row in range(self.ROWS):
+                base = row * self._width
+                owner = self._cells[base]
+                if owner == 0 or not _alive(owner):
+                    self._cells[base + 1:base + self._width] = memoryview(bytes(4 * self.SLOTS)).cast("i")
+                    self._cells[base] = pid
+                    self._row = row
+                    break
+        return self._row
+
+    def _add(self, slot: int, n: int) -> None:
+        row = self._own_row()
+        if row < 0:
+            self._local[slot] = self._local.get(slot, 0) + n
+        else:
+            self._cells[row * self._width + slot] += n
+
+    def _sum(self, slot: int) -> int:
+        if self._row < 0:
+            return self._local.get(slot, 0)
+        total = 0
+        cells, width = self._cells, self._width
+        for row in range(self.ROWS):
+            owner = cells[row * width]
+            if owner == 0:
+                continue
+            n = cells[row * width + slot]
+            if n > 0 and (row == self._row or _alive(owner)):
+                total += n
+        return total
+
+    def acquire(self, principal: str | None, limit: int | None) -> bool:
+        """Count one more request of ``principal`` unless that passes ``limit`` (``None``: no limit)."""
+        slot = self._slot(principal)
         with self._lock:
-            return self._running.get(principal, 0)
+            self._own_row()
+            with self._processes():
+                if limit is not None and self._sum(slot) >= limit:
+                    return False
+                self._add(slot, 1)
+        return True
+
+    def release(self, principal: str | None) -> None:
+        """One request of ``principal`` is done."""
+        slot = self._slot(principal)
+        with self._lock:
+            row = self._own_row()
+            current = self._local.get(slot, 0) if row < 0 else self._cells[row * self._width + slot]
+            if current > 0:
+                self._add(slot, -1)
+
+    def count(self, principal: str | None) -> int:
+        """Requests of ``principal`` counted now, in every process sharing this object."""
+        slot = self._slot(principal)
+        with self._lock:
+            self._own_row()
+            return self._sum(slot)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 class RunDeadlines:

@@ -204,11 +204,11 @@ class StoredRun:
     def cancel(self) -> None:
         self._stream.cancel()
 
-    def add_message(self, content: Any) -> bool:
-        """Steer the run (:meth:`hookstream.ChatStream.add_message`); ``False`` when its stream takes no
-        message. The message is saved with the run's others when it ends."""
+    def add_message(self, content: Any, **limits: Any) -> bool:
+        """Steer the run (:meth:`hookstream.ChatStream.add_message`, ``limits`` its keywords); ``False``
+        when its stream takes no message. The message is saved with the run's others when it ends."""
         add = getattr(self._stream, "add_message", None)
-        return bool(add(content)) if add is not None else False
+        return bool(add(content, **limits)) if add is not None else False
 
     def _save(self) -> None:
         if self._saved:

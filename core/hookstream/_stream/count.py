@@ -27,7 +27,7 @@ from typing import Any, Literal
 import attrs
 
 from .._errors import HookstreamError, HTTPStatusError, redact_exception
-from .._estimate import estimate_request_tokens, message_texts
+from .._estimate import estimate_request_tokens, files_tokens, message_texts
 from .._messages import Message
 from .provider import ModelRequest, Provider, ToolSpec
 from .transport import post_json
@@ -173,6 +173,7 @@ def tokenizer_count(model: str, messages: Sequence[Message], tools: Sequence[Too
         n += _PER_MESSAGE + len(enc.encode(m.role, disallowed_special=()))
         for text in message_texts(m):
             n += len(enc.encode(text, disallowed_special=()))
+        n += files_tokens(m)  # the tokenizer reads text only: files count by the providers' rules
     for t in tools:
         n += len(enc.encode(json.dumps(_schema(t), separators=(",", ":")), disallowed_special=()))
     return n

@@ -2,13 +2,23 @@
 streamed output and its tool calls, after openai-agents' input, output and tool guardrails.
 
 * **Input guards** ``guard(messages: list[Message]) -> verdict`` see the messages of the run's first model
-  call. By default (``input_parallel=True``) they run on a thread of their own beside that call: the call
-  streams meanwhile, and a trip aborts it wherever it is (the HTTP read returns) and ends the run with
+  call, and then, before each later model call is sent, every message that joined the conversation since
+  (a steering message, :meth:`hookstream.ChatStream.add_message` or the server's steering route; a tool
+  result; anything but the model's own assistant messages): a trip there sends nothing and ends the run
+  with ``input_guardrail_tripped``. For the first call, by default (``input_parallel=True``) they run on
+  a thread of their own beside that call: the call streams meanwhile, and a trip aborts it wherever it
+  is (the HTTP read returns) and ends the run with
   ``RUN_ERROR`` ``input_guardrail_tripped``; what streamed before the trip stays in the run's messages.
   The call's end (``RUN_FINISHED``) waits for the guards, so no tool of the first step runs before they
   passed. ``input_parallel=False`` runs them before the request is sent (a trip sends nothing).
 * **Output guards** ``guard(text: str) -> verdict`` see the text the model call streamed so far, after
-  every text delta (``output_check="delta"``) or once when the call ends (``"end"``). With
+  every text delta (``output_check="delta"``) or once when the call ends (``"end"``). They also see each
+  tool call's arguments (their JSON text, then their string values decoded, one per line) before any of
+  them is streamed: a call's ``TOOL_CALL_ARGS`` are held until its ``TOOL_CALL_END`` and checked then
+  (a trip ends the step as for text, the call's arguments never sent); and every server tool's result
+  (its text) before its ``TOOL_CALL_RESULT`` is streamed or sent to the model: a trip replaces the
+  result with an error result (``Error: tool result withheld by guardrail ...``, kept on
+  :attr:`Guardrails.refusals`) and the run goes on. With
   ``on_output="error"`` a trip ends the step with ``RUN_ERROR`` ``output_guardrail_tripped``: the delta
   that tripped is not passed on, everything streamed before it is kept. With ``on_output="retry"`` the
   call's events are held until its end and checked whole: a rejected answer is never streamed; the model
@@ -24,8 +34,9 @@ A verdict is ``None``/``False``/``""`` (pass), ``True`` (trip), a message ``str`
 :class:`Tripwire` (trip with a message and ``info``). A guard that raises, or returns anything else,
 ends the run with ``guardrail_failed`` (a refused call, for a tool guard): nothing passes unchecked.
 
-Hooks (``docs/hooks.rst``): a wrapper of ``hookstream_model_call`` (input and output guards) and a
-``tryfirst`` ``hookstream_tool_call`` (tool guards). Typed errors: :mod:`hookstream_guardrails.errors`.
+Hooks (``docs/hooks.rst``): a wrapper of ``hookstream_model_call`` (input and output guards), a
+``tryfirst`` ``hookstream_tool_call`` (tool guards) and a wrapper of ``hookstream_tool_call`` (output
+guards on tool results). Typed errors: :mod:`hookstream_guardrails.errors`.
 
 Thread safety: a :class:`Guardrails` may be shared by any number of runs and threads; its guards are
 called from the run's thread (output), an input-guard thread per run, and the threads that wait for tool
@@ -35,6 +46,7 @@ calls (several at once for parallel calls), so guards must be thread-safe.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -42,7 +54,15 @@ from typing import Any, Literal
 
 import attrs
 from hookstream import Message, ToolResultPart
-from hookstream.events import BaseEvent, RunError, RunFinished, RunStarted, TextMessageContent
+from hookstream.events import (
+    BaseEvent,
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextMessageContent,
+    ToolCallArgs,
+    ToolCallEnd,
+)
 from hookstream.plugin import ModelCallContext, ToolCallContext, hookimpl
 
 from .errors import GuardrailError, GuardrailFailed, InputGuardrailTripped, OutputGuardrailTripped, ToolGuardrailTripped
@@ -52,9 +72,11 @@ __all__ = ["Guardrails", "InputGuard", "OutputGuard", "ToolGuard", "Tripwire"]
 log = logging.getLogger("hookstream_guardrails")
 
 InputGuard = Callable[[list[Message]], Any]
-"""``guard(messages) -> verdict``: the messages of the run's first model call (system prompt included)."""
+"""``guard(messages) -> verdict``: the messages of the run's first model call (system prompt included),
+then the messages that joined the conversation before each later call."""
 OutputGuard = Callable[[str], Any]
-"""``guard(text) -> verdict``: the text the model call has streamed so far (or all of it)."""
+"""``guard(text) -> verdict``: the text the model call has streamed so far (or all of it), a tool call's
+arguments, or a server tool's result."""
 ToolGuard = Callable[[str, "dict[str, Any] | None"], Any]
 """``guard(tool_name, arguments) -> verdict``: a tool call about to run (``arguments`` the parsed JSON)."""
 
@@ -171,6 +193,52 @@ def _ended_with(call: ModelCallContext, last: BaseEvent, error: GuardrailError) 
     return RunError(error.message, code=error.code, usage=getattr(last, "usage", None))
 
 
+def _args_text(raw: str, parsed: Any = None) -> str:
+    """What output guards see of a tool call's arguments: the JSON text, then each string value decoded
+    (so an escape such as ``\\u0073`` hides nothing), one per line."""
+    if parsed is None:
+        try:
+            parsed = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            parsed = None
+    strings: list[str] = []
+    stack = [parsed]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            strings.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return "\n".join([raw, *reversed(strings)])
+
+
+class _HeldArgs:
+    """``TOOL_CALL_ARGS`` of the model call's tool calls, held per call until its ``TOOL_CALL_END``."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, list[BaseEvent]] = {}
+        self.texts: dict[str, str] = {}
+
+    def hold(self, ev: ToolCallArgs) -> None:
+        self.events.setdefault(ev.tool_call_id, []).append(ev)
+        self.texts[ev.tool_call_id] = self.texts.get(ev.tool_call_id, "") + ev.delta
+
+    def end(self, ev: ToolCallEnd) -> tuple[str, list[BaseEvent]]:
+        """The call's arguments as guards see them, and its held events."""
+        raw = self.texts.pop(ev.tool_call_id, "")
+        held = self.events.pop(ev.tool_call_id, [])
+        parsed = getattr(ev, "input", None)
+        return _args_text(raw if raw or parsed is None else json.dumps(parsed), parsed), held
+
+
+def _result_text(result: ToolResultPart) -> str:
+    output = result.output
+    return output if isinstance(output, str) else json.dumps(output, default=str)
+
+
 def _terminal(ev: BaseEvent) -> bool:
     return type(ev) is RunFinished or isinstance(ev, RunError)
 
@@ -192,6 +260,8 @@ class _Answer:
     text: str = ""
     last: BaseEvent | None = None
     stopped: bool = False
+    args: _HeldArgs = attrs.Factory(_HeldArgs)
+    calls: list[str] = attrs.Factory(list)  # each tool call's arguments as output guards see them
 
 
 @attrs.define(slots=True, eq=False)
@@ -235,11 +305,24 @@ class Guardrails:
             return None
         state = call.run.state.setdefault(STATE, {})
         check: _InputCheck | None = state.get(id(self))
+        seen: set[int] = state.setdefault((id(self), "seen"), set())
+        messages = list(call.request.messages)
+        # A message object the guards have seen is not checked again; the run keeps its messages alive,
+        # so an id is not reused while the run goes on.
+        new = [m for m in messages if id(m) not in seen and m.role != "assistant"]
+        seen.update(id(m) for m in messages)
+        if check is not None and new:
+            # Messages that joined since the guards last looked (steering, tool results): checked before
+            # this call is sent, so a trip sends nothing.
+            later = _InputCheck()
+            later.finish(_check(self.input, InputGuardrailTripped, new))
+            if later.error is not None or check.passed:
+                later.watch(call)
+                return later
         if check is not None and check.passed:
             return None  # a later call of a run whose input passed: nothing left to watch
         if check is None:
             check = state[id(self)] = _InputCheck()
-            messages = list(call.request.messages)
             if self.input_parallel:
                 check.watch(call)
                 check.start(self.input, messages)
@@ -253,13 +336,22 @@ class Guardrails:
         """``on_output="error"``: events pass as they come; a trip ends the call with its error."""
         text = ""
         per_delta = self.output_check == "delta" and bool(self.output)
+        args = _HeldArgs() if self.output else None
         for ev in events:
             tripped = check.tripped() if check is not None else None
             if tripped is not None:
                 yield from self._stop(call, ev, events, tripped)
                 return
             error: GuardrailError | None = None
-            if isinstance(ev, TextMessageContent):
+            if args is not None and type(ev) is ToolCallArgs:
+                args.hold(ev)  # streamed once the whole call's arguments passed
+                continue
+            if args is not None and type(ev) is ToolCallEnd:
+                seen_args, held = args.end(ev)
+                error = _check(self.output, OutputGuardrailTripped, seen_args, text=text)
+                if error is None:
+                    yield from held
+            elif isinstance(ev, TextMessageContent):
                 seen = text + ev.delta
                 if per_delta:
                     error = _check(self.output, OutputGuardrailTripped, seen, text=text)
@@ -325,6 +417,12 @@ class Guardrails:
                 continue
             if isinstance(ev, TextMessageContent):
                 answer.text += ev.delta
+            elif type(ev) is ToolCallArgs:
+                answer.args.hold(ev)
+            elif type(ev) is ToolCallEnd:
+                seen_args, held = answer.args.end(ev)
+                answer.calls.append(seen_args)
+                answer.held.extend(held)
             if _terminal(ev):
                 answer.last = ev
                 return
@@ -343,6 +441,9 @@ class Guardrails:
         if error is not None:
             return [_ended_with(call, last, error)], None
         rejected = _check(self.output, OutputGuardrailTripped, answer.text, text=answer.text)
+        for seen_args in answer.calls:
+            if rejected is None:
+                rejected = _check(self.output, OutputGuardrailTripped, seen_args, text=answer.text)
         if rejected is None:
             return [*answer.held, last], None
         if isinstance(rejected, OutputGuardrailTripped):
@@ -362,6 +463,21 @@ class Guardrails:
         return iter(call.open())
 
     # -- tool calls ---------------------------------------------------------------------------------------
+    @hookimpl(wrapper=True, specname="hookstream_tool_call")
+    def guard_tool_result(self, call: ToolCallContext) -> Generator[None, ToolResultPart | None,
+                                                                    ToolResultPart | None]:
+        """Output guards on a server tool's result, before it is streamed or sent to the model."""
+        result = yield
+        if not self.output or result is None:
+            return result
+        error = _check(self.output, OutputGuardrailTripped, _result_text(result))
+        if error is None:
+            return result
+        refusal = ToolGuardrailTripped(error.message, error.guard, error.info, tool=call.name, call_id=call.call_id)
+        with self._lock:
+            self.refusals.append(refusal)
+        return call.refuse(f"tool result withheld by guardrail {error.guard!r}: {error.message}")
+
     @hookimpl(tryfirst=True)
     def hookstream_tool_call(self, call: ToolCallContext) -> ToolResultPart | None:
         if not self.tools:
