@@ -1,0 +1,18 @@
+"""Tools ``hookstream mcp serve --tool served_tools:NAME`` offers in the tests (a module on sys.path)."""
+
+from __future__ import annotations
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+def test_error_handling() -> str:
+    """Always fails (the MCP conformance suite's tools-call-error scenario calls a tool of this name)."""
+    raise RuntimeError("This tool intentionally returns an error for testing")
