@@ -98,8 +98,8 @@ def test_http_client_lists_and_calls_with_the_token(tmp_path: Path) -> None:
         anyio.run(main)
         import requests
 
-        refused = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30,
-                                headers={"Authorization": "Bearer wrong", "Accept": "application/json, text/event-stream"})
+        headers = {"Authorization": "Bearer wrong", "Accept": "application/json, text/event-stream"}
+        refused = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30, headers=headers)
         assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 from hookstream import Tool, tool
+from hookstream.errors import HookstreamError
 
 TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -29,7 +30,7 @@ def _load_tool(spec: str) -> Tool:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` does: a module of the current directory
     try:
-        obj = getattr(importlib.import_module(module_name), attr)
+        obj: Any = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint="--tool") from None
     if isinstance(obj, Tool):
@@ -37,9 +38,10 @@ def _load_tool(spec: str) -> Tool:
     if not callable(obj):
         raise click.BadParameter(f"{spec!r} is not a function or a tool", param_hint="--tool")
     try:
-        return tool(obj)
-    except (TypeError, ValueError) as exc:
+        made: Tool = tool(obj)
+    except (HookstreamError, TypeError, ValueError) as exc:  # a parameter annotation without JSON Schema...
         raise click.BadParameter(str(exc), param_hint="--tool") from None
+    return made
 
 
 def _authenticator(tokens_file: str | None) -> Any:

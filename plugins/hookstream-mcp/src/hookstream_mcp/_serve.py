@@ -82,7 +82,8 @@ def _progress_text(ev: Any) -> str | None:
 def _ask(model: Any, tools: Sequence[Tool], system: str | None, prompt: str,
          progress: Callable[[float, str], None]) -> types.CallToolResult:
     """Run the agent on ``prompt`` (on a worker thread), reporting its steps and tool calls."""
-    stream = chat(model, prompt, tools=list(tools), **({"system": system} if system else {}))
+    fields: dict[str, Any] = {"system": system} if system else {}
+    stream = chat(model, prompt, tools=list(tools), **fields)
     text: list[str] = []
     count = 0
     try:
