@@ -17,7 +17,7 @@ import openai
 import pytest
 from hookstream.events import RunError, RunFinished, TextMessageContent, TextMessageStart
 from hookstream.server import make_app
-from serve_kit import serve_process
+from serve_kit import serve_demo_process, serve_process
 
 TESTS = Path(__file__).parent
 LOC_TOOL = {"type": "function", "function": {"name": "get_location", "description": "Where the user is.",
@@ -210,3 +210,25 @@ def test_make_app_mounts_the_routes_in_process() -> None:
     seen: list[str] = []
     body = b"".join(app(environ, lambda status, headers: seen.append(status)))
     assert seen == ["404 Not Found"] and json.loads(body)["error"]["code"] == "unknown_url"
+
+
+def test_a_run_past_its_time_is_an_error_streaming_or_not() -> None:
+    # The demo streams an event every 0.25 s: the run passes --max-run-seconds 1 and ends with RUN_ERROR.
+    with serve_demo_process("--delay", "0.25", "--max-run-seconds", "1") as url:
+        client = _client(url)
+        ask = [{"role": "user", "content": "weather in Paris and 250 EUR in yen?"}]
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.chat.completions.create(model="hookstream", messages=ask)  # type: ignore[arg-type]
+        assert caught.value.status_code == 504 and caught.value.code == "run_timeout"
+        stream = client.chat.completions.create(model="hookstream", messages=ask, stream=True)  # type: ignore[arg-type]
+        with pytest.raises(openai.APIError, match="max_run_seconds"):
+            list(stream)
+
+
+def test_a_run_waiting_for_an_approval_says_so() -> None:
+    # The demo's convert_currency needs approval, which Chat Completions cannot carry.
+    with serve_demo_process("--delay", "0") as url:
+        with pytest.raises(openai.ConflictError) as caught:
+            _client(url).chat.completions.create(
+                model="hookstream", messages=[{"role": "user", "content": "weather in Paris and 250 EUR in yen?"}])
+        assert caught.value.code == "approval_required"
