@@ -100,8 +100,9 @@ _ERROR_CODES = {401: "invalid_api_key", 413: "request_too_large", 429: "rate_lim
 # -- errors -------------------------------------------------------------------------------------------
 
 
-class OpenAIRefusal(Exception):
-    """A request answered with an OpenAI error before any run starts."""
+class _Refused(Exception):
+    """A request answered with an OpenAI error before any run starts; never leaves this module
+    (:func:`serve_openai` answers it)."""
 
     def __init__(self, status: str, message: str, *headers: tuple[str, str], code: str | None = None,
                  param: str | None = None) -> None:
@@ -471,7 +472,7 @@ def _models(model_id: str | None, start_response: Callable[..., Any], cors: Sequ
             ) -> list[bytes]:
     entry = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "hookstream"}
     if model_id is not None and model_id != MODEL_ID:
-        raise OpenAIRefusal("404 Not Found", f"The model {model_id!r} does not exist", code="model_not_found",
+        raise _Refused("404 Not Found", f"The model {model_id!r} does not exist", code="model_not_found",
                             param="model")
     doc = entry if model_id is not None else {"object": "list", "data": [entry]}
     body = json.dumps(doc).encode()
@@ -497,9 +498,9 @@ def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
     try:
         request = parse_completion_request(doc)
     except AGUIInputError as exc:
-        raise OpenAIRefusal("400 Bad Request", str(exc), code=exc.code) from exc
+        raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
     if request.model != MODEL_ID:
-        raise OpenAIRefusal("404 Not Found", f"The model {request.model!r} does not exist (this server serves "
+        raise _Refused("404 Not Found", f"The model {request.model!r} does not exist (this server serves "
                             f"{MODEL_ID!r})", code="model_not_found", param="model")
     host._check_messages(doc, raw)
     run_id = f"run_{uuid.uuid4().hex}"
@@ -507,11 +508,11 @@ def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
     try:
         check_ids(agui, False)
     except AGUIInputError as exc:
-        raise OpenAIRefusal("400 Bad Request", str(exc), code=exc.code) from exc
+        raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
     who = principal.id if principal is not None else None
     wait = host.counts.start(who) if who is not None else None  # per authenticated principal, as AG-UI runs
     if wait is not None:
-        raise OpenAIRefusal("429 Too Many Requests", "too many runs: try again later",
+        raise _Refused("429 Too Many Requests", "too many runs: try again later",
                             ("Retry-After", retry_after(wait)))
     try:
         stream, _, _ = host._stream(agui, principal, False, who)
@@ -557,16 +558,16 @@ def serve_openai(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
     try:
         if path == "/v1/chat/completions":
             if method != "POST":
-                raise OpenAIRefusal("405 Method Not Allowed", "POST a Chat Completions request", ("Allow", "POST"))
+                raise _Refused("405 Method Not Allowed", "POST a Chat Completions request", ("Allow", "POST"))
             return _completions(host, environ, start_response, cors, run_body)
         if path == "/v1/models" or path.startswith("/v1/models/"):
             if method not in ("GET", "HEAD"):
-                raise OpenAIRefusal("405 Method Not Allowed", "GET the models", ("Allow", "GET"))
+                raise _Refused("405 Method Not Allowed", "GET the models", ("Allow", "GET"))
             host._principal(environ)
             return _models(path[len("/v1/models/"):] or None if path != "/v1/models" else None, start_response,
                            cors)
-        raise OpenAIRefusal("404 Not Found", f"no route {path!r}: this server serves /v1/chat/completions and "
+        raise _Refused("404 Not Found", f"no route {path!r}: this server serves /v1/chat/completions and "
                             "/v1/models", code="unknown_url")
-    except OpenAIRefusal as refused:
+    except _Refused as refused:
         return openai_error(start_response, refused.status, refused.message, [*refused.headers, *cors],
                             refused.code, refused.param)
