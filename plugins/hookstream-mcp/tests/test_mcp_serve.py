@@ -121,3 +121,22 @@ def test_conformance_server_scenarios(scenario: str, tmp_path: Path) -> None:
     checks = [json.loads(p.read_text()) for p in tmp_path.rglob("checks.json")]
     failed = [c for group in checks for c in group if c.get("status") not in ("SUCCESS", "INFO")]
     assert done.returncode == 0 and checks and not failed, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_an_mcp_servers_tools_pass_through() -> None:
+    from mcp_kit import time_command
+
+    upstream = " ".join(time_command())
+    params = StdioServerParameters(command=sys.executable, env=ENV,
+                                   args=["-m", "hookstream", "mcp", "serve", "--mcp", upstream])
+
+    async def main() -> None:
+        async with Client(stdio_client(params)) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"get_current_time", "convert_time"} <= names
+            got = await client.call_tool("get_current_time", {"timezone": "Europe/Paris"})
+            assert not got.is_error and "Europe/Paris" in got.content[0].text  # type: ignore[union-attr]
+            bad = await client.call_tool("get_current_time", {"timezone": "Not/AZone"})
+            assert bad.is_error
+
+    anyio.run(main)
