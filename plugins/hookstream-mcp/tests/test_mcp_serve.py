@@ -140,3 +140,30 @@ def test_an_mcp_servers_tools_pass_through() -> None:
             assert bad.is_error
 
     anyio.run(main)
+
+
+# "auto" settles on the 2026-07-28 protocol (the question comes back as the call's InputRequiredResult,
+# answered in the retry); "legacy" is the initialize handshake of 2025 clients (an elicitation/create
+# request on the session's back channel).
+@pytest.mark.parametrize(("approve", "mode"), [(True, "auto"), (False, "auto"), (True, "legacy"), (False, "legacy")])
+def test_ask_asks_for_approvals_by_elicitation(approve: bool, mode: str) -> None:
+    import mcp_types as types
+
+    params = StdioServerParameters(command=sys.executable, env=ENV, args=[
+        "-m", "hookstream", "mcp", "serve", "--tool", "served_tools:delete_file", "--agent", "--model", "test"])
+    asked: list[str] = []
+
+    async def answer(context: Any, request: Any) -> Any:
+        asked.append(request.message)
+        return types.ElicitResult(action="accept", content={"approve": approve})
+
+    async def main() -> str:
+        async with Client(stdio_client(params), elicitation_callback=answer, mode=mode) as client:
+            got = await client.call_tool("ask", {"prompt": "clean up"})
+            assert not got.is_error, got
+            return str(got.content[0].text)  # type: ignore[union-attr]
+
+    text = anyio.run(main)
+    assert len(asked) == 1
+    # The test model quotes each tool's result: the call ran, or its denial came back.
+    assert ("delete_file returned deleted" in text) is approve, text
