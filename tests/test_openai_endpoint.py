@@ -47,7 +47,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server with bearer tokens for alice and bob, one run per minute each, two messages at most,
     and a conversation store."""
     tokens = tmp_path_factory.mktemp("auth") / "tokens"
-    tokens.write_text("alice-key alice\nbob-key bob\ncarol-key carol\n")
+    tokens.write_text("alice-key alice\nbob-key bob\ncarol-key carol\ndave-key dave\n")
     with serve_process("--model", "test", "--auth-tokens", str(tokens), "--max-runs-per-minute", "3",
                        "--max-messages", "2", "--store", "memory:", env=_env()) as url:
         yield url
@@ -171,6 +171,22 @@ def test_threads_belong_to_their_principal(secured: str) -> None:
     assert second.choices[0].message.content == 'you said "two" (turn 2)'
     with pytest.raises(openai.NotFoundError):
         bob.chat.completions.create(model="hookstream", metadata=thread, messages=[{"role": "user", "content": "x"}])
+
+
+def test_client_tool_round_trip_on_a_stored_thread(secured: str) -> None:
+    client = _client(secured, "dave-key")
+    thread = {"thread_id": "t-openai-tools"}
+    messages: list[Any] = [{"role": "user", "content": "where am I?"}]
+    first = client.chat.completions.create(model="hookstream", metadata=thread, messages=messages, tools=[LOC_TOOL])
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert first.to_dict()["id"].startswith("chatcmpl-")
+    call = (first.choices[0].message.tool_calls or [])[0]
+    # The call and its result go back (this server takes two messages at most); the store holds the rest.
+    messages += [first.choices[0].message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": "Lyon"}]
+    second = client.chat.completions.create(model="hookstream", metadata=thread, messages=messages[-2:],
+                                            tools=[LOC_TOOL])
+    assert second.choices[0].message.content == "get_location returned Lyon"
 
 
 @pytest.mark.skipif(shutil.which("llm", path=str(Path(sys.executable).parent)) is None, reason="llm not installed")
