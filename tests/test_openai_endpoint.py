@@ -248,3 +248,46 @@ def test_a_run_waiting_for_an_approval_says_so() -> None:
             _client(url).chat.completions.create(
                 model="hookstream", messages=[{"role": "user", "content": "weather in Paris and 250 EUR in yen?"}])
         assert caught.value.code == "approval_required"
+
+
+# -- POST /v1/responses ---------------------------------------------------------------------------------
+
+RESPONSES_TOOL = {"type": "function", "name": "get_location", "description": "Where the user is.",
+                  "parameters": {"type": "object", "properties": {"precision": {"type": "string"}},
+                                 "required": ["precision"]}}
+
+
+def test_responses_streaming_and_not(server: str) -> None:
+    client = _client(server)
+    whole = client.responses.create(model="hookstream", input="hi", instructions="Be brief.")
+    assert whole.status == "completed" and "where returned" in whole.output_text
+    assert whole.usage is not None and whole.usage.total_tokens > 0
+    kinds = [ev.type for ev in client.responses.create(model="hookstream", input="hi", stream=True)]
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds
+
+
+def test_responses_client_tool_round_trip(server: str) -> None:
+    client = _client(server)
+    first = client.responses.create(model="hookstream", input=[{"role": "user", "content": "where am I?"}],
+                                    tools=[RESPONSES_TOOL])  # type: ignore[list-item]
+    calls = [o for o in first.output if o.type == "function_call"]
+    assert [c.name for c in calls] == ["get_location"]
+    follow_up: Any = [{"role": "user", "content": "where am I?"},
+                      {"type": "function_call", "call_id": calls[0].call_id, "name": "get_location",
+                       "arguments": calls[0].arguments},
+                      {"type": "function_call_output", "call_id": calls[0].call_id, "output": "Lyon"}]
+    # The SDK's own accumulator (responses.stream) rebuilds the response from the events.
+    with client.responses.stream(model="hookstream", input=follow_up, tools=[RESPONSES_TOOL]) as stream:  # type: ignore[list-item]
+        for _ in stream:
+            pass
+        final = stream.get_final_response()
+    assert final.output_text == "get_location returned Lyon"
+
+
+def test_responses_refuses_what_it_cannot_serve(server: str) -> None:
+    client = _client(server)
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(model="hookstream", input="hi", previous_response_id="resp_1")
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model="gpt-4o", input="hi")

@@ -74,7 +74,7 @@ from .limits import PrincipalLimits, ServerLimits, retry_after
 from .trust import check_ids
 
 __all__ = ["MODEL_ID", "OPENAI_PREFIX", "CompletionRequest", "completion_chunks", "openai_error",
-           "parse_completion_request", "serve_openai"]
+           "parse_completion_request", "parse_responses_request", "serve_openai"]
 
 OPENAI_PREFIX = "/v1/"
 """The path prefix of the OpenAI-compatible routes (an OpenAI client's ``base_url`` is ``http://host/v1``)."""
@@ -432,6 +432,259 @@ def _whole_frames(request: CompletionRequest, completion_id: str, whole: _Whole
     return frames
 
 
+# -- the Responses API ---------------------------------------------------------------------------------
+
+
+def _response_content(content: Any, where: str) -> Any:
+    """A Responses message's content as AG-UI content (``input_text``/``output_text`` -> text,
+    ``input_image`` -> image)."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise AGUIInputError(f"{where}: content must be a string or a list of parts")
+    parts = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text") and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": part["text"]})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            url = part["image_url"]
+            parts.append({"type": "image", "source": {"type": "data" if url.startswith("data:") else "url",
+                                                      "value": url}})
+        elif kind != "refusal":
+            raise AGUIInputError(f"{where}.content[{j}]: a part must be input_text, output_text or input_image "
+                                 f"(with an image_url), got {part!r:.200}")
+    return parts
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "".join(p.get("text", "") for p in output if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return json.dumps(output)
+
+
+def _input_item(item: Any, where: str, out: list[dict[str, Any]]) -> None:
+    """Append one Responses input item to ``out`` as AG-UI messages. Raises AGUIInputError."""
+    if not isinstance(item, dict):
+        raise AGUIInputError(f"{where} must be an object")
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = item.get("role")
+        if role not in ("user", "system", "developer", "assistant"):
+            raise AGUIInputError(f"{where}: unknown role {role!r}")
+        out.append({"role": role, "content": _response_content(item.get("content"), where)})
+    elif kind == "function_call":
+        if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
+            raise AGUIInputError(f"{where}: a function_call needs call_id and name")
+        call = {"id": item["call_id"], "type": "function",
+                "function": {"name": item["name"], "arguments": item.get("arguments")}}
+        if out and out[-1]["role"] == "assistant":
+            out[-1].setdefault("toolCalls", []).append(call)  # parallel calls: one assistant message
+        else:
+            out.append({"role": "assistant", "content": None, "toolCalls": [call]})
+    elif kind == "function_call_output":
+        out.append({"role": "tool", "toolCallId": item.get("call_id"), "content": _output_text(item.get("output"))})
+    elif kind != "reasoning":  # reasoning items are the model's own; nothing to send back to it here
+        raise AGUIInputError(f"{where}: an item must be a message, function_call or function_call_output, "
+                             f"got type {kind!r}")
+
+
+def parse_responses_request(doc: Any) -> CompletionRequest:
+    """Read a decoded Responses API request body (``POST /v1/responses``: ``{"model", "input": str |
+    [item...], "instructions"?, "tools"?: [{"type": "function", "name", "description"?, "parameters"?}],
+    "stream"?, "metadata"?: {"thread_id"}}``) as a :class:`CompletionRequest`. ``previous_response_id``
+    is refused: the server keeps no responses, send the whole input. Raises
+    :class:`~hookstream.errors.AGUIInputError` naming the bad field."""
+    if not isinstance(doc, dict):
+        raise AGUIInputError("the body must be a JSON object (a Responses API request)")
+    model, value = doc.get("model"), doc.get("input")
+    if not isinstance(model, str) or not model:
+        raise AGUIInputError("model must be a non-empty string")
+    if doc.get("previous_response_id") is not None:
+        raise AGUIInputError("previous_response_id: this server keeps no responses; send the whole input")
+    messages: list[dict[str, Any]] = []
+    if isinstance(doc.get("instructions"), str) and doc["instructions"]:
+        messages.append({"role": "system", "content": doc["instructions"]})
+    if isinstance(value, str) and value:
+        messages.append({"role": "user", "content": value})
+    elif isinstance(value, list) and value:
+        for i, item in enumerate(value):
+            _input_item(item, f"input[{i}]", messages)
+    else:
+        raise AGUIInputError("input must be a non-empty string or list of items")
+    tools = doc.get("tools") or []
+    if not isinstance(tools, list) or any(not isinstance(t, dict) or t.get("type") != "function" for t in tools):
+        raise AGUIInputError("tools: only function tools ({'type': 'function', 'name', ...}) are served")
+    metadata = doc.get("metadata")
+    thread = metadata.get("thread_id") if isinstance(metadata, dict) else None
+    if thread is not None and (not isinstance(thread, str) or not thread):
+        raise AGUIInputError("metadata.thread_id must be a non-empty string")
+    return CompletionRequest(model, messages, _tools([{"type": "function", "function": t} for t in tools]),
+                             bool(doc.get("stream")), False, thread)
+
+
+def _response_usage(usage: Usage | None) -> dict[str, Any]:
+    u = _usage(usage)
+    return {"input_tokens": u["prompt_tokens"], "output_tokens": u["completion_tokens"],
+            "total_tokens": u["total_tokens"],
+            "input_tokens_details": {"cached_tokens": (usage.cached_input_tokens if usage else None) or 0},
+            "output_tokens_details": {"reasoning_tokens": (usage.reasoning_tokens if usage else None) or 0}}
+
+
+_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+class _ResponseBuilder:
+    """A Responses API ``response`` built from a run's Chat Completions deltas (:class:`_Writer`), with the
+    streaming events that build it (OpenAI API reference, "Responses streaming events")."""
+
+    def __init__(self, request: CompletionRequest, response_id: str) -> None:
+        self.writer = _Writer(frozenset(t["name"] for t in request.tools))
+        self.items: list[dict[str, Any]] = []
+        self.open: dict[str, Any] | None = None  # the output item being streamed
+        self.calls: dict[int, dict[str, Any]] = {}  # tool call index -> its function_call item
+        self.seq = 0
+        self.response: dict[str, Any] = {
+            "id": response_id, "object": "response", "created_at": int(time.time()), "status": "in_progress",
+            "model": request.model, "output": self.items, "error": None, "incomplete_details": None,
+            "instructions": None, "metadata": {}, "parallel_tool_calls": True, "temperature": None,
+            "tool_choice": "auto", "tools": [], "top_p": None, "usage": None}
+
+    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        self.seq += 1
+        return {"type": kind, "sequence_number": self.seq, **fields}
+
+    def snapshot(self) -> dict[str, Any]:
+        return json.loads(json.dumps(self.response))
+
+    def _close(self) -> list[dict[str, Any]]:
+        item, self.open = self.open, None
+        if item is None:
+            return []
+        index = self.items.index(item)
+        item["status"] = "completed"
+        if item["type"] == "message":
+            part = item["content"][0]
+            done = [self.event("response.output_text.done", item_id=item["id"], output_index=index, content_index=0,
+                               text=part["text"], logprobs=[]),
+                    self.event("response.content_part.done", item_id=item["id"], output_index=index,
+                               content_index=0, part=part)]
+        else:
+            done = [self.event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                               arguments=item["arguments"])]
+        return [*done, self.event("response.output_item.done", output_index=index, item=item)]
+
+    def _open(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        out = self._close()
+        self.open = item
+        self.items.append(item)
+        return [*out, self.event("response.output_item.added", output_index=len(self.items) - 1,
+                                 item={**item, "content": []} if item["type"] == "message" else dict(item))]
+
+    def _text(self, delta: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self.open is None or self.open["type"] != "message":
+            part = {"type": "output_text", "text": "", "annotations": []}
+            item = {"type": "message", "id": f"msg_{uuid.uuid4().hex}", "status": "in_progress", "role": "assistant",
+                    "content": [part]}
+            out = self._open(item)
+            out.append(self.event("response.content_part.added", item_id=item["id"], output_index=len(self.items) - 1,
+                                  content_index=0, part=dict(part)))
+        assert self.open is not None
+        self.open["content"][0]["text"] += delta
+        return [*out, self.event("response.output_text.delta", item_id=self.open["id"],
+                                 output_index=len(self.items) - 1, content_index=0, delta=delta, logprobs=[])]
+
+    def _call(self, piece: dict[str, Any]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if "id" in piece:
+            item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex}", "call_id": piece["id"],
+                    "name": piece["function"]["name"], "arguments": "", "status": "in_progress"}
+            self.calls[piece["index"]] = item
+            out = self._open(item)
+        item = self.calls[piece["index"]]
+        delta = piece.get("function", {}).get("arguments") or ""
+        if delta:
+            item["arguments"] += delta
+            out.append(self.event("response.function_call_arguments.delta", item_id=item["id"],
+                                  output_index=self.items.index(item), delta=delta))
+        return out
+
+    def start(self) -> list[dict[str, Any]]:
+        return [self.event("response.created", response=self.snapshot()),
+                self.event("response.in_progress", response=self.snapshot())]
+
+    def feed(self, ev: BaseEvent) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for delta in self.writer.deltas(ev):
+            if "content" in delta:
+                out += self._text(delta["content"])
+            for piece in delta.get("tool_calls", ()):
+                out += self._call(piece)
+        return out
+
+    def done(self) -> bool:
+        return self.writer.error is not None or self.writer.finish_reason is not None
+
+    def end(self) -> list[dict[str, Any]]:
+        """The closing events: the open item's, then ``response.completed`` (``incomplete``, ``failed``)."""
+        out = self._close()
+        writer = self.writer
+        self.response["usage"] = _response_usage(writer.usage)
+        if writer.error is not None:
+            message, code = writer.error
+            self.response.update(status="failed", error={"code": code or "server_error", "message": message})
+            return [*out, self.event("response.failed", response=self.snapshot())]
+        reason = _INCOMPLETE.get(writer.finish_reason or "")
+        if reason is not None:
+            self.response.update(status="incomplete", incomplete_details={"reason": reason})
+            return [*out, self.event("response.incomplete", response=self.snapshot())]
+        self.response["status"] = "completed"
+        return [*out, self.event("response.completed", response=self.snapshot())]
+
+
+def _sse_event(doc: dict[str, Any]) -> bytes:
+    return f"event: {doc['type']}\n".encode() + _frame(doc)
+
+
+def _responses_stream(request: CompletionRequest, response_id: str) -> Callable[[Any], Generator[bytes, None, None]]:
+    def frames(stream: Any) -> Generator[bytes, None, None]:
+        builder = _ResponseBuilder(request, response_id)
+        for doc in builder.start():
+            yield _sse_event(doc)
+        for ev in stream:
+            for doc in builder.feed(ev):
+                yield _sse_event(doc)
+            if builder.done():
+                break
+        for doc in builder.end():
+            yield _sse_event(doc)
+
+    return frames
+
+
+def _responses_whole(request: CompletionRequest, response_id: str, whole: _Whole
+                     ) -> Callable[[Any], Generator[bytes, None, None]]:
+    def frames(stream: Any) -> Generator[bytes, None, None]:
+        builder = _ResponseBuilder(request, response_id)
+        for ev in stream:
+            builder.feed(ev)
+            if builder.done():
+                break
+        builder.end()
+        if builder.writer.error is not None:
+            message, code = builder.writer.error
+            whole.status = _RUN_ERROR_STATUS.get(code or "", "502 Bad Gateway")
+            whole.body = _error_body(int(whole.status.split()[0]), message, code)
+        else:
+            whole.body = builder.response
+        yield b""
+
+    return frames
+
+
 # -- the routes ---------------------------------------------------------------------------------------
 
 
@@ -491,18 +744,30 @@ def _agui_doc(host: OpenAIHost, request: CompletionRequest, run_id: str) -> dict
     return {"threadId": thread_id, "runId": run_id, "messages": messages, "tools": request.tools}
 
 
-def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
-                 cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
+@attrs.define(slots=True)
+class _Started:
+    """A run started for an OpenAI request: its stream, what releases its principal's count, its ids."""
+
+    stream: Any
+    release: Callable[[], None]
+    run_id: str
+    thread_id: str
+
+
+def _start(host: OpenAIHost, environ: Mapping[str, Any], parse: Callable[[Any], CompletionRequest]
+           ) -> tuple[CompletionRequest, _Started]:
+    """Read, check and start a run as the host's AG-UI route does (principal, body, model, sizes, ids, run
+    limits, the trust rule and the store). Raises :class:`_Refused` or the host's refusal."""
     principal = host._principal(environ)
     doc, raw = host._body(environ)
     try:
-        request = parse_completion_request(doc)
+        request = parse(doc)
     except AGUIInputError as exc:
         raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
     if request.model != MODEL_ID:
         raise _Refused("404 Not Found", f"The model {request.model!r} does not exist (this server serves "
-                            f"{MODEL_ID!r})", code="model_not_found", param="model")
-    host._check_messages(doc, raw)
+                       f"{MODEL_ID!r})", code="model_not_found", param="model")
+    host._check_messages({"messages": request.messages}, raw)
     run_id = f"run_{uuid.uuid4().hex}"
     agui = _agui_doc(host, request, run_id)
     try:
@@ -512,8 +777,7 @@ def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
     who = principal.id if principal is not None else None
     wait = host.counts.start(who) if who is not None else None  # per authenticated principal, as AG-UI runs
     if wait is not None:
-        raise _Refused("429 Too Many Requests", "too many runs: try again later",
-                            ("Retry-After", retry_after(wait)))
+        raise _Refused("429 Too Many Requests", "too many runs: try again later", ("Retry-After", retry_after(wait)))
     try:
         stream, _, _ = host._stream(agui, principal, False, who)
     except BaseException:
@@ -526,15 +790,18 @@ def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
         if who is not None:
             counts.finish(who)
 
-    completion_id = f"chatcmpl-{run_id[len('run_'):]}"
-    thread_header = ("X-Hookstream-Thread-Id", agui["threadId"])
-    max_seconds = host.limits.max_run_seconds
-    if request.stream:
-        body = run_body(stream, release, max_seconds, _stream_frames(request, completion_id))
+    return request, _Started(stream, release, run_id, agui["threadId"])
+
+
+def _answer(host: OpenAIHost, started: _Started, start_response: Callable[..., Any], cors: Sequence[tuple[str, str]],
+            run_body: RunBody, streaming: bool, frames: Callable[[Any], Generator[bytes, None, None]],
+            whole: _Whole) -> Iterable[bytes]:
+    """Send the run: SSE frames as they come (``streaming``), or the whole JSON answer ``frames`` fills in."""
+    thread_header = ("X-Hookstream-Thread-Id", started.thread_id)
+    body = run_body(started.stream, started.release, host.limits.max_run_seconds, frames)
+    if streaming:
         start_response("200 OK", [*SSE_HEADERS, thread_header, *cors])
         return body
-    whole = _Whole()
-    body = run_body(stream, release, max_seconds, _whole_frames(request, completion_id, whole))
     try:
         for _ in body:
             pass
@@ -548,6 +815,32 @@ def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
     return [data]
 
 
+def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
+                 cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
+    request, started = _start(host, environ, parse_completion_request)
+    completion_id = f"chatcmpl-{started.run_id[len('run_'):]}"
+    whole = _Whole()
+    frames = (_stream_frames(request, completion_id) if request.stream
+              else _whole_frames(request, completion_id, whole))
+    return _answer(host, started, start_response, cors, run_body, request.stream, frames, whole)
+
+
+def _responses(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
+               cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
+    request, started = _start(host, environ, parse_responses_request)
+    response_id = f"resp_{started.run_id[len('run_'):]}"
+    whole = _Whole()
+    frames = (_responses_stream(request, response_id) if request.stream
+              else _responses_whole(request, response_id, whole))
+    return _answer(host, started, start_response, cors, run_body, request.stream, frames, whole)
+
+
+_ROUTES: dict[str, Callable[..., Iterable[bytes]]] = {
+    "/v1/chat/completions": _completions,
+    "/v1/responses": _responses,
+}
+
+
 def serve_openai(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
                  cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
     """Answer a request under :data:`OPENAI_PREFIX` (module docstring). The host's own refusals
@@ -556,18 +849,19 @@ def serve_openai(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
     method = environ.get("REQUEST_METHOD", "GET")
     path = environ.get("PATH_INFO") or "/"
     try:
-        if path == "/v1/chat/completions":
+        route = _ROUTES.get(path)
+        if route is not None:
             if method != "POST":
-                raise _Refused("405 Method Not Allowed", "POST a Chat Completions request", ("Allow", "POST"))
-            return _completions(host, environ, start_response, cors, run_body)
+                raise _Refused("405 Method Not Allowed", "POST a request", ("Allow", "POST"))
+            return route(host, environ, start_response, cors, run_body)
         if path == "/v1/models" or path.startswith("/v1/models/"):
             if method not in ("GET", "HEAD"):
                 raise _Refused("405 Method Not Allowed", "GET the models", ("Allow", "GET"))
             host._principal(environ)
             return _models(path[len("/v1/models/"):] or None if path != "/v1/models" else None, start_response,
                            cors)
-        raise _Refused("404 Not Found", f"no route {path!r}: this server serves /v1/chat/completions and "
-                            "/v1/models", code="unknown_url")
+        raise _Refused("404 Not Found", f"no route {path!r}: this server serves /v1/chat/completions, "
+                       "/v1/responses and /v1/models", code="unknown_url")
     except _Refused as refused:
         return openai_error(start_response, refused.status, refused.message, [*refused.headers, *cors],
                             refused.code, refused.param)
