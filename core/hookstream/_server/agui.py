@@ -535,7 +535,7 @@ def make_app(
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
     ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
     UI message stream (:mod:`hookstream._server.ui_message_stream`), through the same authentication, limits and store.
-    ``POST /v1/chat/completions`` and ``GET /v1/models``: the agent as an OpenAI Chat Completions model
+    ``POST /v1/chat/completions``, ``POST /v1/responses`` and ``GET /v1/models``: the agent as an OpenAI model
     (:mod:`hookstream._server.openai_compat`, docs/openai-endpoint.md), through the same authentication,
     limits, trust rule and store, errors in OpenAI's shape.
     ``POST /agui/threads/{threadId}/messages`` with ``{"content": str}``: a steering message for the running

@@ -19,6 +19,15 @@ Routes (mounted by :func:`hookstream.server.make_app` under :data:`OPENAI_PREFIX
   ``"stream": true`` ``text/event-stream`` of ``chat.completion.chunk`` objects (``data: {json}``
   frames, the first delta carrying ``role``), ending with ``data: [DONE]``; with
   ``stream_options.include_usage`` the last chunk before it has ``choices: []`` and ``usage``.
+* ``POST /v1/responses``: the Responses API (OpenAI API reference, "Create a model response"):
+  ``{"model", "input": str | [item...], "instructions"?, "tools"?: [{"type": "function", "name", ...}],
+  "stream"?}``, items ``message`` (``input_text``, ``output_text``, ``input_image`` parts),
+  ``function_call`` and ``function_call_output``; the answer is a ``response`` object (``output``:
+  ``message`` and ``function_call`` items; ``status`` ``completed``, ``incomplete``), or with ``"stream":
+  true`` its events (``event: TYPE`` + ``data``: ``response.created``, ``response.output_item.added``,
+  ``response.output_text.delta``, ``response.function_call_arguments.delta``, ... ``response.completed``,
+  or ``response.failed`` for a run that fails). ``previous_response_id`` is refused (``400``): the server
+  keeps no responses, the client sends the whole input.
 
 The agent's own tools run on the server and are not shown. The request's ``tools`` are the client's
 (frontend) tools: when the agent's model calls one the answer carries it in ``tool_calls`` with
@@ -557,7 +566,9 @@ class _ResponseBuilder:
         return {"type": kind, "sequence_number": self.seq, **fields}
 
     def snapshot(self) -> dict[str, Any]:
-        return json.loads(json.dumps(self.response))
+        """A copy of the response as it is now (an event carries it as it was when sent)."""
+        copy: dict[str, Any] = json.loads(json.dumps(self.response))
+        return copy
 
     def _close(self) -> list[dict[str, Any]]:
         item, self.open = self.open, None
