@@ -16,7 +16,7 @@ from typing import Any
 import openai
 import pytest
 from hookstream.events import RunError, RunFinished, TextMessageContent, TextMessageStart
-from hookstream.server import make_app
+from hookstream.server import completion_chunks, make_app
 from serve_kit import serve_demo_process, serve_process
 
 TESTS = Path(__file__).parent
@@ -203,8 +203,6 @@ def test_llm_as_a_user_configures_it(server: str, tmp_path: Path) -> None:
 
 
 def test_failed_and_approval_runs_end_with_an_error_object() -> None:
-    from hookstream._server.openai_compat import completion_chunks
-
     events = [TextMessageStart("m1"), TextMessageContent("m1", "partial"), RunError("upstream said no", code="boom")]
     got = list(completion_chunks(events, completion_id="chatcmpl-1", model="hookstream"))
     assert got[1]["choices"][0]["delta"] == {"content": "partial"}
