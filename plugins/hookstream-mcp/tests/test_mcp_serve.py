@@ -167,3 +167,11 @@ def test_ask_asks_for_approvals_by_elicitation(approve: bool, mode: str) -> None
     assert len(asked) == 1
     # The test model quotes each tool's result: the call ran, or its denial came back.
     assert ("delete_file returned deleted" in text) is approve, text
+
+
+def test_serving_openly_beyond_loopback_needs_saying_so() -> None:
+    done = subprocess.run([*SERVE, "--http", "--host", "0.0.0.0", "--port", "0"], capture_output=True, text=True,
+                          env={k: v for k, v in ENV.items() if k != "HOOKSTREAM_AUTH_TOKENS"}, timeout=60)
+    assert done.returncode == 2 and "without authentication" in done.stderr
+    done = subprocess.run([*SERVE[:5], "--agent"], capture_output=True, text=True, env=ENV, timeout=60)
+    assert done.returncode == 2 and "--agent needs --model" in done.stderr
