@@ -175,3 +175,25 @@ def test_serving_openly_beyond_loopback_needs_saying_so() -> None:
     assert done.returncode == 2 and "without authentication" in done.stderr
     done = subprocess.run([*SERVE[:5], "--agent"], capture_output=True, text=True, env=ENV, timeout=60)
     assert done.returncode == 2 and "--agent needs --model" in done.stderr
+
+
+def test_http_with_jwts_from_an_oidc_issuer() -> None:
+    from test_server_auth import _Issuer  # the core's loopback OIDC issuer (discovery, JWKS, a minter)
+
+    issuer = _Issuer()
+    try:
+        with http_server("--jwt-issuer", issuer.url, "--jwt-audience", "hookstream-mcp") as url:
+            async def main() -> None:
+                async with http_client_session(url, issuer.token(aud="hookstream-mcp")) as client:
+                    assert (await client.call_tool("add", {"a": 1, "b": 1})).content[0].text == "2"  # type: ignore[union-attr]
+
+            anyio.run(main)
+            import requests
+
+            for bad in (issuer.token(aud="another"), issuer.token(key=issuer.other)):
+                answer = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30,
+                                       headers={"Authorization": f"Bearer {bad}",
+                                                "Accept": "application/json, text/event-stream"})
+                assert answer.status_code == 401
+    finally:
+        issuer.close()

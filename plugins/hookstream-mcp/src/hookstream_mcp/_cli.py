@@ -4,7 +4,9 @@
 [--system TEXT]] [--http [--host H] [--port P] [--auth-tokens FILE]]`` serves on stdio by default (what
 Claude Desktop and IDEs start as a command line), or with ``--http`` as streamable HTTP at
 ``http://HOST:PORT/mcp``, printing that URL as one line on stdout once it listens. A non-loopback
-``--host`` needs ``--auth-tokens`` (or ``$HOOKSTREAM_AUTH_TOKENS``) unless ``--no-auth`` says otherwise.
+``--host`` needs ``--auth-tokens`` (or ``$HOOKSTREAM_AUTH_TOKENS``) or ``--jwt-issuer URL
+--jwt-audience AUD`` (OIDC bearer JWTs), as ``hookstream serve`` takes them, unless ``--no-auth`` says
+otherwise.
 """
 
 from __future__ import annotations
@@ -44,17 +46,35 @@ def _load_tool(spec: str) -> Tool:
     return made
 
 
-def _authenticator(tokens_file: str | None) -> Any:
-    from hookstream.server import TokenAuthenticator
+def _authenticator(tokens_file: str | None, jwt_issuer: str | None = None, jwt_audience: tuple[str, ...] = (),
+                   jwks_url: str | None = None) -> Any:
+    """The HTTP server's authenticator, as ``hookstream serve`` builds it from the same flags: bearer
+    tokens from a file or ``$HOOKSTREAM_AUTH_TOKENS``, and OIDC JWTs; the first that knows the caller
+    wins. ``None`` without any. Raises :class:`click.UsageError` naming the flag."""
+    from hookstream.server import JWTAuthenticator, TokenAuthenticator
 
+    chain: list[Any] = []
     try:
         if tokens_file:
-            return TokenAuthenticator.from_file(tokens_file)
+            chain.append(TokenAuthenticator.from_file(tokens_file))
         if os.environ.get(TOKENS_ENV):
-            return TokenAuthenticator.parse(os.environ[TOKENS_ENV])
+            chain.append(TokenAuthenticator.parse(os.environ[TOKENS_ENV]))
     except (OSError, ValueError) as exc:
         raise click.UsageError(f"--auth-tokens / ${TOKENS_ENV}: {exc}") from None
-    return None
+    if jwt_issuer or jwt_audience:
+        if not (jwt_issuer and jwt_audience):
+            raise click.UsageError("--jwt-issuer and --jwt-audience go together")
+        try:
+            chain.append(JWTAuthenticator(jwt_issuer, jwt_audience, jwks_url=jwks_url))
+        except (ImportError, ValueError) as exc:
+            raise click.UsageError(f"--jwt-issuer: {exc}") from None
+    if len(chain) <= 1:
+        return chain[0] if chain else None
+
+    def first(environ: Any) -> Any:
+        return next((p for p in (a(environ) for a in chain) if p is not None), None)
+
+    return first
 
 
 @click.group("mcp")
@@ -74,16 +94,20 @@ def mcp_group() -> None:
 @click.option("--port", type=int, default=8765, show_default=True, help="--http: the port (0: a free one).")
 @click.option("--auth-tokens", "tokens_file", default=None, metavar="FILE",
               help=f"--http: 'TOKEN PRINCIPAL' lines; requests need Authorization: Bearer TOKEN (or ${TOKENS_ENV}).")
+@click.option("--jwt-issuer", default=None, metavar="URL", help="--http: accept bearer JWTs from this OIDC issuer.")
+@click.option("--jwt-audience", multiple=True, metavar="AUD", help="--http: the audience the JWTs must name.")
+@click.option("--jwks-url", default=None, metavar="URL", help="--http: the issuer's JWKS (default: from discovery).")
 @click.option("--no-auth", is_flag=True, help="--http: serve a non-loopback --host without authentication.")
 def serve(tool_specs: tuple[str, ...], mcp_specs: tuple[str, ...], agent: bool, model: str | None,
-          system: str | None, http: bool, host: str, port: int, tokens_file: str | None, no_auth: bool) -> None:
+          system: str | None, http: bool, host: str, port: int, tokens_file: str | None, jwt_issuer: str | None,
+          jwt_audience: tuple[str, ...], jwks_url: str | None, no_auth: bool) -> None:
     """Serve tools (and with --agent, the agent as ask(prompt)) as an MCP server: stdio, or --http."""
     if agent and not model:
         raise click.UsageError("--agent needs --model PROVIDER:MODEL")
-    authenticate = _authenticator(tokens_file) if http else None
+    authenticate = _authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url) if http else None
     if http and authenticate is None and host not in _LOOPBACK and not no_auth:
         raise click.UsageError(f"refusing to serve on {host} without authentication: give --auth-tokens FILE "
-                               "(or --no-auth)")
+                               "or --jwt-issuer URL --jwt-audience AUD (or --no-auth)")
     from ._errors import MCPServerError
     from ._serve import build_server, serve_http, serve_stdio
     from ._server import MCPServer
