@@ -21,6 +21,14 @@
   workers) from /proc/PID/stat, before and after, over the runs. Runs per second: runs / wall time.
   RSS per concurrent run: (peak VmRSS of the tree sampled every 20 ms during the load minus the tree's
   RSS before it) / N. Nothing is pinned to CPUs.
+* The OpenAI-compatible route (issue 42): a ``--workers 1`` server like ``waitress`` gets the same
+  conversations as Chat Completions requests (``POST /v1/chat/completions``, ``"stream": true``, the user
+  ``look x``), read up to ``data: [DONE]``; its server CPU per run is compared with the AG-UI route's
+  without the event log (``waitress-nolog``: the OpenAI route logs no frames) in the same rounds.
+  ``--no-peer`` leaves pydantic-ai out (when its venv is not installed). When LiteLLM's proxy is installed
+  (benchmarks/.venvs/litellm: ``pip install 'litellm[proxy]'``), it forwards Chat Completions to the same
+  simulated provider, and both it and the OpenAI route get a one-step request (the user ``hello``: the
+  provider echoes it, no tool) in the same rounds: ``openai-echo`` against ``litellm``.
 * Rounds are interleaved: each round runs every N on every server, the servers' order rotated per round.
   One warm-up per server is not counted. Figures are medians over rounds of each round's figure.
 
@@ -56,7 +64,19 @@ SERVERS = {"waitress": "hookstream serve --workers 1 (waitress)",
            "gunicorn": "hookstream serve --workers 2 (gunicorn)",
            "peer": "pydantic-ai AGUIAdapter + uvicorn (1 worker)",
            "waitress-nolog": "hookstream serve --workers 1 --no-resume (no event log)",
-           "gunicorn-nolog": "hookstream serve --workers 2 --no-resume (no event log)"}
+           "gunicorn-nolog": "hookstream serve --workers 2 --no-resume (no event log)",
+           "openai": "hookstream serve --workers 1, POST /v1/chat/completions (OpenAI route)",
+           "openai-echo": "hookstream serve --workers 1, OpenAI route, one-step request",
+           "litellm": "LiteLLM proxy (1 worker) forwarding the one-step request"}
+LITELLM = HERE / ".venvs" / "litellm" / "bin" / "litellm"
+_LITELLM_CONFIG = """model_list:
+  - model_name: hookstream
+    litellm_params:
+      model: openai/sim
+      api_base: {base}
+      api_key: sim-key-not-secret
+"""
+OPENAI_TARGET = 1.10  # the OpenAI route's server CPU per run, at most this times the AG-UI route's
 EVENT_LOG_TARGET = 0.10  # the event log's share of server CPU per run, at most (issue 34)
 _SIM = ("import socketserver, sys; socketserver.StreamRequestHandler.disable_nagle_algorithm = True; "
         "sys.path.insert(0, sys.argv[1]); from store_kit import SimProvider; "
@@ -71,17 +91,32 @@ def _pct(xs: list[float], p: float) -> float:
 
 # -- the client process ---------------------------------------------------------------------------------------
 
+def _ended(data: str) -> str | None:
+    """The kind of end an SSE data line is (AG-UI RUN_FINISHED / RUN_ERROR, OpenAI [DONE]), else None."""
+    if data == "[DONE]":
+        return "RUN_FINISHED"
+    kind = json.loads(data).get("type", "")
+    return kind if kind in ("RUN_FINISHED", "RUN_ERROR") else None
+
+
+def _body(openai: bool, text: str) -> dict[str, Any]:
+    if openai:
+        return {"model": "hookstream", "stream": True, "messages": [{"role": "user", "content": text}]}
+    return {"threadId": f"thread-{uuid.uuid4().hex}", "runId": f"run-{uuid.uuid4().hex}",
+            "messages": [{"id": f"user-{uuid.uuid4().hex}", "role": "user", "content": text}],
+            "tools": [], "state": {}, "context": [], "forwardedProps": {}}
+
+
 def _conversation(url: str, reps: int, start: threading.Barrier, out: list[tuple[float, float]],
-                  errors: list[str]) -> None:
+                  errors: list[str], text: str = "look x") -> None:
     import requests
     import sseclient
 
     session = requests.Session()
+    openai = url.endswith("/v1/chat/completions")
     start.wait()
     for _ in range(reps):
-        body = {"threadId": f"thread-{uuid.uuid4().hex}", "runId": f"run-{uuid.uuid4().hex}",
-                "messages": [{"id": f"user-{uuid.uuid4().hex}", "role": "user", "content": "look x"}],
-                "tools": [], "state": {}, "context": [], "forwardedProps": {}}
+        body = _body(openai, text)
         t0 = time.perf_counter()
         first = last = None
         kind = ""
@@ -94,8 +129,8 @@ def _conversation(url: str, reps: int, start: threading.Barrier, out: list[tuple
                 for sse in sseclient.SSEClient(resp).events():
                     if first is None:
                         first = time.perf_counter() - t0
-                    kind = json.loads(sse.data).get("type", "")
-                    if kind in ("RUN_FINISHED", "RUN_ERROR"):
+                    kind = _ended(sse.data) or ""
+                    if kind:
                         last = time.perf_counter() - t0
                         break
         except Exception as e:  # reported, not raised: the others go on
@@ -114,7 +149,8 @@ def client_main() -> int:
         out: list[tuple[float, float]] = []
         errors: list[str] = []
         start = threading.Barrier(job["n"] + 1)
-        threads = [threading.Thread(target=_conversation, args=(job["url"], job["reps"], start, out, errors))
+        threads = [threading.Thread(target=_conversation,
+                                    args=(job["url"], job["reps"], start, out, errors, job.get("text", "look x")))
                    for _ in range(job["n"])]
         for t in threads:
             t.start()
@@ -187,6 +223,38 @@ def _start(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: 
     return proc, url.rstrip("/") + "/", err
 
 
+def _start_litellm(sim_url: str, tmp: str) -> tuple[subprocess.Popen[str], str, Any]:
+    """LiteLLM's proxy, one worker, forwarding model ``hookstream`` to the simulated provider; waits for
+    its liveliness probe (it starts in seconds, not at once)."""
+    import socket
+
+    import requests
+
+    config = Path(tmp) / "litellm.yaml"
+    config.write_text(_LITELLM_CONFIG.format(base=sim_url + "/v1"))
+    with socket.socket() as s:  # a free port (the proxy takes no port 0)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    err = tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen([str(LITELLM), "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
+                             "--num_workers", "1"], stdout=subprocess.DEVNULL, stderr=err, text=True,
+                            # No key, as the hookstream servers here: a loopback benchmark, not a deployment.
+                            env={**os.environ, "LITELLM_LOG": "ERROR",
+                                 "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"})
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if requests.get(url + "health/liveliness", timeout=5).status_code == 200:
+                return proc, url, err
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    proc.kill()
+    err.seek(0)
+    raise RuntimeError(f"the LiteLLM proxy did not start:\n{err.read()[-2000:]}")
+
+
 def _stop(proc: subprocess.Popen[str]) -> None:
     proc.terminate()
     try:
@@ -198,9 +266,9 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 # -- the benchmark --------------------------------------------------------------------------------------------
 
-def measure(ns: list[int], rounds: int) -> dict[str, dict[int, dict[str, float]]]:
+def measure(ns: list[int], rounds: int, peer: bool = True) -> dict[str, dict[int, dict[str, float]]]:
     """{server: {N: median figures}}."""
-    if not PEER_PYTHON.exists():
+    if peer and not PEER_PYTHON.exists():
         raise RuntimeError(f"{PEER_PYTHON} missing: run scripts/install-agui-peer, then "
                            f"{PEER_PYTHON} -m pip install 'pydantic-ai-slim[openai]'")
     threads = max(ns)
@@ -224,25 +292,35 @@ def measure(ns: list[int], rounds: int) -> dict[str, dict[int, dict[str, float]]
                                        TESTS, env),
                     "gunicorn-nolog": ([*base, "--workers", "2", "--threads", str(threads),
                                         "--store", f"sqlite:///{tmp}/threads-nolog.db", "--no-resume"], TESTS, env),
+                    "openai": ([*base, "--workers", "1", "--threads", str(threads)], TESTS, env),
                     "peer": ([str(PEER_PYTHON), str(HERE / "peer_agui_app.py"), sim_url], HERE, None)}
+            if not peer:
+                del cmds["peer"]
             servers: dict[str, tuple[int, str]] = {}
+            texts = {"openai-echo": "hello", "litellm": "hello"}  # a one-step request: the provider echoes it
             for name, (cmd, cwd, env_) in cmds.items():
                 p, url, e = _start(cmd, cwd, env_)
                 procs.append(p)
                 errs.append(e)
-                servers[name] = (p.pid, url)
+                servers[name] = (p.pid, url + "v1/chat/completions" if name == "openai" else url)
+            servers["openai-echo"] = servers["openai"]
+            if LITELLM.exists():
+                p, url, e = _start_litellm(sim_url, tmp)
+                procs.append(p)
+                errs.append(e)
+                servers["litellm"] = (p.pid, url + "v1/chat/completions")
             client = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--client"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             procs.append(client)
             assert client.stdin is not None and client.stdout is not None
 
-            def job(url: str, n: int, reps: int) -> dict[str, Any]:
-                client.stdin.write(json.dumps({"url": url, "n": n, "reps": reps}) + "\n")  # type: ignore[union-attr]
+            def job(url: str, n: int, reps: int, text: str = "look x") -> dict[str, Any]:
+                client.stdin.write(json.dumps({"url": url, "n": n, "reps": reps, "text": text}) + "\n")  # type: ignore[union-attr]
                 client.stdin.flush()  # type: ignore[union-attr]
                 return json.loads(client.stdout.readline())  # type: ignore[union-attr]
 
             for name, (_, url) in servers.items():  # warm-up
-                res = job(url, 4, 2)
+                res = job(url, 4, 2, texts.get(name, "look x"))
                 if res["n_errors"]:
                     raise RuntimeError(f"{name}: {res['n_errors']} runs failed in the warm-up: {res['errors']}")
             per: dict[str, dict[int, list[dict[str, float]]]] = {s: {n: [] for n in ns} for s in servers}
@@ -263,7 +341,7 @@ def measure(ns: list[int], rounds: int) -> dict[str, dict[int, dict[str, float]]
 
                         sampler = threading.Thread(target=sample, daemon=True)
                         sampler.start()
-                        res = job(url, n, reps)
+                        res = job(url, n, reps, texts.get(name, "look x"))
                         done.set()
                         sampler.join()
                         cpu1 = _cpu(pid)
@@ -293,14 +371,16 @@ def measure(ns: list[int], rounds: int) -> dict[str, dict[int, dict[str, float]]
             for s, by_n in per.items()}
 
 
-def run(quick: bool, full: bool = False, rounds: int | None = None) -> list[Row]:
+def run(quick: bool, full: bool = False, rounds: int | None = None, peer: bool = True) -> list[Row]:
     ns = [1, 16] if quick else [1, 16, 64] + ([256] if full else [])
     rounds = rounds or 3
-    res = measure(ns, rounds)
+    res = measure(ns, rounds, peer)
     top = max(ns)
     rows: list[Row] = []
     for n in ns:
         for s, label in SERVERS.items():
+            if s not in res:
+                continue
             m = res[s].get(n)
             if m is None:
                 rows.append(row("serve", f"{s}-{n}", f"{label}, {n} concurrent", "every run failed", None,
@@ -314,7 +394,23 @@ def run(quick: bool, full: bool = False, rounds: int | None = None) -> list[Row]
             if m["failed"]:
                 measured += f", {m['failed']:.0f} runs failed"
             rows.append(row("serve", f"{s}-{n}", f"{label}, {n} concurrent", measured, m["cpu_ms"], **m))
-    peer = res["peer"]
+    openai, agui = res["openai"], res["waitress-nolog"]
+    if top in openai and top in agui:
+        # The same runs over the two wire protocols, one worker each, neither logging its frames (the OpenAI
+        # route keeps no event log): what the Chat Completions framing costs against AG-UI's.
+        ratio = openai[top]["cpu_ms"] / agui[top]["cpu_ms"]
+        rows.append(row("serve", "openai-cpu-vs-agui", f"OpenAI route vs AG-UI route (--no-resume): server CPU "
+                        f"per run, {top} concurrent", f"{ratio:.2f}x ({openai[top]['cpu_ms']:.2f} vs "
+                        f"{agui[top]['cpu_ms']:.2f} ms/run)", ratio, f"<= {OPENAI_TARGET:.2f}x",
+                        ratio <= OPENAI_TARGET))
+    echo, litellm = res["openai-echo"], res.get("litellm", {})
+    if top in echo and top in litellm:
+        # The same one-step request to the same simulated provider: the agent's route against a gateway.
+        ratio = echo[top]["cpu_ms"] / litellm[top]["cpu_ms"]
+        rows.append(row("serve", "openai-cpu-vs-litellm", f"OpenAI route vs LiteLLM proxy: server CPU per "
+                        f"one-step run, {top} concurrent", f"{ratio:.2f}x ({echo[top]['cpu_ms']:.2f} vs "
+                        f"{litellm[top]['cpu_ms']:.2f} ms/run)", ratio))
+    peer_res = res.get("peer", {})
     for s in ("waitress", "gunicorn"):
         mine, bare = res[s], res[f"{s}-nolog"]
         if top in mine and top in bare:
@@ -324,12 +420,12 @@ def run(quick: bool, full: bool = False, rounds: int | None = None) -> list[Row]
                             f"{top} concurrent", f"{cost:+.1%} ({mine[top]['cpu_ms']:.2f} vs "
                             f"{bare[top]['cpu_ms']:.2f} ms/run)", cost, f"<= {EVENT_LOG_TARGET:.0%}",
                             cost <= EVENT_LOG_TARGET))
-        if top in mine and top in peer:
-            ratio = mine[top]["cpu_ms"] / peer[top]["cpu_ms"]
+        if top in mine and top in peer_res:
+            ratio = mine[top]["cpu_ms"] / peer_res[top]["cpu_ms"]
             rows.append(row("serve", f"{s}-cpu-target", f"{SERVERS[s]}: server CPU per run vs the peer, {top} "
                             "concurrent", f"{ratio:.2f}x the peer's", ratio, "<= 0.5x", ratio <= 0.5))
-        if 64 in mine and 64 in peer:
-            ratio = mine[64]["ttfe_p99"] / peer[64]["ttfe_p99"]
+        if 64 in mine and 64 in peer_res:
+            ratio = mine[64]["ttfe_p99"] / peer_res[64]["ttfe_p99"]
             rows.append(row("serve", f"{s}-ttfe-target", f"{SERVERS[s]}: p99 time to first event vs the peer, "
                             "64 concurrent", f"{ratio:.2f}x the peer's", ratio, "<= 1.0x", ratio <= 1.0))
         else:
@@ -345,8 +441,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="N in 1, 16")
     parser.add_argument("--full", action="store_true", help="also N = 256")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-peer", action="store_true", help="leave pydantic-ai's server out")
     args = parser.parse_args(argv)
-    rows = run(args.quick, args.full, args.rounds)
+    rows = run(args.quick, args.full, args.rounds, peer=not args.no_peer)
     w0 = max(len(r["what"]) for r in rows)
     w1 = max(len(r["measured"]) for r in rows)
     for r in rows:

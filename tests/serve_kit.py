@@ -24,6 +24,22 @@ def serve_demo_process(*extra: str) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start `hookstream serve --port 0 ARGS...` (a real server process) and yield its base URL (ending
+    in ``/``); stop it afterwards. ``env`` replaces the process environment."""
+    proc = subprocess.Popen([sys.executable, "-m", "hookstream", "serve", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on" in line, line + (proc.stderr.read() if proc.stderr else "")
+        yield line.split("listening on ", 1)[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def messages_after(messages: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The AG-UI conversation after a run: the input plus the assistant and tool messages of its events."""
     out = list(messages)

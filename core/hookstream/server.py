@@ -8,7 +8,10 @@ authentication, per-principal limits and an optional conversation store (:mod:`h
 :func:`parse_chat_request` reads its request (a :class:`ChatRequest`; :func:`messages_from_ui` converts
 ``UIMessage`` objects alone, :func:`resume_entries` turns the approvals it answers into ``chat(resume=...)``
 entries), :func:`to_ui_message_stream` frames events as its UI message stream (SSE bytes, sent with
-:data:`UI_MESSAGE_STREAM_HEADERS`) and :func:`ui_message_chunks` gives the same chunks as dicts.
+:data:`UI_MESSAGE_STREAM_HEADERS`) and :func:`ui_message_chunks` gives the same chunks as dicts. For
+OpenAI's APIs (``make_app`` serves them under ``/v1``, docs/openai-endpoint.md):
+:func:`parse_completion_request` and :func:`parse_responses_request` read a Chat Completions or Responses
+request, :func:`completion_chunks` turns a run's events into ``chat.completion.chunk`` objects.
 
 :class:`TokenAuthenticator` and :class:`JWTAuthenticator` (any :data:`Authenticator`) turn a request into a
 :class:`Principal`; :class:`ServerLimits` and :class:`PrincipalLimits` bound bodies, concurrent runs and run
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     )
     from ._server.auth import Authenticator, JWTAuthenticator, Principal, TokenAuthenticator
     from ._server.limits import PrincipalLimits, ServerLimits
+    from ._server.openai_compat import completion_chunks, parse_completion_request, parse_responses_request
     from ._server.trust import ApprovalSigner
     from ._server.ui_message_stream import (
         UI_MESSAGE_STREAM_HEADERS,
@@ -53,6 +57,7 @@ _SOURCES = {
                                 "messages_from_agui", "parse_run_input"),
     "hookstream._server.auth": ("Authenticator", "JWTAuthenticator", "Principal", "TokenAuthenticator"),
     "hookstream._server.limits": ("PrincipalLimits", "ServerLimits"),
+    "hookstream._server.openai_compat": ("completion_chunks", "parse_completion_request", "parse_responses_request"),
     "hookstream._server.trust": ("ApprovalSigner",),
     "hookstream._server.ui_message_stream": ("UI_MESSAGE_STREAM_HEADERS", "ChatRequest", "messages_from_ui",
                                              "parse_chat_request", "resume_entries", "to_ui_message_stream",
@@ -75,10 +80,13 @@ __all__ = [
     "StreamFactory",
     "TokenAuthenticator",
     "chat_factory",
+    "completion_chunks",
     "make_app",
     "messages_from_agui",
     "messages_from_ui",
     "parse_chat_request",
+    "parse_completion_request",
+    "parse_responses_request",
     "parse_run_input",
     "resume_entries",
     "to_ui_message_stream",

@@ -154,7 +154,7 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
             max_concurrent_runs: int, max_runs_per_minute: int, max_messages: int, max_message_bytes: int,
             max_run_seconds: float, cors_origins: tuple[str, ...], approval_secret: str | None,
             resume_seconds: float, no_resume: bool, **run_options: Any) -> None:
-    """Serve AG-UI runs over HTTP (POST a RunAgentInput) and a chat page at /."""
+    """Serve AG-UI runs over HTTP (POST a RunAgentInput), OpenAI Chat Completions at /v1, and a chat page at /."""
     authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
     if authenticate is not None and no_auth:
         raise click.UsageError("--no-auth contradicts the authentication settings given")

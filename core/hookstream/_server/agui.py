@@ -70,6 +70,7 @@ from .._stores.runlog import MemoryRunLog, RunLog
 from .._stream.provider import Provider
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
+from .openai_compat import OPENAI_PREFIX, openai_error, serve_openai
 from .resume import Recorder, parse_last_event_id, tail
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .trust import ApprovalSigner, SignedApprovals, UsedApprovals, check_ids, vet
@@ -535,6 +536,9 @@ def make_app(
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
     ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
     UI message stream (:mod:`hookstream._server.ui_message_stream`), through the same authentication, limits and store.
+    ``POST /v1/chat/completions``, ``POST /v1/responses`` and ``GET /v1/models``: the agent as an OpenAI model
+    (:mod:`hookstream._server.openai_compat`, docs/openai-endpoint.md), through the same authentication,
+    limits, trust rule and store, errors in OpenAI's shape.
     ``POST /agui/threads/{threadId}/messages`` with ``{"content": str}``: a steering message for the running
     run of that thread, from the principal that started it (``202``; ``404`` for anyone else or no run
     streaming in this process, ``409`` once the run has ended; :func:`_post_message`).
@@ -656,6 +660,12 @@ class _App:
         method = environ.get("REQUEST_METHOD", "GET")
         path = environ.get("PATH_INFO") or "/"
         cors = _cors_headers(environ, self.origins)
+        if path.startswith(OPENAI_PREFIX) and method != "OPTIONS":  # hookstream._server.openai_compat
+            try:
+                return serve_openai(self, environ, start_response, cors, _RunBody)
+            except _Refused as refused:
+                return openai_error(start_response, refused.status, refused.message, [*refused.headers, *cors],
+                                    refused.code)
         if method == "POST":
             try:
                 steer = _STEER_PATH.match(path)

@@ -125,3 +125,11 @@ def start_servers(run: CLIRun, specs: tuple[str, ...], auth: str | None = None) 
             raise click.ClickException(exc.message) from None
         tools += server.tools()
     return tools
+
+
+@hookimpl
+def hookstream_register_commands(cli: click.Group) -> None:
+    """``hookstream mcp serve``: tools and an agent offered as an MCP server (:mod:`hookstream_mcp._cli`)."""
+    from ._cli import mcp_group
+
+    cli.add_command(mcp_group)
