@@ -3,7 +3,7 @@ SIGKILL it): ``python durable_child.py SERVER_URL RUN_ID DB_URL DIR [hold]``.
 
 ``tool_a`` and ``tool_b`` append their name and :func:`hookstream_dbos.attempt` to ``DIR/tools.log``;
 with ``hold``, ``tool_b`` creates ``DIR/b-running`` (the barrier the test waits for) and then waits to
-be killed. The run's final text goes to ``DIR/answer-N.txt``.
+be killed; with ``refuse``, ``tool_b`` raises :class:`RerunRefused` when it ran before. The run's final text goes to ``DIR/answer-N.txt``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from hookstream import chat, get_model, tool
-from hookstream_dbos import Durable, attempt
+from hookstream_dbos import Durable, RerunRefused, attempt
 
 url, run_id, db, folder = sys.argv[1:5]
 hold = "hold" in sys.argv[5:]
+refuse = "refuse" in sys.argv[5:]
 out = Path(folder)
 
 
@@ -36,6 +37,8 @@ def tool_a(n: int) -> str:
 def tool_b(n: int) -> str:
     """Second tool."""
     _log("tool_b")
+    if refuse and attempt() > 1:
+        raise RerunRefused("tool_b may already have run before the crash; check before trying again")
     if hold:
         (out / "b-running").touch()
         time.sleep(600)  # killed here
