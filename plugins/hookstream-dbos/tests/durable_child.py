@@ -3,7 +3,8 @@ SIGKILL it): ``python durable_child.py SERVER_URL RUN_ID DB_URL DIR [hold]``.
 
 ``tool_a`` and ``tool_b`` append their name and :func:`hookstream_dbos.attempt` to ``DIR/tools.log``;
 with ``hold``, ``tool_b`` creates ``DIR/b-running`` (the barrier the test waits for) and then waits to
-be killed; with ``refuse``, ``tool_b`` raises :class:`RerunRefused` when it ran before. The run's final text goes to ``DIR/answer-N.txt``.
+be killed; with ``refuse``, ``tool_b`` raises :class:`RerunRefused` when it ran before. The run's
+final text goes to ``DIR/answer-N.txt``.
 """
 
 from __future__ import annotations

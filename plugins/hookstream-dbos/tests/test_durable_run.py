@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import durable_kit
 import pytest
 from hookstream import chat, get_model, tool
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
-
 from hookstream_dbos import Durable, RerunRefused, attempt
 
 HERE = Path(__file__).resolve().parent
@@ -152,9 +152,9 @@ def test_a_tool_refuses_to_run_again_after_a_crash(tmp_path: Path) -> None:
 # -- in process ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def session_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return f"sqlite:///{tmp_path_factory.mktemp('durable') / 'durable.sqlite'}"
+@pytest.fixture
+def session_db() -> str:
+    return durable_kit.session_url()
 
 
 RAN: list[str] = []

@@ -7,7 +7,6 @@ neither DBOS nor the plugin itself.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 from hookstream.plugin import RunPluginRegistrar, hookimpl
@@ -51,10 +50,16 @@ def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun)
 
             raise click.UsageError("--durable-db needs --durable ID")
         return
+    import click
+
+    from .cli import argv_of
     from .durable import Durable
 
-    # The command line is kept with the run, so `hookstream runs resume ID` can run it again.
-    plugin = Durable(run_id, options.get("durable_db"), {"argv": list(sys.argv[1:])})
+    # The command line is kept with the run (rebuilt from the parsed options: no secret), so
+    # `hookstream runs resume ID` can run it again.
+    ctx = click.get_current_context(silent=True)
+    meta = {"argv": [command, *argv_of(ctx.command, options)]} if ctx is not None else {}
+    plugin = Durable(run_id, options.get("durable_db"), meta)
     run.settings = run.settings.evolve(plugins=(*run.settings.plugins, plugin))
 
 
