@@ -194,6 +194,8 @@ class Bridge:
     preload: list[tuple[str, Any]]
     items: queue.Queue[Any] = attrs.Factory(queue.Queue)
     started: threading.Event = attrs.Factory(threading.Event)
+    handle: Any = None
+    """The DBOS workflow handle (of ``start_workflow``: waits on the execution itself, no polling)."""
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -325,7 +327,8 @@ class Journal:
         try:
             if answered:
                 bridge.items.put(_Finish(summary))
-                DBOS.retrieve_workflow(self.run_id).get_result()  # SUCCESS is on disk before the run ends
+                handle = bridge.handle or DBOS.retrieve_workflow(self.run_id)
+                handle.get_result()  # SUCCESS is on disk before the run ends
             else:
                 DBOS.cancel_workflow(self.run_id)
                 bridge.items.put(_DETACH)
@@ -360,10 +363,10 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None) -> Journ
     try:
         if state is None:
             with SetWorkflowID(run_id):
-                DBOS.start_workflow(durable_run, meta)
+                bridge.handle = DBOS.start_workflow(durable_run, meta)
         else:
             assert _queue is not None
-            DBOS.resume_workflow(run_id, queue_name=_queue.name)
+            bridge.handle = DBOS.resume_workflow(run_id, queue_name=_queue.name)
     except BaseException:
         _release(bridge)
         raise
