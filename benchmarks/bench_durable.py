@@ -69,7 +69,8 @@ def _measure(db: str, rounds: int) -> dict[str, Any]:
             times[kind].append(one(kind, n))
     med = {kind: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t)) for kind, t in times.items()}
     (pw, pc), (dw, dc) = med["plain"], med["durable"]
-    return {"db": db.split(":", 1)[0], "rounds": rounds, "plain_ms": round(pw * 1e3, 2), "durable_ms": round(dw * 1e3, 2),
+    return {"db": db.split(":", 1)[0], "rounds": rounds,
+            "plain_ms": round(pw * 1e3, 2), "durable_ms": round(dw * 1e3, 2),
             "plain_cpu_ms": round(pc * 1e3, 2), "durable_cpu_ms": round(dc * 1e3, 2),
             "per_step_ms": round((dw - pw) * 1e3 / STEPS, 2), "per_step_cpu_ms": round((dc - pc) * 1e3 / STEPS, 2)}
 
@@ -109,7 +110,8 @@ def main() -> None:
         shutil.rmtree(pg, ignore_errors=True)
     shutil.rmtree(folder, ignore_errors=True)
     for r in results:
-        print(f"{r['db']:<11} plain {r['plain_ms']:8.2f} ms ({r['plain_cpu_ms']:.2f} CPU)  durable {r['durable_ms']:8.2f} ms "
+        print(f"{r['db']:<11} plain {r['plain_ms']:8.2f} ms ({r['plain_cpu_ms']:.2f} CPU)  "
+              f"durable {r['durable_ms']:8.2f} ms "
               f"({r['durable_cpu_ms']:.2f} CPU)  per journaled step {r['per_step_ms']:.2f} ms "
               f"({r['per_step_cpu_ms']:.2f} CPU)  [{r['rounds']} rounds, medians]")
     if args.json:

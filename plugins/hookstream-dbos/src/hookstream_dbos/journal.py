@@ -72,6 +72,8 @@ class DurableError(HookstreamError):
 class DurableStoreError(DurableError):
     """The DBOS system database cannot be used as asked (another URL is already in use in this process)."""
 
+    code = "durable_store_error"
+
 
 class RunBusyError(DurableError):
     """The run id is already open in another run of this process."""
