@@ -149,7 +149,7 @@ def ensure_dbos(url: str | None = None) -> str:
                                         f"it cannot also use {redact_url(url)}")
             return _launched_url
         if wanted.startswith("sqlite:///"):
-            Path(wanted.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _wal(Path(wanted.removeprefix("sqlite:///")).expanduser())
         executor = f"hookstream-{uuid.uuid4().hex[:16]}"
         config: DBOSConfig = {"name": APP_NAME, "system_database_url": wanted, "executor_id": executor,
                               "application_version": APP_VERSION, "log_level": "WARNING"}
@@ -163,6 +163,20 @@ def ensure_dbos(url: str | None = None) -> str:
         _queue = DBOS.register_queue(name, polling_interval_sec=0.1)
         _launched_url = wanted
         return wanted
+
+
+def _wal(path: Path) -> None:
+    """Create ``path``'s directory and put the file in WAL mode (a property of the file, kept by every later
+    connection, DBOS's too): each step commits with one append instead of a rollback journal's writes and
+    fsyncs, and ``hookstream runs list`` reads while a run writes."""
+    import sqlite3
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
 
 
 # -- the workflow ------------------------------------------------------------------------------------
