@@ -40,3 +40,4 @@ def tool_b(n: int) -> str:
     """Second tool."""
     CALLS.append("tool_b")
     return f"b{n}"
+

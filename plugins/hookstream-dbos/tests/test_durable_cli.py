@@ -77,3 +77,45 @@ def test_runs_errors_are_plain(session_db: str, tmp_path: Path) -> None:
     assert nothing.exit_code == 1 and "no durable run" in nothing.output
     bad = run_cli(["chat", "hi", "--model", "test", "--durable-db", session_db])
     assert bad.exit_code == 2 and "--durable-db needs --durable" in bad.output
+
+
+def test_sigkill_of_chat_durable_then_runs_resume_does_nothing_twice(tmp_path: Path) -> None:
+    """The command line in processes of its own: `hookstream chat --durable` killed while tool_b runs,
+    then `hookstream runs resume` (the same command again)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent), "DURABLE_KIT_DIR": str(tmp_path),
+           "OPENAI_API_KEY": "test-key", "DBOS_SYSTEM_DATABASE_URL": db}
+    hookstream = [sys.executable, "-m", "hookstream"]
+    tools = ["--tool", "durable_logged:tool_a", "--tool", "durable_logged:tool_b"]
+    with _server() as server:
+        args = [*hookstream, "chat", PROMPT, "--model", "openai:gpt-4o-mini", "--base-url", server.url + "/v1",
+                *tools, "--durable", "cli-kill"]
+        proc = subprocess.Popen(args, env={**env, "DURABLE_KIT_HOLD": "1"}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        barrier = tmp_path / "b-running"
+        for _ in range(2400):
+            if barrier.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert barrier.exists(), "".join(proc.communicate())[-3000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        assert len(server.requests) == 2
+
+        listed = subprocess.run([*hookstream, "runs", "list"], env=env, capture_output=True, text=True, timeout=120)
+        assert "cli-kill" in listed.stdout and "interrupted" in listed.stdout, listed.stdout + listed.stderr
+
+        for _ in range(2):  # resumed, then finished: the second sends and runs nothing
+            done = subprocess.run([*hookstream, "runs", "resume", "cli-kill"], env=env, capture_output=True,
+                                  text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert ANSWER in done.stdout
+            assert len(server.requests) == 3
+            log = (tmp_path / "tools.log").read_text("utf-8").splitlines()
+            assert log == ["tool_a 1", "tool_b 1", "tool_b 2"]

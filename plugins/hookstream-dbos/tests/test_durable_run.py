@@ -24,7 +24,7 @@ from typing import Any
 
 import durable_kit
 import pytest
-from hookstream import chat, get_model, tool
+from hookstream import LoopSettings, chat, get_model, tool
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
 from hookstream_dbos import Durable, RerunRefused, attempt
@@ -258,3 +258,39 @@ def test_a_refusing_tool_on_its_first_run_runs(session_db: str) -> None:
         result = chat(_model(server), "Pay 5.", tools=[pay], plugins=[Durable("pay-first", session_db)]).result()
         assert result.text == "Paid."
         assert json.loads(server.requests[1].body)["messages"][-1]["content"] == "paid 5"
+
+
+def test_a_run_that_ended_with_an_error_resumes_where_it_stopped(session_db: str) -> None:
+    """The second model call fails (HTTP 500, no retries): the run ends with RUN_ERROR and stays resumable;
+    the same id against a server that now answers sends only what is missing."""
+    RAN.clear()
+    bodies = scripted_bodies()
+    failing = [Response(pieces=bodies[0]),
+               Response(body=b'{"error": {"message": "down", "type": "server_error"}}', status=500,
+                        content_type="application/json")]
+    with LoopbackServer(failing) as server:
+        model = get_model("openai:gpt-4o-mini", base_url=server.url + "/v1", api_key="test-key")
+        result = chat(model, "Run a then b.", tools=[tool_a, tool_b], plugins=[Durable("stopped-1", session_db)],
+                      loop=LoopSettings(max_retries=0)).result()
+        assert result.outcome == "error" and RAN == ["tool_a 1"]
+    with LoopbackServer([Response(pieces=bodies[1]), Response(pieces=bodies[2])]) as server:
+        result = chat(_model(server), "Run a then b.", tools=[tool_a, tool_b],
+                      plugins=[Durable("stopped-1", session_db)]).result()
+        assert result.outcome == "success" and result.text == ANSWER, result.error
+        assert len(server.requests) == 2  # the first model call came from the journal
+        assert RAN == ["tool_a 1", "tool_b 1"]  # tool_a did not run again
+
+
+def test_one_id_in_two_runs_at_once_is_refused(session_db: str) -> None:
+    gate = threading.Event()
+    answer = final_stream("openai", text="Held.").events
+    with LoopbackServer([Response(writer=_gated(answer, gate))]) as server:
+        first = chat(_model(server), "Hold.", plugins=[Durable("busy-1", session_db)])
+        events = iter(first)
+        next(events)  # RUN_STARTED: the id is open
+        second = chat(_model(server), "Hold.", plugins=[Durable("busy-1", session_db)]).result()
+        assert second.outcome == "error" and "already running" in str(second.error)
+        gate.set()
+        for _ in events:
+            pass
+        assert first.result().text == "Held."

@@ -55,10 +55,11 @@ def attempt() -> int:
 
 
 def request_key(call: ModelCallContext) -> str:
-    """The SHA-256 hex digest of the canonical JSON of ``{"provider", "url", "body"}`` of ``call``'s
-    request (the URL without its query string; never a header, so never an API key)."""
+    """The SHA-256 hex digest of the canonical JSON of ``{"provider", "path", "body"}`` of ``call``'s
+    request: the URL's path only (a resumed run may reach the provider through another host or port; the
+    query string may hold a key) and never a header, so never an API key."""
     http = call.http_request()
-    canonical = json.dumps({"provider": call.provider.name, "url": http.redacted_url(), "body": http.json},
+    canonical = json.dumps({"provider": call.provider.name, "path": urlsplit(http.url).path, "body": http.json},
                            sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
