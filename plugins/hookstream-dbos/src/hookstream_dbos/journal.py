@@ -117,16 +117,18 @@ def redact_url(url: str) -> str:
         return "<database URL>"
 
 
+_cancelled: set[str] = set()
+"""Run ids this process cancelled on purpose (a run that ended without an answer stays resumable so)."""
+
+
 class _QuietCancel(logging.Filter):
-    """DBOS logs a cancelled workflow at WARNING and ERROR; a durable run ending without an answer is
-    cancelled on purpose (to stay resumable), so those records say nothing wrong."""
+    """DBOS logs a cancelled workflow at WARNING and ERROR; for the runs in :data:`_cancelled` those
+    records say nothing wrong. Other workflows' records (a program's own DBOS workflows) pass."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if "was cancelled" in text:
-            return False
         exc = record.exc_info[1] if record.exc_info else None
-        return not (exc is not None and type(exc).__name__ == "DBOSAwaitedWorkflowCancelledError")
+        text = f"{record.getMessage()} {exc or ''}"
+        return not ("cancelled" in text and any(f"{run_id} " in text for run_id in tuple(_cancelled)))
 
 
 _lock = threading.Lock()
@@ -268,10 +270,15 @@ def _wait_for_bridge(run_id: str) -> Bridge | None:
         return _bridges.get(run_id)
 
 
+def _cancel(run_id: str) -> None:
+    _cancelled.add(run_id)
+    DBOS.cancel_workflow(run_id)
+
+
 def _cancel_outside(run_id: str) -> None:
     """Cancel the workflow from a fresh thread: called inside the workflow, DBOS would journal the
     cancel as one of the run's steps."""
-    t = threading.Thread(target=DBOS.cancel_workflow, args=(run_id,), name="hookstream-durable-cancel")
+    t = threading.Thread(target=_cancel, args=(run_id,), name="hookstream-durable-cancel")
     t.start()
     t.join()
 
@@ -346,7 +353,7 @@ class Journal:
                 handle = bridge.handle or DBOS.retrieve_workflow(self.run_id)
                 handle.get_result()  # SUCCESS is on disk before the run ends
             else:
-                DBOS.cancel_workflow(self.run_id)
+                _cancel(self.run_id)
                 bridge.items.put(_DETACH)
         finally:
             _release(bridge)
@@ -371,6 +378,7 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None) -> Journ
         raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
     steps = _recorded_steps(run_id) if state is not None else []
     bridge = Bridge(run_id, steps)
+    _cancelled.discard(run_id)
     with _bridges_changed:
         if run_id in _bridges:
             raise RunBusyError(f"durable run {run_id!r} is already running in this process")
