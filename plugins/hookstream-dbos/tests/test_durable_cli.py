@@ -119,3 +119,15 @@ def test_sigkill_of_chat_durable_then_runs_resume_does_nothing_twice(tmp_path: P
             assert len(server.requests) == 3
             log = (tmp_path / "tools.log").read_text("utf-8").splitlines()
             assert log == ["tool_a 1", "tool_b 1", "tool_b 2"]
+
+
+def test_installed_but_unused_the_plugin_adds_no_run_hook() -> None:
+    """A run that does not ask for `durable` pays nothing: the entry point implements no run hook (and
+    importing it imports no DBOS)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from hookstream import get_registry; reg = get_registry(); info = reg.plugins['durable'];"
+            "print(bool(info.run_hooks), 'dbos' in sys.modules, callable(reg.run_plugin('durable')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "False", "True"], done.stdout + done.stderr
