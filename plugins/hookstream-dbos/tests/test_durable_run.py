@@ -215,14 +215,17 @@ def test_another_prompt_under_a_finished_id_is_refused(session_db: str) -> None:
         assert len(server.requests) == 3
 
 
-def _gated(events: list[bytes], gate: threading.Event) -> Callable[[Any, Any], None]:
-    """A response writer that sends the first event, then waits for ``gate`` before the rest."""
+def _gated(events: list[bytes], gate: threading.Event, opened: list[bool] | None = None) -> Callable[[Any, Any], None]:
+    """A response writer that sends the first two events, then waits for ``gate`` before the rest
+    (``opened`` gets whether the gate opened while the body was held, rather than after 30 s)."""
     def write(wfile: Any, _sock: Any) -> None:
         for i, piece in enumerate(events):
             wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
             wfile.flush()
             if i == 1:
-                gate.wait(30)
+                held = gate.wait(30)
+                if opened is not None:
+                    opened.append(held)
         wfile.write(b"0\r\n\r\n")
         wfile.flush()
     return write
@@ -231,7 +234,8 @@ def _gated(events: list[bytes], gate: threading.Event) -> Callable[[Any, Any], N
 def test_a_durable_run_streams_events_as_they_arrive(session_db: str) -> None:
     gate = threading.Event()
     answer = final_stream("openai", text="Streamed answer.").events
-    with LoopbackServer([Response(writer=_gated(answer, gate))]) as server:
+    opened: list[bool] = []
+    with LoopbackServer([Response(writer=_gated(answer, gate, opened))]) as server:
         stream = chat(_model(server), "Say it.", plugins=[Durable("streaming", session_db)])
         seen = []
         for ev in stream:
@@ -240,7 +244,7 @@ def test_a_durable_run_streams_events_as_they_arrive(session_db: str) -> None:
                 # The server holds the rest of the body until this event reached the consumer.
                 gate.set()
         assert stream.result().text == "Streamed answer."
-        assert gate.is_set()
+        assert opened == [True]  # the text reached the consumer while the rest of the body was held
 
 
 def test_a_refusing_tool_on_its_first_run_runs(session_db: str) -> None:
