@@ -156,7 +156,7 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
                                    "bedrock": "hookstream-bedrock", "ollama": "hookstream-ollama",
                                    "cache": "hookstream-cache", "guardrails": "hookstream-guardrails",
                                    "compaction": "hookstream-compaction",
-                                   "tool-search": "hookstream-toolsearch"}
+                                   "tool-search": "hookstream-toolsearch", "durable": "hookstream-dbos"}
         assert set(PLUGINS) <= set(dists_by_plugin.values())
         _chat_each_new_provider_on_loopback(core_venv, tmp_path)
     finally:

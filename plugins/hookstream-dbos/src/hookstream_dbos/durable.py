@@ -1,0 +1,225 @@
+"""The ``durable`` run plugin: :class:`Durable` makes a run a DBOS workflow identified by its id.
+
+What is exactly once and what is at least once (``docs/durable.md``):
+
+* a **model call that completed** (its events ended with ``RUN_FINISHED`` and its raw body replays to
+  ``RUN_FINISHED`` through the adapter, as the response cache requires) is journaled as a DBOS step
+  before the engine goes on; run again under the same id, it is not sent: the stored raw body is parsed
+  by the same adapter (``ModelCallContext.parse_body``), so the run gets the same events, text, tool
+  calls and usage (the ids the adapter makes up, such as message ids, are new);
+* a **tool call that completed** (any result, an error result too) is journaled with its result; run
+  again, the tool does not run and the stored result is used;
+* the **call in flight** when the process died (sent but not journaled) runs again: at least once. A
+  tool that must not run twice reads :func:`attempt` (``2`` when its start, but not its result, was
+  journaled) and raises :class:`~hookstream_dbos.RerunRefused` instead;
+* a **finished** id (its run ended with an answer) replays every step: nothing is sent, no tool runs.
+
+A resumed run must ask for the same things in the same places (the same prompt, tools and model): a
+model call whose request differs from the journaled one ends the run with ``RUN_ERROR``
+``durable_diverged`` instead of mixing two conversations.
+
+Thread safety: a :class:`Durable` names one run; its per-run values live in ``RunContext.state``, so the
+object may be built once and passed to one run at a time. Tool-call hooks of one step run at once and
+journal through the thread-safe :class:`~hookstream_dbos.journal.Journal`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import time
+from collections.abc import Generator, Iterable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+from hookstream.events import BaseEvent, RunError, RunFinished
+from hookstream.plugin import ModelCallContext, RunContext, ToolCallContext, hookimpl
+
+from .journal import Journal, RunDivergedError, open_run
+
+__all__ = ["Durable", "attempt", "request_key"]
+
+STATE = "hookstream_dbos"
+"""The key of this plugin's values in ``RunContext.state`` and ``ModelCallContext.state``."""
+
+_attempt: contextvars.ContextVar[int] = contextvars.ContextVar("hookstream_dbos_attempt", default=1)
+
+
+def attempt() -> int:
+    """Inside a tool of a durable run: ``1`` on the call's first run, ``2`` when the call was started
+    before (its start is journaled, its result is not: the process died while it ran). Outside a durable
+    run: ``1``."""
+    return _attempt.get()
+
+
+def request_key(call: ModelCallContext) -> str:
+    """The SHA-256 hex digest of the canonical JSON of ``{"provider", "path", "body"}`` of ``call``'s
+    request: the URL's path only (a resumed run may reach the provider through another host or port; the
+    query string may hold a key) and never a header, so never an API key."""
+    http = call.http_request()
+    canonical = json.dumps({"provider": call.provider.name, "path": urlsplit(http.url).path, "body": http.json},
+                           sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _last_user_text(run: RunContext) -> str:
+    for message in reversed(run.messages):
+        if message.role == "user":
+            return "".join(getattr(p, "text", "") for p in message.parts)[:200]
+    return ""
+
+
+@attrs.define(slots=True, eq=False)
+class _Pending:
+    """A live model call on its way to the journal: its entry once the body was tapped and replays well,
+    and whether the call's own events ended with ``RUN_FINISHED``."""
+
+    name: str
+    key: str
+    entry: dict[str, Any] | None = None
+    finished: bool = False
+    written: bool = False
+
+
+@attrs.define(slots=True, eq=False)
+class Durable:
+    """Run ``chat(...)`` as the DBOS workflow ``id`` (any string; the same id after a crash resumes the
+    run, the id of a finished run returns its recorded answer without calling anything, another id is a
+    new run). ``db`` is the DBOS system database URL (default ``$DBOS_SYSTEM_DATABASE_URL``, else SQLite
+    in the user data directory; one per process). ``meta`` is kept with the run (the CLI keeps its
+    command line there, for ``hookstream runs resume``).
+
+    Use it as ``chat(model, prompt, tools=..., plugins=[Durable("order-42")])``,
+    ``plugins=[("durable", {"id": "order-42"})]`` or ``hookstream chat PROMPT --durable order-42``.
+    A run whose id cannot be opened ends with ``RUN_ERROR`` ``plugin_error`` (the id is running in this
+    process, or its workflow failed).
+    """
+
+    id: str = attrs.field(validator=attrs.validators.min_len(1))
+    db: str | None = None
+    meta: dict[str, Any] = attrs.Factory(dict)
+
+    # -- the run ------------------------------------------------------------------------------------------
+    @hookimpl
+    def hookstream_run_start(self, run: RunContext) -> None:
+        meta = {"model": f"{run.provider}:{run.model}", "prompt": _last_user_text(run), "started": time.time(),
+                **self.meta}
+        run.state[STATE] = open_run(self.id, meta, self.db)
+
+    @hookimpl
+    def hookstream_run_end(self, run: RunContext, result: Any) -> None:
+        journal = run.state.pop(STATE, None)
+        if isinstance(journal, Journal):
+            summary = {"outcome": result.outcome, "text": result.text, "steps": len(result.steps),
+                       "total_tokens": result.usage.total_tokens}
+            journal.end(result.outcome == "success", summary)
+
+    # -- model calls ----------------------------------------------------------------------------------------
+    @hookimpl(tryfirst=True)
+    def hookstream_model_call(self, call: ModelCallContext) -> Iterable[BaseEvent] | None:
+        """A journaled call: its body through the call's adapter. A new one: ``None`` (it is sent)."""
+        journal = call.run.state.get(STATE)
+        if not isinstance(journal, Journal):
+            return None
+        name = f"model_call:{call.step}"
+        journal.step = call.step  # the tool calls that follow are this step's
+        key = request_key(call)
+        found, entry = journal.get(name)
+        if found:
+            if entry.get("key") != key:
+                return [RunError(f"durable run {journal.run_id!r}: the request of step {call.step} differs "
+                                 "from the journaled one (the prompt, tools or model changed); use another id",
+                                 code=RunDivergedError.code)]
+            return call.parse_body(entry["body"])
+        if journal.finished:
+            return [RunError(f"durable run {journal.run_id!r} has finished; its journal holds no step "
+                             f"{call.step}", code=RunDivergedError.code)]
+        call.state[STATE] = _Pending(name, key)
+        return None
+
+    @hookimpl(wrapper=True, specname="hookstream_model_call")
+    def watch_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent], Iterable[BaseEvent]]:
+        """Tap a new call's raw body; journal it once the body and the events both ended well."""
+        call.on_body.append(lambda body: self._tapped(call, body))
+        events = yield
+        pending = call.state.get(STATE)
+        if not isinstance(pending, _Pending):
+            return events
+        return self._watch(call, pending, events)
+
+    def _watch(self, call: ModelCallContext, pending: _Pending, events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
+        for ev in events:
+            if type(ev) is RunFinished:
+                pending.finished = True
+                self._write(call, pending)  # before the engine reads RUN_FINISHED and runs the tools
+            elif isinstance(ev, RunError):
+                pending.finished = False
+            yield ev
+
+    def _tapped(self, call: ModelCallContext, body: bytes) -> None:
+        pending = call.state.get(STATE)
+        if not isinstance(pending, _Pending) or pending.written or not _replays_to_finish(call, body):
+            return
+        http = call.http_request()
+        pending.entry = {
+            "key": pending.key, "body": body, "media_type": call.provider.framing.media_type,
+            "provider": call.provider.name, "model": call.request.model,
+            "base_path": urlsplit(call.provider.base_url).path.rstrip("/"),
+            "request": {"method": http.method, "url": http.redacted_url(), "path": urlsplit(http.url).path,
+                        "json": http.json},
+        }
+        self._write(call, pending)
+
+    def _write(self, call: ModelCallContext, pending: _Pending) -> None:
+        if pending.written or not pending.finished or pending.entry is None:
+            return
+        journal = call.run.state.get(STATE)
+        if isinstance(journal, Journal):
+            pending.written = True
+            journal.write(pending.name, pending.entry)
+
+    # -- tool calls -----------------------------------------------------------------------------------------
+    @hookimpl(tryfirst=True)
+    def hookstream_tool_call(self, call: ToolCallContext) -> Any:
+        """A journaled result: returned, the tool does not run. A new call: its start is journaled (so a
+        crash while it runs is known on resume: :func:`attempt`) and ``None`` lets it run."""
+        journal = call.run.state.get(STATE) if call.run is not None else None
+        if not isinstance(journal, Journal):
+            return None
+        # Keyed by step too: a provider may reuse a call id in a later step.
+        where = f"{journal.step}:{call.call_id}"
+        found, part = journal.get(f"tool_call:{where}")
+        if found:
+            return part
+        started, _ = journal.get(f"tool_started:{where}")
+        if started:
+            _attempt.set(2)
+        else:
+            journal.write(f"tool_started:{where}", {"name": call.name})
+        call.state[STATE] = where
+        return None
+
+    @hookimpl(wrapper=True, specname="hookstream_tool_call")
+    def watch_tool_call(self, call: ToolCallContext) -> Generator[None, Any, Any]:
+        """Journal a new call's result (whatever it is) before the engine sees it."""
+        result = yield
+        where = call.state.get(STATE)
+        journal = call.run.state.get(STATE) if call.run is not None else None
+        if isinstance(where, str) and isinstance(journal, Journal) and result is not None:
+            journal.write(f"tool_call:{where}", result)
+        return result
+
+
+def _replays_to_finish(call: ModelCallContext, body: bytes) -> bool:
+    """Whether ``body`` through the call's adapter ends with ``RUN_FINISHED`` (``parse_body`` points
+    ``call.model_call`` at its own replay; the live call is put back, for the engine reads its outcome)."""
+    live = call.model_call
+    try:
+        last: Any = None
+        for last in call.parse_body(body):  # noqa: B007 (only the last event matters)
+            pass
+        return type(last) is RunFinished
+    finally:
+        call.model_call = live

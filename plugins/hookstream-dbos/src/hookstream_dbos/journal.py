@@ -1,0 +1,397 @@
+"""The journal of a durable run on DBOS Transact: one DBOS workflow per run id, one DBOS step per
+completed model call and tool call.
+
+The hookstream engine drives a run on the thread that iterates it (the consumer's), and DBOS steps can
+only be taken inside a workflow function. So each open run has a :class:`Bridge`: its workflow function
+(``hookstream.durable_run``, started on DBOS's own threads with the run id as workflow id) takes the
+steps the run's hooks hand it, in the order they complete, through an in-process queue; the hooks wait for
+DBOS to have written each step before the engine goes on. A step's function returns its payload as it
+is, so DBOS stores exactly what the run computed. Re-executing the workflow (a resumed run) first replays
+every recorded step in its recorded order, which DBOS answers from its system database without running
+anything, then takes the new ones.
+
+State of a run id, as DBOS keeps it:
+
+* no workflow: a new run;
+* ``PENDING`` (the process died mid-run), ``ENQUEUED`` or ``CANCELLED`` (the run ended without an
+  answer: an error, a cancel, an interrupt, or the consumer stopped reading): resumable, its steps replay;
+* ``SUCCESS``: finished, its steps replay and nothing is sent or run;
+* ``ERROR``: the workflow itself failed (never from this plugin's own runs): refused.
+
+Each process uses its own DBOS executor id and its own DBOS queue for resumes, so a process never picks
+up a workflow whose run (its tools, its consumer) lives in another one: a crashed run is resumed by running
+it again (``chat(..., plugins=[Durable(ID)])``, ``hookstream runs resume ID``), not in the background.
+
+Thread safety: :func:`open_run` and the :class:`Journal` it returns may be used from any thread (tool
+calls of one step write their steps at once); a run id is open in one run of a process at a time
+(:class:`RunBusyError` otherwise).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
+from hookstream.errors import HookstreamError
+
+__all__ = ["DurableError", "DurableStoreError", "Journal", "RerunRefused", "RunBusyError", "RunDivergedError",
+           "default_url", "ensure_dbos", "open_run", "redact_url"]
+
+log = logging.getLogger("hookstream_dbos")
+
+WORKFLOW_NAME = "hookstream.durable_run"
+"""The DBOS workflow name of every durable run (``hookstream runs list`` lists these)."""
+APP_NAME = "hookstream-durable"
+APP_VERSION = "hookstream-durable-1"
+"""Fixed, so a run started by one version of a program resumes in the next (DBOS would otherwise hash
+the registered workflow functions, and a changed one would refuse the old runs)."""
+ENV_URL = "DBOS_SYSTEM_DATABASE_URL"
+DB_FILE = "durable.sqlite"
+START_TIMEOUT = 120.0
+"""Seconds a run waits for DBOS to start (or resume) its workflow before its first new step fails."""
+POLL = 0.5
+"""Seconds between the workflow's checks that the process is still running (so it never holds exit)."""
+
+RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
+
+
+class DurableError(HookstreamError):
+    """A durable run cannot go on (its store, its state); ``RUN_ERROR`` ``durable_error``."""
+
+    code = "durable_error"
+
+
+class DurableStoreError(DurableError):
+    """The DBOS system database cannot be used as asked (another URL is already in use in this process)."""
+
+    code = "durable_store_error"
+
+
+class RunBusyError(DurableError):
+    """The run id is already open in another run of this process."""
+
+    code = "durable_busy"
+
+
+class RunDivergedError(DurableError):
+    """A resumed run asked for something its journal does not hold in that place: the prompt, the tools or
+    the model changed since the run was started under this id."""
+
+    code = "durable_diverged"
+
+
+class RerunRefused(DurableError):
+    """Raised by a tool that must not run twice when :func:`hookstream_dbos.attempt` says it was already
+    started once (in flight when the process died): the call's result is this error, journaled like any
+    result, so the model is told and the tool never runs again under this run id."""
+
+    code = "durable_rerun_refused"
+
+
+def default_url() -> str:
+    """``$DBOS_SYSTEM_DATABASE_URL``, else SQLite in the user data directory
+    (``sqlite:///~/.local/share/hookstream/durable.sqlite`` on Linux, platformdirs' ``user_data_dir``)."""
+    env = os.environ.get(ENV_URL)
+    if env:
+        return env
+    import platformdirs
+
+    return f"sqlite:///{Path(platformdirs.user_data_dir('hookstream', appauthor=False)) / DB_FILE}"
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and logs)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a database URL at all: say nothing of it
+        return "<database URL>"
+
+
+_cancelled: set[str] = set()
+"""Run ids this process cancelled on purpose (a run that ended without an answer stays resumable so)."""
+
+
+class _QuietCancel(logging.Filter):
+    """DBOS logs a cancelled workflow at WARNING and ERROR; for the runs in :data:`_cancelled` those
+    records say nothing wrong. Other workflows' records (a program's own DBOS workflows) pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        text = f"{record.getMessage()} {exc or ''}"
+        return not ("cancelled" in text and any(f"{run_id} " in text for run_id in tuple(_cancelled)))
+
+
+_lock = threading.Lock()
+_launched_url: str | None = None
+_queue: Queue | None = None
+_bridges: dict[str, Bridge] = {}
+_bridges_changed = threading.Condition(_lock)
+
+
+def ensure_dbos(url: str | None = None) -> str:
+    """Configure and launch DBOS for this process on ``url`` (default :func:`default_url`) once; returns
+    the URL in use. SQLite's parent directory is created. Raises :class:`DurableStoreError` when this
+    process already uses another URL (DBOS has one system database per process)."""
+    global _launched_url, _queue
+    wanted = url or default_url()
+    with _lock:
+        if _launched_url is not None:
+            if url is not None and url != _launched_url:
+                raise DurableStoreError(f"this process keeps durable runs in {redact_url(_launched_url)}; "
+                                        f"it cannot also use {redact_url(url)}")
+            return _launched_url
+        if wanted.startswith("sqlite:///"):
+            _wal(Path(wanted.removeprefix("sqlite:///")).expanduser())
+        executor = f"hookstream-{uuid.uuid4().hex[:16]}"
+        config: DBOSConfig = {"name": APP_NAME, "system_database_url": wanted, "executor_id": executor,
+                              "application_version": APP_VERSION, "log_level": "WARNING"}
+        logging.getLogger("dbos").addFilter(_QuietCancel())
+        DBOS(config=config)
+        # Only this process listens to its queue, so only it resumes the runs it asks to resume (their
+        # tools and their consumer live here).
+        name = f"hookstream-durable-{executor}"
+        DBOS.listen_queues([name])
+        DBOS.launch()
+        _queue = DBOS.register_queue(name, polling_interval_sec=0.1)
+        _launched_url = wanted
+        return wanted
+
+
+def _wal(path: Path) -> None:
+    """Create ``path``'s directory and put the file in WAL mode (a property of the file, kept by every later
+    connection, DBOS's too): each step commits with one append instead of a rollback journal's writes and
+    fsyncs, and ``hookstream runs list`` reads while a run writes."""
+    import sqlite3
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+
+
+# -- the workflow ------------------------------------------------------------------------------------
+
+
+def _payload(value: Any) -> Any:
+    """A step's function: its result is what the run computed, which DBOS then keeps."""
+    return value
+
+
+@attrs.define(slots=True, eq=False)
+class _Step:
+    name: str
+    payload: Any
+    reply: queue.Queue[tuple[bool, Any]] = attrs.Factory(queue.Queue)
+
+
+@attrs.define(slots=True, eq=False)
+class _Finish:
+    result: dict[str, Any]
+
+
+_DETACH = object()
+
+
+@attrs.define(slots=True, eq=False)
+class Bridge:
+    """The in-process link between one open run and its workflow's execution."""
+
+    run_id: str
+    preload: list[tuple[str, Any]]
+    items: queue.Queue[Any] = attrs.Factory(queue.Queue)
+    started: threading.Event = attrs.Factory(threading.Event)
+    handle: Any = None
+    """The DBOS workflow handle (of ``start_workflow``: waits on the execution itself, no polling)."""
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The workflow of one run (``meta``: what ``hookstream runs list`` shows and ``runs resume`` needs).
+    Returns the run's summary once it finished with an answer."""
+    run_id = DBOS.workflow_id
+    assert run_id is not None
+    bridge = _wait_for_bridge(run_id)
+    if bridge is None:
+        # Dispatched with no run to drive it: stay resumable, run nothing.
+        _cancel_outside(run_id)
+        DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
+        return None
+    for name, output in bridge.preload:
+        DBOS.run_step({"name": name}, _payload, output)  # recorded: answered from the database
+    bridge.started.set()
+    for item in _items(bridge):
+        if isinstance(item, _Finish):
+            return item.result
+        try:
+            item.reply.put((True, DBOS.run_step({"name": item.name}, _payload, item.payload)))
+        except BaseException as exc:
+            item.reply.put((False, exc))
+            raise
+    # Detached: cancelled from outside first, so this step raises and the execution ends as CANCELLED.
+    DBOS.run_step({"name": "detached"}, _payload, None)
+    return None
+
+
+def _items(bridge: Bridge) -> Iterator[Any]:
+    """The bridge's steps until it finishes (a :class:`_Finish`) or detaches (the iterator ends). A run
+    whose process is shutting down (its main thread ended) detaches, so DBOS's worker threads, which the
+    interpreter joins at exit, never keep a finished program alive."""
+    while True:
+        try:
+            item = bridge.items.get(timeout=POLL)
+        except queue.Empty:
+            if threading.main_thread().is_alive():
+                continue
+            _cancel_outside(bridge.run_id)
+            _release(bridge)
+            return
+        if item is _DETACH:
+            return
+        yield item
+        if isinstance(item, _Finish):
+            return
+
+
+def _wait_for_bridge(run_id: str) -> Bridge | None:
+    with _bridges_changed:
+        _bridges_changed.wait_for(lambda: run_id in _bridges, timeout=START_TIMEOUT)
+        return _bridges.get(run_id)
+
+
+def _cancel(run_id: str) -> None:
+    _cancelled.add(run_id)
+    DBOS.cancel_workflow(run_id)
+
+
+def _cancel_outside(run_id: str) -> None:
+    """Cancel the workflow from a fresh thread: called inside the workflow, DBOS would journal the
+    cancel as one of the run's steps."""
+    t = threading.Thread(target=_cancel, args=(run_id,), name="hookstream-durable-cancel")
+    t.start()
+    t.join()
+
+
+def _release(bridge: Bridge) -> None:
+    with _bridges_changed:
+        if _bridges.get(bridge.run_id) is bridge:
+            del _bridges[bridge.run_id]
+
+
+# -- the run's side ------------------------------------------------------------------------------------
+
+
+@attrs.define(slots=True, eq=False)
+class Journal:
+    """What one open run reads and writes: ``recorded`` (step name -> output, everything journaled
+    before this run opened), ``finished`` (the id's run had ended with an answer: nothing may be added).
+
+    Step names: ``model_call:N`` (the model call of step N; its output a dict with the raw ``body``,
+    its ``key`` and the request), ``tool_started:N:ID`` and ``tool_call:N:ID`` (the start and the
+    :class:`~hookstream.ToolResultPart` of tool call ``ID`` of step ``N``)."""
+
+    run_id: str
+    recorded: dict[str, Any]
+    finished: bool = False
+    result: dict[str, Any] | None = None
+    bridge: Bridge | None = None
+    step: int = 0
+    """The step whose model call came last (the tool calls that follow belong to it)."""
+    _written: dict[str, Any] = attrs.Factory(dict)
+    _lock: threading.Lock = attrs.Factory(threading.Lock)
+
+    def get(self, name: str) -> tuple[bool, Any]:
+        """``(True, output)`` when step ``name`` was journaled, else ``(False, None)``."""
+        with self._lock:
+            if name in self.recorded:
+                return True, self.recorded[name]
+            if name in self._written:
+                return True, self._written[name]
+        return False, None
+
+    def write(self, name: str, payload: Any) -> Any:
+        """Journal step ``name`` (blocks until DBOS wrote it; returns what DBOS holds). Raises
+        :class:`RunDivergedError` on a finished run and :class:`DurableError` when the workflow did not
+        start within :data:`START_TIMEOUT` seconds."""
+        bridge = self.bridge
+        if bridge is None:
+            raise RunDivergedError(f"durable run {self.run_id!r} has finished; its journal holds no {name}: "
+                                   "the run changed since it was recorded (use another id for a new run)")
+        step = _Step(name, payload)
+        bridge.items.put(step)
+        try:
+            ok, value = step.reply.get(timeout=START_TIMEOUT)
+        except queue.Empty:
+            raise DurableError(f"durable run {self.run_id!r}: DBOS did not take step {name} within "
+                               f"{START_TIMEOUT:.0f} s") from None
+        if not ok:
+            raise DurableError(f"durable run {self.run_id!r}: DBOS could not journal {name}: {value}") from value
+        with self._lock:
+            self._written[name] = value
+        return value
+
+    def end(self, answered: bool, summary: dict[str, Any]) -> None:
+        """The run ended: with an answer (``answered``), the workflow completes with ``summary``; without
+        one, it is cancelled, which keeps it resumable under the same id."""
+        bridge, self.bridge = self.bridge, None
+        if bridge is None:
+            return
+        try:
+            if answered:
+                bridge.items.put(_Finish(summary))
+                handle = bridge.handle or DBOS.retrieve_workflow(self.run_id)
+                handle.get_result()  # SUCCESS is on disk before the run ends
+            else:
+                _cancel(self.run_id)
+                bridge.items.put(_DETACH)
+        finally:
+            _release(bridge)
+
+
+def _recorded_steps(run_id: str) -> list[tuple[str, Any]]:
+    return [(str(s["function_name"]), s["output"]) for s in DBOS.list_workflow_steps(run_id)]
+
+
+def open_run(run_id: str, meta: dict[str, Any], url: str | None = None) -> Journal:
+    """Open run ``run_id``'s journal for a run about to start (``meta`` is kept as the workflow's input
+    when the run is new). Raises :class:`RunBusyError` when the id is open in this process,
+    :class:`DurableError` for a workflow that failed, :class:`DurableStoreError` (see :func:`ensure_dbos`)."""
+    ensure_dbos(url)
+    status = DBOS.get_workflow_status(run_id)
+    state = status.status if status is not None else None
+    if state == "SUCCESS":
+        output = status.output if status is not None else None
+        return Journal(run_id, dict(_recorded_steps(run_id)), finished=True,
+                       result=output if isinstance(output, dict) else None)
+    if state is not None and state not in RESUMABLE:
+        raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
+    steps = _recorded_steps(run_id) if state is not None else []
+    bridge = Bridge(run_id, steps)
+    _cancelled.discard(run_id)
+    with _bridges_changed:
+        if run_id in _bridges:
+            raise RunBusyError(f"durable run {run_id!r} is already running in this process")
+        _bridges[run_id] = bridge
+        _bridges_changed.notify_all()
+    try:
+        if state is None:
+            with SetWorkflowID(run_id):
+                bridge.handle = DBOS.start_workflow(durable_run, meta)
+        else:
+            assert _queue is not None
+            bridge.handle = DBOS.resume_workflow(run_id, queue_name=_queue.name)
+    except BaseException:
+        _release(bridge)
+        raise
+    return Journal(run_id, dict(steps), bridge=bridge)

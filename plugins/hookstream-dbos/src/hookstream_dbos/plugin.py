@@ -1,0 +1,70 @@
+"""The ``hookstream`` entry point: registers the ``durable`` run plugin, the ``--durable`` and
+``--durable-db`` options of ``chat``, and the ``hookstream runs`` commands.
+
+Nothing here implements a run hook, so a run is durable only when it asks. Importing this module imports
+neither DBOS nor the plugin itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hookstream.plugin import RunPluginRegistrar, hookimpl
+
+if TYPE_CHECKING:
+    import click
+    from hookstream.plugin import CLIRun
+
+RUN_COMMANDS = ("chat",)
+"""The CLI commands that take ``--durable`` (one run per command: one id)."""
+
+
+@hookimpl
+def hookstream_register_run_plugins(register: RunPluginRegistrar) -> None:
+    register("durable", "hookstream_dbos.durable:Durable")
+
+
+@hookimpl
+def hookstream_cli_options(command: str) -> list[click.Option] | None:
+    if command not in RUN_COMMANDS:
+        return None
+    import click
+
+    return [
+        click.Option(["--durable"], "durable", default=None, metavar="ID",
+                     help="Run as the durable run ID (hookstream-dbos): after a crash the same command resumes "
+                          "it without sending a completed model call or running a completed tool call again; "
+                          "a finished ID prints its recorded answer. See `hookstream runs list`."),
+        click.Option(["--durable-db"], "durable_db", default=None, metavar="URL",
+                     help="The DBOS system database of durable runs (default: $DBOS_SYSTEM_DATABASE_URL, else "
+                          "SQLite in the user data directory); postgresql://... serves several processes."),
+    ]
+
+
+@hookimpl
+def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun) -> None:
+    run_id = options.get("durable")
+    if run_id is None:
+        if options.get("durable_db") is not None:
+            import click
+
+            raise click.UsageError("--durable-db needs --durable ID")
+        return
+    import click
+
+    from .cli import argv_of
+    from .durable import Durable
+
+    # The command line is kept with the run (rebuilt from the parsed options: no secret), so
+    # `hookstream runs resume ID` can run it again.
+    ctx = click.get_current_context(silent=True)
+    meta = {"argv": [command, *argv_of(ctx.command, options)]} if ctx is not None else {}
+    plugin = Durable(run_id, options.get("durable_db"), meta)
+    run.settings = run.settings.evolve(plugins=(*run.settings.plugins, plugin))
+
+
+@hookimpl
+def hookstream_register_commands(cli: click.Group) -> None:
+    from .cli import runs
+
+    cli.add_command(runs)
