@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from ._agentloop.observe import Observer
     from ._agentloop.stop import StopCondition
     from ._capabilities import ModelCapabilities
+    from ._principal import Authenticator
     from ._processing.strategies import ChunkStrategy
-    from ._server.auth import Authenticator
     from ._stream.provider import Provider
 
 __all__ = ["PluginFailure", "PluginInfo", "Registry", "get_registry", "reset_registry"]

@@ -13,10 +13,13 @@ run plugin's hooks get a :class:`RunContext`, :class:`StepContext`, :class:`Mode
 
 What users see is not repeated here: import messages (``Message``, ``TextPart``...), tools, stop
 conditions, chunk strategies, ``RunSettings``, ``Observer`` and ``get_registry`` from :mod:`hookstream`,
-events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` from
-:mod:`hookstream.server`. The one name on both faces is :class:`Provider` (users annotate what
-:func:`hookstream.get_model` returns; plugin authors subclass it). Nothing else in hookstream is needed or
-promised to plugins.
+events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`. The names on two faces are
+:class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin authors subclass it),
+and :class:`Principal` and :data:`Authenticator` (also on :mod:`hookstream.server`, for a server's users).
+For the server plugin (``hookstream-server``): :func:`approval_id` (the id of a pending tool call's
+approval), and :class:`RunCommand`, :func:`run_settings`, :func:`configured` and :func:`print_notes` (a
+run command's shared options, as ``chat`` and ``batch`` declare them). Nothing else in hookstream is
+needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
 """
@@ -51,14 +54,17 @@ if TYPE_CHECKING:
     )
     from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext
     from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo, response_ids
+    from ._agentloop.values import approval_id
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._capabilities import ModelCapabilities
+    from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
     from ._events import parse_arguments
     from ._install_hint import install_command
     from ._json_data import json_loads
     from ._messages import coerce_messages, detect_media_type, tool_output_text
     from ._prices import priced
+    from ._principal import Authenticator, Principal
     from ._processing.processor import resolve_strategy
     from ._processing.strategies import TimedChunkStrategy
     from ._ratelimit import Limiter, Permit
@@ -108,6 +114,10 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._batch": ("BatchJob", "ChatRunner", "Runner", "open_output"),
     "hookstream._userdir": ("user_dir",),
     "hookstream._ratelimit": ("Limiter", "Permit"),
+    # For the server plugin (hookstream-server): who is asking, the trust rule's ids, a run command's options.
+    "hookstream._principal": ("Authenticator", "Principal"),
+    "hookstream._agentloop.values": ("approval_id",),
+    "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
 }
 _LAZY = {name: module for module, names in _SOURCES.items() for name in names}
 
@@ -119,6 +129,7 @@ __all__ = [
     "NDJSON",
     "SECRET_HEADERS",
     "SSE",
+    "Authenticator",
     "AuthenticatorRegistrar",
     "BatchAPI",
     "BatchItem",
@@ -144,11 +155,13 @@ __all__ = [
     "Permit",
     "PluginFailure",
     "PluginInfo",
+    "Principal",
     "Provider",
     "ProviderRegistrar",
     "RefreshingToken",
     "Registry",
     "RetryInfo",
+    "RunCommand",
     "RunContext",
     "RunInfo",
     "RunPluginRegistrar",
@@ -167,7 +180,9 @@ __all__ = [
     "ToolExecutorRegistrar",
     "ToolInfo",
     "ToolSpec",
+    "approval_id",
     "coerce_messages",
+    "configured",
     "default_error_reader",
     "detect_media_type",
     "error_for_status",
@@ -183,12 +198,14 @@ __all__ = [
     "open_output",
     "parse_arguments",
     "priced",
+    "print_notes",
     "reset_registry",
     "resolve_strategy",
     "resolve_tool",
     "response_ids",
     "run_calls",
     "run_request",
+    "run_settings",
     "send_batch_call",
     "tool_output_text",
     "tool_ref",

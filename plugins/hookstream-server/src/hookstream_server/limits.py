@@ -39,9 +39,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
-
-from .._events import BaseEvent, RunError, RunFinished
-from .._ratelimit import Permit, RateLimiter
+from hookstream import RateLimiter
+from hookstream.events import BaseEvent, RunError, RunFinished
+from hookstream.plugin import Permit
 
 __all__ = ["HEADER_SECONDS", "MIN_BODY_RATE", "REQUEST_READ_SECONDS", "RUN_TIMEOUT", "PrincipalLimits",
            "RunDeadlines", "ServerLimits", "TimedRun", "request_read_deadline"]

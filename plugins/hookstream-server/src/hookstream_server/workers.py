@@ -28,7 +28,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
 
         from .gthread_worker import read_deadline
     except ImportError:
-        from .._install_hint import install_command
+        from hookstream.plugin import install_command
 
         raise click.ClickException(
             f"hookstream serve --workers needs gunicorn: {install_command('hookstream[serve]')}") from None
