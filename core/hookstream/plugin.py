@@ -13,13 +13,13 @@ run plugin's hooks get a :class:`RunContext`, :class:`StepContext`, :class:`Mode
 
 What users see is not repeated here: import messages (``Message``, ``TextPart``...), tools, stop
 conditions, chunk strategies, ``RunSettings``, ``Observer`` and ``get_registry`` from :mod:`hookstream`,
-events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`. The names on two faces are
-:class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin authors subclass it),
-and :class:`Principal` and :data:`Authenticator` (also on :mod:`hookstream.server`, for a server's users).
-For the server plugin (``hookstream-server``): :func:`approval_id` (the id of a pending tool call's
-approval), and :class:`RunCommand`, :func:`run_settings`, :func:`configured` and :func:`print_notes` (a
-run command's shared options, as ``chat`` and ``batch`` declare them). Nothing else in hookstream is
-needed or promised to plugins.
+events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` and
+``Authenticator`` from :mod:`hookstream.server` (the core's own, loaded without the server plugin). The one
+name on both faces is :class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin
+authors subclass it). For the server plugin (``hookstream-server``): :func:`approval_id` (the id of a
+pending tool call's approval), and :class:`RunCommand`, :func:`run_settings`, :func:`configured` and
+:func:`print_notes` (a run command's shared options, as ``chat`` and ``batch`` declare them). Nothing else
+in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
 """
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
     from ._json_data import json_loads
     from ._messages import coerce_messages, detect_media_type, tool_output_text
     from ._prices import priced
-    from ._principal import Authenticator, Principal
     from ._processing.processor import resolve_strategy
     from ._processing.strategies import TimedChunkStrategy
     from ._ratelimit import Limiter, Permit
@@ -114,8 +113,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._batch": ("BatchJob", "ChatRunner", "Runner", "open_output"),
     "hookstream._userdir": ("user_dir",),
     "hookstream._ratelimit": ("Limiter", "Permit"),
-    # For the server plugin (hookstream-server): who is asking, the trust rule's ids, a run command's options.
-    "hookstream._principal": ("Authenticator", "Principal"),
+    # For the server plugin (hookstream-server): the trust rule's ids, a run command's shared options.
     "hookstream._agentloop.values": ("approval_id",),
     "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
 }
@@ -129,7 +127,6 @@ __all__ = [
     "NDJSON",
     "SECRET_HEADERS",
     "SSE",
-    "Authenticator",
     "AuthenticatorRegistrar",
     "BatchAPI",
     "BatchItem",
@@ -155,7 +152,6 @@ __all__ = [
     "Permit",
     "PluginFailure",
     "PluginInfo",
-    "Principal",
     "Provider",
     "ProviderRegistrar",
     "RefreshingToken",

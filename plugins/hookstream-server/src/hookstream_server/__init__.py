@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hookstream.plugin import Authenticator, Principal, lazy_attributes
+from hookstream.plugin import lazy_attributes
+from hookstream.server import Authenticator, Principal
 
 if TYPE_CHECKING:
     from .agui import RunInput, RunStream, StreamFactory, chat_factory, make_app, messages_from_agui, parse_run_input

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hookstream.plugin import Authenticator, Principal
+from hookstream.server import Authenticator, Principal
 
 __all__ = ["Authenticator", "JWTAuthenticator", "Principal", "TokenAuthenticator", "bearer_token", "first_of"]
 

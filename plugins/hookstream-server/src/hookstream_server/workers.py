@@ -41,7 +41,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
     options: dict[str, Any] = {
         "bind": f"{host}:{port}",
         "workers": workers,
-        "worker_class": "hookstream._cli.gthread_worker.HookstreamWorker",
+        "worker_class": "hookstream_server.gthread_worker.HookstreamWorker",
         "threads": threads,
         "preload_app": True,
         # A gthread worker keeps sending heartbeats while its threads stream, so this bounds a stuck
