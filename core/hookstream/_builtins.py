@@ -50,8 +50,6 @@ def hookstream_register_stop_conditions(register: StopConditionRegistrar) -> Non
 
 @hookimpl
 def hookstream_register_providers(register: ProviderRegistrar) -> None:
-    # The AG-UI client provider (``agui:URL``) is part of the core: it speaks AG-UI, which the core owns.
-    register("agui", "hookstream._agui_client:AGUIProvider")
     # The offline ``test`` model (``--model test``, ``get_model("test")``): the testing kit's TestModel,
     # shipped in the core so a new user can try every command without a key or a network.
     register("test", "hookstream._fake_models:TestProvider")

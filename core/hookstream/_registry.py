@@ -78,6 +78,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
         "vertex-anthropic": "hookstream-vertex",
         "bedrock": "hookstream-bedrock",
         "ollama": "hookstream-ollama",
+        "agui": "hookstream-server",
     },
     "chunk_strategies": {
         name: "hookstream-strategies"

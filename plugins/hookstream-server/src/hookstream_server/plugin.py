@@ -1,4 +1,5 @@
-"""The ``hookstream`` entry point: adds ``hookstream serve`` to the command line. Importing this module
+"""The ``hookstream`` entry point: registers the ``agui`` provider (hookstream as an AG-UI client) and adds
+``hookstream serve`` to the command line. Importing this module
 imports neither the WSGI app nor waitress: the command's module loads when the command list is built.
 """
 
@@ -6,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hookstream.plugin import hookimpl
+from hookstream.plugin import ProviderRegistrar, hookimpl
 
 if TYPE_CHECKING:
     import click
@@ -17,3 +18,8 @@ def hookstream_register_commands(cli: click.Group) -> None:
     from .serve import command
 
     cli.add_command(command, "serve")
+
+
+@hookimpl
+def hookstream_register_providers(register: ProviderRegistrar) -> None:
+    register("agui", "hookstream_server._agui_client:AGUIProvider")
