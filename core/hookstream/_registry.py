@@ -84,6 +84,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
         name: "hookstream-strategies"
         for name in ("punctuation", "batch", "word-boundary", "debounce", "throttle", "composite")
     },
+    "run_plugins": {"budget": "hookstream-budget"},
 }
 
 

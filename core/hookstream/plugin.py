@@ -18,8 +18,9 @@ events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, 
 name on both faces is :class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin
 authors subclass it). For the server plugin (``hookstream-server``): :func:`approval_id` (the id of a
 pending tool call's approval), and :class:`RunCommand`, :func:`run_settings`, :func:`configured` and
-:func:`print_notes` (a run command's shared options, as ``chat`` and ``batch`` declare them). Nothing else
-in hookstream is needed or promised to plugins.
+:func:`print_notes` (a run command's shared options, as ``chat`` and ``batch`` declare them). For the
+budget plugin: :func:`count_request` and :func:`local_count` (a request's input tokens, from the
+provider's endpoint or counted here). Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
 """
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from ._stream.batch_api import BatchAPI, BatchItem, BatchStatus, send_batch_call
     from ._stream.builder import StreamBuilder, new_id
     from ._stream.call import CallOptions, ModelCall
+    from ._stream.count import count_request, local_count
     from ._stream.credentials import RefreshingToken
     from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
     from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
@@ -116,6 +118,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     # For the server plugin (hookstream-server): the trust rule's ids, a run command's shared options.
     "hookstream._agentloop.values": ("approval_id",),
     "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
+    "hookstream._stream.count": ("count_request", "local_count"),
 }
 _LAZY = {name: module for module, names in _SOURCES.items() for name in names}
 
@@ -179,6 +182,7 @@ __all__ = [
     "approval_id",
     "coerce_messages",
     "configured",
+    "count_request",
     "default_error_reader",
     "detect_media_type",
     "error_for_status",
@@ -188,6 +192,7 @@ __all__ = [
     "install_command",
     "json_loads",
     "lazy_attributes",
+    "local_count",
     "media_type",
     "merge_metadata",
     "new_id",

@@ -27,13 +27,10 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, Literal
 
-from ._agentloop.hooks import ModelCallContext, StepContext
-from ._errors import BudgetExceededError, HookstreamError
-from ._events import Usage
-from ._hookspecs import hookimpl
-from ._prices import cost_of
-from ._stream.accumulate import StepResult
-from ._stream.count import count_request, local_count
+from hookstream import StepResult
+from hookstream.errors import BudgetExceededError, HookstreamError
+from hookstream.events import Usage
+from hookstream.plugin import ModelCallContext, StepContext, count_request, hookimpl, local_count, priced
 
 __all__ = ["Budget"]
 
@@ -109,5 +106,5 @@ def _spent(steps: Sequence[StepResult]) -> Decimal:
 def _next_cost(call: ModelCallContext, tokens: int) -> Decimal:
     request = call.request
     usage = Usage(input_tokens=tokens, output_tokens=request.max_tokens or 0)
-    cost = cost_of(usage, call.provider.priced_as, request.model)
+    cost = (priced(usage, call.provider.priced_as, request.model) or usage).cost
     return cost.amount if cost is not None and cost.currency == "USD" else Decimal(0)
