@@ -16,11 +16,10 @@ conditions, chunk strategies, ``RunSettings``, ``Observer`` and ``get_registry``
 events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` and
 ``Authenticator`` from :mod:`hookstream.server` (the core's own, loaded without the server plugin). The one
 name on both faces is :class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin
-authors subclass it). For the server plugin (``hookstream-server``): :func:`approval_id` (the id of a
-pending tool call's approval), and :class:`RunCommand`, :func:`run_settings`, :func:`configured` and
-:func:`print_notes` (a run command's shared options, as ``chat`` and ``batch`` declare them). For the
-budget plugin: :func:`count_request` and :func:`local_count` (a request's input tokens, from the
-provider's endpoint or counted here). Nothing else in hookstream is needed or promised to plugins.
+authors subclass it). For the first-party applications: :func:`approval_id`, :class:`RunCommand` and its
+:func:`run_settings`, :func:`configured`, :func:`print_notes` (the server); :func:`count_request`,
+:func:`local_count` (budget); :func:`estimate_tokens`, :func:`estimate_request_tokens`,
+:func:`summary_request` (compaction). Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
 """
@@ -60,6 +59,7 @@ if TYPE_CHECKING:
     from ._capabilities import ModelCapabilities
     from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
+    from ._estimate import estimate_request_tokens, estimate_tokens
     from ._events import parse_arguments
     from ._install_hint import install_command
     from ._json_data import json_loads
@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from ._registry import PluginFailure, PluginInfo, Registry, reset_registry
     from ._secrets import SECRET_HEADERS, Secret
     from ._settings import CLIRun
+    from ._stores.history import summary_request
     from ._stream.accumulate import StepAccumulator, merge_metadata
     from ._stream.batch_api import BatchAPI, BatchItem, BatchStatus, send_batch_call
     from ._stream.builder import StreamBuilder, new_id
@@ -115,10 +116,11 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._batch": ("BatchJob", "ChatRunner", "Runner", "open_output"),
     "hookstream._userdir": ("user_dir",),
     "hookstream._ratelimit": ("Limiter", "Permit"),
-    # For the server plugin (hookstream-server): the trust rule's ids, a run command's shared options.
     "hookstream._agentloop.values": ("approval_id",),
     "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
     "hookstream._stream.count": ("count_request", "local_count"),
+    "hookstream._estimate": ("estimate_request_tokens", "estimate_tokens"),
+    "hookstream._stores.history": ("summary_request",),
 }
 _LAZY = {name: module for module, names in _SOURCES.items() for name in names}
 
@@ -187,6 +189,8 @@ __all__ = [
     "detect_media_type",
     "error_for_status",
     "error_part",
+    "estimate_request_tokens",
+    "estimate_tokens",
     "hookimpl",
     "hookspec",
     "install_command",
@@ -208,6 +212,7 @@ __all__ = [
     "run_request",
     "run_settings",
     "send_batch_call",
+    "summary_request",
     "tool_output_text",
     "tool_ref",
     "user_dir",

@@ -63,13 +63,10 @@ from hookstream import (
     get_registry,
     models,
 )
-
-# The 4-characters-a-token estimate (hookstream._estimate, where count_tokens and History take it from) and
-# the summary request are the core's; a plugin reaches them here, in the one place (no public face has them).
-from hookstream._estimate import estimate_request_tokens, estimate_tokens
-from hookstream._stores.history import summary_request
 from hookstream.events import Custom
-from hookstream.plugin import StepContext, hookimpl
+
+# The 4-characters-a-token estimate (the one count_tokens and History use) and the summary request are the core's.
+from hookstream.plugin import StepContext, estimate_request_tokens, estimate_tokens, hookimpl, summary_request
 
 from .errors import ContextWindowUnknown
 
