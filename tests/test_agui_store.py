@@ -27,11 +27,11 @@ if sys.platform == "win32":
 
 from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from hookstream import events as E
-from hookstream._server.threads import assign_ids, merge
 from hookstream._stores.codec import dumps_message, loads_message
 from hookstream.server import make_app
 from hookstream.stores import open_store
 from hookstream.testing import run_cli
+from hookstream_server.threads import assign_ids, merge
 from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
 
 # One conversation: a tool call, plain text, an approval interrupt then its resume, another tool call.

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from hookstream._cli import live, render
 from hookstream._processing import processor as _processor
-from hookstream._server import ui_message_stream as _ui_message_stream
 from hookstream._stream import accumulate as _accumulate
+from hookstream_server import ui_message_stream as _ui_message_stream
 
 
 def _accepted(handler: Callable[..., Any]) -> set[type]:

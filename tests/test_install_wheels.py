@@ -92,6 +92,27 @@ def test_every_distribution_builds_an_sdist_and_a_wheel(dists: tuple[Path, Path]
         assert len(list(out.glob(f"{name}-*-py3-none-any.whl"))) == 1, sorted(out.iterdir())
 
 
+SERVER_DEPENDENCIES = ("waitress", "gunicorn", "jwt")
+_FIND = "import importlib.util as u; print([m for m in {mods!r} if u.find_spec(m)])"
+BLOCKING_SCRIPT = "from hookstream import chat\nprint(chat('test', 'hi').result().text)\n"
+
+
+def test_the_core_alone_runs_a_blocking_script_without_the_server(core_venv: Path, tmp_path: Path) -> None:
+    """``pip install hookstream``: no waitress, gunicorn or PyJWT; a blocking script runs; the server's names
+    and ``hookstream serve`` say what to install (issue 39). First of the tests on the shared environment:
+    uninstalling the plugin wheels later leaves their dependencies behind."""
+    assert ok([core_venv / "python", "-c", _FIND.format(mods=SERVER_DEPENDENCIES)], tmp_path).strip() == "[]"
+    (tmp_path / "script.py").write_text(BLOCKING_SCRIPT, encoding="utf-8")
+    assert ok([core_venv / "python", "script.py"], tmp_path).strip()
+    serve = run([core_venv / "hookstream", "serve", "--demo"], tmp_path)
+    assert serve.returncode == 2 and "Traceback" not in serve.stderr, serve.stderr
+    assert "needs the hookstream-server plugin: hookstream install hookstream-server" in serve.stderr, serve.stderr
+    face = run([core_venv / "python", "-c", "from hookstream.server import Principal; Principal('me'); "
+                "from hookstream.server import make_app"], tmp_path)
+    assert face.returncode == 1, face.stderr
+    assert "ImportError: the server is the hookstream-server plugin" in face.stderr, face.stderr
+
+
 def test_install_and_uninstall_a_plugin_folder_in_a_core_only_environment(
     dists: tuple[Path, Path], core_venv: Path, tmp_path: Path
 ) -> None:
@@ -156,12 +177,44 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
                                    "bedrock": "hookstream-bedrock", "ollama": "hookstream-ollama",
                                    "cache": "hookstream-cache", "guardrails": "hookstream-guardrails",
                                    "compaction": "hookstream-compaction",
-                                   "tool-search": "hookstream-toolsearch", "durable": "hookstream-dbos"}
+                                   "tool-search": "hookstream-toolsearch", "durable": "hookstream-dbos",
+                                   "server": "hookstream-server",
+                                   "budget": "hookstream-budget"}
         assert set(PLUGINS) <= set(dists_by_plugin.values())
         _chat_each_new_provider_on_loopback(core_venv, tmp_path)
     finally:
         ok([core_venv / "hookstream", "uninstall", *PLUGINS], tmp_path)
     assert plugin_names(core_venv) == {"builtins", "replay"}
+
+
+def test_the_serve_extra_gives_the_server(dists: tuple[Path, Path], tmp_path: Path) -> None:
+    """``pip install 'hookstream[serve]'`` (the core's wheel with the extra, the plugin's wheel found beside
+    it) brings the server plugin and its dependencies: ``hookstream serve --demo`` serves the chat page."""
+    _, out = dists
+    venv = tmp_path / "venv"
+    ok([sys.executable, "-m", "venv", venv], tmp_path)
+    bin_ = venv / "bin"
+    core_wheel = next(out.glob("hookstream-*.whl"))
+    ok([bin_ / "python", "-m", "pip", "install", "-q", "--find-links", out, f"{core_wheel}[serve]"], tmp_path)
+    found = ok([bin_ / "python", "-c", _FIND.format(mods=(*SERVER_DEPENDENCIES, "hookstream_server"))], tmp_path)
+    assert found.strip() == str(["waitress", "gunicorn", "jwt", "hookstream_server"]), found
+    where = ok([bin_ / "python", "-c", "import hookstream.server as s; print(s.make_app.__module__, "
+                "s._plugin_face().__file__)"], tmp_path)
+    assert where.startswith("hookstream_server.agui ") and str(venv) in where, where
+    proc = subprocess.Popen([str(bin_ / "hookstream"), "serve", "--demo", "--port", "0"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on" in line, line + (proc.stderr.read() if proc.stderr else "")
+        url = line.split("listening on ", 1)[1].split()[0]
+        import requests
+
+        page = requests.get(url, timeout=30)
+        assert page.status_code == 200 and "<html" in page.text.lower()  # web/ is in the plugin's wheel
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 # Provider, model, a recording of the plugin's own (tests/recordings), the API root under the server.

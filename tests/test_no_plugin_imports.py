@@ -57,3 +57,52 @@ def test_no_core_module_imports_a_plugin_by_name() -> None:
              for path in sorted(CORE.rglob("*.py"))
              for line, text in imports_by_name(path.read_text(encoding="utf-8"), packages)]
     assert not found, "the core names a plugin package to import:\n" + "\n".join(found)
+
+
+CORE_LINE_LIMIT = 25_000
+"""Issue 39: the core holds the library; applications (the server, run plugins, drivers) are plugins."""
+
+_PRIVATE = re.compile(r"^hookstream\._\w+")
+
+
+def private_core_imports(source: str) -> list[tuple[int, str]]:
+    """``(line, text)`` of each import of a private core module (``hookstream._x``, ``from hookstream
+    import _x``), type-only ones included, and each string naming one (``"hookstream._cli.x:Worker"``: a
+    gunicorn worker class, an entry point, an ``import_module`` argument)."""
+    found: dict[int, str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update((node.lineno, a.name) for a in node.names if _PRIVATE.match(a.name))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if _PRIVATE.match(node.module):
+                found[node.lineno] = node.module
+            elif node.module == "hookstream" and any(a.name.startswith("_") for a in node.names):
+                found[node.lineno] = f"from hookstream import {', '.join(a.name for a in node.names)}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _PRIVATE.match(node.value) \
+                and " " not in node.value:
+            found.setdefault(node.lineno, node.value)
+    return sorted(found.items())
+
+
+def test_the_private_import_scan_catches_each_form() -> None:
+    source = ("import hookstream._events\n"
+              "from hookstream._stream.provider import Provider\n"
+              "from hookstream import _demo\n"
+              "from hookstream import chat\n"
+              "from hookstream.plugin import hookimpl\n"
+              "WORKER = 'hookstream._cli.gthread_worker.HookstreamWorker'\n"
+              "DOC = 'hookstream._server is gone'\n")
+    assert [line for line, _ in private_core_imports(source)] == [1, 2, 3, 6]
+
+
+def test_no_plugin_imports_a_private_core_module() -> None:
+    found = [f"{path.relative_to(ROOT)}:{line}: {text}"
+             for path in sorted(ROOT.glob("plugins/*/src/**/*.py"))
+             for line, text in private_core_imports(path.read_text(encoding="utf-8"))]
+    assert not found, "a plugin imports a private core module (use hookstream.plugin & co.):\n" + "\n".join(found)
+
+
+def test_the_core_stays_under_its_line_limit() -> None:
+    lines = sum(len(p.read_bytes().splitlines()) for p in (ROOT / "core").rglob("*.py"))
+    assert lines <= CORE_LINE_LIMIT, (f"core/ holds {lines} lines of Python, over {CORE_LINE_LIMIT}: an application "
+                                      "on the library belongs in a plugin (docs/architecture.md)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from hookstream._server.limits import RunDeadlines
+from hookstream_server.limits import RunDeadlines
 
 
 def test_callbacks_run_in_deadline_order_and_a_cancelled_one_never_runs() -> None:

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 import requests
-from hookstream._cli.serve import is_loopback
 from hookstream.server import JWTAuthenticator, Principal, ServerLimits, TokenAuthenticator, make_app
 from hookstream.stores import InMemoryStore
 from hookstream.testing import run_cli
+from hookstream_server.serve import is_loopback
 
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 jwt = pytest.importorskip("jwt", reason="JWT authentication needs PyJWT: pip install 'hookstream[serve]'")
@@ -362,7 +362,7 @@ def test_a_plugin_authenticator_by_name() -> None:
     registry.add_plugin(Plugin(), "sso-plugin")
     reset_registry(registry)
     try:
-        from hookstream._cli.serve import authenticator
+        from hookstream_server.serve import authenticator
 
         auth = authenticator(None, None, (), None, ("sso",))
         assert auth is not None and auth({"HTTP_X_SSO": "yes"}) == Principal("sso-user")

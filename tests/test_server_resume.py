@@ -141,9 +141,9 @@ def test_a_client_that_reconnects_with_last_event_id_gets_the_rest_once(server: 
 
 
 def test_the_log_is_bounded_and_expires() -> None:
-    from hookstream._server.limits import ServerLimits
-    from hookstream._server.resume import Recorder, tail
     from hookstream._stores.runlog import MemoryRunLog
+    from hookstream_server.limits import ServerLimits
+    from hookstream_server.resume import Recorder, tail
 
     now = [1000.0]
     with tempfile.TemporaryDirectory() as where:

@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     from ._capabilities import ModelCapabilities
     from ._events import BaseEvent
     from ._messages import ToolResultPart
+    from ._principal import Authenticator
     from ._processing.strategies import ChunkStrategy
-    from ._server.auth import Authenticator
     from ._settings import CLIRun
     from ._stream.accumulate import StepResult
     from ._stream.provider import Provider

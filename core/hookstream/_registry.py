@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from ._agentloop.observe import Observer
     from ._agentloop.stop import StopCondition
     from ._capabilities import ModelCapabilities
+    from ._principal import Authenticator
     from ._processing.strategies import ChunkStrategy
-    from ._server.auth import Authenticator
     from ._stream.provider import Provider
 
 __all__ = ["PluginFailure", "PluginInfo", "Registry", "get_registry", "reset_registry"]
@@ -79,11 +79,13 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
         "vertex-anthropic": "hookstream-vertex",
         "bedrock": "hookstream-bedrock",
         "ollama": "hookstream-ollama",
+        "agui": "hookstream-server",
     },
     "chunk_strategies": {
         name: "hookstream-strategies"
         for name in ("punctuation", "batch", "word-boundary", "debounce", "throttle", "composite")
     },
+    "run_plugins": {"budget": "hookstream-budget"},
 }
 
 

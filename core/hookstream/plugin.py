@@ -13,10 +13,13 @@ run plugin's hooks get a :class:`RunContext`, :class:`StepContext`, :class:`Mode
 
 What users see is not repeated here: import messages (``Message``, ``TextPart``...), tools, stop
 conditions, chunk strategies, ``RunSettings``, ``Observer`` and ``get_registry`` from :mod:`hookstream`,
-events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` from
-:mod:`hookstream.server`. The one name on both faces is :class:`Provider` (users annotate what
-:func:`hookstream.get_model` returns; plugin authors subclass it). Nothing else in hookstream is needed or
-promised to plugins.
+events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, ``Principal`` and
+``Authenticator`` from :mod:`hookstream.server` (the core's own, loaded without the server plugin). The one
+name on both faces is :class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin
+authors subclass it). For the first-party applications: :func:`approval_id`, :class:`RunCommand` and its
+:func:`run_settings`, :func:`configured`, :func:`print_notes` (the server); :func:`count_request`,
+:func:`local_count` (budget); :func:`estimate_tokens`, :func:`estimate_request_tokens`,
+:func:`summary_request` (compaction). Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
 """
@@ -51,15 +54,17 @@ if TYPE_CHECKING:
     )
     from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext, current_hooks
     from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo, response_ids
+    from ._agentloop.values import approval_id
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._capabilities import ModelCapabilities
+    from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
     from ._estimate import estimate_request_tokens, estimate_tokens
     from ._events import parse_arguments
     from ._install_hint import install_command
     from ._json_data import json_loads
     from ._messages import coerce_messages, detect_media_type, tool_output_text
-    from ._prices import priced
+    from ._prices import priced, prices_available
     from ._processing.processor import resolve_strategy
     from ._processing.strategies import TimedChunkStrategy
     from ._ratelimit import Limiter, Permit
@@ -71,6 +76,7 @@ if TYPE_CHECKING:
     from ._stream.batch_api import BatchAPI, BatchItem, BatchStatus, send_batch_call
     from ._stream.builder import StreamBuilder, new_id
     from ._stream.call import CallOptions, ModelCall
+    from ._stream.count import count_request, local_count
     from ._stream.credentials import RefreshingToken
     from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
     from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
@@ -93,7 +99,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._json_data": ("json_loads",),
     "hookstream._messages": ("coerce_messages", "detect_media_type", "tool_output_text"),
     "hookstream._capabilities": ("ModelCapabilities",),
-    "hookstream._prices": ("priced",),
+    "hookstream._prices": ("priced", "prices_available"),
     "hookstream._processing.processor": ("resolve_strategy",),
     "hookstream._processing.strategies": ("TimedChunkStrategy",),
     "hookstream._registry": ("PluginFailure", "PluginInfo", "Registry", "reset_registry"),
@@ -113,6 +119,9 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._batch": ("BatchJob", "ChatRunner", "Runner", "open_output"),
     "hookstream._userdir": ("user_dir",),
     "hookstream._ratelimit": ("Limiter", "Permit"),
+    "hookstream._agentloop.values": ("approval_id",),
+    "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
+    "hookstream._stream.count": ("count_request", "local_count"),
 }
 _LAZY = {name: module for module, names in _SOURCES.items() for name in names}
 
@@ -154,6 +163,7 @@ __all__ = [
     "RefreshingToken",
     "Registry",
     "RetryInfo",
+    "RunCommand",
     "RunContext",
     "RunInfo",
     "RunPluginRegistrar",
@@ -172,7 +182,10 @@ __all__ = [
     "ToolExecutorRegistrar",
     "ToolInfo",
     "ToolSpec",
+    "approval_id",
     "coerce_messages",
+    "configured",
+    "count_request",
     "current_hooks",
     "default_error_reader",
     "detect_media_type",
@@ -185,18 +198,22 @@ __all__ = [
     "install_command",
     "json_loads",
     "lazy_attributes",
+    "local_count",
     "media_type",
     "merge_metadata",
     "new_id",
     "open_output",
     "parse_arguments",
     "priced",
+    "prices_available",
+    "print_notes",
     "reset_registry",
     "resolve_strategy",
     "resolve_tool",
     "response_ids",
     "run_calls",
     "run_request",
+    "run_settings",
     "send_batch_call",
     "summary_request",
     "tool_output_text",

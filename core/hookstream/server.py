@@ -19,76 +19,58 @@ time. :class:`ApprovalSigner` signs the approval ids a server without a store ha
 a server-side tool runs only for a call the server's own model made; ``docs/agui-server.md``,
 "Deployment").
 
-Names load on first use (PEP 562), so ``import hookstream.server`` does not load the WSGI app.
+The server is a plugin distribution, ``hookstream-server`` (``pip install 'hookstream[serve]'``, or the
+plugin itself): this face stays in the core and finds it through its entry point (group
+``hookstream.server``, name ``face``), never by its package name. A name loads on first use (PEP 562), so
+``import hookstream.server`` loads neither the plugin nor the WSGI app; without the plugin, a name of the
+server raises :class:`ImportError` saying what to install. :class:`Principal` and :data:`Authenticator`
+are the core's own (the hook specs name them) and load without the plugin.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+import importlib.metadata
+import sys
+from types import ModuleType
+from typing import Any
 
-from ._lazy import lazy_attributes
+from ._install_hint import install_command
+from ._principal import Authenticator, Principal
 
-if TYPE_CHECKING:
-    from ._server.agui import (
-        RunInput,
-        RunStream,
-        StreamFactory,
-        chat_factory,
-        make_app,
-        messages_from_agui,
-        parse_run_input,
-    )
-    from ._server.auth import Authenticator, JWTAuthenticator, Principal, TokenAuthenticator
-    from ._server.limits import PrincipalLimits, ServerLimits
-    from ._server.openai_compat import completion_chunks, parse_completion_request, parse_responses_request
-    from ._server.trust import ApprovalSigner
-    from ._server.ui_message_stream import (
-        UI_MESSAGE_STREAM_HEADERS,
-        ChatRequest,
-        messages_from_ui,
-        parse_chat_request,
-        resume_entries,
-        to_ui_message_stream,
-        ui_message_chunks,
-    )
+_GROUP = "hookstream.server"
+"""The entry-point group the server plugin declares its face module in (name ``face``)."""
 
-_SOURCES = {
-    "hookstream._server.agui": ("RunInput", "RunStream", "StreamFactory", "chat_factory", "make_app",
-                                "messages_from_agui", "parse_run_input"),
-    "hookstream._server.auth": ("Authenticator", "JWTAuthenticator", "Principal", "TokenAuthenticator"),
-    "hookstream._server.limits": ("PrincipalLimits", "ServerLimits"),
-    "hookstream._server.openai_compat": ("completion_chunks", "parse_completion_request", "parse_responses_request"),
-    "hookstream._server.trust": ("ApprovalSigner",),
-    "hookstream._server.ui_message_stream": ("UI_MESSAGE_STREAM_HEADERS", "ChatRequest", "messages_from_ui",
-                                             "parse_chat_request", "resume_entries", "to_ui_message_stream",
-                                             "ui_message_chunks"),
-}
+_FROM_PLUGIN = frozenset({
+    "UI_MESSAGE_STREAM_HEADERS", "ApprovalSigner", "ChatRequest", "JWTAuthenticator", "PrincipalLimits", "RunInput",
+    "RunStream", "ServerLimits", "StreamFactory", "TokenAuthenticator", "chat_factory", "completion_chunks", "make_app",
+    "messages_from_agui", "messages_from_ui", "parse_chat_request", "parse_completion_request",
+    "parse_responses_request", "parse_run_input", "resume_entries",
+    "to_ui_message_stream", "ui_message_chunks",
+})
 
-__getattr__, __dir__ = lazy_attributes(__name__, {name: module for module, names in _SOURCES.items() for name in names})
 
-__all__ = [
-    "UI_MESSAGE_STREAM_HEADERS",
-    "ApprovalSigner",
-    "Authenticator",
-    "ChatRequest",
-    "JWTAuthenticator",
-    "Principal",
-    "PrincipalLimits",
-    "RunInput",
-    "RunStream",
-    "ServerLimits",
-    "StreamFactory",
-    "TokenAuthenticator",
-    "chat_factory",
-    "completion_chunks",
-    "make_app",
-    "messages_from_agui",
-    "messages_from_ui",
-    "parse_chat_request",
-    "parse_completion_request",
-    "parse_responses_request",
-    "parse_run_input",
-    "resume_entries",
-    "to_ui_message_stream",
-    "ui_message_chunks",
-]
+@functools.cache
+def _plugin_face() -> ModuleType:
+    """The server plugin's face module (what its ``hookstream.server`` entry point names). Raises
+    :class:`ImportError` with the install command when no installed distribution declares one."""
+    for ep in importlib.metadata.entry_points(group=_GROUP, name="face"):
+        module: ModuleType = ep.load()
+        return module
+    raise ImportError(f"the server is the hookstream-server plugin: {install_command('hookstream-server')}")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM_PLUGIN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_plugin_face(), name)
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _FROM_PLUGIN)
+
+
+# The plugin's names are not defined here until first use, so the list is built (ruff's F822 reads a literal).
+__all__ = ["Authenticator", "Principal", *sorted(_FROM_PLUGIN)]

@@ -1,5 +1,7 @@
 """Conversation stores: where ``chat(..., memory=store, thread_id=...)`` and the server
-(``make_app(store=...)``) keep each thread's messages between runs.
+(``make_app(store=...)``) keep each thread's messages between runs; :class:`RunLog` (:class:`MemoryRunLog`, and
+the SQL stores' ``run_log()``) keeps the event log a server resumes streams from, and :class:`OwnedStore` each
+thread's owner.
 
 :class:`ConversationStore` is the protocol; :class:`InMemoryStore` (one process), :class:`SQLiteStore` and
 :class:`PostgresStore` implement it, and :func:`open_store` opens one from a URL (``memory:``,
@@ -17,12 +19,14 @@ from ._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ._stores.history import History
-    from ._stores.memory import ConversationStore, InMemoryStore, ThreadInfo
+    from ._stores.memory import ConversationStore, InMemoryStore, OwnedStore, ThreadInfo
+    from ._stores.runlog import LoggedRun, MemoryRunLog, RunLog
     from ._stores.sql import PostgresStore, SQLiteStore, open_store
 
 _SOURCES = {
     "hookstream._stores.history": ("History",),
-    "hookstream._stores.memory": ("ConversationStore", "InMemoryStore", "ThreadInfo"),
+    "hookstream._stores.memory": ("ConversationStore", "InMemoryStore", "OwnedStore", "ThreadInfo"),
+    "hookstream._stores.runlog": ("LoggedRun", "MemoryRunLog", "RunLog"),
     "hookstream._stores.sql": ("PostgresStore", "SQLiteStore", "open_store"),
 }
 
@@ -32,7 +36,11 @@ __all__ = [
     "ConversationStore",
     "History",
     "InMemoryStore",
+    "LoggedRun",
+    "MemoryRunLog",
+    "OwnedStore",
     "PostgresStore",
+    "RunLog",
     "SQLiteStore",
     "ThreadInfo",
     "open_store",

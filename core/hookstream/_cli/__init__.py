@@ -36,10 +36,13 @@ _COMMANDS = {
     "plugins": ("plugins", "command"),
     "process": ("process", "command"),
     "replay": ("replay", "command"),
-    "serve": ("serve", "command"),
     "tokens": ("tokens", "command"),
     "uninstall": ("install", "uninstall_command"),
 }
+
+# Commands that a first-party plugin adds -> that distribution, named when the command is asked for
+# without the plugin.
+_PLUGIN_COMMANDS = {"serve": "hookstream-server"}
 
 
 class _Group(click.Group):
@@ -65,6 +68,11 @@ class _Group(click.Group):
         elif command is None and not self._plugins_asked:
             self._plugin_commands()
             command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in _PLUGIN_COMMANDS:
+            from .._install_hint import install_command
+
+            dist = _PLUGIN_COMMANDS[cmd_name]
+            raise click.UsageError(f"`hookstream {cmd_name}` needs the {dist} plugin: {install_command(dist)}")
         return command
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:

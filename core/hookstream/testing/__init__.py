@@ -14,7 +14,7 @@ from .._schema_example import schema_example
 from .cli import run_cli
 from .conformance import Recording, check_recording, corpus_recordings, find_corpus, recordings, require_corpus
 from .contract import CONTRACT_CHECKS, HTTPErrorCase, ProviderContract
-from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_factory, demo_server, demo_tools
+from .demo import DEMO_MODEL, DEMO_PROMPT, DEMO_STEPS, demo_check, demo_factory, demo_server, demo_tools
 from .faults import FAULTS, FaultServer
 from .grammar import GrammarError, check_events
 from .recorded import replay_body
@@ -44,6 +44,7 @@ __all__ = [
     "check_events",
     "check_recording",
     "corpus_recordings",
+    "demo_check",
     "demo_factory",
     "demo_server",
     "demo_tools",

@@ -65,8 +65,7 @@ from hookstream import (
 )
 from hookstream.events import Custom
 
-# The 4-characters-a-token estimate (where count_tokens and History take it from) and the summary request are
-# the core's, so compaction counts and summarizes as the stores' History does.
+# The 4-characters-a-token estimate (the one count_tokens and History use) and the summary request are the core's.
 from hookstream.plugin import StepContext, estimate_request_tokens, estimate_tokens, hookimpl, summary_request
 
 from .errors import ContextWindowUnknown

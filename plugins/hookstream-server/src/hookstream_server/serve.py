@@ -39,15 +39,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
+from hookstream import RunSettings
+from hookstream.plugin import RunCommand, configured, print_notes, run_settings
+from hookstream.stores import ConversationStore, InMemoryStore, open_store
 
-from .._server.agui import make_app
-from .._server.auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
-from .._server.guard import is_loopback, local_only
-from .._server.limits import ServerLimits
-from .._settings import RunSettings
-from .._stores.memory import ConversationStore, InMemoryStore
-from .._stores.sql import open_store
-from .runs import RunCommand, configured, print_notes, run_settings
+from .agui import make_app
+from .auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
+from .guard import is_loopback, local_only
+from .limits import ServerLimits
 
 TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
 
@@ -63,7 +62,7 @@ def build_app(model: str | None, settings: RunSettings, base_url: str | None, de
                              "resumable": resumable}
     try:
         if demo:
-            from .._server.demo import demo_factory
+            from .demo import demo_factory
 
             return make_app(stream_factory=demo_factory(delay=delay), **guard)
         if not model:
@@ -94,7 +93,7 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
         except (ImportError, ValueError) as exc:
             raise click.UsageError(f"--jwt-issuer: {exc}") from None
     if plugin_names:
-        from .._registry import get_registry
+        from hookstream import get_registry
 
         for name in plugin_names:
             try:
@@ -206,7 +205,7 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
     try:
         from .waitress_channel import make_server
     except ImportError:
-        from .._install_hint import install_command
+        from hookstream.plugin import install_command
 
         raise click.ClickException(f"hookstream serve needs waitress: {install_command('hookstream[serve]')}") from None
     # An oversized body is refused from its Content-Length, before waitress buffers it (413); a slow

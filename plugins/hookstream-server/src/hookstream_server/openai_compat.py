@@ -64,9 +64,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from typing import Any, Protocol
 
 import attrs
-
-from .._errors import AGUIInputError
-from .._events import (
+from hookstream.errors import AGUIInputError
+from hookstream.events import (
     BaseEvent,
     RunError,
     RunFinished,
@@ -78,6 +77,7 @@ from .._events import (
     ToolCallStart,
     Usage,
 )
+
 from .auth import Principal
 from .limits import PrincipalLimits, ServerLimits, retry_after
 from .trust import check_ids

@@ -33,9 +33,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
-
-from .._errors import StoreUnavailableError
-from .._events import (
+from hookstream import Message
+from hookstream.errors import StoreUnavailableError
+from hookstream.events import (
     BaseEvent,
     ReasoningStart,
     RunError,
@@ -45,8 +45,7 @@ from .._events import (
     ToolCallResult,
     ToolCallStart,
 )
-from .._messages import Message
-from .._stores.memory import ConversationStore
+from hookstream.stores import ConversationStore
 
 __all__ = ["StoreUnavailableError", "StoredRun", "ThreadKeeper", "agui_ids", "assign_ids", "coalesce", "merge",
            "message_keys", "stored_tool_calls"]

@@ -56,12 +56,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
+from hookstream import Message, ToolCallPart
+from hookstream.errors import (
+    AGUIInputError,
+    AlreadyAnsweredError,
+    MalformedCustomEventError,
+    UntrustedToolCallError,
+)
+from hookstream.events import ApprovalRequestedPayload, BaseEvent, Custom, RunFinished
+from hookstream.plugin import approval_id
 
-from .._agentloop.values import approval_id
-from .._custom import ApprovalRequestedPayload
-from .._errors import AGUIInputError, AlreadyAnsweredError, MalformedCustomEventError, UntrustedToolCallError
-from .._events import BaseEvent, Custom, RunFinished
-from .._messages import Message, ToolCallPart
 from .ui_message_stream import pending_calls
 
 __all__ = ["APPROVAL_SECONDS", "APPROVAL_SECRET_ENV", "ID_CHARACTERS", "MAX_ID_LENGTH", "ApprovalSigner",

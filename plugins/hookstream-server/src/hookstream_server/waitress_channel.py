@@ -34,7 +34,7 @@ from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 
-from .._server.limits import HEADER_SECONDS, request_read_deadline
+from .limits import HEADER_SECONDS, request_read_deadline
 
 __all__ = ["CLEANUP_INTERVAL", "CONNECTION_LIMIT", "IDLE_SECONDS", "make_server"]
 

@@ -79,20 +79,14 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
-
-from .._agentloop.values import approval_id
-from .._custom import (
+from hookstream import FilePart, Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.errors import AGUIInputError, MalformedCustomEventError
+from hookstream.events import (
     ApprovalRequestedPayload,
     ApprovalRespondedPayload,
-    FilePayload,
-    SourcePayload,
-    ToolCallRepairedPayload,
-    parse_custom,
-)
-from .._errors import AGUIInputError, MalformedCustomEventError
-from .._events import (
     BaseEvent,
     Custom,
+    FilePayload,
     ReasoningEnd,
     ReasoningMessageChunk,
     ReasoningMessageContent,
@@ -100,6 +94,7 @@ from .._events import (
     ReasoningMessageStart,
     RunError,
     RunFinished,
+    SourcePayload,
     StepFinished,
     StepStarted,
     TextMessageChunk,
@@ -109,12 +104,13 @@ from .._events import (
     ToolCallArgs,
     ToolCallChunk,
     ToolCallEnd,
+    ToolCallRepairedPayload,
     ToolCallResult,
     ToolCallStart,
     Usage,
-    parse_arguments,
+    parse_custom,
 )
-from .._messages import FilePart, Message, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.plugin import approval_id, parse_arguments
 
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",

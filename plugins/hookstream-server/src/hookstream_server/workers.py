@@ -28,7 +28,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
 
         from .gthread_worker import read_deadline
     except ImportError:
-        from .._install_hint import install_command
+        from hookstream.plugin import install_command
 
         raise click.ClickException(
             f"hookstream serve --workers needs gunicorn: {install_command('hookstream[serve]')}") from None
@@ -41,7 +41,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
     options: dict[str, Any] = {
         "bind": f"{host}:{port}",
         "workers": workers,
-        "worker_class": "hookstream._cli.gthread_worker.HookstreamWorker",
+        "worker_class": "hookstream_server.gthread_worker.HookstreamWorker",
         "threads": threads,
         "preload_app": True,
         # A gthread worker keeps sending heartbeats while its threads stream, so this bounds a stuck

@@ -20,8 +20,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from .._errors import AGUIInputError
-from .._stores.runlog import RunLog
+from hookstream.errors import AGUIInputError
+from hookstream.stores import RunLog
+
 from .limits import ServerLimits
 
 __all__ = ["POLL_SECONDS", "Recorder", "parse_last_event_id", "tail"]

@@ -53,8 +53,9 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from .._events import BaseEvent, RunError, RunFinished
-from .._ratelimit import Permit, RateLimiter
+from hookstream import RateLimiter
+from hookstream.events import BaseEvent, RunError, RunFinished
+from hookstream.plugin import Permit
 
 __all__ = ["HEADER_SECONDS", "MIN_BODY_RATE", "REQUEST_READ_SECONDS", "RUN_TIMEOUT", "PrincipalLimits",
            "RunDeadlines", "ServerLimits", "SharedCounts", "TimedRun", "request_read_deadline"]

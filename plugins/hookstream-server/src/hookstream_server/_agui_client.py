@@ -112,16 +112,24 @@ from typing import Any
 
 import attrs
 import requests
+from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from hookstream.errors import MalformedChunkError
+from hookstream.events import BaseEvent, Custom, Outcome, RunError, RunFinished, Usage, from_dict
+from hookstream.plugin import (
+    CallContext,
+    HTTPRequest,
+    ModelRequest,
+    Provider,
+    Secret,
+    StreamBuilder,
+    ToolSpec,
+    new_id,
+    tool_output_text,
+)
 
-from ._custom import AGUI_SERVER_MESSAGES
-from ._errors import MalformedChunkError
-from ._events import BaseEvent, Custom, Outcome, RunError, RunFinished, Usage, from_dict
-from ._ids import new_id
-from ._messages import FilePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, tool_output_text
-from ._secrets import Secret
-from ._stream.builder import StreamBuilder
-from ._stream.provider import CallContext, ModelRequest, Provider, ToolSpec
-from ._stream.transport import HTTPRequest
+# The CUSTOM event holding a remote agent's own tool calls and results; the core's step accumulator
+# keeps it in history under the same wire name (docs/agui-client.md).
+AGUI_SERVER_MESSAGES = "agui-server-messages"
 
 __all__ = ["AGUIProvider", "messages_to_agui", "tools_to_agui"]
 

@@ -59,15 +59,23 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 import attrs
+from hookstream import (
+    ChatStream,
+    FilePart,
+    Message,
+    Part,
+    Provider,
+    RunSettings,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    chat,
+    get_model,
+)
+from hookstream.errors import AGUIInputError, AlreadyAnsweredError, SteeringLimitError
+from hookstream.events import BaseEvent, to_sse
+from hookstream.stores import ConversationStore, InMemoryStore, MemoryRunLog, OwnedStore, RunLog
 
-from .._chat import ChatStream, chat, get_model
-from .._errors import AGUIInputError, AlreadyAnsweredError, SteeringLimitError
-from .._events import BaseEvent, to_sse
-from .._messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
-from .._settings import RunSettings
-from .._stores.memory import ConversationStore, InMemoryStore, OwnedStore
-from .._stores.runlog import MemoryRunLog, RunLog
-from .._stream.provider import Provider
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .openai_compat import OPENAI_PREFIX, openai_error, serve_openai
@@ -388,7 +396,7 @@ def chat_factory(
 
 
 def _static(name: str) -> bytes:
-    return resources.files("hookstream").joinpath("web", name).read_bytes()
+    return resources.files("hookstream_server").joinpath("web", name).read_bytes()
 
 
 _STATIC_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")

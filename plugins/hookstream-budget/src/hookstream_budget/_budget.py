@@ -18,9 +18,9 @@ with a larger budget: ``chat(model, result.messages, ...)``.
   refused when the budget is made (:class:`ImportError` naming the extra; ``chat``, ``batch`` and
   ``serve`` stop at start-up with ``--max-cost-usd``), never a limit that silently stops nothing.
 
-The local count does not undercount what a client controls (:mod:`hookstream._estimate`): files count by
-the providers' documented rules (an image by its pixels, a PDF by its pages, other files by their bytes)
-and non-ASCII text a token a character.
+The local count (``hookstream.plugin.estimate_request_tokens``) does not undercount what a client
+controls: files count by the providers' documented rules (an image by its pixels, a PDF by its pages,
+other files by their bytes) and non-ASCII text a token a character.
 
 A run that does not ask for the plugin does not load this module: it costs nothing.
 
@@ -33,13 +33,19 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, Literal
 
-from ._agentloop.hooks import ModelCallContext, StepContext
-from ._errors import BudgetExceededError, HookstreamError
-from ._events import Usage
-from ._hookspecs import hookimpl
-from ._prices import cost_of, prices_available
-from ._stream.accumulate import StepResult
-from ._stream.count import count_request, local_count
+from hookstream import StepResult
+from hookstream.errors import BudgetExceededError, HookstreamError
+from hookstream.events import Usage
+from hookstream.plugin import (
+    ModelCallContext,
+    StepContext,
+    count_request,
+    hookimpl,
+    install_command,
+    local_count,
+    priced,
+    prices_available,
+)
 
 __all__ = ["Budget"]
 
@@ -68,8 +74,6 @@ class Budget:
         self.max_input_tokens: int | None = _limit("max_input_tokens", max_input_tokens, int)
         self.max_cost_usd: float | None = _limit("max_cost_usd", max_cost_usd, float)
         if self.max_cost_usd is not None and not prices_available():
-            from ._install_hint import install_command
-
             raise ImportError(f"budget max_cost_usd needs model prices: {install_command('hookstream[prices]')}")
         self.count = count
 
@@ -120,5 +124,5 @@ def _spent(steps: Sequence[StepResult]) -> Decimal:
 def _next_cost(call: ModelCallContext, tokens: int) -> Decimal:
     request = call.request
     usage = Usage(input_tokens=tokens, output_tokens=request.max_tokens or 0)
-    cost = cost_of(usage, call.provider.priced_as, request.model)
+    cost = (priced(usage, call.provider.priced_as, request.model) or usage).cost
     return cost.amount if cost is not None and cost.currency == "USD" else Decimal(0)

@@ -1,7 +1,7 @@
 """The offline demo as an AG-UI server backend: what ``hookstream serve --demo`` runs.
 
 Each POSTed run gets its own loopback provider server (:class:`~hookstream.testing.LoopbackServer`)
-playing the bundled demo recording (``hookstream._demo``) through the real OpenAI adapter and the real
+playing the bundled demo recording (:func:`hookstream.testing.demo_server`) through the real OpenAI adapter and the real
 engine and tools; the server checks each request as the demo does. Whatever the user typed, the recorded
 answer plays: it is a recording.
 
@@ -19,13 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .. import _demo as demo
-from .._agentloop.tools import Tool, tool
-from .._agentloop.values import LoopSettings, RunResult
-from .._chat import ChatStream, chat, get_model
-from .._events import BaseEvent
-from .._messages import Message
-from .._stream.loopback import CapturedRequest, LoopbackServer, Response
+from hookstream import ChatStream, LoopSettings, Message, RunResult, Tool, chat, get_model
+from hookstream.events import BaseEvent
+from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, CapturedRequest, LoopbackServer, demo_check, demo_server
+from hookstream.testing import demo_tools as _tools
+
 from .agui import RunInput, RunStream, StreamFactory
 
 __all__ = ["demo_factory", "demo_tools"]
@@ -33,7 +31,7 @@ __all__ = ["demo_factory", "demo_tools"]
 
 def demo_tools(approval: bool = True) -> list[Tool]:
     """The demo's two tools; ``approval`` makes ``convert_currency`` ask before it runs."""
-    return [tool(demo.get_weather), tool(demo.convert_currency, needs_approval=approval)]
+    return _tools(approval=approval)
 
 
 class _DemoRun:
@@ -57,7 +55,7 @@ class _DemoRun:
 
 
 def _check_resumed(index: int, request: CapturedRequest) -> str | None:
-    problem = demo.check_request(1, request)
+    problem = demo_check(1, request)
     if problem and problem.startswith("currency result is"):
         return None  # the user denied the conversion: the recording still plays, as a recording does
     return problem
@@ -67,7 +65,7 @@ def _this_turn(messages: list[Message]) -> list[Message]:
     # The recording answers one question: keep system messages and everything from the last user turn.
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
     if last_user is None:
-        return [*messages, Message.user(demo.PROMPT)]
+        return [*messages, Message.user(DEMO_PROMPT)]
     return [m for m in messages[:last_user] if m.role == "system"] + messages[last_user:]
 
 
@@ -75,22 +73,19 @@ def demo_factory(*, delay: float = 0.03, approval: bool = True, **chat_options: 
     """A ``StreamFactory`` (:func:`hookstream.server.make_app`) playing the demo; ``delay`` is seconds
     between SSE events of the recorded provider stream."""
     tools = demo_tools(approval)
-    step1 = demo._events(demo._body("step1.sse"))
-    step2 = demo._events(demo._body("step2.sse"))
 
     def start(run: RunInput) -> RunStream:
         messages = _this_turn(run.messages)
         resumed = messages[-1].role != "user"
         if resumed:
-            server = LoopbackServer([Response(pieces=step2, delay=delay)], check=_check_resumed).start()
+            server = demo_server(delay=delay, steps=("step2",), check=_check_resumed)
         else:
-            server = LoopbackServer([Response(pieces=step1, delay=delay), Response(pieces=step2, delay=delay)],
-                                    check=demo.check_request).start()
+            server = demo_server(delay=delay)
         extra: dict[str, Any] = dict(chat_options)
         if run.resume is not None:
             extra["resume"] = run.resume
         try:
-            provider = get_model(demo.MODEL, base_url=server.url + "/v1", api_key="demo-key")
+            provider = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
             stream = chat(provider, messages, tools=[*tools, *run.tools], max_steps=4, thread_id=run.thread_id,
                           loop=LoopSettings(run_id=run.run_id), **extra)
         except BaseException:

@@ -43,7 +43,7 @@ from typing import Any
 
 from gunicorn.workers.gthread import _DEFER, ThreadWorker
 
-from .._server.limits import HEADER_SECONDS, request_read_deadline
+from .limits import HEADER_SECONDS, request_read_deadline
 
 __all__ = ["HELD_SECONDS", "QUEUED_SECONDS", "HookstreamWorker", "lift_deadline", "read_deadline"]
 

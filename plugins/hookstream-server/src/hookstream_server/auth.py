@@ -29,35 +29,15 @@ import hmac
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
+from hookstream.server import Authenticator, Principal
 
 __all__ = ["Authenticator", "JWTAuthenticator", "Principal", "TokenAuthenticator", "bearer_token", "first_of"]
 
 log = logging.getLogger("hookstream.auth")
-
-
-def _non_empty_str(instance: Any, attribute: Any, value: Any) -> None:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"{attribute.name} must be a non-empty str, not {value!r:.40}")
-
-
-@attrs.frozen(slots=True)
-class Principal:
-    """An authenticated caller: ``id`` (a non-empty string: a user, a service, a JWT ``sub``) and the
-    ``claims`` that came with it (a JWT's payload; empty for a static token). Threads a principal
-    creates are its own (``docs/agui-server.md``, "What a principal can see"). Raises
-    :class:`TypeError` at construction for an ``id`` that is not a non-empty string."""
-
-    id: str = attrs.field(validator=_non_empty_str)
-    claims: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
-
-
-Authenticator = Callable[[Mapping[str, Any]], "Principal | None"]
-"""``authenticate(environ) -> Principal | None``: see the module docstring."""
 
 
 def bearer_token(environ: Mapping[str, Any]) -> str | None:
@@ -164,7 +144,7 @@ class JWTAuthenticator:
         try:
             import jwt
         except ImportError:
-            from .._install_hint import install_command
+            from hookstream.plugin import install_command
 
             raise ImportError(f"JWT authentication needs PyJWT: {install_command('hookstream[serve]')}") from None
         if not issuer:
