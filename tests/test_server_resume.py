@@ -162,10 +162,10 @@ def test_the_log_is_bounded_and_expires() -> None:
             info, kept = log.read("t", "r", 0)  # type: ignore[misc]
             assert info.truncated and info.ended and [s for s, _ in kept] == [1, 2, 3]
             assert [f[:8] for f in tail(log, "t", "r", 1)] == [b"id: r:2\n", b"id: r:3\n"]
-            assert log.latest("t", "agui") == info
+            assert log.latest("t", "agui", "alice") == info and log.latest("t", "agui", "bob") is None
             now[0] += 20.0  # past event_log_seconds after the end (and the next sweep is due)
             assert log.read("t", "r", 0) is None
-            assert log.latest("t", "agui") is None
+            assert log.latest("t", "agui", "alice") is None
         # The SQL log also deletes the expired rows, on its next write.
         sql.start("t", "r2", None, "agui", now[0] + 100)
         while sql.read("t", "r2", 0) is None:
