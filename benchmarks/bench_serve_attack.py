@@ -25,6 +25,7 @@ is reported against the p99 without it, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import sys
@@ -206,12 +207,159 @@ def _run(workers: int, sockets: int, kind: str, rounds: int, conversations: int)
     ]
 
 
+RESUME_STREAMS = 10
+BIG_RUNS = 24
+BIG_TEXT = 7_000_000  # characters a big run's user says: its echo logs ~7 MB
+
+
+def resume_attack(conversations: int = 20) -> list[Row]:
+    """Issue 38 finding 2 on waitress (``--threads 8``, no store): one principal holds a quiet run (the
+    simulated model silent after its first text) and keeps :data:`RESUME_STREAMS` resume streams of it in
+    flight (a refused one, ``429``, asks again a second later); meanwhile a good principal runs
+    ``conversations`` conversations of one turn, 0.1 s apart, first without, then under the attack."""
+    import requests
+    import sseclient
+    from store_kit import Client, SimProvider, serve_workers
+
+    quiet: list[float] = []
+    loud: list[float] = []
+    failed = 0
+    statuses: list[int] = []
+    stop = threading.Event()
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens"
+        tokens.write_text(f"{GOOD} grace\ntok-mallory-{'m' * 20} mallory\n")
+        bad = {"Authorization": f"Bearer tok-mallory-{'m' * 20}"}
+        with SimProvider() as sim, serve_workers(None, sim.url, workers=1, threads=8,
+                                                 extra=("--auth-tokens", str(tokens), "--max-runs-per-minute",
+                                                        "100000")) as base:
+            for i in range(3):
+                Client(base, f"W{i}", full=True, token=GOOD).say("hello")
+            for i in range(conversations):
+                c = Client(base, f"Q{i}", full=True, token=GOOD)
+                c.say("hello")
+                quiet.append(c.first_event[0])
+                time.sleep(PAUSE)
+            hold = sim.hold("atk")
+            body = {"threadId": "thread-atk", "runId": "run-atk", "tools": [],
+                    "messages": [{"id": "u-atk", "role": "user", "content": "atk| hi"}]}
+            live = requests.post(base + "/", json=body, headers=bad, stream=True, timeout=60)
+            reader = sseclient.SSEClient(live).events()
+            first = [next(reader) for _ in range(3)]
+            url = f"{base}/agui/threads/thread-atk/runs/run-atk/events"
+
+            def attacker() -> None:
+                while not stop.is_set():
+                    try:
+                        with requests.get(url, headers={**bad, "Last-Event-ID": first[-1].id}, stream=True,
+                                          timeout=60) as resp:
+                            statuses.append(resp.status_code)
+                            if resp.status_code == 200:
+                                for _ in resp.iter_content(64):  # held until the run goes on
+                                    if stop.is_set():
+                                        break
+                                continue
+                    except requests.RequestException:
+                        pass
+                    stop.wait(1.0)
+
+            threads = [threading.Thread(target=attacker, daemon=True) for _ in range(RESUME_STREAMS)]
+            for t in threads:
+                t.start()
+            time.sleep(1.0)
+            try:
+                for i in range(conversations):
+                    c = Client(base, f"L{i}", full=True, token=GOOD)
+                    try:
+                        c.say("hello")
+                    except Exception:
+                        failed += 1
+                        continue
+                    loud.append(c.first_event[0])
+                    time.sleep(PAUSE)
+            finally:
+                stop.set()
+                hold.set()
+                live.close()
+                for t in threads:
+                    t.join(10)
+    q99, l99 = _pct(quiet, 99), _pct(loud, 99)
+    return [row("serve_attack", "attack-waitress-resume",
+                f"waitress --threads 8: time to first event, {len(loud)} runs, {RESUME_STREAMS} resume streams of "
+                "another principal on its quiet run",
+                f"p50 {statistics.median(loud) * 1e3:.0f} ms, p99 {l99 * 1e3:.0f} ms = {l99 / q99:.1f}x the quiet "
+                f"p99 {q99 * 1e3:.0f} ms ({statuses.count(200)} resume streams held, {statuses.count(429)} answered "
+                f"429; {failed} runs not served)", l99, "every run served", failed == 0,
+                held=statuses.count(200), refused=statuses.count(429))]
+
+
+def _rss_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _server_pid() -> int:
+    """This process's ``hookstream serve`` child (Linux)."""
+    me = str(os.getpid())
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and (d / "stat").read_text().rsplit(")", 1)[1].split()[1] == me \
+                    and b"serve" in (d / "cmdline").read_bytes():
+                return int(d.name)
+        except (OSError, IndexError):
+            continue
+    raise RuntimeError("no hookstream serve child found")
+
+
+def event_log_peak() -> list[Row]:
+    """Issue 38 finding 8 on waitress without a store (default caps: 32 MiB per principal, 256 MiB in
+    all): one principal's :data:`BIG_RUNS` runs of ~7 MB each, one after the other; the bytes the log
+    still serves (every run resumed from its start, ``id:`` lines left out) and the server's peak RSS."""
+    import requests
+    from store_kit import Client, SimProvider, serve_workers
+
+    cap = 32 * 1024 * 1024
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens"
+        tokens.write_text(f"{GOOD} grace\n")
+        with SimProvider() as sim, serve_workers(None, sim.url, workers=1, threads=8,
+                                                 extra=("--auth-tokens", str(tokens))) as base:
+            pid = _server_pid()
+            Client(base, "W0", full=False, token=GOOD).say("hello")
+            before = _rss_kib(pid, "VmRSS")
+            runs = []
+            for i in range(BIG_RUNS):
+                c = Client(base, f"B{i}", full=False, token=GOOD)
+                runs.append((c.thread_id, c.say("x" * BIG_TEXT)[0]["runId"]))
+            peak = _rss_kib(pid, "VmHWM")
+            kept = 0
+            served = 0
+            for thread_id, run_id in runs:
+                resp = requests.get(f"{base}/agui/threads/{thread_id}/runs/{run_id}/events",
+                                    headers={"Authorization": f"Bearer {GOOD}"}, timeout=120)
+                if resp.status_code == 200:
+                    served += 1
+                    kept += sum(len(x) + 1 for x in resp.content.split(b"\n") if not x.startswith(b"id: "))
+    return [row("serve_attack", "event-log-peak",
+                f"waitress, no store: the memory event log under {BIG_RUNS} runs of ~7 MB of one principal",
+                f"{kept / 2**20:.1f} MiB kept ({served} of {BIG_RUNS} runs resumable) of a {cap // 2**20} MiB cap; "
+                f"server peak RSS {peak / 1024:.0f} MiB ({before / 1024:.0f} MiB before)", kept,
+                "within the cap", kept <= cap, peak_rss_kib=peak, rss_before_kib=before, resumable=served)]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--conversations", type=int, default=20)
+    parser.add_argument("--only", choices=["slow", "resume"], default=None,
+                        help="only the slow-client rows, or only issue 38's resume rows")
     args = parser.parse_args(argv)
-    for r in run(args.rounds, args.conversations):
+    rows = [] if args.only == "resume" else run(args.rounds, args.conversations)
+    if args.only != "slow":
+        rows += [*resume_attack(args.conversations), *event_log_peak()]
+    for r in rows:
         print(f"{r['what']}: {r['measured']} {r['result']}")
     return 0
 
