@@ -26,6 +26,7 @@ thread) and one consumer (the response thread), and :meth:`Pump.detach` may be c
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import functools
 import logging
@@ -144,7 +145,7 @@ def tail(log: RunLog, thread_id: str, run_id: str, after: int, ping_seconds: flo
 
 class Pump:
     """Produces a live run's frames (``source``) on a pool thread and hands them to the response thread:
-    each ``next()`` returns the frames that came since the last one (joined), or :data:`PING` after
+    each ``next()`` returns its next frame, or :data:`PING` after
     ``ping_seconds`` without a frame (``None``: it waits), and ends when ``source`` has ended
     (re-raising what ``source`` raised). ``on_end`` runs on the pool thread once ``source`` is done,
     before the response sees its end. :meth:`detach` (the client left) drops what is queued and lets
@@ -154,7 +155,7 @@ class Pump:
     def __init__(self, source: Iterator[bytes], ping_seconds: float | None, on_end: Callable[[], None]) -> None:
         self._source, self._ping, self._on_end = source, ping_seconds, on_end
         self._cond = threading.Condition()
-        self._queue: list[bytes] = []
+        self._queue: collections.deque[bytes] = collections.deque()
         self._queued = 0
         self._done = self._detached = False
         self._error: BaseException | None = None
@@ -195,10 +196,9 @@ class Pump:
             while not self._queue and not self._done:
                 if not self._cond.wait(self._ping):
                     return PING
-            if self._queue:
-                out = b"".join(self._queue)
-                self._queue.clear()
-                self._queued = 0
+            if self._queue:  # one frame a chunk, as the run yields them (written at once by the server)
+                out = self._queue.popleft()
+                self._queued -= len(out)
                 self._cond.notify_all()
                 return out
         if self._error is not None and not self._detached:
