@@ -306,3 +306,26 @@ def test_another_principals_run_is_answered_as_none(server: Server, sim: SimProv
     finally:
         hold.set()
         live.close()
+
+
+def test_the_memory_log_refuses_other_owners_and_drops_the_oldest_ended_runs_first() -> None:
+    from hookstream._stores.runlog import MemoryRunLog
+
+    log = MemoryRunLog(total_bytes=300, principal_bytes=200)
+    assert log.start("t", "r", "alice", "agui", 1e12)
+    assert not log.start("t", "r", "bob", "agui", 1e12)  # alice's ids
+    assert not log.start("t", "r", "alice", "agui", 1e12)  # her run is still going
+    log.append("t", "r", 1, b"a" * 100)
+    log.update("t", "r", ended=True, truncated=False, expires_at=1e12)
+    assert not log.start("t", "r", "bob", "agui", 1e12)  # logged for alice, ended or not
+    assert log.latest("t", "agui", "bob") is None and log.latest("t", "agui", "alice") is not None
+    assert log.start("t", "r2", "alice", "agui", 1e12)
+    log.append("t", "r2", 1, b"b" * 150)  # past alice's 200: her oldest ended run goes
+    assert log.read("t", "r", 0) is None and log.kept_bytes_of("alice") == 150
+    assert log.start("u", "r", "bob", "agui", 1e12)
+    log.append("u", "r", 1, b"c" * 100)
+    log.append("u", "r", 2, b"c" * 100)  # past the 300 in all, only running runs left: no longer logged
+    info, frames = log.read("u", "r", 0)  # type: ignore[misc]
+    assert info.truncated and len(frames) == 1 and log.kept_bytes() == 250
+    log.update("u", "r", ended=True, truncated=False, expires_at=1e12)
+    assert log.read("u", "r", 0)[0].truncated  # type: ignore[index]  # stays truncated
