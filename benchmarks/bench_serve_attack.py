@@ -28,6 +28,7 @@ is reported against the p99 without it, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import sys
@@ -222,15 +223,170 @@ def _run(workers: int, sockets: int, kind: str, rounds: int, conversations: int)
     ]
 
 
+RESUME_STREAMS = 10
+BIG_RUNS = 24
+BIG_TEXT = 7_000_000  # characters a big run's user says: its echo logs ~7 MB
+
+
+def resume_attack(conversations: int = 20) -> list[Row]:
+    """Issue 38 finding 2 on waitress (``--threads 8``, no store): one principal holds a quiet run (the
+    simulated model silent after its first text) and keeps :data:`RESUME_STREAMS` resume streams of it in
+    flight (a refused one, ``429``, asks again a second later); meanwhile a good principal runs
+    ``conversations`` conversations of one turn, 0.1 s apart, first without, then under the attack."""
+    import requests
+    import sseclient
+    from store_kit import Client, SimProvider, serve_workers
+
+    quiet: list[float] = []
+    loud: list[float] = []
+    failed = 0
+    statuses: list[int] = []
+    stop = threading.Event()
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens"
+        tokens.write_text(f"{GOOD} grace\ntok-mallory-{'m' * 20} mallory\n")
+        bad = {"Authorization": f"Bearer tok-mallory-{'m' * 20}"}
+        with SimProvider() as sim, serve_workers(None, sim.url, workers=1, threads=8,
+                                                 extra=("--auth-tokens", str(tokens), "--max-runs-per-minute",
+                                                        "100000")) as base:
+            for i in range(3):
+                Client(base, f"W{i}", full=True, token=GOOD).say("hello")
+            for i in range(conversations):
+                c = Client(base, f"Q{i}", full=True, token=GOOD)
+                c.say("hello")
+                quiet.append(c.first_event[0])
+                time.sleep(PAUSE)
+            hold = sim.hold("atk")
+            body = {"threadId": "thread-atk", "runId": "run-atk", "tools": [],
+                    "messages": [{"id": "u-atk", "role": "user", "content": "atk| hi"}]}
+            live = requests.post(base + "/", json=body, headers=bad, stream=True, timeout=60)
+            reader = sseclient.SSEClient(live).events()
+            first = [next(reader) for _ in range(3)]
+            url = f"{base}/agui/threads/thread-atk/runs/run-atk/events"
+
+            def attacker() -> None:
+                while not stop.is_set():
+                    try:
+                        with requests.get(url, headers={**bad, "Last-Event-ID": first[-1].id}, stream=True,
+                                          timeout=60) as resp:
+                            statuses.append(resp.status_code)
+                            if resp.status_code == 200:
+                                for _ in resp.iter_content(64):  # held until the run goes on
+                                    if stop.is_set():
+                                        break
+                                continue
+                    except requests.RequestException:
+                        pass
+                    stop.wait(1.0)
+
+            threads = [threading.Thread(target=attacker, daemon=True) for _ in range(RESUME_STREAMS)]
+            for t in threads:
+                t.start()
+            time.sleep(1.0)
+            try:
+                for i in range(conversations):
+                    c = Client(base, f"L{i}", full=True, token=GOOD)
+                    try:
+                        c.say("hello")
+                    except Exception:
+                        failed += 1
+                        continue
+                    loud.append(c.first_event[0])
+                    time.sleep(PAUSE)
+            finally:
+                stop.set()
+                hold.set()
+                live.close()
+                for t in threads:
+                    t.join(10)
+    q99, l99 = _pct(quiet, 99), _pct(loud, 99)
+    return [row("serve_attack", "attack-waitress-resume",
+                f"waitress --threads 8: time to first event, {len(loud)} runs, {RESUME_STREAMS} resume streams of "
+                "another principal on its quiet run",
+                f"p50 {statistics.median(loud) * 1e3:.0f} ms, p99 {l99 * 1e3:.0f} ms = {l99 / q99:.1f}x the quiet "
+                f"p99 {q99 * 1e3:.0f} ms ({statuses.count(200)} resume streams held, {statuses.count(429)} answered "
+                f"429; {failed} runs not served)", l99, "every run served", failed == 0,
+                held=statuses.count(200), refused=statuses.count(429))]
+
+
+def _rss_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _server_pid() -> int:
+    """This process's ``hookstream serve`` child (Linux)."""
+    me = str(os.getpid())
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and (d / "stat").read_text().rsplit(")", 1)[1].split()[1] == me \
+                    and b"serve" in (d / "cmdline").read_bytes():
+                return int(d.name)
+        except (OSError, IndexError):
+            continue
+    raise RuntimeError("no hookstream serve child found")
+
+
+def event_log_peak() -> list[Row]:
+    """Issue 38 finding 8 on waitress without a store (default caps: 32 MiB per principal, 256 MiB in
+    all): one principal's :data:`BIG_RUNS` runs of ~7 MB each, one after the other; the bytes the log
+    still serves (every run resumed from its start, ``id:`` lines left out) and the server's peak RSS."""
+    import requests
+    from store_kit import Client, SimProvider, serve_workers
+
+    cap = 32 * 1024 * 1024
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens"
+        tokens.write_text(f"{GOOD} grace\n")
+        with SimProvider() as sim, serve_workers(None, sim.url, workers=1, threads=8,
+                                                 extra=("--auth-tokens", str(tokens))) as base:
+            pid = _server_pid()
+            Client(base, "W0", full=False, token=GOOD).say("hello")
+            before = _rss_kib(pid, "VmRSS")
+            runs = []
+            auth = {"Authorization": f"Bearer {GOOD}", "Accept": "text/event-stream"}
+            for i in range(BIG_RUNS):
+                # Read whole, not parsed: an SSE client library joining a 7 MB line 128 bytes at a time is slow.
+                thread_id, run_id = f"thread-big-{i}", f"run-big-{i}"
+                body = {"threadId": thread_id, "runId": run_id, "tools": [],
+                        "messages": [{"id": f"u{i}", "role": "user", "content": f"B{i}| " + "x" * BIG_TEXT}]}
+                with requests.post(base + "/", json=body, headers=auth, timeout=300) as resp:
+                    assert resp.status_code == 200 and b"RUN_FINISHED" in resp.content[-2000:], resp.status_code
+                runs.append((thread_id, run_id))
+            peak, after = _rss_kib(pid, "VmHWM"), _rss_kib(pid, "VmRSS")
+            kept = 0
+            served = 0
+            for thread_id, run_id in runs:
+                resp = requests.get(f"{base}/agui/threads/{thread_id}/runs/{run_id}/events",
+                                    headers={"Authorization": f"Bearer {GOOD}"}, timeout=120)
+                if resp.status_code == 200:
+                    served += 1
+                    kept += sum(len(x) + 1 for x in resp.content.split(b"\n") if not x.startswith(b"id: "))
+    return [row("serve_attack", "event-log-peak",
+                f"waitress, no store: the memory event log under {BIG_RUNS} runs of ~7 MB of one principal",
+                f"{kept / 2**20:.1f} MiB kept ({served} of {BIG_RUNS} runs resumable) of a {cap // 2**20} MiB cap; "
+                f"server RSS {before / 1024:.0f} MiB before, {after / 1024:.0f} MiB after, "
+                f"peak {peak / 1024:.0f} MiB", kept,
+                "within the cap", kept <= cap, peak_rss_kib=peak, rss_before_kib=before, rss_after_kib=after,
+                resumable=served)]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--conversations", type=int, default=20)
-    parser.add_argument("--only", choices=("headers", "body", "auth-body"), default=None,
-                        help="Run one attack only.")
+    parser.add_argument("--only", choices=("headers", "body", "auth-body", "slow", "resume"), default=None,
+                        help="one slow-client attack (headers, body, auth-body), every slow-client row (slow), "
+                             "or only issue 38's resume rows (resume)")
     args = parser.parse_args(argv)
-    for r in run(args.rounds, args.conversations, args.only):
-        print(f"{r['what']}: {r['measured']} {r['result']}")
+    slow_only = args.only if args.only in ("headers", "body", "auth-body") else None
+    rows = [] if args.only == "resume" else run(args.rounds, args.conversations, slow_only)
+    if args.only is None or args.only == "resume":
+        rows += [*resume_attack(args.conversations), *event_log_peak()]
+    for r in rows:
+        print(f"{r['what']}: {r['measured']} {r['result']}", flush=True)
     return 0
 
 

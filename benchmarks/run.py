@@ -107,6 +107,8 @@ def main(argv: list[str]) -> int:
     if "attack" in only:
         progress("time to first event under slow clients (waitress: 200 trickling, gunicorn: 40 slow bodies)")
         rows += bench_serve_attack.run(2 if args.quick else 3)
+        progress("resume streams on a quiet run; the memory event log under 24 big runs (issue 38)")
+        rows += [*bench_serve_attack.resume_attack(), *bench_serve_attack.event_log_peak()]
     if "linearity" in only:
         progress("StreamProcessor linearity")
         rows += bench_processor.main()

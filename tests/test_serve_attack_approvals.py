@@ -370,8 +370,8 @@ def test_an_earlier_turns_approval_in_the_history_is_not_a_second_answer() -> No
     """With a store, the same approval sent again is refused (409), but a full-history request whose
     last turn is new, or the user's, may carry old approvals (an AI SDK client keeps them on its parts)."""
     from hookstream import ToolResultPart
-    from hookstream_server.trust import vet
     from hookstream.errors import AlreadyAnsweredError
+    from hookstream_server.trust import vet
 
     call = ToolCallPart("call_1", "transfer", {"amount": 1})
     approved = ToolCallPart("call_1", "transfer", {"amount": 1},

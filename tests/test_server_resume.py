@@ -6,7 +6,8 @@ text until the test lets go (so the run is certainly still going when the client
 - A client that disconnects after the third event and reconnects with ``Last-Event-ID`` gets every
   later event once, in order, then the live tail until ``RUN_FINISHED``; the reconnect may land on
   either worker, which reads the log from the shared store.
-- Another principal gets ``404``; a bad ``Last-Event-ID`` ``400``; an unknown run ``404``.
+- Another principal gets the answer for none (``404``, ``204``); a bad ``Last-Event-ID`` ``400``; an
+  unknown run ``404``. The servers ping every 0.1 s: every client here reads ``: ping`` comments.
 - The log of a finished run expires (the log itself, with a clock).
 """
 
@@ -67,7 +68,8 @@ def server(request: pytest.FixtureRequest, sim: SimProvider) -> Iterator[str]:
     with tempfile.TemporaryDirectory() as where:
         tokens = Path(where) / "tokens"
         tokens.write_text(TOKENS)
-        auth = ("--auth-tokens", str(tokens))
+        # pings every 0.1 s: the held runs below are quiet, so every client here reads SSE comments too
+        auth = ("--auth-tokens", str(tokens), "--ping-seconds", "0.1")
         if request.param == "waitress":
             with serve_workers(None, sim.url, workers=1, threads=8, extra=auth) as base:
                 yield base
@@ -162,10 +164,10 @@ def test_the_log_is_bounded_and_expires() -> None:
             info, kept = log.read("t", "r", 0)  # type: ignore[misc]
             assert info.truncated and info.ended and [s for s, _ in kept] == [1, 2, 3]
             assert [f[:8] for f in tail(log, "t", "r", 1)] == [b"id: r:2\n", b"id: r:3\n"]
-            assert log.latest("t", "agui") == info
+            assert log.latest("t", "agui", "alice") == info and log.latest("t", "agui", "bob") is None
             now[0] += 20.0  # past event_log_seconds after the end (and the next sweep is due)
             assert log.read("t", "r", 0) is None
-            assert log.latest("t", "agui") is None
+            assert log.latest("t", "agui", "alice") is None
         # The SQL log also deletes the expired rows, on its next write.
         sql.start("t", "r2", None, "agui", now[0] + 100)
         while sql.read("t", "r2", 0) is None:
@@ -199,10 +201,10 @@ def test_the_ai_sdk_resume_path_reads_the_resumed_stream_as_the_whole_message(se
                 break  # the page reloads mid-answer
     run_log = STORES.get(server)
     if run_log is not None:  # until the run is in the shared log
-        while open_store(run_log).run_log().latest(chat_id, "ui") is None:  # type: ignore[attr-defined]
+        while open_store(run_log).run_log().latest(chat_id, "ui", "alice") is None:  # type: ignore[attr-defined]
             time.sleep(0.02)
     with requests.get(f"{server}/api/chat/{chat_id}/stream", headers=BOB, timeout=60) as other:
-        assert other.status_code == 404  # another principal
+        assert other.status_code == 204  # another principal: the answer for no stream (issue 38, 12)
     proc = subprocess.Popen([node, str(E2E / "resume_check.mjs"), server, chat_id, "token-alice"], cwd=E2E,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

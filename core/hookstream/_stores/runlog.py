@@ -3,7 +3,8 @@ connection reads the rest (``hookstream serve``, docs/agui-server.md "Resuming a
 
 A run is identified by ``(thread_id, run_id)``. :meth:`RunLog.start` opens it with its owner (the
 principal id that started it; ``None`` on a server without authentication) and its protocol
-(``"agui"`` or ``"ui"``, the AI SDK UI message stream), :meth:`RunLog.append` adds frame ``seq``
+(``"agui"`` or ``"ui"``, the AI SDK UI message stream), refusing ids logged for another owner or of a
+run still going, :meth:`RunLog.append` adds frame ``seq``
 (1, 2, ... in order, the SSE ``data`` bytes of one frame), :meth:`RunLog.update` marks the run ended
 or truncated (past the log's bounds: what follows is not logged) and sets when it expires (Unix
 seconds). :meth:`RunLog.read` returns the run (``None`` once expired) and its frames after ``seq``.
@@ -62,8 +63,10 @@ class LoggedRun:
 class RunLog(Protocol):
     """Where a server keeps its runs' frames (see the module docstring)."""
 
-    def start(self, thread_id: str, run_id: str, owner: str | None, protocol: str, expires_at: float) -> None:
-        """Open a run's log (a run with the same ids logged before is replaced)."""
+    def start(self, thread_id: str, run_id: str, owner: str | None, protocol: str, expires_at: float) -> bool:
+        """Open a run's log (an ended run of the same owner with the same ids is replaced); ``False``
+        (nothing changed) when the ids are logged for another owner or their run is still going. Only
+        the run that opened an entry appends to it."""
         ...
 
     def append(self, thread_id: str, run_id: str, seq: int, data: bytes) -> None:
@@ -78,8 +81,9 @@ class RunLog(Protocol):
         """The run and its frames with ``seq > after`` in order; ``None`` when unknown or expired."""
         ...
 
-    def latest(self, thread_id: str, protocol: str) -> LoggedRun | None:
-        """The thread's most recently started run of ``protocol`` that has not expired, or ``None``."""
+    def latest(self, thread_id: str, protocol: str, owner: str | None) -> LoggedRun | None:
+        """The thread's most recently started run of ``protocol`` by ``owner`` that has not expired, or
+        ``None``."""
         ...
 
 
@@ -88,35 +92,94 @@ class _MemRun:
     info: LoggedRun
     started: float
     frames: list[bytes] = attrs.Factory(list)
+    size: int = 0  # bytes of its frames
 
 
 class MemoryRunLog:
-    """A :class:`RunLog` in this process's memory (``clock``: Unix seconds, for tests)."""
+    """A :class:`RunLog` in this process's memory (``clock``: Unix seconds, for tests).
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        self._runs: dict[tuple[str, str], _MemRun] = {}
+    Runs are keyed by ``(thread_id, run_id)`` and carry their owner: :meth:`start` refuses ids that are
+    logged for another principal or still running (without a store nothing else keeps one principal
+    off another's thread ids). ``total_bytes`` and ``principal_bytes`` cap the frames' bytes kept for
+    all runs and for one owner's runs: an append past either first drops the oldest ended runs (of that
+    owner, for its cap), and when only running runs are left the appending run is marked truncated
+    instead (the rest of it is not logged)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time, *, total_bytes: int | None = None,
+                 principal_bytes: int | None = None) -> None:
+        self._runs: dict[tuple[str, str], _MemRun] = {}  # in start order: the oldest first
         self._lock = threading.Lock()
         self._clock = clock
         self._swept = 0.0
+        self._caps = (total_bytes, principal_bytes)
+        self._total = 0
+        self._owned: dict[str | None, int] = {}  # bytes per owner
 
-    def start(self, thread_id: str, run_id: str, owner: str | None, protocol: str, expires_at: float) -> None:
+    def start(self, thread_id: str, run_id: str, owner: str | None, protocol: str, expires_at: float) -> bool:
         now = self._clock()
+        key = (thread_id, run_id)
         with self._lock:
             self._sweep(now)
+            old = self._runs.get(key)
+            if old is not None and old.info.expires_at >= now and (old.info.owner != owner or not old.info.ended):
+                return False
+            if old is not None:
+                self._drop(key)
             info = LoggedRun(thread_id, run_id, owner, protocol, False, False, expires_at)
-            self._runs[(thread_id, run_id)] = _MemRun(info, now)
+            self._runs[key] = _MemRun(info, now)
+        return True
 
     def append(self, thread_id: str, run_id: str, seq: int, data: bytes) -> None:
         with self._lock:
             run = self._runs.get((thread_id, run_id))
-            if run is not None and seq == len(run.frames) + 1:
-                run.frames.append(data)
+            if run is None or run.info.truncated or seq != len(run.frames) + 1:
+                return
+            if not self._room(run, len(data)):
+                run.info = attrs.evolve(run.info, truncated=True)
+                return
+            run.frames.append(data)
+            run.size += len(data)
+            self._total += len(data)
+            self._owned[run.info.owner] = self._owned.get(run.info.owner, 0) + len(data)
+
+    def _room(self, run: _MemRun, size: int) -> bool:
+        """Whether ``size`` more bytes of ``run`` fit the caps, once the oldest ended runs are dropped."""
+        total, per_owner = self._caps
+        owner = run.info.owner
+        for cap, mine in ((per_owner, True), (total, False)):
+            while cap is not None and (self._owned.get(owner, 0) if mine else self._total) + size > cap:
+                victim = next((k for k, r in self._runs.items()
+                               if r.info.ended and r.size and (not mine or r.info.owner == owner)), None)
+                if victim is None:
+                    return False
+                self._drop(victim)
+        return True
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        run = self._runs.pop(key)
+        self._total -= run.size
+        left = self._owned.get(run.info.owner, 0) - run.size
+        if left > 0:
+            self._owned[run.info.owner] = left
+        else:
+            self._owned.pop(run.info.owner, None)
+
+    def kept_bytes(self) -> int:
+        """Bytes of frames kept, of all runs."""
+        with self._lock:
+            return self._total
+
+    def kept_bytes_of(self, owner: str | None) -> int:
+        """Bytes of frames kept of ``owner``'s runs."""
+        with self._lock:
+            return self._owned.get(owner, 0)
 
     def update(self, thread_id: str, run_id: str, *, ended: bool, truncated: bool, expires_at: float) -> None:
         with self._lock:
             run = self._runs.get((thread_id, run_id))
-            if run is not None:
-                run.info = attrs.evolve(run.info, ended=ended, truncated=truncated, expires_at=expires_at)
+            if run is not None:  # a run truncated by the caps stays truncated
+                run.info = attrs.evolve(run.info, ended=ended, truncated=truncated or run.info.truncated,
+                                        expires_at=expires_at)
 
     def read(self, thread_id: str, run_id: str, after: int) -> tuple[LoggedRun, list[tuple[int, bytes]]] | None:
         now = self._clock()
@@ -126,11 +189,11 @@ class MemoryRunLog:
                 return None
             return run.info, [(i + 1, f) for i, f in enumerate(run.frames) if i + 1 > after]
 
-    def latest(self, thread_id: str, protocol: str) -> LoggedRun | None:
+    def latest(self, thread_id: str, protocol: str, owner: str | None) -> LoggedRun | None:
         now = self._clock()
         with self._lock:
-            runs = [r for (t, _), r in self._runs.items()
-                    if t == thread_id and r.info.protocol == protocol and r.info.expires_at >= now]
+            runs = [r for (t, _), r in self._runs.items() if t == thread_id and r.info.protocol == protocol
+                    and r.info.owner == owner and r.info.expires_at >= now]
         return max(runs, key=lambda r: r.started).info if runs else None
 
     def _sweep(self, now: float) -> None:
@@ -138,7 +201,7 @@ class MemoryRunLog:
             return
         self._swept = now
         for key in [k for k, r in self._runs.items() if r.info.expires_at < now]:
-            del self._runs[key]
+            self._drop(key)
 
 
 _Op = tuple[str, tuple[Any, ...]]
@@ -195,8 +258,11 @@ class SQLRunLog:
             if len(self._ops) == 1:
                 self._cond.notify()
 
-    def start(self, thread_id: str, run_id: str, owner: str | None, protocol: str, expires_at: float) -> None:
+    def start(self, thread_id: str, run_id: str, owner: str | None, protocol: str, expires_at: float) -> bool:
+        # Always opens: with a SQL store every thread belongs to one principal (the server claims it before
+        # a run starts), so another principal never reaches a thread's run ids.
         self._queue(("start", (thread_id, run_id, owner, protocol, expires_at, self._clock())))
+        return True
 
     def append(self, thread_id: str, run_id: str, seq: int, data: bytes) -> None:
         self._queue(("append", (thread_id, run_id, seq, data)))
@@ -261,12 +327,13 @@ class SQLRunLog:
                 at += size
         return info, frames
 
-    def latest(self, thread_id: str, protocol: str) -> LoggedRun | None:
+    def latest(self, thread_id: str, protocol: str, owner: str | None) -> LoggedRun | None:
         m = self._mark
+        who, args = ("owner IS NULL", ()) if owner is None else (f"owner = {m}", (owner,))
         row = self._connect().execute(
             f"SELECT run_id, owner, ended, truncated, expires_at FROM {RUNS} WHERE thread_id = {m} AND "
-            f"protocol = {m} AND expires_at >= {m} ORDER BY started_at DESC LIMIT 1",
-            (thread_id, protocol, self._clock())).fetchone()
+            f"protocol = {m} AND {who} AND expires_at >= {m} ORDER BY started_at DESC LIMIT 1",
+            (thread_id, protocol, *args, self._clock())).fetchone()
         if row is None:
             return None
         return LoggedRun(thread_id, row[0], row[1], protocol, bool(row[2]), bool(row[3]), float(row[4]))

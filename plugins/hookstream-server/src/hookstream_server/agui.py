@@ -79,7 +79,7 @@ from hookstream.stores import ConversationStore, InMemoryStore, MemoryRunLog, Ow
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .openai_compat import OPENAI_PREFIX, openai_error, serve_openai
-from .resume import Recorder, parse_last_event_id, tail
+from .resume import Pump, Recorder, parse_last_event_id, tail
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .trust import ApprovalSigner, SignedApprovals, UsedApprovals, check_ids, vet
 from .ui_message_stream import (
@@ -416,70 +416,91 @@ _DEADLINES = RunDeadlines()  # every run's max_run_seconds in this process, on o
 
 
 class _RunBody:
-    """The response body of one run: SSE frames as the engine yields them; closing it early (client gone)
-    cancels the run so its HTTP call and tools stop. ``release`` runs once when the body is done (the
-    principal's running-run count); a run still going after ``max_seconds`` is cancelled and ends with
-    ``RUN_ERROR`` code ``run_timeout``."""
+    """The response body of one run: SSE frames as the engine yields them, produced on a pool thread
+    (:class:`~hookstream._server.resume.Pump`) so that a quiet run still writes a ``: ping`` every
+    ``ping_seconds`` and a client that left is noticed. Closing it early (client gone) cancels the run
+    so its HTTP call and tools stop, or, with a recorder, leaves it going detached (its frames logged,
+    for the client's reconnect) for up to ``detached_seconds`` (``None``: until it ends). ``release``
+    runs once when the run is done (the principal's running-run count); a run still going after
+    ``max_seconds`` is cancelled and ends with ``RUN_ERROR`` code ``run_timeout``."""
 
     def __init__(self, stream: RunStream, release: Callable[[], None] | None = None,
                  max_seconds: float | None = None,
                  frames: Callable[[RunStream], Generator[bytes, None, None]] = to_sse,
-                 recorder: Recorder | None = None, detached_seconds: float | None = 0.0) -> None:
+                 recorder: Recorder | None = None, detached_seconds: float | None = 0.0,
+                 ping_seconds: float | None = None) -> None:
         # Past max_seconds the run ends with RUN_ERROR run_timeout (limits.TimedRun), not as a cancel.
         self._deadline = None if max_seconds is None else TimedRun(stream, max_seconds, _DEADLINES)
         self._stream: RunStream = stream if self._deadline is None else self._deadline
         self._frames: Generator[bytes, None, None] = frames(self._stream)
-        self._finished = False
         self._release = release
         self._recorder = recorder
         self._detached_seconds = detached_seconds
+        self._detached: int | None = None  # the deadline key of a detached run
+        self._lock = threading.Lock()
+        self._done = [False, False]  # the run has ended, the response is closed: then release
+        self._pump = Pump(self._logged(), ping_seconds, self._end)
+
+    def _logged(self) -> Iterator[bytes]:
+        recorder = self._recorder
+        for frame in self._frames:
+            yield frame if recorder is None else recorder.frame(frame)
 
     def __iter__(self) -> Iterator[bytes]:
         return self
 
     def __next__(self) -> bytes:
-        try:
-            frame = next(self._frames)
-        except StopIteration:
-            self._finished = True
-            raise
-        return frame if self._recorder is None else self._recorder.frame(frame)
+        return next(self._pump)
 
     def close(self) -> None:
-        """The response is done. A client gone before the run's end: with a recorder the run goes on
-        detached (its frames logged, for the client's reconnect) for up to ``detached_seconds``
-        (``None``: until it ends), then is cancelled; without one it is cancelled now."""
-        if not self._finished and self._recorder is not None and self._detached_seconds != 0.0:
-            threading.Thread(target=self._drain, name="hookstream-detached-run", daemon=True).start()
-            return
-        self._close()
-
-    def _drain(self) -> None:
-        seconds = self._detached_seconds
-        key = _DEADLINES.add(seconds, self._stream.cancel) if seconds is not None else None
-        try:
-            for _ in self:
-                pass
-        except Exception:
-            log.exception("a detached run failed")
-        finally:
-            if key is not None:
-                _DEADLINES.cancel(key)
-            self._close()
-
-    def _close(self) -> None:
-        try:
-            if not self._finished:
+        """The response is done (a client gone before the run's end: see the class docstring)."""
+        if not self._pump.detach():
+            if self._recorder is None or self._detached_seconds == 0.0:
                 self._stream.cancel()
+            elif self._detached_seconds is not None:
+                self._detached = _DEADLINES.add(self._detached_seconds, self._stream.cancel)
+        self._settle(1)
+
+    def _end(self) -> None:
+        """The run is done (on the pump's thread)."""
+        try:
             self._frames.close()
         finally:
             if self._recorder is not None:
                 self._recorder.end()
             if self._deadline is not None:
                 self._deadline.close()
-            release, self._release = self._release, None
+            if self._detached is not None:
+                _DEADLINES.cancel(self._detached)
+            self._settle(0)
+
+    def _settle(self, which: int) -> None:
+        """Note the run's end (0) or the response's close (1); after both, ``release`` (a run steered
+        until its response closes, as before the pump, and counted until it has ended)."""
+        with self._lock:
+            self._done[which] = True
+            release = self._release if all(self._done) else None
             if release is not None:
-                release()
+                self._release = None
+        if release is not None:
+            release()
+
+
+class _Released:
+    """A response body that runs ``release`` once when it is closed (a resumed stream's count)."""
+
+    def __init__(self, body: Iterator[bytes], release: Callable[[], None]) -> None:
+        self._body, self._release = body, release
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body
+
+    def close(self) -> None:
+        release, self._release = self._release, lambda: None
+        try:
+            getattr(self._body, "close", lambda: None)()
+        finally:
+            release()
 
 
 def _too_deep(doc: Any, limit: int) -> bool:
@@ -620,15 +641,17 @@ def make_app(
                 serve_page=serve_page,
                 signer=ApprovalSigner.from_setting(approval_secret) if store is None else None,
                 used=UsedApprovals() if store is None else None,
-                log=_run_log(store) if resumable else None)
+                log=_run_log(store, limits) if resumable else None)
 
 
-def _run_log(store: ConversationStore | None) -> RunLog:
+def _run_log(store: ConversationStore | None, limits: ServerLimits) -> RunLog:
     """The store's event log when it has one (the SQL stores: shared by worker processes), else one in
-    this process's memory."""
+    this process's memory, within ``limits``' ``event_log_total_bytes`` and ``event_log_principal_bytes``."""
     make = getattr(store, "run_log", None)
     got = make() if callable(make) else None
-    return got if isinstance(got, RunLog) else MemoryRunLog()
+    if isinstance(got, RunLog):
+        return got
+    return MemoryRunLog(total_bytes=limits.event_log_total_bytes, principal_bytes=limits.event_log_principal_bytes)
 
 
 class _Refused(Exception):
@@ -720,17 +743,21 @@ class _App:
             if who is not None:
                 self.counts.finish(who)
             raise
-        start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
-        counts = self.counts
-        # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
-        forget = None
-        if isinstance(thread_id, str) and thread_id:
-            left = None if self.limits.max_message_bytes is None else self.limits.max_message_bytes - len(raw)
-            forget = self.running.add(thread_id, who, stream, left)
         recorder = None
         if isinstance(thread_id, str) and thread_id and self.log is not None:
             recorder = Recorder(self.log, self.limits, thread_id, run_id, who, "ui" if ui else "agui")
+            if not recorder.opened:  # the ids are another principal's, or of a run still going
+                stream.cancel()
+                if who is not None:
+                    self.counts.finish(who)
+                raise _Refused("409 Conflict", f"run {run_id!r} on thread {thread_id!r} cannot be started: "
+                                               "its runId is in use")
+        start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+        counts = self.counts
+        # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
+        left = None if self.limits.max_message_bytes is None else self.limits.max_message_bytes - len(raw)
+        forget = self.running.add(thread_id, who, stream, left) if isinstance(thread_id, str) and thread_id else None
 
         def release() -> None:
             if forget is not None:
@@ -739,7 +766,7 @@ class _App:
                 counts.finish(who)
 
         return _RunBody(stream, release, self.limits.max_run_seconds, frames, recorder,
-                        self.limits.detached_run_seconds)
+                        self.limits.detached_run_seconds, self.limits.ping_seconds)
 
     def _hold(self, who: str | None) -> None:
         """Count a request of ``who`` toward its concurrent limit (``429`` past it); nothing without a principal."""
@@ -998,11 +1025,14 @@ _RESUME_UI = re.compile(r"^/api/chat/(?P<chat>[^/]+)/stream$")
 def _resume(app: _App, environ: Mapping[str, Any], start_response: Callable[..., Any],
             cors: list[tuple[str, str]], match: re.Match[str]) -> Iterable[bytes]:
     """``GET /agui/threads/{threadId}/runs/{runId}/events`` (``Last-Event-ID: <runId>:<seq>`` header, or
-    ``?lastEventId=``; none: from the first frame): the run's later frames, each once, then its live
-    tail until it ends. ``GET /api/chat/{id}/stream`` (the AI SDK's ``reconnectToStream``): the chat's
-    running stream from its start, ``204`` when none runs. ``401`` without a principal (with
-    ``authenticate``), ``400`` for a bad id, ``404`` for a run (or thread) of another principal or none,
-    ``410`` for an AG-UI run whose log passed its bounds. Raises :class:`_Refused`."""
+    ``?lastEventId=``, ``<seq>`` 1 to 12 ASCII digits; none: from the first frame): the run's later frames,
+    each once, then its live tail until it ends. ``GET /api/chat/{id}/stream`` (the AI SDK's
+    ``reconnectToStream``): the chat's running stream from its start, ``204`` when none runs. A quiet
+    stream sends ``: ping`` every ``ping_seconds`` and ends after ``resume_wait_seconds`` without a frame.
+    ``401`` without a principal (with ``authenticate``), ``400`` for a bad id, ``429`` (``Retry-After``)
+    past the principal's ``max_resume_streams``, ``410`` for an AG-UI run whose log passed its bounds. A
+    run (or thread) of another principal is answered exactly as none: ``404`` with the same text for
+    AG-UI, ``204`` for the AI SDK. Raises :class:`_Refused`."""
     principal = app._principal(environ)
     who = principal.id if principal is not None else None
     groups = match.groupdict()
@@ -1021,31 +1051,47 @@ def _resume(app: _App, environ: Mapping[str, Any], start_response: Callable[...,
                                         run_id)
         except AGUIInputError as exc:
             raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
-    if app.owned is not None:
-        app._claim(app.owned, thread_id, who, check_only=True)
-    if app.log is None:  # make_app(resumable=False)
+    run = _resumable(app, thread_id, run_id, who, ui)
+    if run is None:
         if ui:
             start_response("204 No Content", [("Content-Length", "0"), *cors])
             return []
         raise _Refused("404 Not Found", f"no run {run_id!r} on thread {thread_id!r}")
+    # Each resumed stream holds a server thread until its run ends: counted per principal, like runs.
+    if who is not None and not app.counts.open_stream(who):
+        raise _Refused("429 Too Many Requests", "too many resumed streams: try again later", ("Retry-After", "1"))
+    assert app.log is not None
+    limits = app.limits
+    start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+    frames = tail(app.log, thread_id, run.run_id, after, limits.ping_seconds, limits.resume_wait_seconds)
+    return frames if who is None else _Released(frames, lambda: app.counts.close_stream(who))
+
+
+def _resumable(app: _App, thread_id: str, run_id: str, who: str | None, ui: bool) -> Any:
+    """The logged run a resume reads (the latest running AI SDK run of the chat, for ``ui``); ``None``
+    for none, another principal's (thread or run: the caller answers both alike) or one that ended
+    (``ui``). Raises :class:`_Refused` ``410`` for an AG-UI run whose log passed its bounds, ``503``."""
+    if app.log is None:  # make_app(resumable=False)
+        return None
+    if app.owned is not None:
+        try:
+            app._claim(app.owned, thread_id, who, check_only=True)
+        except _Refused as refused:
+            if refused.status.startswith("404"):
+                return None
+            raise
     try:
-        run = app.log.latest(thread_id, "ui") if ui else _logged(app.log, thread_id, run_id)
+        run = app.log.latest(thread_id, "ui", who) if ui else _logged(app.log, thread_id, run_id)
     except Exception as exc:
         log.error("reading the run event log failed", exc_info=exc)
         raise _Refused("503 Service Unavailable", f"conversation store unavailable: {type(exc).__name__}") from exc
-    if run is not None and run.owner != who:
-        raise _Refused("404 Not Found", f"no run on thread {thread_id!r}")
-    if ui:
-        if run is None or run.ended or run.truncated:
-            start_response("204 No Content", [("Content-Length", "0"), *cors])
-            return []
-    else:
-        if run is None or run.protocol != "agui":
-            raise _Refused("404 Not Found", f"no run {run_id!r} on thread {thread_id!r}")
-        if run.truncated:
-            raise _Refused("410 Gone", "the run's event log passed its limits: it cannot be resumed")
-    start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
-    return tail(app.log, thread_id, run.run_id, after)
+    if run is None or run.owner != who or run.protocol != ("ui" if ui else "agui"):
+        return None
+    if ui and (run.ended or run.truncated):
+        return None
+    if run.truncated:
+        raise _Refused("410 Gone", "the run's event log passed its limits: it cannot be resumed")
+    return run
 
 
 def _logged(run_log: RunLog, thread_id: str, run_id: str) -> Any:

@@ -101,7 +101,19 @@ class ServerLimits:
       longer be resumed (docs/agui-server.md, "Resuming a stream").
     * ``event_log_seconds``: how long a run's log is kept after the run ends.
     * ``detached_run_seconds``: how long a run whose client disconnected keeps going (its events
-      logged, for a client that reconnects) before it is cancelled; ``None``: until it ends.
+      logged, for a client that reconnects) before it is cancelled; ``None``: until it ends. A client
+      that leaves while its run is quiet is noticed at the next ping (``ping_seconds``).
+    * ``ping_seconds``: seconds of silence after which a live or resumed stream sends an SSE comment
+      (``: ping``), so that a client that left is noticed (the write fails) and its thread freed;
+      ``None``: no pings (a client gone from a quiet run holds its thread until the run ends).
+    * ``max_resume_streams``: resumed streams (``GET .../runs/{runId}/events``, ``GET
+      /api/chat/{id}/stream``) of one principal open at once (per worker process); past it ``429``.
+    * ``resume_wait_seconds``: how long a resumed stream waits for its run's next frame; then it ends
+      (the client reconnects with ``Last-Event-ID``).
+    * ``event_log_total_bytes``, ``event_log_principal_bytes``: what the in-memory event log (a server
+      without a SQL store) keeps of all runs, and of one principal's runs, in bytes of SSE ``data``;
+      past either the oldest ended runs are dropped first (their resume answers ``404``), and a run
+      that still does not fit is no longer logged (its resume answers ``410``).
     * ``max_queued_messages``: steering messages one run holds waiting for its next step.
 
     ``max_concurrent_runs`` also counts the principal's requests whose body is being read, and a
@@ -122,6 +134,11 @@ class ServerLimits:
     event_log_seconds: float = attrs.field(default=300.0, validator=_positive)
     detached_run_seconds: float | None = attrs.field(default=60.0, validator=_positive)
     max_queued_messages: int | None = attrs.field(default=64, validator=_positive)
+    ping_seconds: float | None = attrs.field(default=15.0, validator=_positive)
+    max_resume_streams: int | None = attrs.field(default=4, validator=_positive)
+    resume_wait_seconds: float = attrs.field(default=300.0, validator=_positive)
+    event_log_total_bytes: int = attrs.field(default=256 * 1024 * 1024, validator=_positive)
+    event_log_principal_bytes: int = attrs.field(default=32 * 1024 * 1024, validator=_positive)
 
 
 class PrincipalLimits:
@@ -134,6 +151,7 @@ class PrincipalLimits:
         self.limits = limits
         self._running = SharedCounts()
         self._rates: dict[str | None, RateLimiter] = {}
+        self._streams: dict[str | None, int] = {}  # resumed streams open, which hold a thread each
         self._lock = threading.Lock()
 
     def start(self, principal: str | None) -> float | None:
@@ -172,6 +190,26 @@ class PrincipalLimits:
     def finish(self, principal: str | None) -> None:
         """One request of ``principal`` counted by :meth:`hold` or :meth:`start` is done (however it ended)."""
         self._running.release(principal)
+
+    def open_stream(self, principal: str | None) -> bool:
+        """Count a resumed stream of ``principal``: ``False`` when it has ``max_resume_streams`` open
+        (nothing counted), else ``True`` (call :meth:`close_stream` when it ends)."""
+        cap = self.limits.max_resume_streams
+        with self._lock:
+            open_ = self._streams.get(principal, 0)
+            if cap is not None and open_ >= cap:
+                return False
+            self._streams[principal] = open_ + 1
+        return True
+
+    def close_stream(self, principal: str | None) -> None:
+        """One resumed stream of ``principal`` ended."""
+        with self._lock:
+            left = self._streams.get(principal, 0) - 1
+            if left > 0:
+                self._streams[principal] = left
+            else:
+                self._streams.pop(principal, None)
 
     def running(self, principal: str | None) -> int:
         """Requests of ``principal`` counted now (runs streaming, bodies being read), in every process

@@ -11,12 +11,29 @@ either the run is marked truncated and the rest is not logged), and marks the ru
 polling the log every :data:`POLL_SECONDS`, what the run appends until it ends, whichever worker
 process runs it.
 
+Keep-alive (``ServerLimits.ping_seconds``): a server learns that a client left only when a write to it
+fails, and a quiet run (a long model call, a pending MCP elicitation) writes nothing. So a stream that
+has said nothing for ``ping_seconds`` sends the SSE comment :data:`PING` (``: ping``, which SSE
+clients ignore: HTML Living Standard, "Server-sent events", 9.2.6), and the response thread is freed
+a few pings after its client left. :func:`tail` pings between its polls; a live run is produced by a
+:class:`Pump` on a thread of its own (from a pool of reused daemon threads, :data:`POOL_IDLE_SECONDS`),
+so that the response thread can ping while the run is quiet.
+
 Thread safety: a :class:`Recorder` belongs to one response (its frames come from one thread at a
-time); :func:`tail` is a generator for one response.
+time); :func:`tail` is a generator for one response; a :class:`Pump` has one producer (its pool
+thread) and one consumer (the response thread), and :meth:`Pump.detach` may be called from any thread.
 """
 
 from __future__ import annotations
 
+import collections
+import contextvars
+import functools
+import logging
+import os
+import queue
+import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -25,10 +42,18 @@ from hookstream.stores import RunLog
 
 from .limits import ServerLimits
 
-__all__ = ["POLL_SECONDS", "Recorder", "parse_last_event_id", "tail"]
+__all__ = ["PING", "POLL_SECONDS", "POOL_IDLE_SECONDS", "Pump", "Recorder", "parse_last_event_id", "tail"]
+
+log = logging.getLogger("hookstream.agui")
 
 POLL_SECONDS = 0.05
 """Seconds between two reads of the log while a resumed stream waits for the run's next frames."""
+PING = b": ping\n\n"
+"""The SSE comment a quiet stream sends every ``ServerLimits.ping_seconds``."""
+POOL_IDLE_SECONDS = 60.0
+"""Seconds an idle thread of the pumps' pool waits for another run before it ends."""
+_MAX_QUEUED = 1 << 20  # bytes a pump holds for a slow client before the run waits for it
+_SEQ = re.compile(r"[0-9]{1,12}")
 
 
 def _id_line(run_id: str, seq: int) -> bytes:
@@ -38,7 +63,8 @@ def _id_line(run_id: str, seq: int) -> bytes:
 class Recorder:
     """Numbers a live run's frames (``id: <runId>:<seq>``) and appends them to ``log``."""
 
-    __slots__ = ("_bytes", "_clock", "_ended", "_limits", "_log", "_run_id", "_seq", "_thread_id", "truncated")
+    __slots__ = ("_bytes", "_clock", "_ended", "_limits", "_log", "_run_id", "_seq", "_thread_id", "opened",
+                 "truncated")
 
     def __init__(self, log: RunLog, limits: ServerLimits, thread_id: str, run_id: str, owner: str | None,
                  protocol: str, clock: Callable[[], float] = time.time) -> None:
@@ -50,7 +76,11 @@ class Recorder:
         self.truncated = False
         # A run whose process dies is never marked ended: it expires once it could no longer be running.
         longest = (limits.max_run_seconds or 86_400.0) + (limits.detached_run_seconds or 0.0)
-        log.start(thread_id, run_id, owner, protocol, clock() + longest + limits.event_log_seconds)
+        self.opened = log.start(thread_id, run_id, owner, protocol, clock() + longest + limits.event_log_seconds)
+        """``False`` when the log refused the run's ids (another principal's, or a run still going):
+        the caller refuses the run; nothing is logged."""
+        if not self.opened:
+            self.truncated = self._ended = True
 
     def frame(self, data: bytes) -> bytes:
         """``data`` (one SSE frame) with its ``id:`` line, logged."""
@@ -81,14 +111,17 @@ def parse_last_event_id(value: str | None, run_id: str) -> int:
     if not value:
         return 0
     run, _, seq = value.rpartition(":")
-    if run != run_id or not seq.isdigit() or len(seq) > 12:
+    if run != run_id or not _SEQ.fullmatch(seq):  # ASCII digits only: str.isdigit takes "²", int() does not
         raise AGUIInputError(f"Last-Event-ID {value[:200]!r} is not '<runId>:<seq>' of run {run_id!r}")
     return int(seq)
 
 
-def tail(log: RunLog, thread_id: str, run_id: str, after: int) -> Iterator[bytes]:
+def tail(log: RunLog, thread_id: str, run_id: str, after: int, ping_seconds: float | None = None,
+         wait_seconds: float | None = None) -> Iterator[bytes]:
     """The run's frames after ``after`` with their ``id:`` lines, each once, in order, until the run has
-    ended (or its log was truncated, or it expired, or a frame is missing: never a gap)."""
+    ended (or its log was truncated, or it expired, or a frame is missing: never a gap, or no frame
+    came for ``wait_seconds``). :data:`PING` after every ``ping_seconds`` without a frame."""
+    quiet = said = time.monotonic()  # since the last frame, since the last write
     while True:
         got = log.read(thread_id, run_id, after)
         if got is None:
@@ -99,7 +132,131 @@ def tail(log: RunLog, thread_id: str, run_id: str, after: int) -> Iterator[bytes
                 return
             after = seq
             yield _id_line(run_id, seq) + data
-        if not frames:
-            if info.ended or info.truncated:
+        now = time.monotonic()
+        if frames:
+            quiet = said = now
+            continue
+        if info.ended or info.truncated or (wait_seconds is not None and now - quiet >= wait_seconds):
+            return
+        if ping_seconds is not None and now - said >= ping_seconds:
+            said = now
+            yield PING
+        time.sleep(POLL_SECONDS)
+
+
+class Pump:
+    """Produces a live run's frames (``source``) on a pool thread and hands them to the response thread:
+    each ``next()`` returns its next frame, or :data:`PING` after
+    ``ping_seconds`` without a frame (``None``: it waits), and ends when ``source`` has ended
+    (re-raising what ``source`` raised). ``on_end`` runs on the pool thread once ``source`` is done,
+    before the response sees its end. :meth:`detach` (the client left) drops what is queued and lets
+    ``source`` run on unread (whoever cancels it). At most about 1 MiB waits for a slow client; then
+    ``source`` waits for it."""
+
+    def __init__(self, source: Iterator[bytes], ping_seconds: float | None, on_end: Callable[[], None]) -> None:
+        self._source, self._ping, self._on_end = source, ping_seconds, on_end
+        self._cond = threading.Condition()
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._queued = 0
+        self._done = self._detached = False
+        self._error: BaseException | None = None
+        # The run goes on with the context variables of the request, as when the request thread ran it.
+        _POOL.submit(functools.partial(contextvars.copy_context().run, self._run))
+
+    @property
+    def done(self) -> bool:
+        """Whether ``source`` has ended."""
+        with self._cond:
+            return self._done
+
+    def _run(self) -> None:
+        try:
+            for frame in self._source:
+                with self._cond:
+                    while self._queued > _MAX_QUEUED and not self._detached:
+                        self._cond.wait()
+                    if not self._detached:
+                        self._queue.append(frame)
+                        self._queued += len(frame)
+                        self._cond.notify_all()
+        except BaseException as exc:  # handed to the response thread, which the server reports
+            self._error = exc
+        finally:
+            try:
+                self._on_end()
+            finally:
+                with self._cond:
+                    self._done = True
+                    self._cond.notify_all()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        with self._cond:
+            while not self._queue and not self._done:
+                if not self._cond.wait(self._ping):
+                    return PING
+            if self._queue:  # one frame a chunk, as the run yields them (written at once by the server)
+                out = self._queue.popleft()
+                self._queued -= len(out)
+                self._cond.notify_all()
+                return out
+        if self._error is not None and not self._detached:
+            raise self._error
+        raise StopIteration
+
+    def detach(self) -> bool:
+        """No one reads on: drop what is queued; ``source`` runs on. Returns whether it had ended."""
+        with self._cond:
+            self._detached = True
+            self._queue.clear()
+            self._queued = 0
+            self._cond.notify_all()
+            return self._done
+
+
+class _Pool:
+    """Daemon threads reused from run to run (a thread's start waits for it to be scheduled: ~12 ms each
+    with 64 runs starting at once on one GIL); one that waited :data:`POOL_IDLE_SECONDS` for work ends.
+    Daemon threads: a run still going never holds the process's exit. A forked process starts afresh."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], object] | None]] = []
+        self._pid = os.getpid()
+
+    def submit(self, job: Callable[[], object]) -> None:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self._idle = os.getpid(), []
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is not None:
+            inbox.put(job)
+            return
+        inbox = queue.SimpleQueue()
+        inbox.put(job)
+        threading.Thread(target=self._work, args=(inbox,), name="hookstream-run", daemon=True).start()
+
+    def _work(self, inbox: queue.SimpleQueue[Callable[[], object] | None]) -> None:
+        while True:
+            try:
+                job = inbox.get(timeout=POOL_IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if inbox in self._idle:
+                        self._idle.remove(inbox)
+                        return
+                job = inbox.get()  # taken for a job just now: it is on its way
+            if job is None:
                 return
-            time.sleep(POLL_SECONDS)
+            try:
+                job()
+            except BaseException:  # a job's own failure is its business: the thread serves the next
+                log.exception("a run's pump failed")
+            with self._lock:
+                if self._pid == os.getpid():
+                    self._idle.append(inbox)
+
+
+_POOL = _Pool()

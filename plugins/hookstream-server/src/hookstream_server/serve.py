@@ -12,7 +12,9 @@ Authentication (``docs/agui-server.md``, "Deployment"): ``--auth-tokens FILE`` (
 ``--jwt-audience`` (OIDC bearer JWTs), ``--auth NAME`` (a plugin's authenticator); several may be
 given, the first that knows the caller wins. A non-loopback ``--host`` without one of them is refused
 unless ``--no-auth`` says so. Limits per principal and per request: ``--max-concurrent-runs``,
-``--max-runs-per-minute``, ``--max-messages``, ``--max-message-bytes``, ``--max-run-seconds``;
+``--max-runs-per-minute``, ``--max-messages``, ``--max-message-bytes``, ``--max-run-seconds``,
+``--max-resume-streams``, ``--event-log-bytes``, ``--event-log-principal-bytes``, ``--ping-seconds``,
+``--detached-run-seconds``;
 ``--cors-origin`` (repeatable) names the browser origins allowed to call. Without authentication, a
 request from any other origin, or (on a loopback ``--host``) naming a ``Host`` other than this machine,
 is refused with ``403`` (``hookstream._server.guard``: cross-site requests, DNS rebinding).
@@ -147,12 +149,24 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
               help="Seconds a run's event log is kept after it ends, for a client that reconnects.")
 @click.option("--no-resume", is_flag=True,
               help="No event log and no SSE ids: a client that disconnects cancels its run at once.")
+@click.option("--ping-seconds", type=click.FloatRange(min=0, min_open=True), default=15.0, show_default=True,
+              help="A quiet stream sends ': ping' this often, so a client that left is noticed and its thread freed.")
+@click.option("--detached-run-seconds", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="How long a run whose client left goes on (logged, for a reconnect) before it is cancelled.")
+@click.option("--max-resume-streams", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Resumed streams of one principal open at once (per worker).")
+@click.option("--event-log-bytes", type=click.IntRange(min=1), default=256 * 1024 * 1024, show_default=True,
+              help="Without a SQL --store: bytes the memory event log keeps of all runs (oldest ended dropped first).")
+@click.option("--event-log-principal-bytes", type=click.IntRange(min=1), default=32 * 1024 * 1024,
+              show_default=True, help="Without a SQL --store: bytes the memory event log keeps per principal.")
 def command(model: str | None, base_url: str | None, host: str, port: int, threads: int, workers: int,
             store_url: str | None, demo: bool, delay: float, tokens_file: str | None, jwt_issuer: str | None,
             jwt_audience: tuple[str, ...], jwks_url: str | None, auth_plugins: tuple[str, ...], no_auth: bool,
             max_concurrent_runs: int, max_runs_per_minute: int, max_messages: int, max_message_bytes: int,
             max_run_seconds: float, cors_origins: tuple[str, ...], approval_secret: str | None,
-            resume_seconds: float, no_resume: bool, **run_options: Any) -> None:
+            resume_seconds: float, no_resume: bool, ping_seconds: float, detached_run_seconds: float,
+            max_resume_streams: int,
+            event_log_bytes: int, event_log_principal_bytes: int, **run_options: Any) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput), OpenAI Chat Completions at /v1, and a chat page at /."""
     authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
     if authenticate is not None and no_auth:
@@ -167,7 +181,10 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
                    "read and continue every thread", err=True)
     limits = ServerLimits(max_concurrent_runs=max_concurrent_runs, runs_per_minute=max_runs_per_minute,
                           max_messages=max_messages, max_message_bytes=max_message_bytes,
-                          max_run_seconds=max_run_seconds, event_log_seconds=resume_seconds)
+                          max_run_seconds=max_run_seconds, event_log_seconds=resume_seconds,
+                          ping_seconds=ping_seconds, detached_run_seconds=detached_run_seconds,
+                          max_resume_streams=max_resume_streams,
+                          event_log_total_bytes=event_log_bytes, event_log_principal_bytes=event_log_principal_bytes)
     if workers > 1 and store_url is None and not demo:
         # The demo is a recording: every question replays the same tool call ids, which a store would
         # take for messages it already holds. Without a store it stays stateless (full-history clients).
