@@ -1,0 +1,77 @@
+"""A new user's first hour, again (issue 41): what the README and ``docs/`` show, run as a user runs it
+(a snippet copied from README.md in a Python process of its own, ``python -m hookstream ...`` piped to
+``head``), and the CLI habits carried over from simonw/llm."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NEVER = 120  # seconds: a hung child fails the test instead of hanging the suite
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a user with their own config and cache directories and no provider keys."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSTREAM_") and not k.endswith("_API_KEY")}
+    return {**clean, "HOOKSTREAM_USER_DIR": str(tmp_path / "user"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "NO_COLOR": "1"}
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def readme_block(containing: str, lang: str = "python") -> str:
+    """The README's fenced ``lang`` block holding ``containing``."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    blocks = [b for b in re.findall(rf"```{lang}\n(.*?)```", text, re.S) if containing in b]
+    assert len(blocks) == 1, f"one README block with {containing!r} expected, found {len(blocks)}"
+    return blocks[0]
+
+
+# -- 41.1: iter_text() raises the run's error ------------------------------------------------------------------
+
+def test_the_readme_iter_text_snippet_fails_loudly_with_nothing_listening(env: dict[str, str], tmp_path: Path) -> None:
+    snippet = readme_block(".iter_text()")
+    assert "localhost:11434" in snippet
+    # The README's own port may have an Ollama running on a developer's machine: a port nobody listens on.
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet.replace("localhost:11434", f"127.0.0.1:{free_port()}"))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=NEVER)
+    assert proc.returncode != 0
+    assert "ConnectError: cannot connect to http://127.0.0.1:" in proc.stderr, proc.stderr
+
+
+def test_iter_text_raises_the_typed_error_after_the_text_so_far() -> None:
+    from hookstream import HookstreamError, chat
+    from hookstream.testing import FunctionModel, ModelError, Reply
+
+    stream = chat(FunctionModel(lambda m, i: Reply("partial answer", error=ModelError(500, "boom", type="server_error"))),
+                  "hi")
+    seen: list[str] = []
+    with pytest.raises(HookstreamError) as caught:
+        for delta in stream.iter_text():
+            seen.append(delta)
+    assert "".join(seen) == "partial answer"
+    assert stream.result().error is caught.value and stream.result().outcome == "error"
+
+
+def test_iter_text_of_a_cancelled_or_broken_off_run_raises_nothing() -> None:
+    from hookstream import chat
+    from hookstream.testing import TestModel
+
+    stream = chat(TestModel(text="one two three"), "hi")
+    for _ in stream.iter_text():
+        break
+    assert stream.result().outcome == "cancelled"
