@@ -57,8 +57,8 @@ def test_iter_text_raises_the_typed_error_after_the_text_so_far() -> None:
     from hookstream import HookstreamError, chat
     from hookstream.testing import FunctionModel, ModelError, Reply
 
-    stream = chat(FunctionModel(lambda m, i: Reply("partial answer", error=ModelError(500, "boom", type="server_error"))),
-                  "hi")
+    failing = Reply("partial answer", error=ModelError(500, "boom", type="server_error"))
+    stream = chat(FunctionModel(lambda m, i: failing), "hi")
     seen: list[str] = []
     with pytest.raises(HookstreamError) as caught:
         for delta in stream.iter_text():
@@ -75,3 +75,14 @@ def test_iter_text_of_a_cancelled_or_broken_off_run_raises_nothing() -> None:
     for _ in stream.iter_text():
         break
     assert stream.result().outcome == "cancelled"
+
+
+# -- 41.2: the key's redaction masks the key, not the same letters in a host name -----------------------------
+
+def test_redaction_masks_the_key_itself_not_a_word_that_contains_it() -> None:
+    from hookstream.plugin import Secret
+
+    assert Secret("fake").redact("cannot connect to http://fake-model.invalid/calls") == (
+        "cannot connect to http://fake-model.invalid/calls")
+    assert Secret("sk-abc123").redact("Incorrect API key provided: sk-abc123.") == "Incorrect API key provided: ***."
+    assert Secret("sk-abc123").redact('{"key":"sk-abc123"} key=sk-abc123&x') == '{"key":"***"} key=***&x'
