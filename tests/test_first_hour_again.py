@@ -86,3 +86,32 @@ def test_redaction_masks_the_key_itself_not_a_word_that_contains_it() -> None:
         "cannot connect to http://fake-model.invalid/calls")
     assert Secret("sk-abc123").redact("Incorrect API key provided: sk-abc123.") == "Incorrect API key provided: ***."
     assert Secret("sk-abc123").redact('{"key":"sk-abc123"} key=sk-abc123&x') == '{"key":"***"} key=***&x'
+
+
+# -- 41.5: a closed stdout ends every command quietly, exit 0 ------------------------------------------------
+
+PIPED = [["models"], ["chat", "hi", "--model", "test", "--output", "events"], ["demo", "--output", "events"]]
+
+
+@pytest.mark.parametrize("args", PIPED, ids=lambda a: a[0])
+def test_piped_to_head_ends_quietly(env: dict[str, str], args: list[str]) -> None:
+    command = " ".join([sys.executable, "-m", "hookstream", *args])
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; {command} | head -1"], capture_output=True, text=True,
+                          env=env, timeout=NEVER)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert len(proc.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", PIPED, ids=lambda a: a[0])
+def test_a_stdout_closed_before_the_first_line_ends_quietly(env: dict[str, str], args: list[str]) -> None:
+    # The reader is gone before anything is written: every write meets EPIPE, whatever the timing.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "hookstream", *args], stdout=write, stderr=subprocess.PIPE,
+                              text=True, env=env, timeout=NEVER)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""

@@ -9,6 +9,8 @@ import gc
 import importlib
 import logging
 import os
+import sys
+from typing import Any
 
 import click
 
@@ -91,9 +93,24 @@ class _Group(click.Group):
         finally:
             self._registering = False
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Output that waited in stdout's buffer is written at exit, when a reader such as `head` may have
+        # gone: flushed here, so that ends quietly too instead of "Exception ignored ... BrokenPipeError".
+        try:
+            result = super().main(*args, **kwargs)
+        except SystemExit:
+            _flush_stdout()
+            raise
+        _flush_stdout()
+        return result
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader of stdout is gone (`hookstream models | head -1`): stop quietly, as Unix tools do.
+            _silence_stdout()
+            raise click.exceptions.Exit(0) from None
         except HookstreamError as exc:
             raise click.ClickException(f"{exc.message} [{exc.code}]") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -105,6 +122,29 @@ class _Group(click.Group):
                 raise
             raise click.ClickException(f"{type(exc).__name__}: {exc} (run with hookstream --debug for the traceback)"
                                        ) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so nothing more written to it (the interpreter's flush at exit included)
+    meets the closed pipe again (the Python docs' recipe for SIGPIPE)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (click's test runner): nothing is flushed to a pipe at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except (OSError, ValueError):
+        pass  # closed or detached by the command: nothing to flush
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
