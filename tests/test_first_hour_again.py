@@ -115,3 +115,51 @@ def test_a_stdout_closed_before_the_first_line_ends_quietly(env: dict[str, str],
         os.close(write)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
+
+
+# -- 41.4 and 41.6: MCP after ./dev demo, and the test model does not run a plugin's tools unasked --------------
+
+def readme_command(containing: str) -> list[str]:
+    """The README console line holding ``containing``, as argv (the ``$`` and the trailing comment dropped)."""
+    import shlex
+
+    text = (ROOT / "README.md").read_text("utf-8")
+    lines = [line for line in text.splitlines() if line.startswith("$ hookstream") and containing in line]
+    assert len(lines) == 1, lines
+    return shlex.split(lines[0][2:], comments=True)
+
+
+def test_the_readme_mcp_sample_runs_with_what_dev_demo_installs(env: dict[str, str]) -> None:
+    argv = readme_command("--mcp mcp-server-time")
+    assert "mcp-server-time" in (ROOT / "requirements" / "demo.txt").read_text()
+    # The README's model needs a key: the offline test model, scripted to call the tool the prompt asks for.
+    argv[argv.index("--model") + 1] = "test"
+    replies = '[{"tool": "get_current_time", "args": {"timezone": "Asia/Tokyo"}}, "It is evening in Tokyo."]'
+    bindir = str(Path(sys.executable).parent)  # where ./dev demo's console scripts are, on the user's PATH
+    proc = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, timeout=NEVER,
+                          env={**env, "HOOKSTREAM_TEST_REPLIES": replies, "PATH": bindir + os.pathsep + env["PATH"]})
+    assert proc.returncode == 0, proc.stderr
+    assert '"timezone": "Asia/Tokyo"' in proc.stdout and "It is evening in Tokyo." in proc.stdout
+
+
+def test_the_test_model_does_not_call_an_mcp_servers_tools_unless_told(env: dict[str, str]) -> None:
+    server = f"{sys.executable} -m mcp_server_time"
+    refused = subprocess.run([sys.executable, "-m", "hookstream", "chat", "hi", "--model", "test", "--mcp", server],
+                             capture_output=True, text=True, env=env, timeout=NEVER)
+    assert refused.returncode == 2
+    assert "convert_time, get_current_time" in refused.stderr and "--test-calls-plugin-tools" in refused.stderr
+    assert "[tool call]" not in refused.stdout
+    allowed = subprocess.run([sys.executable, "-m", "hookstream", "chat", "hi", "--model", "test", "--mcp", server,
+                              "--test-calls-plugin-tools"], capture_output=True, text=True, env=env, timeout=NEVER)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "[tool call] get_current_time" in allowed.stdout and "[tool call] convert_time" in allowed.stdout
+
+
+def test_an_mcp_server_that_dies_at_start_is_quoted_in_the_error(env: dict[str, str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "hookstream", "chat", "hi", "--model", "test", "--mcp",
+                           f"{sys.executable} -m mcp_server_time --local-timezone Nowhere/Bad"],
+                          capture_output=True, text=True, env=env, timeout=NEVER)
+    assert proc.returncode == 1
+    error = [line for line in proc.stderr.splitlines() if line.startswith("Error: MCP server")]
+    assert len(error) == 1, proc.stderr
+    assert "the server said: Error: invalid --local-timezone 'Nowhere/Bad'" in error[0]

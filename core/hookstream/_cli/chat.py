@@ -4,6 +4,7 @@ interactive chat when no prompt is given on a terminal (:mod:`.interactive`)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -15,6 +16,7 @@ from typing import IO, Any
 import click
 
 from .._chat import ChatStream, chat, get_model
+from .._fake_models import REPLIES_ENV
 from .._messages import FilePart, Message, ToolCallPart
 from .._settings import RunSettings
 from .._stores.memory import InMemoryStore
@@ -129,6 +131,9 @@ def _steer_from(stream: ChatStream, lines: IO[str]) -> threading.Thread:
 @click.option("--live", "steer", is_flag=True,
               help="While the run streams, send each line typed on stdin to the model as a user message at the "
                    "next step boundary (steering); approvals are not asked on the terminal then.")
+@click.option("--test-calls-plugin-tools", "test_plugin_tools", is_flag=True,
+              help="Let the offline test model call the tools plugins add (--mcp servers' tools): it calls every "
+                   "tool once, and those may write, move or delete for real. Refused without this flag.")
 @click.option("--timing", "show_timing", is_flag=True,
               help="After the run, print time to first chunk, tokens per second and per-step and per-tool "
                    "durations on stderr.")
@@ -147,6 +152,7 @@ def command(
     cid: str | None = None,
     no_log: bool = False,
     steer: bool = False,
+    test_plugin_tools: bool = False,
     **run_options: Any,
 ) -> None:
     """Chat with MODEL: PROMPT, else stdin (PROMPT "-" too; piped text and PROMPT are joined, stdin
@@ -175,6 +181,8 @@ def command(
     # What plugins start (MCP servers) runs for the whole command: stopped by the run's ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
     with configured("chat", settings) as run:
+        if not test_plugin_tools:
+            _refuse_test_model_on_plugin_tools(model, settings, run.settings)
         print_notes(run)
 
         def turn(line: str) -> int:
@@ -189,6 +197,23 @@ def command(
             return 0
 
         raise SystemExit(turn(text) if text is not None else repl(turn, model))
+
+
+def _refuse_test_model_on_plugin_tools(model: str, own: RunSettings, configured_settings: RunSettings) -> None:
+    """The test model calls every tool it is offered once, with made-up arguments (like pydantic-ai's
+    TestModel): harmless for the user's own ``--tool`` functions it is meant to exercise, not for the
+    tools a plugin brings in (an MCP server's ``write_file``, ``move_file``...). Raises
+    :class:`click.UsageError` naming them unless the replies are scripted (``HOOKSTREAM_TEST_REPLIES``,
+    which name the tools they call)."""
+    if model.split(":", 1)[0] != "test" or os.environ.get(REPLIES_ENV, "").strip():
+        return
+    added = sorted({t.name for t in configured_settings.tools} - {t.name for t in own.tools})
+    if added:
+        shown = ", ".join(added[:8]) + (f" and {len(added) - 8} more" if len(added) > 8 else "")
+        raise click.UsageError(
+            f"the test model calls every tool it is offered once, and plugins offer {shown}: those run for real "
+            "(an MCP server's tools may write, move or delete files). Give --test-calls-plugin-tools to let it, "
+            f"or script the calls with ${REPLIES_ENV}")
 
 
 def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple[Any, str | None]:
