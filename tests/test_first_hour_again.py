@@ -163,3 +163,172 @@ def test_an_mcp_server_that_dies_at_start_is_quoted_in_the_error(env: dict[str, 
     error = [line for line in proc.stderr.splitlines() if line.startswith("Error: MCP server")]
     assert len(error) == 1, proc.stderr
     assert "the server said: Error: invalid --local-timezone 'Nowhere/Bad'" in error[0]
+
+
+# -- 41.7: tokens and the test / default model ----------------------------------------------------------------
+
+def hookstream(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``hookstream ARGS`` in this process (the testing kit's runner)."""
+    from hookstream.testing import run_cli
+
+    res = run_cli(args, input=stdin, env=env)
+    return subprocess.CompletedProcess(list(args), res.exit_code, res.stdout, res.stderr)
+
+
+def test_tokens_takes_the_test_model_and_the_default_model(env: dict[str, str]) -> None:
+    from hookstream import count_tokens
+
+    assert count_tokens("test", "hello there world").model == "test:test"
+    done = hookstream(env, "tokens", "hello there world", "--model", "test", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json_of(done)["model"] == "test:test"
+    assert hookstream(env, "models", "default", "test").returncode == 0
+    done = hookstream(env, "tokens", "hello there world", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json_of(done)["model"] == "test:test"
+
+
+def json_of(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    import json
+
+    doc: dict[str, object] = json.loads(done.stdout)
+    return doc
+
+
+# -- 41.8: every plugin option and command says what to install -------------------------------------------------
+
+@pytest.mark.parametrize(("args", "dist"), [
+    (["chat", "hi", "--model", "test", "--cache"], "hookstream-cache"),
+    (["batch", "in.jsonl", "--model", "test", "--output", "o.jsonl", "--cache-path", "c.db"], "hookstream-cache"),
+    (["serve", "--model", "test", "--cache-shared"], "hookstream-cache"),
+    (["chat", "hi", "--model", "test", "--compact"], "hookstream-compaction"),
+    (["chat", "hi", "--model", "test", "--tool-search"], "hookstream-toolsearch"),
+    (["chat", "hi", "--model", "test", "--mcp", "mcp-server-time"], "hookstream-mcp"),
+    (["cache", "stats"], "hookstream-cache"),
+])
+def test_a_plugin_option_or_command_without_its_plugin_names_what_to_install(
+        env: dict[str, str], args: list[str], dist: str) -> None:
+    from hookstream.plugin import install_command
+
+    done = hookstream({**env, "HOOKSTREAM_BLOCK_PLUGINS": "cache,compaction,tool-search,mcp"}, *args)
+    assert done.returncode == 2
+    assert f"needs the {dist} plugin: {install_command(dist)}" in done.stderr
+    assert "Did you mean" not in done.stderr and "No such" not in done.stderr
+
+
+# -- 41.9: simonw/llm habits -----------------------------------------------------------------------------------
+
+def test_a_bare_model_name_the_catalogue_knows_gets_its_provider(env: dict[str, str]) -> None:
+    done = hookstream(env, "chat", "hi", "-m", "gpt-4o-mini", "--output", "final-json")
+    assert done.returncode == 1
+    assert "no API key for the openai provider" in done.stdout  # resolved to openai:gpt-4o-mini
+    unknown = hookstream(env, "chat", "hi", "-m", "no-such-model-anywhere")
+    assert unknown.returncode == 2 and "PROVIDER:MODEL" in unknown.stderr
+
+
+def test_key_and_model_options_reach_the_provider(env: dict[str, str]) -> None:
+    from hookstream.testing import LoopbackServer, Response
+    from hookstream.testing.conformance import require_corpus
+
+    body = (require_corpus() / "openai-chat__text.sse").read_bytes()
+    with LoopbackServer([Response(body)]) as srv:
+        done = hookstream(env, "chat", "hi", "-m", "openai:gpt-4o-mini", "--base-url", srv.url + "/v1",
+                          "--key", "sk-test-GIVEN-0123456789", "-o", "temperature", "0.25", "-o", "top_p", "0.5",
+                          "-o", "seed", "7", "--output", "final-json")
+        assert done.returncode == 0, done.stderr
+        hookstream(env, "keys", "set", "work", stdin="sk-test-STORED-0123456789\n")
+        stored = hookstream(env, "chat", "hi", "-m", "openai:gpt-4o-mini", "--base-url", srv.url + "/v1",
+                            "--key", "work")
+        assert stored.returncode == 0, stored.stderr
+    first, second = srv.requests
+    assert first.headers["Authorization"] == "Bearer sk-test-GIVEN-0123456789"
+    assert second.headers["Authorization"] == "Bearer sk-test-STORED-0123456789"
+    sent = first.json()
+    assert (sent["temperature"], sent["top_p"], sent["seed"]) == (0.25, 0.5, 7)
+    bad = hookstream(env, "chat", "hi", "-m", "test", "-o", "temperature", "hot")
+    assert bad.returncode == 2 and "temperature is a number" in bad.stderr
+
+
+def test_logs_q_finds_the_conversations_that_mention_a_text(env: dict[str, str]) -> None:
+    for prompt in ("tell me about Paris", "and about Lisbon", "PARIS again"):
+        assert hookstream(env, "chat", prompt, "-m", "test").returncode == 0
+    done = hookstream(env, "logs", "-q", "paris", "--json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    titles = [t["title"] for t in json.loads(done.stdout)]
+    assert len(titles) == 2 and not any("Lisbon" in (t or "") for t in titles)
+    both = json.loads(hookstream(env, "logs", "-q", "paris", "-q", "again", "--json").stdout)
+    assert len(both) == 1
+
+
+# -- 38.14: the user directory is the user's ------------------------------------------------------------------
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_keys_set_under_umask_000_makes_private_dirs_and_a_world_readable_file_is_warned(tmp_path: Path,
+                                                                                         env: dict[str, str]) -> None:
+    import stat
+
+    user = tmp_path / "deep" / "user"
+    env = {**env, "HOOKSTREAM_USER_DIR": str(user)}
+    proc = subprocess.run(["sh", "-c", f"umask 000 && {sys.executable} -m hookstream keys set openai"],
+                          input="sk-test-UMASK-0123456789\n", capture_output=True, text=True, env=env, timeout=NEVER)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) == 0o700
+    assert stat.S_IMODE(user.stat().st_mode) == 0o700
+    assert stat.S_IMODE((user / "keys.json").stat().st_mode) == 0o600
+    quiet = subprocess.run([sys.executable, "-m", "hookstream", "keys", "list"], capture_output=True, text=True,
+                           env=env, timeout=NEVER)
+    assert "not private" not in quiet.stderr
+    (user / "keys.json").chmod(0o644)
+    warned = subprocess.run([sys.executable, "-m", "hookstream", "keys", "list"], capture_output=True, text=True,
+                            env=env, timeout=NEVER)
+    assert warned.returncode == 0 and warned.stdout.strip() == "openai"
+    assert "can be read by other users" in warned.stderr and "sk-test-UMASK" not in warned.stderr
+
+
+# -- 41.10: smaller things -------------------------------------------------------------------------------------
+
+def test_replay_without_provider_uses_the_one_the_body_looks_like(env: dict[str, str], tmp_path: Path) -> None:
+    from hookstream.testing.conformance import require_corpus
+
+    body = require_corpus() / "openai-chat__text.sse"
+    done = hookstream(env, "replay", str(body))
+    assert done.returncode == 0, done.stderr
+    assert "replaying as --provider openai" in done.stderr
+    assert done.stdout.startswith("I'm unable to provide real-time weather updates")
+    (tmp_path / "x.txt").write_text("hello\n")
+    unknown = hookstream(env, "replay", str(tmp_path / "x.txt"))
+    assert unknown.returncode == 2 and "give --provider NAME" in unknown.stderr
+
+
+def test_tool_search_prints_no_debug_line(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "twotools.py").write_text('def add_one(x: int) -> int:\n    """Add one."""\n    return x + 1\n\n\n'
+                                          'def sub_one(x: int) -> int:\n    """Subtract one."""\n    return x - 1\n')
+    proc = subprocess.run([sys.executable, "-m", "hookstream", "chat", "hi", "-m", "test", "--tool", "twotools:add_one",
+                           "--tool", "twotools:sub_one", "--tool-search", "--tool-search-threshold", "0"],
+                          capture_output=True, text=True, env={**env, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path,
+                          timeout=NEVER)
+    assert proc.returncode == 0, proc.stderr
+    assert "[tool call] search_tools" in proc.stdout
+    assert "DEBUG" not in proc.stderr
+
+
+def test_the_quickstart_approval_example_shows_the_call_the_demo_makes(env: dict[str, str]) -> None:
+    text = (ROOT / "docs" / "quickstart.md").read_text("utf-8")
+    shown = re.search(r"^waiting for approval of (.*) \[id \.\.\.\]$", text, re.M)
+    assert shown, "docs/quickstart.md shows no waiting line"
+    server = subprocess.Popen([sys.executable, "-m", "hookstream", "serve", "--demo", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert server.stdout is not None
+        url = re.search(r"listening on (http://\S+)", server.stdout.readline())
+        assert url
+        proc = subprocess.run([sys.executable, "-m", "hookstream", "chat", "Weather in Paris and Lyon?", "--model",
+                               f"agui:{url.group(1)}"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              env=env, timeout=NEVER)
+    finally:
+        server.terminate()
+        server.wait(timeout=NEVER)
+    assert proc.returncode == 3, proc.stderr
+    assert f"waiting for approval of {shown.group(1)} [id " in proc.stderr

@@ -44,6 +44,10 @@ _COMMANDS = {
 }
 
 
+PLUGIN_COMMANDS = {"cache": "hookstream-cache"}
+"""Commands first-party plugins add -> the distribution, for the hint when one is used without it."""
+
+
 class _Group(click.Group):
     """Loads each command from its module on first use; asks plugins for theirs
     (``hookstream_register_commands(cli)``) only when a name is not built in or the commands are listed,
@@ -68,6 +72,16 @@ class _Group(click.Group):
             self._plugin_commands()
             command = super().get_command(ctx, cmd_name)
         return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else None
+        if name in PLUGIN_COMMANDS and self.get_command(ctx, name) is None:
+            from .._install_hint import install_command
+
+            dist = PLUGIN_COMMANDS[name]
+            raise click.UsageError(f"`hookstream {name}` needs the {dist} plugin: {install_command(dist)}", ctx)
+        return super().resolve_command(ctx, args)
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         name = name or cmd.name

@@ -18,9 +18,10 @@ import click
 from .._chat import ChatStream, chat, get_model
 from .._fake_models import REPLIES_ENV
 from .._messages import FilePart, Message, ToolCallPart
+from .._secrets import Secret
 from .._settings import RunSettings
 from .._stores.memory import InMemoryStore
-from .defaults import chat_model
+from .defaults import chat_model, cli_key
 from .interactive import read_prompt, repl
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run, report_waiting
@@ -111,6 +112,9 @@ def _steer_from(stream: ChatStream, lines: IO[str]) -> threading.Thread:
               help="PROVIDER:MODEL (openai:gpt-4o-mini) or an alias; default: the continued conversation's, "
                    "else hookstream models default.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
+@click.option("--key", "api_key", default=None, metavar="KEY",
+              help="The API key for this run, or the name of a stored key (hookstream keys set NAME), as "
+                   "simonw/llm's --key; default: the provider's environment variable, else its stored key.")
 @click.option("--output", type=click.Choice(OUTPUT_CHOICES), default="text", show_default=True)
 @click.option("--approve", "ask_approval", is_flag=True,
               help="Ask y/N on the terminal before a tool that needs approval runs (always on with a terminal).")
@@ -153,6 +157,7 @@ def command(
     no_log: bool = False,
     steer: bool = False,
     test_plugin_tools: bool = False,
+    api_key: str | None = None,
     **run_options: Any,
 ) -> None:
     """Chat with MODEL: PROMPT, else stdin (PROMPT "-" too; piped text and PROMPT are joined, stdin
@@ -180,6 +185,7 @@ def command(
                             memory=memory)
     # What plugins start (MCP servers) runs for the whole command: stopped by the run's ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
+    key = cli_key(api_key)
     with configured("chat", settings) as run:
         if not test_plugin_tools:
             _refuse_test_model_on_plugin_tools(model, settings, run.settings)
@@ -191,7 +197,7 @@ def command(
             try:
                 _run(Message.user(line, *parts), model, base_url, run.settings, thread_id, output=output,
                      strategy=strategy, record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing,
-                     steer=steer)
+                     steer=steer, api_key=key)
             except SystemExit as done:  # _run ends every run with its exit code
                 return done.code if isinstance(done.code, int) else 1
             return 0
@@ -239,7 +245,7 @@ def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple
 
 def _run(message: Message, model: str, base_url: str | None, settings: RunSettings, thread_id: str | None, *,
          output: str, strategy: str | None, record_dir: str | None, ask_approval: bool, show_timing: bool,
-         steer: bool = False) -> None:
+         steer: bool = False, api_key: Secret | None = None) -> None:
     """One run of ``hookstream chat`` with the command's ``settings``; always ends with
     :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
@@ -256,7 +262,7 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
             from .._record import Recorder
 
             session = Recorder(record_dir, model, base_url).session()
-        provider = get_model(model, base_url=base_url, session=session)
+        provider = get_model(model, base_url=base_url, session=session, api_key=api_key)
         stream = chat(provider, message, settings=settings, thread_id=thread_id)
     except (ValueError, LookupError, OSError) as exc:  # OSError: a recording directory (--record, replay:)
         raise click.UsageError(str(exc)) from None

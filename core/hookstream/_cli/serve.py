@@ -46,6 +46,7 @@ from .._server.limits import ServerLimits
 from .._settings import RunSettings
 from .._stores.memory import ConversationStore, InMemoryStore
 from .._stores.sql import open_store
+from .defaults import full_model_name
 from .runs import RunCommand, configured, print_notes, run_settings
 
 TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
@@ -174,6 +175,7 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
             max_run_seconds: float, cors_origins: tuple[str, ...], approval_secret: str | None,
             resume_seconds: float, no_resume: bool, **run_options: Any) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput) and a chat page at /."""
+    model = full_model_name(model) if model else model
     authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
     if authenticate is not None and no_auth:
         raise click.UsageError("--no-auth contradicts the authentication settings given")
