@@ -210,7 +210,9 @@ def test_a_plugin_option_or_command_without_its_plugin_names_what_to_install(
         env: dict[str, str], args: list[str], dist: str) -> None:
     from hookstream.plugin import install_command
 
-    done = hookstream({**env, "HOOKSTREAM_BLOCK_PLUGINS": "cache,compaction,tool-search,mcp"}, *args)
+    # A process of its own: the plugins blocked are read when the registry loads, once per process.
+    done = subprocess.run([sys.executable, "-m", "hookstream", *args], capture_output=True, text=True, timeout=NEVER,
+                          env={**env, "HOOKSTREAM_BLOCK_PLUGINS": "cache,compaction,tool-search,mcp"})
     assert done.returncode == 2
     assert f"needs the {dist} plugin: {install_command(dist)}" in done.stderr
     assert "Did you mean" not in done.stderr and "No such" not in done.stderr
