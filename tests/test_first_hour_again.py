@@ -334,3 +334,10 @@ def test_the_quickstart_approval_example_shows_the_call_the_demo_makes(env: dict
         server.wait(timeout=NEVER)
     assert proc.returncode == 3, proc.stderr
     assert f"waiting for approval of {shown.group(1)} [id " in proc.stderr
+
+
+def test_timing_on_the_test_model_reports_no_made_up_rate(env: dict[str, str]) -> None:
+    done = hookstream(env, "chat", "hi", "-m", "test", "--timing")
+    assert done.returncode == 0, done.stderr
+    assert "no tokens/s (the test model answers in-process)" in done.stderr
+    assert "output tokens/s" not in done.stderr
