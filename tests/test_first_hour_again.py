@@ -341,3 +341,44 @@ def test_timing_on_the_test_model_reports_no_made_up_rate(env: dict[str, str]) -
     assert done.returncode == 0, done.stderr
     assert "no tokens/s (the test model answers in-process)" in done.stderr
     assert "output tokens/s" not in done.stderr
+
+
+# -- 41.10: a doc block that needs an earlier one is on a page that says its blocks run in order ---------------
+
+def _bound_and_used(code: str) -> tuple[set[str], set[str]]:
+    import ast
+
+    bound: set[str] = set()
+    used: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else used).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound, used
+
+
+def test_a_page_whose_blocks_build_on_each_other_says_so_at_the_top() -> None:
+    import builtins
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_docs_samples import DOCS, pages, samples
+
+    unsaid = []
+    for page in pages():
+        earlier: set[str] = set()
+        needs_order = False
+        for _, code in samples(page):
+            bound, used = _bound_and_used(code)
+            needs_order |= bool((used - bound - set(dir(builtins))) & earlier)
+            earlier |= bound
+        top = "\n".join(page.read_text("utf-8").splitlines()[:8])
+        if needs_order and "blocks on this page run in order" not in top:
+            unsaid.append(str(page.relative_to(DOCS)))
+    assert unsaid == []
