@@ -96,12 +96,14 @@ def read_inputs(path: str | os.PathLike[str]) -> list[BatchInput]:
     return out
 
 
-def _scan(data: bytes) -> tuple[set[str], int]:
-    """The ids of the whole lines in ``data`` and the length of its whole-line prefix.
+def _scan(data: bytes) -> tuple[set[str], int, list[tuple[int, int]]]:
+    """The ids of the whole lines in ``data`` that hold a result (not an ``error``), the length of its
+    whole-line prefix, and the ``(start, end)`` byte spans of the lines that hold an ``error``.
 
     Only the last line may be cut (a crash mid-write); a bad line before it is corruption and
     raises :class:`BatchInputError`."""
     done: set[str] = set()
+    failed: list[tuple[int, int]] = []
     good = 0
     lines = data.split(b"\n")
     # After the last b"\n" comes either nothing (a whole file) or the cut tail.
@@ -114,17 +116,30 @@ def _scan(data: bytes) -> tuple[set[str], int]:
                 if number == len(lines) - 1:
                     break  # the last newline-ended line is bad too: treat it as the cut one
                 raise BatchInputError("output file line is not a result line; refusing to append", number) from None
-            if isinstance(ident, str):
+            if isinstance(doc, dict) and doc.get("error") is not None:
+                failed.append((good, good + len(raw) + 1))  # run again: the line goes, the id is not done
+            elif isinstance(ident, str):
                 done.add(ident)
         good += len(raw) + 1
-    return done, good
+    return done, good, failed
+
+
+def _without(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    kept, at = [], 0
+    for start, end in spans:
+        kept.append(data[at:start])
+        at = end
+    kept.append(data[at:])
+    return b"".join(kept)
 
 
 class OutputFile:
     """The output JSON Lines file, opened for appending after recovering it.
 
     Opening reads the ids already written (:attr:`done`) and truncates a cut last line left by a
-    crash (:attr:`truncated` holds how many bytes were dropped). ``fsync`` flushes each line to disk
+    crash (:attr:`truncated` holds how many bytes were dropped). A line holding an ``error`` is not
+    done: opening removes it (the file is rewritten whole, then renamed over the old one) so its chat
+    runs again and no id has two lines (:attr:`retried` counts them). ``fsync`` flushes each line to disk
     before :meth:`write` returns. Raises :class:`BatchInputError` when a line before the last is not a
     result line (the file is not this batch's output), :class:`OSError` when it cannot be opened.
     """
@@ -137,14 +152,34 @@ class OutputFile:
             data = b""
             while chunk := os.read(self._fd, 1 << 20):
                 data += chunk
-            self.done, good = _scan(data)
+            self.done, good, failed = _scan(data)
             self.truncated = len(data) - good
-            if self.truncated:
+            self.retried = len(failed)
+            if failed:
+                self._rewrite(_without(data[:good], failed))
+            elif self.truncated:
                 os.ftruncate(self._fd, good)
                 os.fsync(self._fd)
         except BaseException:
-            os.close(self._fd)
+            self.close()
             raise
+
+    def _rewrite(self, data: bytes) -> None:
+        """Replace the file by ``data`` (a temporary file renamed over it: a crash leaves the old file or
+        the new one, never half of one) and append to the new one."""
+        tmp = f"{self.path}.rewrite-{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        os.close(self._fd)
+        self._fd = -1
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
 
     def write(self, doc: dict[str, Any]) -> None:
         """Append ``doc`` as one JSON line with a single ``os.write`` (and ``os.fsync`` if asked).

@@ -165,10 +165,20 @@ class ChatStream:
 
     def iter_text(self) -> Iterator[str]:
         """The run's text as it streams: each ``TEXT_MESSAGE_CONTENT`` delta (``str``), nothing else.
-        Read :meth:`result` afterwards for errors, tool calls and usage."""
+        Read :meth:`result` afterwards for tool calls, usage and the outcome.
+
+        A run that ends in ``RUN_ERROR`` raises its error once the deltas so far are yielded: the typed
+        :class:`~hookstream.errors.HookstreamError` (a connection refused, a missing API key, a
+        provider's 4xx...) also kept in ``result().error``, so an error never reads as an empty answer
+        (as simonw/llm's ``response.text()`` raises). A run that ends in an interrupt (a tool waiting for
+        approval) or a cancel does not raise: read ``result().outcome``. Stopping early (``break``)
+        aborts the run like :meth:`cancel` and raises nothing."""
         for ev in self:
             if type(ev) is TextMessageContent:
                 yield ev.delta
+        error = self._engine.result().error
+        if error is not None:
+            raise error
 
     def cancel(self) -> None:
         """Cancel from any thread; the stream ends with ``RUN_FINISHED`` outcome ``cancelled`` and

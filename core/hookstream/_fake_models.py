@@ -30,6 +30,7 @@ when runs are, so a function that keeps state of its own must guard it. :class:`
 from __future__ import annotations
 
 import collections
+import hashlib
 import io
 import json
 import os
@@ -49,6 +50,7 @@ from ._errors import HookstreamError, MalformedChunkError
 from ._events import BaseEvent, Usage
 from ._messages import Message, tool_output_text
 from ._schema_example import schema_example
+from ._stores.codec import dumps_message
 from ._stream.builder import StreamBuilder, new_id
 from ._stream.framing import NDJSON
 from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
@@ -70,6 +72,16 @@ FINISH_REASONS = ("stop", "length", "content_filter", "tool_calls", "error")
 _BASE_URL = "http://fake-model.invalid"  # never resolved: the session's transport adapter answers
 _ARGS_PIECE = 16  # characters of argument JSON per TOOL_CALL_ARGS
 _WORDS = re.compile(r"\s*\S+|\s+")
+_REQUEST_HEADER = "x-hookstream-fake-request"  # which ModelRequest a POST carries (never part of its body)
+
+
+def _jsonable(value: Any) -> Any:
+    """``json.dumps`` default for a request's digest: attrs classes as dicts, bytes by their digest."""
+    if attrs.has(type(value)):
+        return attrs.asdict(value, recurse=False)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return hashlib.sha256(bytes(value)).hexdigest()
+    return repr(value)
 
 
 class ModelError(HookstreamError):
@@ -274,13 +286,12 @@ class _FakeTransport(requests.adapters.BaseAdapter):
     def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
              verify: Any = True, cert: Any = None, proxies: Any = None) -> requests.Response:
         model = self._model()
-        body = request.body or b""
         headers: dict[str, str]
         data: list[bytes]
         if model is None:
             status, data, headers = 410, [b'{"error": {"message": "the fake model is gone"}}'], {}
         else:
-            status, data, headers = model._answer(body if isinstance(body, bytes) else body.encode("utf-8"))
+            status, data, headers = model._answer(request.headers.get(_REQUEST_HEADER))
         headers = {"content-type": NDJSON.media_type if status < 300 else "application/json", **headers}
         body_io = _Body(data)
         connection: Any = body_io  # stands for the connection: ``sock`` and ``close()``
@@ -358,18 +369,31 @@ class FunctionModel(Provider):
         return self._fn(messages, info)
 
     # -- the provider contract ------------------------------------------------------------------
+    def identity(self) -> Any:
+        """What, beside the request, decides this model's replies (JSON): its class and function. Part of
+        the request body's digest, so a response cache tells two fake models apart."""
+        fn = self._fn
+        return [f"{type(self).__module__}.{type(self).__qualname__}",
+                f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"]
+
     def build_request(self, request: ModelRequest) -> HTTPRequest:
+        # The body is what the request says (a digest of its content and of the model's identity), the same
+        # for the same call, so a response cache keyed on the body hits; the table key goes in a header.
         key = new_id("req")
         with self._lock:
             self._pending[key] = request
-        return HTTPRequest(f"{_BASE_URL}/{self.name}/calls", {"request": key, "model": request.model})
+        return HTTPRequest(f"{_BASE_URL}/{self.name}/calls", {"model": request.model, "digest": self._digest(request)},
+                           headers={_REQUEST_HEADER: key})
 
-    def _answer(self, body: bytes) -> tuple[int, list[bytes], dict[str, str]]:
-        """(status, body, headers) for one POST."""
-        try:
-            key = json.loads(body)["request"]
-        except (ValueError, KeyError, TypeError):
-            key = None
+    def _digest(self, request: ModelRequest) -> str:
+        doc = {"identity": self.identity(), "messages": [dumps_message(m) for m in request.messages],
+               "request": {f.name: getattr(request, f.name) for f in attrs.fields(ModelRequest)
+                           if f.name not in ("messages", "thread_id")}}
+        text = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=_jsonable)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _answer(self, key: Any) -> tuple[int, list[bytes], dict[str, str]]:
+        """(status, body, headers) for one POST whose request-table key is ``key`` (its header)."""
         with self._lock:
             request = self._pending.get(key) if isinstance(key, str) else None
             if request is not None:
@@ -459,6 +483,10 @@ class TestModel(FunctionModel):
         self.output = output
         self.thinking = thinking
         self.replies = [reply_of(r) for r in replies or ()]
+
+    def identity(self) -> Any:
+        return [f"{type(self).__module__}.{type(self).__qualname__}", self.call_tools, self.text, self.thinking,
+                repr(self.output), [attrs.asdict(r) for r in self.replies]]
 
     def reply(self, messages: list[Message], info: RequestInfo) -> ReplyLike:
         calls_so_far = sum(1 for m in messages if m.role == "assistant")

@@ -14,6 +14,7 @@ Thread safety: reads are plain file reads; two processes setting keys at once ma
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -29,7 +30,28 @@ def keys_path() -> Path:
 
 
 def _load() -> dict[str, str]:
-    return read_string_map(keys_path(), "provider name -> key")
+    path = keys_path()
+    _warn_if_open(path)
+    return read_string_map(path, "provider name -> key")
+
+
+_warned: set[Path] = set()
+
+
+def _warn_if_open(path: Path) -> None:
+    """Log a warning, once per file and process, when other users may read ``keys.json`` or change the
+    directory it is in (and so swap it): the keys are the user's alone (``chmod 600``, ``chmod 700``)."""
+    if os.name != "posix" or path in _warned:
+        return
+    try:
+        mode, dir_mode = path.stat().st_mode, path.parent.stat().st_mode
+    except OSError:
+        return
+    problems = ([f"{path} can be read by other users (chmod 600 {path})"] if mode & 0o044 else []) + (
+        [f"{path.parent} can be changed by other users (chmod 700 {path.parent})"] if dir_mode & 0o022 else [])
+    if problems:
+        _warned.add(path)
+        logging.getLogger("hookstream.keys").warning("the stored API keys are not private: %s", "; ".join(problems))
 
 
 def key_names() -> list[str]:

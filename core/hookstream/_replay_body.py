@@ -112,6 +112,12 @@ def _guess(body: bytes) -> str | None:
     return None
 
 
+def guess_provider(body: bytes) -> str | None:
+    """The provider whose recorded stream ``body`` looks like (``openai``, ``anthropic``, ``gemini``,
+    ``bedrock``...), from the event names and fields it holds; ``None`` when it tells no provider."""
+    return _guess(body)
+
+
 def _what(body: bytes) -> str:
     text = body.lstrip()[:1]
     if text in (b"{", b"["):

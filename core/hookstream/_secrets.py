@@ -8,6 +8,7 @@ Thread safety: immutable values; share freely.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["SECRET_HEADERS", "Secret"]
@@ -31,10 +32,14 @@ class Secret:
 
     def redact(self, text: str) -> str:
         """``text`` with every occurrence of the key replaced by ``***`` (servers echo a wrong key in
-        their error text). Keys shorter than 4 characters are left alone: masking them would mangle
-        ordinary words and they protect nothing."""
+        their error text). Only the key itself is masked, not the same letters inside a longer word (a
+        key ``fake`` leaves the host ``fake-model.invalid`` readable): an occurrence next to a letter,
+        digit, ``_`` or ``-`` is part of another token. Keys shorter than 4 characters are left alone:
+        masking them would mangle ordinary words and they protect nothing."""
         key = self._value
-        return text.replace(key, "***") if len(key) >= 4 and key in text else text
+        if len(key) < 4 or key not in text:
+            return text
+        return re.sub(rf"(?<![A-Za-z0-9_-]){re.escape(key)}(?![A-Za-z0-9_-])", "***", text)
 
     def __repr__(self) -> str:
         return "Secret('***')"

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["USER_DIR_ENV", "read_string_map", "user_dir", "write_string_map"]
+__all__ = ["USER_DIR_ENV", "private_dirs", "read_string_map", "user_dir", "write_string_map"]
 
 USER_DIR_ENV = "HOOKSTREAM_USER_DIR"
 
@@ -25,6 +25,23 @@ def user_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("hookstream", appauthor=False))
+
+
+def private_dirs(directory: Path) -> None:
+    """Create ``directory`` and its missing parents with mode 0700 whatever the umask (a directory others
+    may write to lets them swap the files in it, ``keys.json`` included); existing ones are left as
+    they are. Raises :class:`OSError`."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        if os.name == "posix":
+            d.chmod(0o700)  # mkdir's mode is masked by the umask only to be narrower; 000 would leave 0777
 
 
 def read_string_map(path: Path, what: str) -> dict[str, str]:
@@ -51,7 +68,7 @@ def write_string_map(path: Path, data: dict[str, str]) -> None:
     ``os.replace``, so a reader sees the old or the new file, never half of one. Raises :class:`OSError`."""
     import tempfile  # only a write needs it; reading (every provider construction) does not
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -17,7 +17,7 @@ events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, 
 ``Authenticator`` from :mod:`hookstream.server` (the core's own, loaded without the server plugin). The one
 name on both faces is :class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin
 authors subclass it). For the first-party applications: :func:`approval_id`, :class:`RunCommand` and its
-:func:`run_settings`, :func:`configured`, :func:`print_notes` (the server); :func:`count_request`,
+:func:`run_settings`, :func:`configured`, :func:`print_notes`, :func:`full_model_name` (the server); :func:`count_request`,
 :func:`local_count` (budget); :func:`estimate_tokens`, :func:`estimate_request_tokens`,
 :func:`summary_request` (compaction). Nothing else in hookstream is needed or promised to plugins.
 
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._agentloop.values import approval_id
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._capabilities import ModelCapabilities
+    from ._cli.defaults import full_model_name
     from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
     from ._estimate import estimate_request_tokens, estimate_tokens
@@ -120,6 +121,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._userdir": ("user_dir",),
     "hookstream._ratelimit": ("Limiter", "Permit"),
     "hookstream._agentloop.values": ("approval_id",),
+    "hookstream._cli.defaults": ("full_model_name",),
     "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
     "hookstream._stream.count": ("count_request", "local_count"),
 }
@@ -193,6 +195,7 @@ __all__ = [
     "error_part",
     "estimate_request_tokens",
     "estimate_tokens",
+    "full_model_name",
     "hookimpl",
     "hookspec",
     "install_command",

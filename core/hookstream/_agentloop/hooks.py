@@ -220,7 +220,7 @@ class ModelCallContext:
             def open_sink(_req: Any, _resp: Any) -> Sink:
                 return _BufferSink(taps)
 
-            session = own = tee_session(open_sink)
+            session = own = tee_session(open_sink, self.session)  # the provider's transport, teed
         call = ModelCall(self.provider, self.request, self.context, session, self.options,
                          on_retry=self._retried)
         self.model_call = call

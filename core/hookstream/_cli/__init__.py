@@ -9,6 +9,8 @@ import gc
 import importlib
 import logging
 import os
+import sys
+from typing import Any
 
 import click
 
@@ -45,6 +47,10 @@ _COMMANDS = {
 _PLUGIN_COMMANDS = {"serve": "hookstream-server"}
 
 
+PLUGIN_COMMANDS = {"cache": "hookstream-cache"}
+"""Commands first-party plugins add -> the distribution, for the hint when one is used without it."""
+
+
 class _Group(click.Group):
     """Loads each command from its module on first use; asks plugins for theirs
     (``hookstream_register_commands(cli)``) only when a name is not built in or the commands are listed,
@@ -75,6 +81,16 @@ class _Group(click.Group):
             raise click.UsageError(f"`hookstream {cmd_name}` needs the {dist} plugin: {install_command(dist)}")
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else None
+        if name in PLUGIN_COMMANDS and self.get_command(ctx, name) is None:
+            from .._install_hint import install_command
+
+            dist = PLUGIN_COMMANDS[name]
+            raise click.UsageError(f"`hookstream {name}` needs the {dist} plugin: {install_command(dist)}", ctx)
+        return super().resolve_command(ctx, args)
+
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         name = name or cmd.name
         if self._registering and (name in _COMMANDS or name in self.commands):
@@ -99,9 +115,24 @@ class _Group(click.Group):
         finally:
             self._registering = False
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Output that waited in stdout's buffer is written at exit, when a reader such as `head` may have
+        # gone: flushed here, so that ends quietly too instead of "Exception ignored ... BrokenPipeError".
+        try:
+            result = super().main(*args, **kwargs)
+        except SystemExit:
+            _flush_stdout()
+            raise
+        _flush_stdout()
+        return result
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader of stdout is gone (`hookstream models | head -1`): stop quietly, as Unix tools do.
+            _silence_stdout()
+            raise click.exceptions.Exit(0) from None
         except HookstreamError as exc:
             raise click.ClickException(f"{exc.message} [{exc.code}]") from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -113,6 +144,29 @@ class _Group(click.Group):
                 raise
             raise click.ClickException(f"{type(exc).__name__}: {exc} (run with hookstream --debug for the traceback)"
                                        ) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so nothing more written to it (the interpreter's flush at exit included)
+    meets the closed pipe again (the Python docs' recipe for SIGPIPE)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (click's test runner): nothing is flushed to a pipe at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except (OSError, ValueError):
+        pass  # closed or detached by the command: nothing to flush
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -31,6 +31,7 @@ from .._batch import BatchResult, BatchRun, batch
 from .._batch_file import BatchInput, BatchInputError, read_inputs
 from .._errors import HookstreamError
 from .._settings import CLIRun
+from .defaults import full_model_name
 from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
 
 _PLAIN_EVERY = 5.0  # seconds between plain progress lines
@@ -144,6 +145,7 @@ def command(
         raise click.UsageError(f"cannot read {input_path}: {exc}") from None
     if dry_run and not provider_batch:
         raise click.UsageError("--dry-run goes with --provider-batch")
+    model = full_model_name(model)
     with configured("batch", run_settings(run_options)) as cli_run:
         if provider_batch:
             if cli_run.runner is not None:

@@ -4,6 +4,7 @@ interactive chat when no prompt is given on a terminal (:mod:`.interactive`)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -15,10 +16,12 @@ from typing import IO, Any
 import click
 
 from .._chat import ChatStream, chat, get_model
+from .._fake_models import REPLIES_ENV
 from .._messages import FilePart, Message, ToolCallPart
+from .._secrets import Secret
 from .._settings import RunSettings
 from .._stores.memory import InMemoryStore
-from .defaults import chat_model
+from .defaults import chat_model, cli_key
 from .interactive import read_prompt, repl
 from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run, report_waiting
@@ -109,6 +112,9 @@ def _steer_from(stream: ChatStream, lines: IO[str]) -> threading.Thread:
               help="PROVIDER:MODEL (openai:gpt-4o-mini) or an alias; default: the continued conversation's, "
                    "else hookstream models default.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
+@click.option("--key", "api_key", default=None, metavar="KEY",
+              help="The API key for this run, or the name of a stored key (hookstream keys set NAME), as "
+                   "simonw/llm's --key; default: the provider's environment variable, else its stored key.")
 @click.option("--output", type=click.Choice(OUTPUT_CHOICES), default="text", show_default=True)
 @click.option("--approve", "ask_approval", is_flag=True,
               help="Ask y/N on the terminal before a tool that needs approval runs (always on with a terminal).")
@@ -129,6 +135,9 @@ def _steer_from(stream: ChatStream, lines: IO[str]) -> threading.Thread:
 @click.option("--live", "steer", is_flag=True,
               help="While the run streams, send each line typed on stdin to the model as a user message at the "
                    "next step boundary (steering); approvals are not asked on the terminal then.")
+@click.option("--test-calls-plugin-tools", "test_plugin_tools", is_flag=True,
+              help="Let the offline test model call the tools plugins add (--mcp servers' tools): it calls every "
+                   "tool once, and those may write, move or delete for real. Refused without this flag.")
 @click.option("--timing", "show_timing", is_flag=True,
               help="After the run, print time to first chunk, tokens per second and per-step and per-tool "
                    "durations on stderr.")
@@ -147,6 +156,8 @@ def command(
     cid: str | None = None,
     no_log: bool = False,
     steer: bool = False,
+    test_plugin_tools: bool = False,
+    api_key: str | None = None,
     **run_options: Any,
 ) -> None:
     """Chat with MODEL: PROMPT, else stdin (PROMPT "-" too; piped text and PROMPT are joined, stdin
@@ -174,7 +185,10 @@ def command(
                             memory=memory)
     # What plugins start (MCP servers) runs for the whole command: stopped by the run's ExitStack whatever
     # way it ends (its exit code, an error, Ctrl-C while they start or during the run).
+    key = cli_key(api_key)
     with configured("chat", settings) as run:
+        if not test_plugin_tools:
+            _refuse_test_model_on_plugin_tools(model, settings, run.settings)
         print_notes(run)
 
         def turn(line: str) -> int:
@@ -183,12 +197,29 @@ def command(
             try:
                 _run(Message.user(line, *parts), model, base_url, run.settings, thread_id, output=output,
                      strategy=strategy, record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing,
-                     steer=steer)
+                     steer=steer, api_key=key)
             except SystemExit as done:  # _run ends every run with its exit code
                 return done.code if isinstance(done.code, int) else 1
             return 0
 
         raise SystemExit(turn(text) if text is not None else repl(turn, model))
+
+
+def _refuse_test_model_on_plugin_tools(model: str, own: RunSettings, configured_settings: RunSettings) -> None:
+    """The test model calls every tool it is offered once, with made-up arguments (like pydantic-ai's
+    TestModel): harmless for the user's own ``--tool`` functions it is meant to exercise, not for the
+    tools a plugin brings in (an MCP server's ``write_file``, ``move_file``...). Raises
+    :class:`click.UsageError` naming them unless the replies are scripted (``HOOKSTREAM_TEST_REPLIES``,
+    which name the tools they call)."""
+    if model.split(":", 1)[0] != "test" or os.environ.get(REPLIES_ENV, "").strip():
+        return
+    added = sorted({t.name for t in configured_settings.tools} - {t.name for t in own.tools})
+    if added:
+        shown = ", ".join(added[:8]) + (f" and {len(added) - 8} more" if len(added) > 8 else "")
+        raise click.UsageError(
+            f"the test model calls every tool it is offered once, and plugins offer {shown}: those run for real "
+            "(an MCP server's tools may write, move or delete files). Give --test-calls-plugin-tools to let it, "
+            f"or script the calls with ${REPLIES_ENV}")
 
 
 def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple[Any, str | None]:
@@ -214,7 +245,7 @@ def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple
 
 def _run(message: Message, model: str, base_url: str | None, settings: RunSettings, thread_id: str | None, *,
          output: str, strategy: str | None, record_dir: str | None, ask_approval: bool, show_timing: bool,
-         steer: bool = False) -> None:
+         steer: bool = False, api_key: Secret | None = None) -> None:
     """One run of ``hookstream chat`` with the command's ``settings``; always ends with
     :class:`SystemExit` carrying the exit code."""
     # On a terminal, text output is the live renderer (Markdown, spinners, y/N approval prompts).
@@ -231,7 +262,7 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
             from .._record import Recorder
 
             session = Recorder(record_dir, model, base_url).session()
-        provider = get_model(model, base_url=base_url, session=session)
+        provider = get_model(model, base_url=base_url, session=session, api_key=api_key)
         stream = chat(provider, message, settings=settings, thread_id=thread_id)
     except (ValueError, LookupError, OSError) as exc:  # OSError: a recording directory (--record, replay:)
         raise click.UsageError(str(exc)) from None

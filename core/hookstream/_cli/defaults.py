@@ -13,9 +13,11 @@ from pathlib import Path
 
 import click
 
+from .._secrets import Secret
 from .._userdir import user_dir
 
-__all__ = ["MODEL_ENV", "chat_model", "default_model", "default_model_path", "set_default_model"]
+__all__ = ["MODEL_ENV", "chat_model", "cli_key", "default_model", "default_model_path", "full_model_name",
+           "set_default_model"]
 
 MODEL_ENV = "HOOKSTREAM_MODEL"
 
@@ -54,11 +56,51 @@ def chat_model(given: str | None, conversation_model: str | None = None) -> str:
     """The model a run uses: ``given`` (``-m/--model``), else the continued conversation's, else the
     default (:func:`default_model`). Raises :class:`click.UsageError` saying how to set one."""
     if given:
-        return given
+        return full_model_name(given)
     if conversation_model:
         return conversation_model
     model, _ = default_model()
     if model:
-        return model
+        return full_model_name(model)
     raise click.UsageError("no model: give -m PROVIDER:MODEL, or set a default with "
                            "`hookstream models default PROVIDER:MODEL` (or $HOOKSTREAM_MODEL)")
+
+
+def full_model_name(model: str) -> str:
+    """``model`` with its provider when it is a bare model name the catalogue knows (``gpt-4o-mini`` ->
+    ``openai:gpt-4o-mini``, as simonw/llm's ``-m gpt-4o-mini``); ``PROVIDER:MODEL``, an alias, ``test``
+    or a name the catalogue does not know are returned unchanged (the run says what is wrong). When
+    several providers list the name, the model's own provider is taken (``openai`` over
+    ``openai-responses``, ``anthropic`` over ``vertex-anthropic``); raises :class:`click.UsageError`
+    naming the choices when none is that."""
+    if ":" in model or model == "test":
+        return model
+    from .._aliases import resolve_alias
+
+    if resolve_alias(model) != model:
+        return model
+    from .._models import models
+
+    try:
+        providers = sorted({m.provider for m in models() if m.model == model})
+    except Exception:  # a plugin's or the price data's failure must not hide the real error
+        return model
+    # The model's own provider over the routes that also serve it (openai over openai-responses, anthropic
+    # over vertex-anthropic): the one whose name is a part of every other's.
+    home = [p for p in providers if all(p in o.split("-") for o in providers if o != p)]
+    if len(home) == 1:
+        return f"{home[0]}:{model}"
+    if providers:
+        choices = ", ".join(f"{p}:{model}" for p in providers)
+        raise click.UsageError(f"model {model!r} is served by several providers: give one of {choices}")
+    return model
+
+
+def cli_key(given: str | None) -> Secret | None:
+    """The ``--key`` option as simonw/llm reads it: the name of a stored key (``hookstream keys set NAME``)
+    gives that key, anything else is the key itself; ``None`` when not given (the provider's own lookup)."""
+    if given is None:
+        return None
+    from .._keys import stored_key
+
+    return stored_key(given) if " " not in given and stored_key(given) is not None else Secret(given)

@@ -50,8 +50,11 @@ def _when(ts: float | None) -> str:
               help="How many conversations to list, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of text.")
 @click.option("--cid", default=None, help="Show the messages of this conversation.")
+@click.option("-q", "--query", "queries", multiple=True, metavar="TEXT",
+              help="Only conversations whose messages contain TEXT (case-insensitive; repeat: all of them), "
+                   "as simonw/llm's logs -q.")
 @click.pass_context
-def command(ctx: click.Context, count: int, as_json: bool, cid: str | None) -> None:
+def command(ctx: click.Context, count: int, as_json: bool, cid: str | None, queries: tuple[str, ...] = ()) -> None:
     """List the conversations hookstream chat kept, or show one (--cid)."""
     if ctx.invoked_subcommand is not None:
         return
@@ -62,7 +65,7 @@ def command(ctx: click.Context, count: int, as_json: bool, cid: str | None) -> N
             raise click.ClickException(f"no conversation {cid!r} (hookstream logs lists them)")
         _show(cid, messages, responses(store, cid), as_json)
         return
-    threads = store.list_threads(limit=count)
+    threads = _matching(store, queries, count) if queries else store.list_threads(limit=count)
     sums = totals(store, [t.id for t in threads])
     if as_json:
         click.echo(json.dumps([{"id": t.id, "title": t.title, "created": t.created, "updated": t.updated,
@@ -76,6 +79,31 @@ def command(ctx: click.Context, count: int, as_json: bool, cid: str | None) -> N
         used = usage_text(s.input_tokens, s.output_tokens, s.cost, s.currency)
         parts = [t.id, _when(t.updated), f"{t.message_count:>3} messages", s.model or "", used, t.title]
         click.echo("  ".join(p for p in parts if p))
+
+
+def _matching(store: Any, queries: tuple[str, ...], count: int) -> list[Any]:
+    """The newest ``count`` conversations whose messages (text, tool calls and results) hold every one of
+    ``queries``, case-insensitively: the threads read newest first, a page at a time."""
+    wanted = [q.casefold() for q in queries]
+    found: list[Any] = []
+    before: float | None = None
+    while len(found) < count:
+        page = store.list_threads(limit=100, before=before)
+        for t in page:
+            text = "\n".join(_searchable(m) for m in store.load(t.id)).casefold()
+            if all(q in text for q in wanted):
+                found.append(t)
+                if len(found) == count:
+                    break
+        if len(page) < 100:
+            break
+        before = page[-1].updated
+    return found
+
+
+def _searchable(m: Any) -> str:
+    calls = (f"{c.name} {json.dumps(c.arguments, ensure_ascii=False)}" for c in m.tool_calls)
+    return " ".join([m.text, *calls, *(str(r.output) for r in m.tool_results)])
 
 
 def _totals_json(s: Totals) -> dict[str, Any]:

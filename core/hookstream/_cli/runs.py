@@ -11,10 +11,11 @@ The core names no plugin here beyond install hints: a flag that a known plugin a
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,10 +33,16 @@ log = logging.getLogger("hookstream.cli")
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
 
+_RUN_PLUGIN_FLAGS = {
+    **dict.fromkeys(("--cache", "--cache-path"), ("hookstream-cache", "hookstream-cache")),
+    **dict.fromkeys(("--compact", "--compact-window", "--compact-fraction", "--compact-summary-model"),
+                    ("hookstream-compaction", "hookstream-compaction")),
+    **dict.fromkeys(("--tool-search", "--tool-search-threshold"), ("hookstream-toolsearch", "hookstream-toolsearch")),
+}
 PLUGIN_FLAGS: dict[str, dict[str, tuple[str, str]]] = {
-    "chat": {"--mcp": ("hookstream-mcp", "hookstream-mcp"), "--mcp-auth": ("hookstream-mcp", "hookstream-mcp")},
-    "batch": {"--ray": ("hookstream-ray", "hookstream-ray[ray]"),
-              "--workers": ("hookstream-ray", "hookstream-ray[ray]")},
+    "chat": {**_RUN_PLUGIN_FLAGS, **dict.fromkeys(("--mcp", "--mcp-auth"), ("hookstream-mcp", "hookstream-mcp"))},
+    "batch": {**_RUN_PLUGIN_FLAGS, **dict.fromkeys(("--ray", "--workers"), ("hookstream-ray", "hookstream-ray[ray]"))},
+    "serve": {**_RUN_PLUGIN_FLAGS, "--cache-shared": ("hookstream-cache", "hookstream-cache")},
 }
 """Command -> flag -> (distribution, requirement) of the first-party plugin that adds the flag: only
 for the message when the flag is given without the plugin (the install command it names comes from
@@ -87,6 +94,10 @@ def _run_options() -> list[click.Option]:
                      help="Output token limit per model call."),
         click.Option(["--plugin", "plugin_names"], multiple=True, metavar="NAME",
                      help="Turn on a run plugin by name (repeatable; hookstream plugins lists them)."),
+        click.Option(["-o", "--option", "model_options"], type=(str, str), multiple=True, metavar="NAME VALUE",
+                     help="A model option, as simonw/llm's -o (repeatable): temperature, max_tokens, or any field "
+                          "of the provider's request body (top_p, seed, reasoning_effort...); VALUE is read as "
+                          "JSON when it is JSON (0.2, true, {...}), else as text."),
     ]
 
 
@@ -136,7 +147,8 @@ class RunCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
-            known = PLUGIN_FLAGS.get(self.name or "", {}).get(exc.option_name)
+            # `--cache=PATH` style: the flag is what comes before "=".
+            known = PLUGIN_FLAGS.get(self.name or "", {}).get(exc.option_name.split("=", 1)[0])
             if known is None:
                 raise
             from .._install_hint import install_command
@@ -154,11 +166,38 @@ def run_settings(params: Mapping[str, Any], **fields: Any) -> RunSettings:
     (two tools of one name)."""
     tools = [load_tool(spec) for spec in params.get("tool_specs", ())]
     plugins = [_run_plugin(name) for name in params.get("plugin_names", ())]
+    options = model_options(params.get("model_options", ()))
+    # -o temperature / -o max_tokens are the settings' own fields (each provider maps them to its name).
+    temperature, max_tokens = options.pop("temperature", None), options.pop("max_tokens", None)
     try:
-        return RunSettings.of(RunSettings(tools=tools, plugins=plugins), system=params.get("system"),
-                              max_steps=params.get("max_steps"), max_tokens=params.get("max_tokens"), **fields)
+        return RunSettings.of(RunSettings(tools=tools, plugins=plugins, options=options), system=params.get("system"),
+                              max_steps=params.get("max_steps"), max_tokens=params.get("max_tokens") or max_tokens,
+                              temperature=temperature, **fields)
     except (TypeError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def model_options(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """``-o NAME VALUE`` pairs as a dict: VALUE as JSON when it parses (``0.2``, ``true``, ``{"a": 1}``),
+    else the text. Raises :class:`click.BadParameter` for a blank name or a ``temperature`` /
+    ``max_tokens`` of the wrong type."""
+    out: dict[str, Any] = {}
+    for name, text in pairs:
+        if not name.strip():
+            raise click.BadParameter("an option needs a name: -o NAME VALUE", param_hint="-o")
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        out[name] = value
+    if "temperature" in out and (isinstance(out["temperature"], bool)
+                                 or not isinstance(out["temperature"], (int, float))):
+        raise click.BadParameter(f"temperature is a number, got {out['temperature']!r}", param_hint="-o")
+    if "max_tokens" in out and (isinstance(out["max_tokens"], bool) or not isinstance(out["max_tokens"], int)
+                                or out["max_tokens"] < 1):
+        raise click.BadParameter(f"max_tokens is a whole number of at least 1, got {out['max_tokens']!r}",
+                                 param_hint="-o")
+    return out
 
 
 def _run_plugin(name: str) -> str:

@@ -103,7 +103,13 @@ def _n(value: int | None) -> str:
     return "?" if value is None else str(value)
 
 
+_FAKE_HOST = "fake-model.invalid"  # the offline test model's (hookstream.testing): nothing is generated
+
+
 def _rate(calls: list[ModelCallInfo]) -> str:
+    if calls and all(_FAKE_HOST in (c.base_url or "") for c in calls):
+        # Its words are counted as tokens and answered in-process: a rate would read like a real model's.
+        return "no tokens/s (the test model answers in-process)"
     tokens, seconds = 0, 0.0
     for c in calls:
         out: Any = c.usage.output_tokens if c.usage is not None else None

@@ -14,21 +14,25 @@ import click
 
 from .._errors import HookstreamError
 from .._tokens import count_tokens
+from .defaults import chat_model
 
 
 @click.command("tokens")
 @click.argument("prompt", required=False, default="-")
-@click.option("--model", required=True, help="PROVIDER:MODEL (or an alias), e.g. anthropic:claude-sonnet-4-5.")
+@click.option("-m", "--model", default=None,
+              help="PROVIDER:MODEL (or an alias, or test), e.g. anthropic:claude-sonnet-4-5; default: hookstream "
+                   "models default.")
 @click.option("--base-url", default=None, help="API root: http://host/v1 for OpenAI, http://host for Anthropic/Gemini.")
 @click.option("--system", default=None, help="A system prompt counted before the prompt.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def command(prompt: str, model: str, base_url: str | None, system: str | None, as_json: bool) -> None:
+def command(prompt: str, model: str | None, base_url: str | None, system: str | None, as_json: bool) -> None:
     """Count the input tokens of PROMPT ("-" or none: standard input) for --model.
 
     The provider's own count endpoint answers where it has one (source "provider": Anthropic, Gemini,
     Vertex AI Gemini, OpenAI Responses, Bedrock); otherwise tiktoken counts OpenAI models when
     hookstream[tokens] is installed (source "tokenizer"); otherwise 4 characters a token (source
     "estimate")."""
+    model = chat_model(model)
     text = sys.stdin.read() if prompt == "-" else prompt
     try:
         count = count_tokens(model, text, system=system, base_url=base_url)

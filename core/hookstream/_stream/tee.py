@@ -87,9 +87,40 @@ class _TeeAdapter(requests.adapters.HTTPAdapter):
         return response
 
 
-def tee_session(open_sink: Callable[[requests.PreparedRequest, requests.Response], Sink | None]) -> requests.Session:
+class _TeeSession(requests.Session):
+    """Sends through ``base`` (its adapters, its ``send`` override, its settings), tees each response."""
+
+    def __init__(self, base: requests.Session,
+                 open_sink: Callable[[requests.PreparedRequest, requests.Response], Sink | None]) -> None:
+        super().__init__()
+        self._base, self._open_sink = base, open_sink
+        self.trust_env, self.proxies, self.verify, self.cert = base.trust_env, base.proxies, base.verify, base.cert
+
+    def prepare_request(self, request: requests.Request) -> requests.PreparedRequest:
+        return self._base.prepare_request(request)
+
+    def merge_environment_settings(self, *args: Any, **kwargs: Any) -> Any:
+        return self._base.merge_environment_settings(*args, **kwargs)
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        response = self._base.send(request, **kwargs)
+        sink = self._open_sink(request, response)
+        if sink is not None:
+            response.raw = TeeRaw(response.raw, sink)
+        return response
+
+    def close(self) -> None:
+        pass  # the base session (a provider's pool) is its owner's to close
+
+
+def tee_session(open_sink: Callable[[requests.PreparedRequest, requests.Response], Sink | None],
+                base: requests.Session | None = None) -> requests.Session:
     """A new session whose HTTP(S) responses are teed to ``open_sink(request, response)`` (``None``: not
-    teed). The caller closes it."""
+    teed). With ``base``, requests go through ``base`` (its transport adapters, such as a fake model's
+    in-process one, a batch's rate limit, its proxies) and closing the tee leaves ``base`` open; without
+    it, through adapters of its own. The caller closes it."""
+    if base is not None:
+        return _TeeSession(base, open_sink)
     session = requests.Session()
     adapter = _TeeAdapter(open_sink)
     session.mount("http://", adapter)

@@ -1,7 +1,8 @@
 """The response cache as a run plugin: :class:`Cache` and the request key it files responses under.
 
 A model call whose canonical provider request (:func:`request_key`: the provider's name, the request URL
-without its query string, the JSON body with sorted keys; never a header, so never an API key) was
+without its query string, the JSON body with sorted keys, an HMAC fingerprint of the credential and, on a
+server, the principal; never a header or an API key itself) was
 answered before is answered from the stored provider body, run through the same adapter by
 ``ModelCallContext.parse_body``: the same events and result as the live call (the ids the adapter
 makes up, such as message ids, are new). Otherwise the call goes to the provider and its raw body is
@@ -31,32 +32,51 @@ import logging
 import os
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 from hookstream.events import BaseEvent, RunError, RunFinished
-from hookstream.plugin import ModelCallContext, hookimpl
+from hookstream.plugin import SECRET_HEADERS, ModelCallContext, hookimpl
 
 from .store import ResponseStore, StoredResponse, store_for
 
-__all__ = ["Cache", "request_key"]
+__all__ = ["Cache", "credential_of", "request_key"]
 
 log = logging.getLogger("hookstream_cache")
 
 STATE = "hookstream_cache"
 """The key of this plugin's values in ``ModelCallContext.state``."""
 
-KEY_VERSION = 1
+KEY_VERSION = 2
 """Part of every key: a change to what a key covers starts a new set of keys instead of misreading old rows."""
 
 
-def request_key(call: ModelCallContext) -> tuple[str, str]:
+def credential_of(call: ModelCallContext) -> str | None:
+    """What authenticates ``call``'s request, as one string, or ``None`` when nothing does: the provider's
+    API key, the secret headers (:data:`~hookstream.plugin.SECRET_HEADERS`: ``Authorization``,
+    ``x-api-key``...) and the URL's query string (Gemini's ``key=``). Only ever fed to an HMAC."""
+    http = call.http_request()
+    key = call.provider.api_key.reveal() if call.provider.api_key else ""
+    headers = sorted((k.lower(), v) for k, v in http.headers.items() if k.lower() in SECRET_HEADERS)
+    query = urlsplit(http.url).query
+    if not (key or headers or query):
+        return None
+    return json.dumps([key, headers, query], separators=(",", ":"))
+
+
+def request_key(call: ModelCallContext, *, fingerprint: str | None = None,
+                principal: str | None = None) -> tuple[str, str]:
     """``(key, url)`` for ``call``'s current request: ``key`` is the SHA-256 hex digest of the canonical
-    JSON (sorted keys, no whitespace) of ``{"v", "provider", "url", "body"}``; ``url`` is the request URL
-    without its query string (Gemini's ``key=``), as :meth:`HTTPRequest.redacted_url` gives it. Headers
-    (where API keys go) are never part of it."""
+    JSON (sorted keys, no whitespace) of ``{"v", "provider", "url", "body", "credential", "principal"}``;
+    ``url`` is the request URL without its query string (Gemini's ``key=``), as
+    :meth:`HTTPRequest.redacted_url` gives it. ``credential`` is ``fingerprint``, a keyed fingerprint of
+    the call's credential (:meth:`ResponseStore.fingerprint` of :func:`credential_of`), never the
+    credential itself: a response is served only to a caller holding the credential it was asked with.
+    ``principal`` (the server's authenticated caller) keeps one principal's entries from another's."""
     http = call.http_request()
     url = http.redacted_url()
-    canonical = json.dumps({"v": KEY_VERSION, "provider": call.provider.name, "url": url, "body": http.json},
+    canonical = json.dumps({"v": KEY_VERSION, "provider": call.provider.name, "url": url, "body": http.json,
+                            "credential": fingerprint, "principal": principal},
                            sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest(), url
 
@@ -88,18 +108,31 @@ class Cache:
     """
 
     path: str | None = attrs.field(default=None, converter=_fspath)
+    principal: str | None = None
+    """The principal whose entries these are (``None``: shared by every caller of the process)."""
+    per_principal: bool = False
+    """On a server: :meth:`for_principal` gives each principal a cache of their own entries."""
 
     @property
     def store(self) -> ResponseStore:
         """The process's store for :attr:`path` (opened on first use)."""
         return store_for(self.path)
 
+    def for_principal(self, principal: str | None) -> Cache:
+        """The cache a server's run for ``principal`` (its authenticated caller's id) uses: one whose
+        entries are that principal's alone when :attr:`per_principal` is set (``hookstream serve
+        --cache``), else this one (``--cache-shared``: one principal may learn from the answer's speed
+        whether another asked the same question)."""
+        return attrs.evolve(self, principal=principal) if self.per_principal else self
+
     # -- hooks ------------------------------------------------------------------------------------------
     @hookimpl(tryfirst=True)
     def hookstream_model_call(self, call: ModelCallContext) -> Iterable[BaseEvent] | None:
         """A hit: the stored body's events through the call's adapter. A miss: ``None`` (the call goes on)."""
-        key, url = request_key(call)
         store = self.store
+        credential = credential_of(call)
+        fingerprint = store.fingerprint(credential) if credential is not None else None
+        key, url = request_key(call, fingerprint=fingerprint, principal=self.principal)
         stored = store.get(key)
         if stored is not None:
             events = list(call.parse_body(stored.body))  # in memory: as quick as the first event

@@ -37,17 +37,23 @@ def hookstream_cli_options(command: str) -> list[click.Option] | None:
         click.Option(["--cache-path"], type=click.Path(dir_okay=False), default=None, metavar="PATH",
                      help="The cache's SQLite file (implies --cache; default: responses.sqlite3 in the user "
                           "cache directory)."),
+        *([click.Option(["--cache-shared"], is_flag=True, default=False,
+                        help="One cache for every principal (implies --cache); without it each authenticated "
+                             "principal is answered from their own entries only.")] if command == "serve" else []),
     ]
 
 
 @hookimpl
 def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun) -> None:
     path = options.get("cache_path")
-    if not options.get("cache") and path is None:
+    shared = bool(options.get("cache_shared"))
+    if not options.get("cache") and path is None and not shared:
         return
     from .cache import Cache
 
-    run.settings = run.settings.evolve(plugins=(*run.settings.plugins, Cache(path)))
+    # On serve, each run's cache is Cache.for_principal(the run's principal), unless --cache-shared.
+    cache = Cache(path, per_principal=command == "serve" and not shared)
+    run.settings = run.settings.evolve(plugins=(*run.settings.plugins, cache))
 
 
 @hookimpl

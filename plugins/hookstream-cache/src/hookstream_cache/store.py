@@ -17,7 +17,10 @@ or unpickled in a worker opens its own).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -37,6 +40,7 @@ _SCHEMA = (
     " key TEXT PRIMARY KEY, provider TEXT NOT NULL, url TEXT NOT NULL, content_type TEXT NOT NULL,"
     " body BLOB NOT NULL, stored_at REAL NOT NULL, hits INTEGER NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
 )
 
 
@@ -77,7 +81,12 @@ class CacheStats:
 class ResponseStore:
     """Provider response bodies by request key, in the SQLite file at ``path`` (created with its parent
     directories on first use). Raises :class:`sqlite3.Error` (``OSError`` for the directory) when the
-    file cannot be opened or written."""
+    file cannot be opened or written.
+
+    The bodies are other people's answers, so the file is the user's alone: created ``0600`` (an
+    existing file of the user is set to ``0600`` when opened; SQLite gives its ``-wal`` and ``-shm``
+    files the same mode) and the directories it creates ``0700``. The file also keeps a random
+    secret (:meth:`fingerprint`'s HMAC key) that never leaves it."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -88,7 +97,13 @@ class ResponseStore:
     def _connection(self) -> sqlite3.Connection:
         # Called with the lock held. A connection never crosses a fork: the child opens its own.
         if self._conn is None or self._pid != os.getpid():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_dirs(self.path.parent)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            if os.name == "posix" and self.path.stat().st_mode & 0o077:
+                try:
+                    self.path.chmod(0o600)  # a file made before the cache kept its bodies private
+                except OSError:
+                    pass  # not the user's file: SQLite reads it as it can
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -106,6 +121,19 @@ class ResponseStore:
         if row is None:
             return None
         return StoredResponse(bytes(row[0]), str(row[1]))
+
+    def fingerprint(self, credential: str) -> str:
+        """A keyed fingerprint of ``credential`` (an API key): the hex HMAC-SHA256 of it under this file's
+        random secret (made on first use, 32 bytes). The same credential gives the same fingerprint in
+        every process sharing the file; the credential cannot be read back from it, nor tested against
+        a guess without the file."""
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                conn.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('hmac_key', ?)",
+                             (secrets.token_bytes(32),))
+                (key,) = conn.execute("SELECT value FROM meta WHERE name = 'hmac_key'").fetchone()
+        return hmac.new(bytes(key), credential.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def count_hit(self, key: str) -> None:
         """Count a lookup answered with the response under ``key``."""
@@ -174,6 +202,22 @@ class ResponseStore:
     def _count(conn: sqlite3.Connection, name: str) -> None:
         conn.execute("INSERT INTO counters (name, value) VALUES (?, 1)"
                      " ON CONFLICT(name) DO UPDATE SET value = value + 1", (name,))
+
+
+def _private_dirs(directory: Path) -> None:
+    """Create ``directory`` and its missing parents ``0700`` (whatever the umask); existing ones are left
+    as they are (``/tmp`` is not this cache's to change)."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        if os.name == "posix":
+            d.chmod(0o700)  # mkdir's mode is masked by the umask; 0700 is what is meant either way
 
 
 _stores: dict[Path, ResponseStore] = {}

@@ -16,7 +16,9 @@ close, its tools give error results (the model sees ``Error: MCPToolError: ...``
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
+import os
 import shlex
 import subprocess
 import sys
@@ -102,6 +104,48 @@ def _stderr_target(stderr: IO[str] | int | None) -> Any:
     return sys.stderr
 
 
+class _StderrTail:
+    """A stdio server's stderr when none was given: a pipe whose lines a daemon thread passes on to where
+    they would have gone (:func:`_stderr_target`) and keeps the last of, so the error about a server
+    that died can say what it said (a missing module, a bad argument) instead of "Connection closed"."""
+
+    _KEEP = 12  # lines
+    _WAIT = 1.0  # seconds to let the pipe drain once the server is known to be gone
+
+    def __init__(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self.child_end: IO[str] | None = os.fdopen(write_fd, "w")  # the child's stderr (our copy is closed later)
+        self._lines: collections.deque[str] = collections.deque(maxlen=self._KEEP)
+        self._forward = _stderr_target(None)
+        self._thread = threading.Thread(target=self._pump, args=(read_fd,), name="hookstream-mcp stderr", daemon=True)
+        self._thread.start()
+
+    def _pump(self, read_fd: int) -> None:
+        with os.fdopen(read_fd, "rb") as pipe:
+            for raw in pipe:
+                line = raw.decode("utf-8", "replace").rstrip()
+                self._lines.append(line)
+                if self._forward is not subprocess.DEVNULL:
+                    try:
+                        self._forward.write(line + "\n")
+                        self._forward.flush()
+                    except (OSError, ValueError):
+                        pass  # our stderr closed: the lines are still kept for the error
+
+    def close(self) -> None:
+        """Close this process's copy of the pipe's write end (the child keeps its own until it exits)."""
+        end, self.child_end = self.child_end, None
+        if end is not None:
+            end.close()
+
+    def said(self) -> str:
+        """The server's last stderr lines (``""`` for none), once what it wrote before dying is read."""
+        self.close()
+        self._thread.join(self._WAIT)
+        text = " | ".join(line for line in list(self._lines) if line.strip())
+        return text[-800:]
+
+
 class _RemoteTool:
     """The function of one MCP tool's :class:`~hookstream.Tool`: calls the tool on the server."""
 
@@ -129,7 +173,7 @@ class MCPServer:
     """
 
     __slots__ = ("_calls", "_client", "_closed", "_denied", "_done", "_failure", "_listing", "_lock", "_loop",
-                 "_stop_event", "_stopping", "_target", "_task", "call_timeout", "elicitation", "name",
+                 "_stderr", "_stop_event", "_stopping", "_target", "_task", "call_timeout", "elicitation", "name",
                  "startup_timeout")
 
     def __init__(self, target: _Stdio | _Http, *, name: str | None = None, startup_timeout: float = 60.0,
@@ -154,6 +198,7 @@ class MCPServer:
         self._stop_event: asyncio.Event | None = None
         self._stopping = False
         self._failure: str | None = None
+        self._stderr: _StderrTail | None = None
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -274,6 +319,8 @@ class MCPServer:
         loop.call_soon(self._request_stop)
         self._done.wait(_SHUTDOWN_WAIT)
         loop.stop(_SHUTDOWN_WAIT)
+        if self._stderr is not None:
+            self._stderr.close()
 
     def _request_stop(self) -> None:
         """On the loop thread: let a running session end gracefully, cancel one still starting."""
@@ -316,7 +363,7 @@ class MCPServer:
             elif not self._stopping:
                 # The connection ended on its own (the process died, the HTTP server went away): later
                 # calls say why instead of waiting.
-                self._failure = self._why(exc)
+                self._failure = self._why(exc) + self._server_said()
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -327,6 +374,9 @@ class MCPServer:
         target = self._target
         if isinstance(target, _Stdio):
             params = StdioServerParameters(command=target.command, args=target.args, env=target.env, cwd=target.cwd)
+            if target.stderr is None:
+                self._stderr = _StderrTail()
+                return stdio_client(params, errlog=cast(Any, self._stderr.child_end))
             return stdio_client(params, errlog=cast(Any, _stderr_target(target.stderr)))
         import httpx2  # the MCP SDK's HTTP client
 
@@ -347,6 +397,11 @@ class MCPServer:
         elif response.status_code < 400:
             self._denied = None
 
+    def _server_said(self) -> str:
+        """``"; the server said: ..."`` with a dead stdio server's last stderr lines, else ``""``."""
+        said = self._stderr.said() if self._stderr is not None else ""
+        return f"; the server said: {said}" if said else ""
+
     def _start_error(self, exc: Exception) -> MCPServerError:
         """The error :meth:`start` raises: :class:`MCPAuthError` when the server refused for want of a
         login or the login failed, naming what to set; else :class:`MCPServerError` with the cause."""
@@ -359,7 +414,7 @@ class MCPServer:
         if isinstance(leaf, OAuthFlowError):
             return MCPAuthError(f"MCP server {self.name}: the login failed: {self._why(leaf)}")
         if self._denied is None or not isinstance(target, _Http):
-            return MCPServerError(f"MCP server {self.name}: could not start: {self._why(exc)}")
+            return MCPServerError(f"MCP server {self.name}: could not start: {self._why(exc)}{self._server_said()}")
         status, challenge = self._denied
         shown = f" (WWW-Authenticate: {challenge})" if challenge else ""
         if target.auth is not None:

@@ -38,7 +38,7 @@ def hookstream_cli_options(command: str) -> list[click.Option] | None:
         click.Option(
             ["--mcp", "mcp_specs"], multiple=True, metavar="COMMAND|URL",
             help="Offer an MCP server's tools (repeatable; hookstream-mcp): a command line, started for the run "
-                 "and spoken to over stdio ('uvx mcp-server-time'), or a streamable HTTP URL."),
+                 "and spoken to over stdio ('mcp-server-time'), or a streamable HTTP URL."),
         click.Option(
             ["--mcp-auth", "mcp_auth"], type=click.Choice(["oauth", "client-credentials"]), default=None,
             help="Log in to the --mcp URLs that ask for it: 'oauth' opens the browser once (tokens kept in the "

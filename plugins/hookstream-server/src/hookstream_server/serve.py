@@ -42,7 +42,7 @@ from typing import Any
 
 import click
 from hookstream import RunSettings
-from hookstream.plugin import RunCommand, configured, print_notes, run_settings
+from hookstream.plugin import RunCommand, configured, full_model_name, print_notes, run_settings
 from hookstream.stores import ConversationStore, InMemoryStore, open_store
 
 from .agui import make_app
@@ -69,10 +69,31 @@ def build_app(model: str | None, settings: RunSettings, base_url: str | None, de
             return make_app(stream_factory=demo_factory(delay=delay), **guard)
         if not model:
             raise click.UsageError("--model PROVIDER:MODEL is required (or --demo for the offline demo)")
+        if any(hasattr(p, "for_principal") for p in settings.plugins):
+            return make_app(stream_factory=_per_principal(model, settings, base_url), **guard)
         # chat()'s tools= keyword (the server's tools and the request's) replaces settings.tools in each run.
         return make_app(model, tools=settings.tools, base_url=base_url, settings=settings, **guard)
     except (ValueError, LookupError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _per_principal(model: str, settings: RunSettings, base_url: str | None) -> Any:
+    """A stream factory whose runs use, for each run plugin with a ``for_principal(principal_id)`` method
+    (the response cache of ``--cache``), the plugin it returns for the run's principal, so what one
+    principal's runs leave (cached answers) is never served to another's. One provider (one connection
+    pool) for every run, as :func:`chat_factory` has."""
+    from hookstream import get_model
+
+    from .agui import RunInput, chat_factory
+
+    provider = get_model(model, base_url=base_url)
+
+    def start(run: RunInput) -> Any:
+        who = run.principal.id if run.principal is not None else None
+        plugins = tuple(p.for_principal(who) if hasattr(p, "for_principal") else p for p in settings.plugins)
+        return chat_factory(provider, settings=settings.evolve(plugins=plugins), tools=settings.tools)(run)
+
+    return start
 
 
 def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience: tuple[str, ...],
@@ -168,6 +189,7 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
             max_resume_streams: int,
             event_log_bytes: int, event_log_principal_bytes: int, **run_options: Any) -> None:
     """Serve AG-UI runs over HTTP (POST a RunAgentInput), OpenAI Chat Completions at /v1, and a chat page at /."""
+    model = full_model_name(model) if model else model
     authenticate = authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, auth_plugins)
     if authenticate is not None and no_auth:
         raise click.UsageError("--no-auth contradicts the authentication settings given")

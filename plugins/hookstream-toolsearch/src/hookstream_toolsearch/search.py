@@ -17,6 +17,7 @@ calls of one step may run on several threads at once.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -77,6 +78,9 @@ class ToolIndex:
     def __init__(self, tools: Mapping[str, Tool]) -> None:
         import bm25s
 
+        # bm25s sets its logger to DEBUG at import, which prints "DEBUG bm25s: Building index from tokens" on
+        # every run past the application's WARNING: let it follow the application's level again.
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
         self.tools = dict(tools)
         self._names = list(self.tools)
         self._lower = {name.lower(): name for name in self._names}
