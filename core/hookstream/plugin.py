@@ -19,7 +19,8 @@ name on both faces is :class:`Provider` (users annotate what :func:`hookstream.g
 authors subclass it). For the first-party applications: :func:`approval_id`, :class:`RunCommand` and its
 :func:`run_settings`, :func:`configured`, :func:`print_notes`, :func:`full_model_name` (the server);
 :func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command` (budget);
-:func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction). Nothing else in hookstream is needed or promised to plugins.
+:func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction).
+Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
 """
