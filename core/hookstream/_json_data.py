@@ -18,11 +18,13 @@ surrogates), so those, and every invalid text, get the standard library's value 
 :func:`json_loads` is :func:`json_loads_stdlib`.
 
 Thread safety: pure functions (the scanner clears its key memo after every call; msgspec's decoder
-keeps no state between calls).
+keeps no state between calls; two threads that both make the first call each import it and bind a decoder,
+and either one serves every later call).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import json.scanner
 from collections.abc import Callable
@@ -46,23 +48,30 @@ def json_loads_stdlib(text: str) -> Any:
     return value
 
 
-_decode: Callable[[str], Any] | None
-try:
-    import msgspec.json
+def _first_decode(text: str) -> Any:
+    """msgspec's decoder, imported on the first call (a process that decodes no provider event, such as
+    ``hookstream --version``, or one that decodes a few, such as ``hookstream replay``, does not pay
+    its import: about 8 ms of CPU, measured for issue 39), then used for ``text``."""
+    global _decode
+    try:
+        import msgspec.json
 
-    _decode = msgspec.json.Decoder().decode
-except ImportError:
-    _decode = None
+        _decode = msgspec.json.Decoder().decode
+    except ImportError:  # found but not importable: every text goes to the standard library
+        _decode = json_loads_stdlib
+    return _decode(text)
 
 
-if _decode is not None:
-    _msgspec_decode = _decode
+_decode: Callable[[str], Any] = _first_decode
+
+
+if importlib.util.find_spec("msgspec") is not None:
 
     def json_loads(text: str) -> Any:
         """``json.loads(text)``: the same value, or the same :class:`json.JSONDecodeError` (a ``ValueError``)."""
         if type(text) is str:  # msgspec also decodes bytes, which json_loads_stdlib refuses
             try:
-                return _msgspec_decode(text)
+                return _decode(text)
             # msgspec's DecodeError and ValidationError are ValueErrors, and so is the UnicodeEncodeError
             # of a str with a lone surrogate; RecursionError: nesting deeper than msgspec goes.
             except (ValueError, RecursionError):
@@ -74,4 +83,5 @@ else:
 
 
 FAST = json_loads is not json_loads_stdlib
-"""Whether :func:`json_loads` decodes with msgspec (installed: ``hookstream[fast]``)."""
+"""Whether :func:`json_loads` decodes with msgspec (installed: ``hookstream[fast]``; imported on the first
+decode)."""

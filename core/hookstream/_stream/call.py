@@ -42,7 +42,7 @@ from .._errors import (
     ProviderError,
     redact_exception,
 )
-from .._events import BaseEvent, RunError, RunFinished, RunStarted
+from .._events import BaseEvent, RunError, RunFinished, RunStarted, TextMessageContent
 from .provider import CallContext, ModelRequest, Provider
 from .retry import retry_delay
 from .transport import DEFAULT_MAX_EVENT_BYTES, Stream, open_stream
@@ -191,6 +191,12 @@ class ModelCall:
                     parsed = self.provider.parse_stream(stream.events(), self.context)
                     for event in parsed:
                         t = type(event)
+                        if t is TextMessageContent:  # most events: none of the checks below concern them
+                            content = True
+                            self.last_event_at = mono()
+                            yield event
+                            self.last_event_at = mono()
+                            continue
                         if t is RunStarted:
                             if not started:  # a retried attempt's RUN_STARTED is not repeated
                                 started = True

