@@ -41,6 +41,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        # Under pytest-xdist the controller scans once: its base temporary directory holds every worker's.
+        return
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None:
         return
@@ -62,6 +65,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leaks:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print("\nsecrets scan: API keys found in files the tests wrote:\n  " + "\n  ".join(leaks[:20]))
+
+
+# -- pytest-xdist groups ------------------------------------------------------------------------------
+# tox runs the suite on every core (-n auto --dist loadgroup). Tests that share something heavier than a
+# port run on one worker: the Ray tests share one two-node cluster per session (a cluster per worker would
+# double its 2 GB), the browser tests one Chromium at a time (two would starve a 2-core machine).
+_GROUPS = (("plugins/hookstream-ray/", "ray"), ("tests/test_browser_e2e.py", "browser"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = str(config.rootpath) + os.sep
+    for item in items:
+        path = str(item.path).removeprefix(root)
+        group = next((name for prefix, name in _GROUPS if path.startswith(prefix)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True, scope="session")
