@@ -51,7 +51,7 @@ def _cases() -> list[tuple[Path, list[tuple[int, str]]]]:
     cases = []
     for page in pages():
         blocks = samples(page)
-        if in_order(page):
+        if in_order(page) and blocks:
             cases.append((page, blocks))
         else:
             cases.extend((page, [block]) for block in blocks)
