@@ -35,7 +35,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped w
 PLUGIN_FLAGS: dict[str, dict[str, tuple[str, str]]] = {
     "chat": {"--mcp": ("hookstream-mcp", "hookstream-mcp"), "--mcp-auth": ("hookstream-mcp", "hookstream-mcp")},
     "batch": {"--ray": ("hookstream-ray", "hookstream-ray[ray]"),
-              "--workers": ("hookstream-ray", "hookstream-ray[ray]")},
+              "--workers": ("hookstream-ray", "hookstream-ray[ray]"),
+              "--provider-batch": ("hookstream-provider-batch", "hookstream-provider-batch")},
 }
 """Command -> flag -> (distribution, requirement) of the first-party plugin that adds the flag: only
 for the message when the flag is given without the plugin (the install command it names comes from
