@@ -33,7 +33,8 @@ log = logging.getLogger("hookstream.cli")
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
 
 PLUGIN_FLAGS: dict[str, dict[str, tuple[str, str]]] = {
-    "chat": {"--mcp": ("hookstream-mcp", "hookstream-mcp"), "--mcp-auth": ("hookstream-mcp", "hookstream-mcp")},
+    "chat": {"--mcp": ("hookstream-mcp", "hookstream-mcp"), "--mcp-auth": ("hookstream-mcp", "hookstream-mcp"),
+             "--timing": ("hookstream-timing", "hookstream-timing")},
     "batch": {"--ray": ("hookstream-ray", "hookstream-ray[ray]"),
               "--workers": ("hookstream-ray", "hookstream-ray[ray]"),
               "--provider-batch": ("hookstream-provider-batch", "hookstream-provider-batch")},
