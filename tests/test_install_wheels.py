@@ -179,7 +179,9 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
                                    "compaction": "hookstream-compaction",
                                    "tool-search": "hookstream-toolsearch", "durable": "hookstream-dbos",
                                    "server": "hookstream-server",
-                                   "budget": "hookstream-budget"}
+                                   "budget": "hookstream-budget",
+                                   "provider-batch": "hookstream-provider-batch",
+                                   "timing": "hookstream-timing", "process": "hookstream-process"}
         assert set(PLUGINS) <= set(dists_by_plugin.values())
         _chat_each_new_provider_on_loopback(core_venv, tmp_path)
     finally:

@@ -67,7 +67,8 @@ NOT_HOOKSTREAM = frozenset({"RunAgentInput", "HttpAgent", "Schema", "Bearer", "D
 PLUGIN_PACKAGES = ("hookstream_openai", "hookstream_anthropic", "hookstream_gemini", "hookstream_strategies",
                    "hookstream_otel", "hookstream_mcp", "hookstream_azure", "hookstream_vertex", "hookstream_bedrock",
                    "hookstream_ollama", "hookstream_ray", "hookstream_cache", "hookstream_guardrails",
-                   "hookstream_compaction", "hookstream_toolsearch", "hookstream_dbos")
+                   "hookstream_compaction", "hookstream_toolsearch", "hookstream_dbos",
+                   "hookstream_provider_batch", "hookstream_timing", "hookstream_process")
 
 
 def plugin_names() -> set[str]:

@@ -425,7 +425,8 @@ def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun)
     adding a run plugin to ``plugins`` or tools to ``tools``), ``run.stack.enter_context(...)`` for a
     resource that must live as long as the command (an MCP server's process), ``run.runner`` for
     ``batch`` (a runner factory, ``BatchJob -> Runner``, that runs the chats elsewhere, such as Ray
-    workers: ``hookstream_ray.RayRunner``).
+    workers: ``hookstream_ray.RayRunner``), ``run.main`` to take the command over (a callable run in
+    place of its body: hookstream-provider-batch's ``batch --provider-batch``).
     Raise :class:`click.UsageError` for a wrong combination of options.
 
     :param options: every option value of the command, by parameter name (``{"cache": True, ...}``).

@@ -156,10 +156,14 @@ class CLIRun:
     factory that builds what runs the chats (``hookstream.batch(runner=...)``: called with the batch's
     :class:`hookstream.plugin.BatchJob`, it returns a :class:`hookstream.plugin.Runner`; ``None``: threads
     in this process), plus ``notes``: lines the command prints to stderr before the chats start
-    (``"ray: 4 worker processes on 2 nodes"``)."""
+    (``"ray: 4 worker processes on 2 nodes"``), and ``main``: set by a plugin that takes the command over
+    (a callable of no arguments run in place of the command's own body, inside ``stack``; ``batch``
+    honours it: hookstream-provider-batch's ``--provider-batch``). A second plugin setting it is a usage
+    error the plugin raises itself."""
 
     command: str
     settings: RunSettings
     stack: contextlib.ExitStack = attrs.Factory(contextlib.ExitStack)
     runner: Any = None
     notes: list[str] = attrs.Factory(list)
+    main: Callable[[], None] | None = None

@@ -19,7 +19,8 @@ name on both faces is :class:`Provider` (users annotate what :func:`hookstream.g
 authors subclass it). For the first-party applications: :func:`approval_id`, :class:`RunCommand` and its
 :func:`run_settings`, :func:`configured`, :func:`print_notes`, :func:`full_model_name` (the server);
 :func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command` (budget);
-:func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction).
+:func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction); :func:`read_inputs`,
+:func:`batch_progress`, :func:`run_tool`, :func:`body_session` (provider batch).
 Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
@@ -55,9 +56,12 @@ if TYPE_CHECKING:
     )
     from ._agentloop.hooks import ModelCallContext, RunContext, StepContext, ToolCallContext, current_hooks
     from ._agentloop.observe import ModelCallInfo, RetryInfo, RunInfo, ToolInfo, response_ids
+    from ._agentloop.tools import run_tool
     from ._agentloop.values import approval_id
     from ._batch import BatchJob, ChatRunner, Runner, open_output
+    from ._batch_file import read_inputs
     from ._capabilities import ModelCapabilities
+    from ._cli.batch import batch_progress
     from ._cli.defaults import full_model_name
     from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
@@ -82,6 +86,7 @@ if TYPE_CHECKING:
     from ._stream.credentials import RefreshingToken
     from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
     from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
+    from ._stream.tee import body_session
     from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
     from ._userdir import user_dir
 
@@ -93,6 +98,10 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._agentloop.hooks": ("ModelCallContext", "RunContext", "StepContext", "ToolCallContext",
                                     "current_hooks"),
     "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo", "response_ids"),
+    "hookstream._agentloop.tools": ("run_tool",),
+    "hookstream._batch_file": ("read_inputs",),
+    "hookstream._cli.batch": ("batch_progress",),
+    "hookstream._stream.tee": ("body_session",),
     "hookstream._errors": ("error_for_status",),
     "hookstream._estimate": ("estimate_request_tokens", "estimate_tokens"),
     "hookstream._stores.history": ("summary_request",),
@@ -186,6 +195,8 @@ __all__ = [
     "ToolInfo",
     "ToolSpec",
     "approval_id",
+    "batch_progress",
+    "body_session",
     "coerce_messages",
     "configured",
     "count_request",
@@ -211,6 +222,7 @@ __all__ = [
     "priced",
     "prices_available",
     "print_notes",
+    "read_inputs",
     "reset_registry",
     "resolve_strategy",
     "resolve_tool",
@@ -218,6 +230,7 @@ __all__ = [
     "run_calls",
     "run_request",
     "run_settings",
+    "run_tool",
     "send_batch_call",
     "summary_request",
     "tool_output_text",

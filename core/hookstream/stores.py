@@ -7,6 +7,7 @@ thread's owner.
 :class:`PostgresStore` implement it, and :func:`open_store` opens one from a URL (``memory:``,
 ``sqlite:///path``, ``postgresql://...``). :class:`ThreadInfo` describes a stored thread; :class:`History`
 says how much of a thread is sent to the model (all, the last N messages, a token budget, a summary).
+:func:`dumps_message` and :func:`loads_message` are the stores' JSON form of one message.
 
 Names load on first use (PEP 562), so ``import hookstream.stores`` loads no database driver.
 """
@@ -18,12 +19,14 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ._stores.codec import dumps_message, loads_message
     from ._stores.history import History
     from ._stores.memory import ConversationStore, InMemoryStore, OwnedStore, ThreadInfo
     from ._stores.runlog import LoggedRun, MemoryRunLog, RunLog
     from ._stores.sql import PostgresStore, SQLiteStore, open_store
 
 _SOURCES = {
+    "hookstream._stores.codec": ("dumps_message", "loads_message"),
     "hookstream._stores.history": ("History",),
     "hookstream._stores.memory": ("ConversationStore", "InMemoryStore", "OwnedStore", "ThreadInfo"),
     "hookstream._stores.runlog": ("LoggedRun", "MemoryRunLog", "RunLog"),
@@ -43,5 +46,7 @@ __all__ = [
     "RunLog",
     "SQLiteStore",
     "ThreadInfo",
+    "dumps_message",
+    "loads_message",
     "open_store",
 ]

@@ -36,7 +36,6 @@ _COMMANDS = {
     "logs": ("logs", "command"),
     "models": ("models", "command"),
     "plugins": ("plugins", "command"),
-    "process": ("process", "command"),
     "replay": ("replay", "command"),
     "tokens": ("tokens", "command"),
     "uninstall": ("install", "uninstall_command"),
@@ -44,7 +43,7 @@ _COMMANDS = {
 
 # Commands that a first-party plugin adds -> that distribution, named when the command is asked for
 # without the plugin.
-_PLUGIN_COMMANDS = {"serve": "hookstream-server"}
+_PLUGIN_COMMANDS = {"serve": "hookstream-server", "process": "hookstream-process"}
 
 
 PLUGIN_COMMANDS = {"cache": "hookstream-cache"}

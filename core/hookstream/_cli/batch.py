@@ -26,10 +26,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from .. import _provider_batch as provider_batch
 from .._batch import BatchResult, BatchRun, batch
 from .._batch_file import BatchInput, BatchInputError, read_inputs
-from .._errors import HookstreamError
 from .._settings import CLIRun
 from .defaults import full_model_name
 from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
@@ -110,12 +108,6 @@ class _Display:
 @click.option("--fsync", is_flag=True, help="Flush each output line to disk (survives power loss, slower).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: on a terminal only; plain lines otherwise).")
-@click.option("--provider-batch", is_flag=True,
-              help="Send the inputs through the provider's batch API (half price, answered within 24 h).")
-@click.option("--poll-interval", type=click.FloatRange(min=0), default=30.0, show_default=True,
-              help="Seconds between polls of a --provider-batch batch.")
-@click.option("--dry-run", is_flag=True,
-              help="With --provider-batch: print the provider requests and the estimated cost, send nothing.")
 def command(
     input_path: str,
     model: str,
@@ -127,9 +119,6 @@ def command(
     fail_fast: bool,
     fsync: bool,
     progress: bool | None,
-    provider_batch: bool,
-    poll_interval: float,
-    dry_run: bool,
     **run_options: Any,
 ) -> None:
     """Run one chat per line of INPUT.jsonl ({"id", "prompt"} or {"id", "messages"}) and append
@@ -143,62 +132,15 @@ def command(
         raise click.UsageError(f"{input_path}: {exc.message}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise click.UsageError(f"cannot read {input_path}: {exc}") from None
-    if dry_run and not provider_batch:
-        raise click.UsageError("--dry-run goes with --provider-batch")
     model = full_model_name(model)
     with configured("batch", run_settings(run_options)) as cli_run:
-        if provider_batch:
-            if cli_run.runner is not None:
-                raise click.UsageError("--provider-batch sends the batch to the provider: --ray/--workers do not apply")
-            _provider(cli_run, inputs, model, output_path, base_url, poll_interval, dry_run, progress)
+        if cli_run.main is not None:  # a plugin took the command over (hookstream-provider-batch)
+            cli_run.main()
             return
         run = _start(cli_run, inputs, model, output_path, base_url=base_url, concurrency=concurrency, rpm=rpm,
                      tpm=tpm, fail_fast=fail_fast, fsync=fsync)
         print_notes(cli_run)
         _drive(run, inputs, output_path, progress)
-
-
-def _provider(cli_run: CLIRun, inputs: list[BatchInput], model: str, output_path: str, base_url: str | None,
-              poll_interval: float, dry_run: bool, progress: bool | None) -> None:
-    """``--provider-batch``: the batch through the provider's batch API (see ``docs/batch.md``)."""
-    try:
-        if dry_run:
-            cost = provider_batch.dry_run(inputs, model, cli_run.settings, sys.stdout, base_url=base_url)
-            sys.stdout.flush()
-            est = (f"{cost['amount']:.6f} {cost['currency']}" if cost is not None
-                   else "unknown (no price for this model)")
-            click.echo(f"{len(inputs)} requests; estimated cost at the batch price: {est}", err=True)
-            return
-        pending = provider_batch.pending_count(inputs, output_path)
-        if len(inputs) > pending:
-            click.echo(f"resuming: {len(inputs) - pending} of {len(inputs)} ids already in {output_path}", err=True)
-        tally = _Tally(pending)
-        show_bar = progress if progress is not None else sys.stderr.isatty()
-        with _ctrl_c_raises(), _Display(tally, show_bar, sys.stderr) as display:
-            def on_status(status: provider_batch.BatchStatus) -> None:
-                tally.done = min(status.done, tally.total)
-                display.update()
-
-            def on_result(line: dict[str, Any]) -> None:
-                tally.errors += line["error"] is not None
-                tally.tokens += BatchResult(line["id"], usage=line["usage"]).total_tokens
-
-            provider_batch.run_provider_batch(inputs, model, cli_run.settings, output_path, base_url=base_url,
-                                              poll_interval=poll_interval, on_status=on_status, on_result=on_result)
-            tally.done = tally.total
-    except KeyboardInterrupt:
-        click.echo("interrupted: the batch stays submitted; run again to poll it and write its results", err=True)
-        raise SystemExit(EXIT_INTERRUPTED) from None
-    except provider_batch.NoBatchAPIError as exc:
-        raise click.UsageError(str(exc)) from None
-    except BatchInputError as exc:
-        raise click.UsageError(f"{output_path}: {exc.message}") from None
-    except HookstreamError as exc:
-        raise click.ClickException(str(exc)) from None
-    except OSError as exc:
-        raise click.ClickException(f"{output_path}: {exc}") from None
-    except (ValueError, LookupError, TypeError, ImportError) as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 def _start(cli_run: CLIRun, inputs: list[BatchInput], model: str, output_path: str, **options: Any) -> BatchRun:
@@ -230,17 +172,26 @@ def _ctrl_c_raises() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextmanager
+def batch_progress(total: int, progress: bool | None) -> Iterator[_Display]:
+    """The ``batch`` command's progress on stderr for ``total`` chats (``progress``: the ``--progress``
+    flag; ``None``: a bar on a terminal, plain lines otherwise), with Ctrl-C raising
+    :class:`KeyboardInterrupt` however the process was started. The display's ``tally`` has ``done``,
+    ``errors`` and ``tokens`` to set; ``update()`` shows them. One thread uses it."""
+    show_bar = progress if progress is not None else sys.stderr.isatty()
+    with _ctrl_c_raises(), _Display(_Tally(total), show_bar, sys.stderr) as display:
+        yield display
+
+
 def _drive(run: BatchRun, inputs: list[BatchInput], output_path: str, progress: bool | None) -> None:
     """Iterate the batch with progress on stderr; exits 130 on Ctrl-C and 1 when --fail-fast stopped it."""
     pending = sum(1 for i in inputs if i.id not in run.done_ids)
     if len(inputs) > pending:
         click.echo(f"resuming: {len(inputs) - pending} of {len(inputs)} ids already in {output_path}", err=True)
-    tally = _Tally(pending)
-    show_bar = progress if progress is not None else sys.stderr.isatty()
     try:
-        with _ctrl_c_raises(), _Display(tally, show_bar, sys.stderr) as display, closing(iter(run)) as results:
+        with batch_progress(pending, progress) as display, closing(iter(run)) as results:
             for result in results:
-                tally.add(result)
+                display.tally.add(result)
                 display.update()
     except KeyboardInterrupt:
         click.echo("interrupted: finished chats are in the output; run again to do the rest", err=True)

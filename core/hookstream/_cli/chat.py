@@ -27,7 +27,6 @@ from .live import LiveRenderer
 from .render import OUTPUT_CHOICES, print_run, report_waiting
 from .responses import record_responses, thread_model
 from .runs import EXIT_INTERRUPTED, RunCommand, configured, print_notes, run_settings
-from .timing import Timing
 
 
 def _confirm(call: ToolCallPart) -> bool:
@@ -138,9 +137,6 @@ def _steer_from(stream: ChatStream, lines: IO[str]) -> threading.Thread:
 @click.option("--test-calls-plugin-tools", "test_plugin_tools", is_flag=True,
               help="Let the offline test model call the tools plugins add (--mcp servers' tools): it calls every "
                    "tool once, and those may write, move or delete for real. Refused without this flag.")
-@click.option("--timing", "show_timing", is_flag=True,
-              help="After the run, print time to first chunk, tokens per second and per-step and per-tool "
-                   "durations on stderr.")
 def command(
     prompt: str | None,
     model: str | None,
@@ -149,7 +145,6 @@ def command(
     strategy: str | None,
     record_dir: str | None,
     ask_approval: bool,
-    show_timing: bool = False,
     attachments: tuple[str, ...] = (),
     schema_file: str | None = None,
     continue_latest: bool = False,
@@ -196,7 +191,7 @@ def command(
             files.clear()  # --attach goes with the first turn only
             try:
                 _run(Message.user(line, *parts), model, base_url, run.settings, thread_id, output=output,
-                     strategy=strategy, record_dir=record_dir, ask_approval=ask_approval, show_timing=show_timing,
+                     strategy=strategy, record_dir=record_dir, ask_approval=ask_approval,
                      steer=steer, api_key=key)
             except SystemExit as done:  # _run ends every run with its exit code
                 return done.code if isinstance(done.code, int) else 1
@@ -244,7 +239,7 @@ def _conversation(continue_latest: bool, cid: str | None, no_log: bool) -> tuple
 
 
 def _run(message: Message, model: str, base_url: str | None, settings: RunSettings, thread_id: str | None, *,
-         output: str, strategy: str | None, record_dir: str | None, ask_approval: bool, show_timing: bool,
+         output: str, strategy: str | None, record_dir: str | None, ask_approval: bool,
          steer: bool = False, api_key: Secret | None = None) -> None:
     """One run of ``hookstream chat`` with the command's ``settings``; always ends with
     :class:`SystemExit` carrying the exit code."""
@@ -253,9 +248,7 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
     approve = live.approve if live is not None else (_confirm if ask_approval else None)
     if steer:
         approve = None  # stdin carries steering lines: a y/N prompt would compete for them
-    timing = Timing() if show_timing else None
-    settings = settings.evolve(approve=settings.approve or approve,
-                               observers=(*settings.observers, *([timing] if timing is not None else [])))
+    settings = settings.evolve(approve=settings.approve or approve)
     try:
         session = None
         if record_dir is not None:
@@ -276,8 +269,6 @@ def _run(message: Message, model: str, base_url: str | None, settings: RunSettin
         raise SystemExit(EXIT_INTERRUPTED) from None
     result = stream.result()
     record_responses(settings.memory, thread_id, result)  # model, tokens and cost for hookstream logs
-    if timing is not None:
-        timing.report()
     if result.stopped_by == "max_steps":
         click.echo(f"note: stopped after {settings.max_steps} step(s) (--max-steps) while the model still wanted "
                    "to call tools; the answer to their results was not asked for", err=True)

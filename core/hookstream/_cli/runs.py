@@ -40,8 +40,10 @@ _RUN_PLUGIN_FLAGS = {
     **dict.fromkeys(("--tool-search", "--tool-search-threshold"), ("hookstream-toolsearch", "hookstream-toolsearch")),
 }
 PLUGIN_FLAGS: dict[str, dict[str, tuple[str, str]]] = {
-    "chat": {**_RUN_PLUGIN_FLAGS, **dict.fromkeys(("--mcp", "--mcp-auth"), ("hookstream-mcp", "hookstream-mcp"))},
-    "batch": {**_RUN_PLUGIN_FLAGS, **dict.fromkeys(("--ray", "--workers"), ("hookstream-ray", "hookstream-ray[ray]"))},
+    "chat": {**_RUN_PLUGIN_FLAGS, **dict.fromkeys(("--mcp", "--mcp-auth"), ("hookstream-mcp", "hookstream-mcp")),
+             "--timing": ("hookstream-timing", "hookstream-timing")},
+    "batch": {**_RUN_PLUGIN_FLAGS, **dict.fromkeys(("--ray", "--workers"), ("hookstream-ray", "hookstream-ray[ray]")),
+              "--provider-batch": ("hookstream-provider-batch", "hookstream-provider-batch")},
     "serve": {**_RUN_PLUGIN_FLAGS, "--cache-shared": ("hookstream-cache", "hookstream-cache")},
 }
 """Command -> flag -> (distribution, requirement) of the first-party plugin that adds the flag: only

@@ -3,7 +3,7 @@ sends a whole batch through the provider's own batch API (OpenAI Batch API, Anth
 Gemini batch mode) at the provider's batch price, instead of one streamed call per input.
 
 A provider offers it by returning a :class:`BatchAPI` from :meth:`hookstream.plugin.Provider.batch_api`.
-The core (``hookstream._provider_batch``) builds each input's request with the provider's own
+The driver (the hookstream-provider-batch plugin) builds each input's request with the provider's own
 :meth:`~hookstream.plugin.Provider.build_request`, turns it into one batch entry with :meth:`BatchAPI.entry`,
 submits, polls and fetches through the other methods, and parses each result body with the provider's own
 framing and :meth:`~hookstream.plugin.Provider.parse_stream`: a plugin hands back each non-streaming result

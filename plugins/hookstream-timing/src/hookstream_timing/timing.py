@@ -24,25 +24,32 @@ import threading
 from typing import Any
 
 import click
-
-from .._agentloop.observe import ModelCallInfo, Observer, RunInfo, ToolInfo
-from .._events import Cost
-from .._messages import ToolResultPart
+from hookstream import Observer, ToolResultPart
+from hookstream.events import Cost
+from hookstream.plugin import ModelCallInfo, RunInfo, ToolInfo
 
 __all__ = ["Timing"]
 
 
 class Timing(Observer):
-    """Collects the run's model calls and tool calls; :meth:`report` prints the summary."""
+    """Collects the run's model calls and tool calls; :meth:`report` prints the summary, which
+    ``hookstream chat --timing`` does as each run ends (one instance serves each turn of an interactive
+    chat: a run's start forgets the one before)."""
 
-    def __init__(self) -> None:
+    def __init__(self, report_at_end: bool = False) -> None:
+        self.report_at_end = report_at_end
         self.run: RunInfo | None = None
         self.calls: list[ModelCallInfo] = []
         self.tools: list[tuple[int, ToolInfo]] = []  # (number of model calls before it, tool)
         self._lock = threading.Lock()
 
     def run_start(self, run: RunInfo) -> None:
-        self.run = run
+        with self._lock:
+            self.run, self.calls, self.tools = run, [], []
+
+    def run_end(self, run: RunInfo, result: Any) -> None:
+        if self.report_at_end:
+            self.report()
 
     def model_call_start(self, call: ModelCallInfo) -> None:
         self.calls.append(call)

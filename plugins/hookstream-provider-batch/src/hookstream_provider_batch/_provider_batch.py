@@ -2,7 +2,8 @@
 Batch API, Anthropic Message Batches, Gemini batch mode: answered within 24 hours at half the price)
 instead of one streamed call per input.
 
-The driver is provider-neutral; the provider's part is its :class:`~hookstream.plugin.BatchAPI`
+``hookstream-provider-batch`` takes the ``batch`` command over (``CLIRun.main``) when ``--provider-batch`` is
+given. The driver is provider-neutral; the provider's part is its :class:`~hookstream.plugin.BatchAPI`
 (:meth:`~hookstream.plugin.Provider.batch_api`). Each input's request is built by the provider's own
 ``build_request`` (the same body a streamed call sends; the batch entry drops the streaming fields), and
 each result is parsed by the provider's own framing and ``parse_stream`` (the plugin hands the
@@ -30,27 +31,41 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import attrs
-
-from ._agentloop.tools import CancellationToken, ToolContext, as_tools, run_tool
-from ._batch import BatchResult
-from ._batch_file import BatchInput, OutputFile
-from ._chat import get_model
-from ._errors import HookstreamError
-from ._estimate import CHARS_PER_TOKEN
-from ._events import Usage
-from ._messages import Message, ToolCallPart, coerce_messages
-from ._prices import cost_of
-from ._secrets import Secret
-from ._settings import RunSettings
-from ._stores.codec import dumps_message, loads_message
-from ._stream.accumulate import StepAccumulator, StepResult
-from ._stream.batch_api import BatchAPI, BatchStatus
-from ._stream.call import CallOptions, ModelCall
-from ._stream.provider import CallContext, ModelRequest, Provider
-from ._stream.tee import body_session
+from hookstream import (
+    BatchInput,
+    BatchResult,
+    CancellationToken,
+    Message,
+    RunSettings,
+    StepResult,
+    ToolCallPart,
+    ToolContext,
+    get_model,
+)
+from hookstream.errors import HookstreamError
+from hookstream.events import Usage
+from hookstream.plugin import (
+    BatchAPI,
+    BatchStatus,
+    CallContext,
+    CallOptions,
+    ModelCall,
+    ModelRequest,
+    Provider,
+    Secret,
+    StepAccumulator,
+    body_session,
+    coerce_messages,
+    open_output,
+    priced,
+    run_tool,
+)
+from hookstream.stores import dumps_message, loads_message
 
 __all__ = ["STATE_SUFFIX", "BatchStatus", "NoBatchAPIError", "dry_run", "pending_count", "run_provider_batch",
            "state_path"]
+
+_CHARS_PER_TOKEN = 4  # hookstream's rough token estimate (docs/tokens.md): no tokenizer for a dry run
 
 STATE_SUFFIX = ".batch-state.json"
 """The state file of a submitted batch is the output file's path with this suffix."""
@@ -69,8 +84,13 @@ def state_path(output: str | os.PathLike[str]) -> str:
 
 def pending_count(inputs: list[BatchInput], output: str | os.PathLike[str]) -> int:
     """How many of ``inputs`` have no line in ``output`` yet."""
-    with OutputFile(output) as out:
+    with _output(output) as out:
         return sum(1 for i in inputs if i.id not in out.done)
+
+
+def _output(output: str | os.PathLike[str]) -> Any:
+    """The output file (``hookstream.plugin.open_output``: done ids, appending one line per result)."""
+    return open_output(output)
 
 
 def _first_messages(item: BatchInput, settings: RunSettings) -> list[Message]:
@@ -83,7 +103,7 @@ def _first_messages(item: BatchInput, settings: RunSettings) -> list[Message]:
 
 def _request(provider: Provider, messages: list[Message], settings: RunSettings) -> ModelRequest:
     """The model request of a step with ``messages``, as the engine builds one from ``settings``."""
-    tools = as_tools(settings.tools)
+    tools = {t.name: t for t in settings.tools}  # RunSettings holds them as Tools
     choice = settings.tool_choice
     output = settings.output
     return ModelRequest(
@@ -110,7 +130,7 @@ def _entries(provider: Provider, api: BatchAPI, items: Iterable[BatchInput],
 def _batch_cost(usage: Usage | None, provider: Provider, api: BatchAPI, *models: str | None) -> dict[str, Any] | None:
     if usage is None:
         return None
-    cost = cost_of(usage, provider.priced_as, *models)
+    cost = (priced(attrs.evolve(usage, cost=None), provider.priced_as, *models) or usage).cost
     if cost is None:
         return None
     return {"amount": float(cost.amount * api.discount), "currency": cost.currency}
@@ -127,7 +147,7 @@ def dry_run(inputs: list[BatchInput], model: str, settings: RunSettings, out: IO
         in_tokens = 0
         for entry in _entries(provider, api, inputs, settings):
             line = json.dumps(entry, ensure_ascii=False)
-            in_tokens += len(line) // CHARS_PER_TOKEN
+            in_tokens += len(line) // _CHARS_PER_TOKEN
             out.write(line + "\n")
         usage = Usage(input_tokens=in_tokens, output_tokens=(settings.max_tokens or 256) * len(inputs))
         return _batch_cost(usage, provider, api, provider.model)
@@ -225,13 +245,13 @@ class _State:
 class _Driver:
     """One ``--provider-batch`` run: rounds of submit, poll, fetch until every conversation has its line."""
 
-    def __init__(self, provider: Provider, api: BatchAPI, out: OutputFile, inputs: list[BatchInput],
+    def __init__(self, provider: Provider, api: BatchAPI, out: Any, inputs: list[BatchInput],
                  settings: RunSettings, state_file: str, poll_interval: float,
                  on_status: Callable[[BatchStatus], None] | None, on_result: Callable[[dict[str, Any]], None] | None,
                  sleep: Callable[[float], None]) -> None:
         self.provider, self.api, self.out, self.settings = provider, api, out, settings
         self.by_id = {i.id: i for i in inputs}
-        self.tools = as_tools(settings.tools)
+        self.tools = {t.name: t for t in settings.tools}  # RunSettings holds them as Tools
         self.state_file, self.poll_interval, self.sleep = state_file, poll_interval, sleep
         self.on_status, self.on_result = on_status, on_result
         self.written = 0
@@ -364,7 +384,7 @@ def run_provider_batch(
 
     Raises :class:`NoBatchAPIError` for a provider without a batch API, the typed HTTP errors of the
     provider's batch endpoints, :class:`OSError` for files that cannot be written."""
-    with get_model(model, base_url=base_url, api_key=api_key) as provider, OutputFile(output) as out:
+    with get_model(model, base_url=base_url, api_key=api_key) as provider, _output(output) as out:
         api = _batch_api(provider)
         return _Driver(provider, api, out, inputs, settings, state_path(output), poll_interval, on_status,
                        on_result, sleep).run()

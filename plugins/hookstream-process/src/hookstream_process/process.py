@@ -15,10 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-
-from .._errors import HookstreamError
-from .._events import from_dict
-from .._processing.processor import StreamProcessor
+from hookstream.errors import HookstreamError
 
 
 @click.command("process")
@@ -27,6 +24,10 @@ from .._processing.processor import StreamProcessor
               help="Chunk strategy name (see `hookstream plugins`).")
 def command(events_file: Path, strategy: str) -> None:
     """Replay EVENTS.jsonl (AG-UI events, one JSON object per line) through the stream processor."""
+    # Here, not at the top: the command line imports this module to list its commands.
+    from hookstream import StreamProcessor
+    from hookstream.events import from_dict
+
     counts: Counter[str] = Counter()
 
     errors: list[Any] = []
