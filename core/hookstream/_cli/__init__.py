@@ -157,9 +157,9 @@ class CodedError(click.ClickException):
         click.echo(error_line(self.code, self.format_message()), file=file or sys.stderr)
 
 
-def error_line(code: str, message: str) -> str:
+def error_line(code: str | None, message: str) -> str:
     """How the CLI prints an error with its code (a ``RUN_ERROR``, a :class:`~hookstream.HookstreamError`)."""
-    return f"Error ({code}): {message}"
+    return f"Error ({code}): {message}" if code else f"Error: {message}"
 
 
 def _silence_stdout() -> None:
