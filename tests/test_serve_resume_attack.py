@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import requests
 import sseclient
+from hookstream_server.runlog import run_log_of
 
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
@@ -113,7 +114,7 @@ def _logged(srv: Server, thread_id: str, run_id: str) -> None:
     """Until the run is in the server's shared log (its worker writes the log in batches)."""
     if srv.store is None:
         return
-    run_log = open_store(srv.store).run_log()  # type: ignore[attr-defined]
+    run_log = run_log_of(open_store(srv.store))
     while run_log.read(thread_id, run_id, 1 << 40) is None:
         time.sleep(0.02)
 
@@ -294,7 +295,7 @@ def test_another_principals_run_is_answered_as_none(server: Server, sim: SimProv
             assert chat.status_code == 200
             next(sseclient.SSEClient(chat).events())
             if server.store is not None:
-                run_log = open_store(server.store).run_log()  # type: ignore[attr-defined]
+                run_log = run_log_of(open_store(server.store))
                 while run_log.latest(chat_id, "ui", "alice") is None:
                     time.sleep(0.02)
             with requests.get(f"{server.url}/api/chat/{chat_id}/stream", headers=ALICE, timeout=5,
@@ -309,7 +310,7 @@ def test_another_principals_run_is_answered_as_none(server: Server, sim: SimProv
 
 
 def test_the_memory_log_refuses_other_owners_and_drops_the_oldest_ended_runs_first() -> None:
-    from hookstream._stores.runlog import MemoryRunLog
+    from hookstream_server.runlog import MemoryRunLog
 
     log = MemoryRunLog(total_bytes=300, principal_bytes=200)
     assert log.start("t", "r", "alice", "agui", 1e12)

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import requests
 import sseclient
+from hookstream_server.runlog import run_log_of
 
 pytest.importorskip("waitress", reason="hookstream serve needs waitress: pip install 'hookstream[serve]'")
 
@@ -54,7 +55,7 @@ def wait_logged(server: str, thread_id: str, run_id: str) -> None:
     url = STORES.get(server)
     if url is None:
         return  # the memory log of one process has it at once
-    run_log = open_store(url).run_log()  # type: ignore[attr-defined]
+    run_log = run_log_of(open_store(url))
     while run_log.read(thread_id, run_id, 1 << 40) is None:
         time.sleep(0.02)
 
@@ -143,14 +144,14 @@ def test_a_client_that_reconnects_with_last_event_id_gets_the_rest_once(server: 
 
 
 def test_the_log_is_bounded_and_expires() -> None:
-    from hookstream._stores.runlog import MemoryRunLog
     from hookstream_server.limits import ServerLimits
     from hookstream_server.resume import Recorder, tail
+    from hookstream_server.runlog import MemoryRunLog
 
     now = [1000.0]
     with tempfile.TemporaryDirectory() as where:
         store = open_store(f"sqlite:///{where}/t.db")
-        sql = store.run_log()  # type: ignore[attr-defined]
+        sql = run_log_of(store)
         sql._clock = lambda: now[0]
         for log in (MemoryRunLog(lambda: now[0]), sql):
             limits = ServerLimits(event_log_events=3, event_log_seconds=5.0)
@@ -201,7 +202,7 @@ def test_the_ai_sdk_resume_path_reads_the_resumed_stream_as_the_whole_message(se
                 break  # the page reloads mid-answer
     run_log = STORES.get(server)
     if run_log is not None:  # until the run is in the shared log
-        while open_store(run_log).run_log().latest(chat_id, "ui", "alice") is None:  # type: ignore[attr-defined]
+        while run_log_of(open_store(run_log)).latest(chat_id, "ui", "alice") is None:  # type: ignore[union-attr]
             time.sleep(0.02)
     with requests.get(f"{server}/api/chat/{chat_id}/stream", headers=BOB, timeout=60) as other:
         assert other.status_code == 204  # another principal: the answer for no stream (issue 38, 12)

@@ -217,6 +217,6 @@ def test_cli_prints_text_and_typed_errors(anthropic_server: LoopbackServer) -> N
         bad = run_cli(["tokens", "hi", "--model", "anthropic:claude-sonnet-4-5", "--base-url", srv.url],
                       env={"ANTHROPIC_API_KEY": "sk-secret-value-123"})
     assert bad.exit_code == 1
-    assert "HTTP 401: invalid x-api-key" in bad.output and "[authentication_error]" in bad.output
+    assert "HTTP 401: invalid x-api-key" in bad.output and "Error (authentication_error): " in bad.output
     unknown = run_cli(["tokens", "hi", "--model", "gpt-4o-typo"])
     assert unknown.exit_code == 1 and "[unknown_model]" in unknown.output

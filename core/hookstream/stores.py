@@ -1,7 +1,7 @@
 """Conversation stores: where ``chat(..., memory=store, thread_id=...)`` and the server
-(``make_app(store=...)``) keep each thread's messages between runs; :class:`RunLog` (:class:`MemoryRunLog`, and
-the SQL stores' ``run_log()``) keeps the event log a server resumes streams from, and :class:`OwnedStore` each
-thread's owner.
+(``make_app(store=...)``) keep each thread's messages between runs, and :class:`OwnedStore` each thread's
+owner; :class:`SQLDatabase` is a SQL store's database for an application's own tables (the server keeps its
+run event log there).
 
 :class:`ConversationStore` is the protocol; :class:`InMemoryStore` (one process), :class:`SQLiteStore` and
 :class:`PostgresStore` implement it, and :func:`open_store` opens one from a URL (``memory:``,
@@ -22,15 +22,13 @@ if TYPE_CHECKING:
     from ._stores.codec import dumps_message, loads_message
     from ._stores.history import History
     from ._stores.memory import ConversationStore, InMemoryStore, OwnedStore, ThreadInfo
-    from ._stores.runlog import LoggedRun, MemoryRunLog, RunLog
-    from ._stores.sql import PostgresStore, SQLiteStore, open_store
+    from ._stores.sql import PostgresStore, SQLDatabase, SQLiteStore, open_store
 
 _SOURCES = {
     "hookstream._stores.codec": ("dumps_message", "loads_message"),
     "hookstream._stores.history": ("History",),
     "hookstream._stores.memory": ("ConversationStore", "InMemoryStore", "OwnedStore", "ThreadInfo"),
-    "hookstream._stores.runlog": ("LoggedRun", "MemoryRunLog", "RunLog"),
-    "hookstream._stores.sql": ("PostgresStore", "SQLiteStore", "open_store"),
+    "hookstream._stores.sql": ("PostgresStore", "SQLDatabase", "SQLiteStore", "open_store"),
 }
 
 __getattr__, __dir__ = lazy_attributes(__name__, {name: module for module, names in _SOURCES.items() for name in names})
@@ -39,11 +37,9 @@ __all__ = [
     "ConversationStore",
     "History",
     "InMemoryStore",
-    "LoggedRun",
-    "MemoryRunLog",
     "OwnedStore",
     "PostgresStore",
-    "RunLog",
+    "SQLDatabase",
     "SQLiteStore",
     "ThreadInfo",
     "dumps_message",

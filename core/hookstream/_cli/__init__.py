@@ -133,7 +133,7 @@ class _Group(click.Group):
             _silence_stdout()
             raise click.exceptions.Exit(0) from None
         except HookstreamError as exc:
-            raise click.ClickException(f"{exc.message} [{exc.code}]") from None
+            raise CodedError(exc.message, exc.code) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
@@ -143,6 +143,23 @@ class _Group(click.Group):
                 raise
             raise click.ClickException(f"{type(exc).__name__}: {exc} (run with hookstream --debug for the traceback)"
                                        ) from None
+
+
+class CodedError(click.ClickException):
+    """A typed error ending a command: ``Error (CODE): MESSAGE`` on stderr, exit 1, the one form a run's
+    ``RUN_ERROR`` is printed in too (:func:`error_line`)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(error_line(self.code, self.format_message()), file=file or sys.stderr)
+
+
+def error_line(code: str | None, message: str) -> str:
+    """How the CLI prints an error with its code (a ``RUN_ERROR``, a :class:`~hookstream.HookstreamError`)."""
+    return f"Error ({code}): {message}" if code else f"Error: {message}"
 
 
 def _silence_stdout() -> None:

@@ -44,6 +44,7 @@ from .._events import (
     ToolCallStart,
 )
 from .._messages import ToolCallPart
+from . import error_line
 
 __all__ = ["LiveRenderer", "render_live"]
 
@@ -185,7 +186,7 @@ class LiveRenderer:
 
     def _run_error(self, ev: RunError) -> None:
         self._commit(self._tail.take_all())
-        self.console.print(f"[red]error ({ev.code}): {ev.message}[/red]")
+        self.console.print(Text(error_line(ev.code, ev.message), style="red"))
         self._failed = True
 
 
@@ -248,7 +249,7 @@ class _PlainWriter:
 
     def _run_error(self, ev: RunError) -> str:
         self.failed = True
-        return f"error ({ev.code}): {ev.message}"
+        return error_line(ev.code, ev.message)
 
     def _run_finished(self, ev: RunFinished) -> str | None:
         return f"[run {ev.outcome.type}]" if ev.outcome is not None and ev.outcome.type != "success" else None

@@ -15,6 +15,7 @@ from .._errors import HookstreamError
 from .._events import BaseEvent, Custom, RunError, TextMessageStart, ToolCallResult, ToolCallStart, to_json
 from .._processing.processor import StreamProcessor
 from .._stream.accumulate import StepResult
+from . import error_line
 
 if TYPE_CHECKING:  # the engine is imported by the commands that run one (chat), not by replay
     from .._chat import ChatStream
@@ -96,7 +97,7 @@ class _TextRenderer:
     def run_error(self, ev: RunError) -> None:
         if not self.line_start:
             self.write("\n")
-        click.echo(f"error ({ev.code}): {ev.message}", err=True)
+        click.echo(error_line(ev.code, ev.message), err=True)
 
     def finish(self) -> None:
         """End the last line; list the sources and files."""

@@ -35,6 +35,10 @@ waits by sleeping (1 ms, 2 ms, ... up to 100 ms at a time), so threads of one pr
 the write lock through it woke late; measured with 64 concurrent runs on ``serve --workers 2``, that
 sleep was the tail of the time to first event (``benchmarks/bench_serve.py``).
 
+Other tables in the same database (the server's run event log) go through :meth:`SQLiteStore.database`
+and :meth:`PostgresStore.database`: a :class:`SQLDatabase` with the store's per-thread connection, its
+write transaction and the driver's placeholder.
+
 Thread safety: each thread uses its own connection (created on first use, and again after a fork, so a
 gunicorn worker never shares its parent's connection).
 """
@@ -46,23 +50,42 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
+
+import attrs
 
 from .._errors import AlreadyAnsweredError
 from .._messages import Message
 from .codec import dumps_message, loads_message
 from .memory import ConversationStore, InMemoryStore, ThreadInfo, thread_title
-from .runlog import SQLRunLog
 
-__all__ = ["PostgresStore", "SQLiteStore", "open_store"]
+__all__ = ["PostgresStore", "SQLDatabase", "SQLiteStore", "open_store"]
 
 _TABLE = "hookstream_messages"
 _THREADS = "hookstream_threads"
 _ANSWERS = "hookstream_answers"
 _ANSWERS_SCHEMA = (f"CREATE TABLE IF NOT EXISTS {_ANSWERS} (thread_id TEXT NOT NULL, call_id TEXT NOT NULL, "
                    "answered_at {real} NOT NULL, PRIMARY KEY (thread_id, call_id))")
+
+
+
+@attrs.frozen
+class SQLDatabase:
+    """The database of a SQL store, for tables of an application beside the store's own (the server's run
+    event log): ``connect()`` gives this thread's connection (a DB-API connection: ``sqlite3`` or
+    psycopg 3), ``write()`` a write transaction on it (a context manager yielding the connection),
+    ``placeholder`` the driver's parameter mark (``?`` or ``%s``), ``blob`` the column type of bytes
+    (``BLOB`` or ``BYTEA``) and ``dialect`` ``sqlite`` or ``postgresql``. May be shared between threads
+    (each gets its own connection)."""
+
+    connect: Callable[[], Any]
+    write: Callable[[], AbstractContextManager[Any]]
+    placeholder: str
+    blob: str
+    dialect: str
+
 
 _TITLE_ROWS = 8  # messages read to find a thread's first user message
 _BUSY_TIMEOUT_S = 30.0
@@ -150,7 +173,6 @@ class SQLiteStore(_PerThread):
         super().__init__()
         self.path = path
         self._write_lock = threading.Lock()
-        self._run_log = SQLRunLog(self.get, self._write, "?", "BLOB")
         self.get()  # fail now (bad path, not a database) rather than on the first request
         self._release()
 
@@ -165,7 +187,6 @@ class SQLiteStore(_PerThread):
         conn.execute(f"CREATE TABLE IF NOT EXISTS {_THREADS} (thread_id TEXT PRIMARY KEY, owner TEXT, "
                      "created_at REAL NOT NULL)")
         conn.execute(_ANSWERS_SCHEMA.format(real="REAL"))
-        self._run_log.schema(conn)
         # The migration of a store made by the previous release: message times were not kept.
         if not any(row[1] == "created_at" for row in conn.execute(f"PRAGMA table_info({_TABLE})")):
             try:
@@ -252,9 +273,9 @@ class SQLiteStore(_PerThread):
         with self._write() as conn:
             conn.executemany(insert, rows)
 
-    def run_log(self) -> SQLRunLog:
-        """The server's event log in this database (:mod:`hookstream._stores.runlog`)."""
-        return self._run_log
+    def database(self) -> SQLDatabase:
+        """This store's database, for an application's own tables beside the store's."""
+        return SQLDatabase(self.get, self._write, "?", "BLOB", "sqlite")
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -274,7 +295,6 @@ class PostgresStore(_PerThread):
                               ) from None
         super().__init__()
         self._url = url
-        self._run_log = SQLRunLog(self.get, self._transaction, "%s", "BYTEA")
         conn = self.get()
         with conn.transaction():
             # Two workers creating the table at once would both pass IF NOT EXISTS; the advisory lock
@@ -287,7 +307,6 @@ class PostgresStore(_PerThread):
                          "created_at DOUBLE PRECISION NOT NULL)")
             conn.execute(f"ALTER TABLE {_TABLE} ADD COLUMN IF NOT EXISTS created_at DOUBLE PRECISION")
             conn.execute(_ANSWERS_SCHEMA.format(real="DOUBLE PRECISION"))
-            self._run_log.schema(conn)
         self._release()
 
     @contextmanager
@@ -296,9 +315,9 @@ class PostgresStore(_PerThread):
         with conn.transaction():
             yield conn
 
-    def run_log(self) -> SQLRunLog:
-        """The server's event log in this database (:mod:`hookstream._stores.runlog`)."""
-        return self._run_log
+    def database(self) -> SQLDatabase:
+        """This store's database, for an application's own tables beside the store's."""
+        return SQLDatabase(self.get, self._transaction, "%s", "BYTEA", "postgresql")
 
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
         """See :meth:`hookstream.stores.InMemoryStore.list_threads`."""

@@ -36,6 +36,7 @@ import requests
 
 from .._errors import (
     CancelledError,
+    ConnectError,
     ConnectionClosedError,
     HookstreamError,
     MalformedChunkError,
@@ -154,6 +155,8 @@ class ModelCall:
                     body=body,
                 ), attempt
             except HookstreamError as exc:
+                if isinstance(exc, ConnectError) and provider.connect_hint:
+                    exc = ConnectError(f"{exc.message} ({provider.connect_hint})")
                 self._wait_to_retry(exc, attempt, http_request.redacted_url())
                 attempt += 1
 

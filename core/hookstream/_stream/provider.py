@@ -138,6 +138,9 @@ class Provider(abc.ABC):
     models_hint: ClassVar[str] = ""
     """How a user lists the models this provider serves when hookstream's catalogue knows none (a local
     server's own command: ``"ollama list"``); ``hookstream models NAME`` says it. Empty: no such command."""
+    connect_hint: ClassVar[str] = ""
+    """What to check when nothing answers at the base URL (a local server's: ``"is Ollama running?..."``),
+    added to the run's ``connect_error`` message. Empty: nothing to add."""
     distribution: ClassVar[str] = ""
     """The distribution that ships this provider (``"hookstream-bedrock"``), for error messages."""
     finish_reasons: ClassVar[Mapping[str, str]] = {}

@@ -228,3 +228,16 @@ def test_hookstream_replay_cli_reads_ndjson() -> None:
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["text"] == rec.expected["text"] and got["thinking"] == rec.expected["thinking"]
+
+
+def test_nothing_listening_says_to_start_ollama() -> None:
+    # A port just bound and released: nothing listens there, as on a machine where Ollama is not running.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = get_model("ollama:llama3.2", base_url=f"http://127.0.0.1:{port}")
+    result = chat(model, "hi", loop=hookstream.LoopSettings(max_retries=0)).result()
+    assert result.error is not None and result.error.code == "connect_error"
+    assert "is Ollama running?" in str(result.error)

@@ -63,6 +63,7 @@ class OllamaProvider(Provider):
     default_base_url: ClassVar[str] = DEFAULT_HOST
     api_key_env: ClassVar[tuple[str, ...]] = ("OLLAMA_API_KEY",)
     models_hint: ClassVar[str] = "ollama list"  # the models are whatever the server has pulled
+    connect_hint: ClassVar[str] = "is Ollama running? start it with `ollama serve`, or give its --base-url"
     framing: ClassVar[Framing] = NDJSON
     distribution: ClassVar[str] = "hookstream-ollama"
 

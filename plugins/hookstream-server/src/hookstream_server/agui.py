@@ -74,12 +74,13 @@ from hookstream import (
 )
 from hookstream.errors import AGUIInputError, AlreadyAnsweredError, SteeringLimitError
 from hookstream.events import BaseEvent, to_sse
-from hookstream.stores import ConversationStore, InMemoryStore, MemoryRunLog, OwnedStore, RunLog
+from hookstream.stores import ConversationStore, InMemoryStore, OwnedStore
 
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .openai_compat import OPENAI_PREFIX, openai_error, serve_openai
 from .resume import Pump, Recorder, parse_last_event_id, tail
+from .runlog import MemoryRunLog, RunLog, run_log_of
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .trust import ApprovalSigner, SignedApprovals, UsedApprovals, check_ids, vet
 from .ui_message_stream import (
@@ -645,10 +646,11 @@ def make_app(
 
 
 def _run_log(store: ConversationStore | None, limits: ServerLimits) -> RunLog:
-    """The store's event log when it has one (the SQL stores: shared by worker processes), else one in
-    this process's memory, within ``limits``' ``event_log_total_bytes`` and ``event_log_principal_bytes``."""
+    """The store's event log when it has one (a store's own ``run_log()``, else one in a SQL store's
+    database: shared by worker processes), else one in this process's memory, within ``limits``'
+    ``event_log_total_bytes`` and ``event_log_principal_bytes``."""
     make = getattr(store, "run_log", None)
-    got = make() if callable(make) else None
+    got = make() if callable(make) else run_log_of(store)
     if isinstance(got, RunLog):
         return got
     return MemoryRunLog(total_bytes=limits.event_log_total_bytes, principal_bytes=limits.event_log_principal_bytes)

@@ -38,9 +38,9 @@ import time
 from collections.abc import Callable, Iterator
 
 from hookstream.errors import AGUIInputError
-from hookstream.stores import RunLog
 
 from .limits import ServerLimits
+from .runlog import RunLog
 
 __all__ = ["PING", "POLL_SECONDS", "POOL_IDLE_SECONDS", "Pump", "Recorder", "parse_last_event_id", "tail"]
 

@@ -9,9 +9,10 @@ run still going, :meth:`RunLog.append` adds frame ``seq``
 or truncated (past the log's bounds: what follows is not logged) and sets when it expires (Unix
 seconds). :meth:`RunLog.read` returns the run (``None`` once expired) and its frames after ``seq``.
 
-Implementations: :class:`MemoryRunLog` (one process), and the SQL stores' logs
-(:class:`SQLRunLog`, tables ``hookstream_runs`` and ``hookstream_run_events`` beside the conversation
-store's), shared by every worker process. The SQL log writes on one background thread per process,
+Implementations: :class:`MemoryRunLog` (one process), and a SQL store's log (:func:`run_log_of`:
+:class:`SQLRunLog` on the store's :class:`~hookstream.stores.SQLDatabase`, tables ``hookstream_runs`` and
+``hookstream_run_events`` beside the conversation store's), shared by every worker process. The SQL log
+writes on one background thread per process,
 batching what the runs appended in the last :data:`FLUSH_SECONDS`: a run's thread only queues its
 frames, and the frames one run appended within a batch become one row (``first_seq``..``seq``, their
 sizes and their bytes), which is what keeps the log's cost per event small (measured in
@@ -27,13 +28,14 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
+from hookstream.stores import SQLDatabase
 
-__all__ = ["FLUSH_SECONDS", "SWEEP_SECONDS", "LoggedRun", "MemoryRunLog", "RunLog", "SQLRunLog"]
+__all__ = ["FLUSH_SECONDS", "SWEEP_SECONDS", "LoggedRun", "MemoryRunLog", "RunLog", "SQLRunLog", "run_log_of"]
 
 FLUSH_SECONDS = 0.25
 """Seconds the SQL log's writer waits to batch frames before it writes them."""
@@ -208,20 +210,18 @@ _Op = tuple[str, tuple[Any, ...]]
 
 
 class SQLRunLog:
-    """A :class:`RunLog` in the SQL database a conversation store uses: ``connect()`` gives this thread's
-    connection, ``write()`` a transaction on it, ``mark`` is the driver's placeholder (``?``, ``%s``),
-    ``blob`` the column type of the frames. Creates its tables on first use in each process."""
+    """A :class:`RunLog` in the database of a SQL conversation store (``db``, the store's ``database()``).
+    Creates its tables when absent, at construction."""
 
-    def __init__(self, connect: Callable[[], Any], write: Callable[[], AbstractContextManager[Any]],
-                 mark: str, blob: str, clock: Callable[[], float] = time.time) -> None:
-        self._connect, self._write, self._mark, self._clock = connect, write, mark, clock
-        self._blob = blob
+    def __init__(self, db: SQLDatabase, clock: Callable[[], float] = time.time) -> None:
+        self._connect, self._write, self._mark, self._clock = db.connect, db.write, db.placeholder, clock
+        self._blob = db.blob
         self._cond = threading.Condition()
         self._ops: list[_Op] = []
         self._pid: int | None = None
         self._swept = 0.0
         self._ready = False
-        m = mark
+        m = self._mark
         self._sql: dict[str, list[tuple[str, tuple[int, ...]]]] = {
             "start": [(f"DELETE FROM {EVENTS} WHERE thread_id = {m} AND run_id = {m}", (0, 1)),
                       (f"INSERT INTO {RUNS} (thread_id, run_id, owner, protocol, ended, truncated, started_at, "
@@ -235,9 +235,14 @@ class SQLRunLog:
             "update": [(f"UPDATE {RUNS} SET ended = {m}, truncated = {m}, expires_at = {m} "
                         f"WHERE thread_id = {m} AND run_id = {m}", (2, 3, 4, 0, 1))],
         }
+        with self._write() as conn:
+            if db.dialect == "postgresql":
+                # Two workers creating the tables at once would both pass IF NOT EXISTS: serialise them.
+                conn.execute("SELECT pg_advisory_xact_lock(4242016)")
+            self._schema(conn)
 
-    def schema(self, conn: Any) -> None:
-        """Create the log's tables when absent (called by the store when it opens its database)."""
+    def _schema(self, conn: Any) -> None:
+        """Create the log's tables when absent."""
         conn.execute(f"CREATE TABLE IF NOT EXISTS {RUNS} (thread_id TEXT NOT NULL, run_id TEXT NOT NULL, "
                      "owner TEXT, protocol TEXT NOT NULL, ended INTEGER NOT NULL, truncated INTEGER NOT NULL, "
                      "started_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL, "
@@ -374,3 +379,20 @@ def _groups(ops: Sequence[_Op]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
         group.append(args)
     if group:
         yield str(kind), group
+
+
+_LOGS: weakref.WeakKeyDictionary[Any, SQLRunLog] = weakref.WeakKeyDictionary()
+_LOGS_LOCK = threading.Lock()
+
+
+def run_log_of(store: Any) -> SQLRunLog | None:
+    """The event log in ``store``'s database (one per store object), or ``None`` for a store without a
+    SQL database (``database()``: :class:`~hookstream.stores.SQLiteStore`, ``PostgresStore``)."""
+    database = getattr(store, "database", None)
+    if not callable(database):
+        return None
+    with _LOGS_LOCK:
+        found = _LOGS.get(store)
+        if found is None:
+            found = _LOGS[store] = SQLRunLog(database())
+        return found
