@@ -219,4 +219,4 @@ def test_cli_prints_text_and_typed_errors(anthropic_server: LoopbackServer) -> N
     assert bad.exit_code == 1
     assert "HTTP 401: invalid x-api-key" in bad.output and "Error (authentication_error): " in bad.output
     unknown = run_cli(["tokens", "hi", "--model", "gpt-4o-typo"])
-    assert unknown.exit_code == 1 and "[unknown_model]" in unknown.output
+    assert unknown.exit_code == 1 and "Error (unknown_model): " in unknown.output
