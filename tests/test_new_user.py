@@ -276,3 +276,28 @@ def test_dev_test_says_it_installs_system_packages_before_it_does() -> None:
     for script in ("install-browser-deps", "install-postgres"):
         text = (ROOT / "scripts" / script).read_text()
         assert text.index("apt-get (a system package)") < text.index("apt-get update"), script
+
+
+def test_dev_demo_a_second_time_installs_nothing(tmp_path: Path) -> None:
+    # ./dev demo runs under `set -euo pipefail`: its check of the packaging files must work on this
+    # checkout's layout (a glob that matches nothing once ended the script before the demo). With the
+    # stamp current and a hookstream in .venv, it runs the demo at once and calls no pip.
+    import shutil
+
+    for name in ("dev", "setup.cfg", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "requirements", tmp_path / "requirements")
+    for project in (ROOT / "plugins").glob("*/pyproject.toml"):
+        (tmp_path / "plugins" / project.parent.name).mkdir(parents=True)
+        shutil.copy(project, tmp_path / "plugins" / project.parent.name / "pyproject.toml")
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "hookstream").write_text('#!/bin/sh\necho "demo ran with: $*"\n')
+    (bin_dir / "hookstream").chmod(0o755)
+    stamp = subprocess.run(["bash", "-c", 'source <(sed -n "/^install_inputs()/,/^}/p" dev); install_inputs demo'],
+                           cwd=tmp_path, env={**os.environ, "PY": sys.executable}, capture_output=True, text=True)
+    assert stamp.returncode == 0 and len(stamp.stdout.strip()) == 64, stamp.stderr
+    (tmp_path / ".venv" / ".demo-installed").write_text(stamp.stdout)
+    done = subprocess.run(["./dev", "demo", "--output", "events"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHON": sys.executable}, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "demo ran with: demo --output events\n"), done.stderr
