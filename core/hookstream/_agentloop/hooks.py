@@ -30,7 +30,7 @@ import attrs
 import pluggy
 
 from .._errors import CallbackError, CancelledError, PluginError
-from .._events import BaseEvent, RunError, RunStarted
+from .._events import BaseEvent, RunError, RunFinished, RunStarted
 from .._markers import hookimpl
 from .._messages import Message, ToolCallPart, ToolResultPart
 from .._stream.call import CallOptions, ModelCall
@@ -200,6 +200,18 @@ class ModelCallContext:
             yield from call
         finally:
             session.close()
+
+    def replays_to_finish(self, body: bytes) -> bool:
+        """Whether ``body`` through this call's adapter ends with ``RUN_FINISHED`` (a stored body worth
+        answering from); :attr:`model_call` is left pointing at the live call, whose outcome the engine reads."""
+        live = self.model_call
+        try:
+            last: BaseEvent | None = None
+            for last in self.parse_body(body):  # noqa: B007 (only the last event matters)
+                pass
+            return type(last) is RunFinished
+        finally:
+            self.model_call = live
 
     def abort(self, reason: BaseException | None = None) -> None:
         """Stop the call from any thread (``reason``: the error the step ends with; default cancelled)."""

@@ -31,7 +31,6 @@ import json
 import logging
 import os
 from collections.abc import Generator, Iterable, Iterator
-from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -173,7 +172,7 @@ class Cache:
         """The tap: ``body`` is the whole raw body of one HTTP response of the call (every attempt of a
         retried call has one). Kept when it replays to ``RUN_FINISHED``."""
         pending = call.state.get(STATE)
-        if not isinstance(pending, _Pending) or pending.stored or not _replays_to_finish(call, body):
+        if not isinstance(pending, _Pending) or pending.stored or not call.replays_to_finish(body):
             return
         pending.body = body
         self._store(call, pending)
@@ -185,15 +184,3 @@ class Cache:
         response = StoredResponse(pending.body, call.provider.framing.media_type)
         self.store.put(pending.key, response, call.provider.name, pending.url)
 
-
-def _replays_to_finish(call: ModelCallContext, body: bytes) -> bool:
-    """Whether ``body`` run through the call's adapter ends with ``RUN_FINISHED``. ``parse_body`` points
-    ``call.model_call`` at its own replay; the live call is put back, for the engine reads its outcome."""
-    live = call.model_call
-    try:
-        last: Any = None
-        for last in call.parse_body(body):  # noqa: B007 (only the last event matters)
-            pass
-        return type(last) is RunFinished
-    finally:
-        call.model_call = live

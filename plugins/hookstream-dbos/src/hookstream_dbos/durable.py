@@ -160,7 +160,7 @@ class Durable:
 
     def _tapped(self, call: ModelCallContext, body: bytes) -> None:
         pending = call.state.get(STATE)
-        if not isinstance(pending, _Pending) or pending.written or not _replays_to_finish(call, body):
+        if not isinstance(pending, _Pending) or pending.written or not call.replays_to_finish(body):
             return
         http = call.http_request()
         pending.entry = {
@@ -211,15 +211,3 @@ class Durable:
             journal.write(f"tool_call:{where}", result)
         return result
 
-
-def _replays_to_finish(call: ModelCallContext, body: bytes) -> bool:
-    """Whether ``body`` through the call's adapter ends with ``RUN_FINISHED`` (``parse_body`` points
-    ``call.model_call`` at its own replay; the live call is put back, for the engine reads its outcome)."""
-    live = call.model_call
-    try:
-        last: Any = None
-        for last in call.parse_body(body):  # noqa: B007 (only the last event matters)
-            pass
-        return type(last) is RunFinished
-    finally:
-        call.model_call = live
