@@ -9,7 +9,8 @@ run plugin's hooks get a :class:`RunContext`, :class:`StepContext`, :class:`Mode
 :class:`ToolCallContext`. :class:`ModelCall` runs one model call of a provider as the engine does
 (retries, time limits, the provider's error mapping) and :class:`StepAccumulator` folds its events into a
 :class:`hookstream.StepResult`, for a plugin's own tests; test helpers are in :mod:`hookstream.testing`.
-:func:`user_dir` is where a plugin keeps a user's files (hookstream-mcp's OAuth tokens).
+:func:`user_dir` is where a plugin keeps a user's files (hookstream-mcp's OAuth tokens), :func:`private_dirs`
+makes directories 0700 whatever the umask.
 
 What users see is not repeated here: import messages (``Message``, ``TextPart``...), tools, stop
 conditions, chunk strategies, ``RunSettings``, ``Observer`` and ``get_registry`` from :mod:`hookstream`,
@@ -88,7 +89,7 @@ if TYPE_CHECKING:
     from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
     from ._stream.tee import body_session
     from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
-    from ._userdir import user_dir
+    from ._userdir import private_dirs, user_dir
 
 # Every name loads on first use (PEP 562): each plugin's entry point imports this module at start-up for
 # ``hookimpl``, and a process that never runs a model (``hookstream --version``, ``hookstream replay``)
@@ -128,7 +129,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ToolCallRequest", "ToolExecutor", "error_part", "resolve_tool", "run_calls", "run_request", "tool_ref"
     ),
     "hookstream._batch": ("BatchJob", "ChatRunner", "Runner", "open_output"),
-    "hookstream._userdir": ("user_dir",),
+    "hookstream._userdir": ("private_dirs", "user_dir"),
     "hookstream._ratelimit": ("Limiter", "Permit"),
     "hookstream._agentloop.values": ("approval_id",),
     "hookstream._cli.defaults": ("full_model_name",),
@@ -222,6 +223,7 @@ __all__ = [
     "priced",
     "prices_available",
     "print_notes",
+    "private_dirs",
     "read_inputs",
     "reset_registry",
     "resolve_strategy",

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import attrs
+from hookstream.plugin import private_dirs
 
 __all__ = ["CacheStats", "ResponseStore", "StoredResponse", "default_path", "store_for"]
 
@@ -97,7 +98,7 @@ class ResponseStore:
     def _connection(self) -> sqlite3.Connection:
         # Called with the lock held. A connection never crosses a fork: the child opens its own.
         if self._conn is None or self._pid != os.getpid():
-            _private_dirs(self.path.parent)
+            private_dirs(self.path.parent)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
             if os.name == "posix" and self.path.stat().st_mode & 0o077:
                 try:
@@ -203,21 +204,6 @@ class ResponseStore:
         conn.execute("INSERT INTO counters (name, value) VALUES (?, 1)"
                      " ON CONFLICT(name) DO UPDATE SET value = value + 1", (name,))
 
-
-def _private_dirs(directory: Path) -> None:
-    """Create ``directory`` and its missing parents ``0700`` (whatever the umask); existing ones are left
-    as they are (``/tmp`` is not this cache's to change)."""
-    missing = []
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        if os.name == "posix":
-            d.chmod(0o700)  # mkdir's mode is masked by the umask; 0700 is what is meant either way
 
 
 _stores: dict[Path, ResponseStore] = {}
