@@ -48,33 +48,13 @@ def _load_tool(spec: str) -> Tool:
 
 def _authenticator(tokens_file: str | None, jwt_issuer: str | None = None, jwt_audience: tuple[str, ...] = (),
                    jwks_url: str | None = None) -> Any:
-    """The HTTP server's authenticator, as ``hookstream serve`` builds it from the same flags: bearer
-    tokens from a file or ``$HOOKSTREAM_AUTH_TOKENS``, and OIDC JWTs; the first that knows the caller
-    wins. ``None`` without any. Raises :class:`click.UsageError` naming the flag."""
-    from hookstream.server import JWTAuthenticator, TokenAuthenticator
+    """The HTTP server's authenticator, built by ``hookstream serve``'s own function from the same flags
+    (bearer tokens from a file or ``$HOOKSTREAM_AUTH_TOKENS``, OIDC JWTs; the first that knows the caller
+    wins). ``None`` without any. Raises :class:`click.UsageError` naming the flag; :class:`ImportError`
+    without the hookstream-server plugin, whose authenticators these are."""
+    from hookstream_server.serve import authenticator
 
-    chain: list[Any] = []
-    try:
-        if tokens_file:
-            chain.append(TokenAuthenticator.from_file(tokens_file))
-        if os.environ.get(TOKENS_ENV):
-            chain.append(TokenAuthenticator.parse(os.environ[TOKENS_ENV]))
-    except (OSError, ValueError) as exc:
-        raise click.UsageError(f"--auth-tokens / ${TOKENS_ENV}: {exc}") from None
-    if jwt_issuer or jwt_audience:
-        if not (jwt_issuer and jwt_audience):
-            raise click.UsageError("--jwt-issuer and --jwt-audience go together")
-        try:
-            chain.append(JWTAuthenticator(jwt_issuer, jwt_audience, jwks_url=jwks_url))
-        except (ImportError, ValueError) as exc:
-            raise click.UsageError(f"--jwt-issuer: {exc}") from None
-    if len(chain) <= 1:
-        return chain[0] if chain else None
-
-    def first(environ: Any) -> Any:
-        return next((p for p in (a(environ) for a in chain) if p is not None), None)
-
-    return first
+    return authenticator(tokens_file, jwt_issuer, jwt_audience, jwks_url, ())
 
 
 @click.group("mcp")
