@@ -71,6 +71,21 @@ def _last_user_text(run: RunContext) -> str:
     return ""
 
 
+_ID_FIELDS = ("message_id", "parent_message_id")
+
+
+def _stable_ids(events: Iterable[BaseEvent], prefix: str) -> Iterator[BaseEvent]:
+    """``events`` with each message id replaced by ``PREFIX-N`` (N: the order the call first named it)."""
+    names: dict[str, str] = {}
+    for ev in events:
+        changed: dict[str, Any] = {}
+        for field in _ID_FIELDS:
+            value = getattr(ev, field, None)
+            if isinstance(value, str):
+                changed[field] = names.setdefault(value, f"{prefix}-{len(names) + 1}")
+        yield attrs.evolve(ev, **changed) if changed else ev
+
+
 @attrs.define(slots=True, eq=False)
 class _Pending:
     """A live model call on its way to the journal: its entry once the body was tapped and replays well,
@@ -144,6 +159,11 @@ class Durable:
         """Tap a new call's raw body; journal it once the body and the events both ended well."""
         call.on_body.append(lambda body: self._tapped(call, body))
         events = yield
+        journal = call.run.state.get(STATE)
+        if isinstance(journal, Journal):
+            # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
+            # the step instead, a replayed call sends the very events its first run sent.
+            events = _stable_ids(events, f"msg-{hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]}-{call.step}")
         pending = call.state.get(STATE)
         if not isinstance(pending, _Pending):
             return events
