@@ -147,12 +147,20 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
                           stream=True, timeout=WAIT) as again:
             assert again.status_code == 200, again.text
             _frames(again, after)
+        print("frames before the kill", len(before), "after", len(after))
         _assert_one_run(before + after, run_id)
         # Each model request once: the recovered run sent only the third (the answer to both results).
         assert len(model.requests) == 3
         assert [len(r.json()["messages"]) for r in model.requests] == [1, 3, 5]
         # tool_a ran once; tool_b, in flight at the kill, ran again and knew it (attempt 2).
         assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
+
+        # `hookstream runs list` shows the served run, finished.
+        from hookstream_dbos import list_runs
+        from hookstream_dbos.serve import served_id
+
+        [info] = list_runs(durable_db, run_id=served_id(thread_id, run_id))
+        assert info.state == "finished" and info.text == ANSWER and info.model == "openai:gpt-4o-mini"
 
         # The thread keeps the run's messages once, as for a live run.
         from hookstream.stores import open_store
