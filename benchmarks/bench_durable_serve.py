@@ -95,13 +95,15 @@ def serve(model: str, folder: Path, name: str, *extra: str) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-def one_run(session: requests.Session, base: str, n: int) -> tuple[float, int]:
-    """Seconds from the POST to the last frame, and the frames read."""
+def one_run(base: str, n: int) -> tuple[float, int]:
+    """Seconds from the POST to the last frame, and the frames read. A connection of its own: a request
+    sent on a kept-alive connection right after a streamed response waited ~40 ms (delayed ACK), the
+    second run of a round whichever server or size it was."""
     doc = {"threadId": f"t-{uuid.uuid4().hex}", "runId": f"r-{uuid.uuid4().hex}", "tools": [], "context": [],
            "state": None, "forwardedProps": None, "messages": [{"id": "u1", "role": "user", "content": f"n={n}"}]}
     started = time.perf_counter()
     frames = 0
-    with session.post(base + "/", json=doc, stream=True, timeout=120, headers={"Accept": "text/event-stream"}) as r:
+    with requests.post(base + "/", json=doc, stream=True, timeout=120, headers={"Accept": "text/event-stream"}) as r:
         r.raise_for_status()
         for line in r.iter_lines():
             if line.startswith(b"data: "):
@@ -121,16 +123,15 @@ def main() -> None:
     times: dict[str, list[float]] = {k: [] for k in ("plain-short", "plain-long", "durable-short", "durable-long")}
     frames: dict[str, int] = {}
     with model_server() as model, serve(model, folder, "plain") as plain, \
-            serve(model, folder, "durable", "--durable", "--durable-db", durable_db) as durable, \
-            requests.Session() as session:
+            serve(model, folder, "durable", "--durable", "--durable-db", durable_db) as durable:
         servers = {"plain": plain, "durable": durable}
         for kind, base in servers.items():  # warm-up: connections, DBOS, the tables
-            one_run(session, base, args.short)
-            one_run(session, base, args.long)
+            one_run(base, args.short)
+            one_run(base, args.long)
         for _ in range(args.rounds):
             for kind, base in servers.items():
                 for size, n in (("short", args.short), ("long", args.long)):
-                    seconds, count = one_run(session, base, n)
+                    seconds, count = one_run(base, n)
                     times[f"{kind}-{size}"].append(seconds)
                     frames[size] = count
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -138,6 +139,7 @@ def main() -> None:
     per_frame = ((med["durable-long"] - med["durable-short"]) - (med["plain-long"] - med["plain-short"])) / extra_frames
     plain_frame = (med["plain-long"] - med["plain-short"]) / extra_frames
     out = {"rounds": args.rounds, "frames": frames, "median_seconds": med,
+           "seconds": {k: [round(x, 4) for x in v] for k, v in times.items()},
            "durable_extra_ms_per_frame": per_frame * 1000, "plain_ms_per_frame": plain_frame * 1000,
            "ratio_long_run": med["durable-long"] / med["plain-long"],
            "ratio_short_run": med["durable-short"] / med["plain-short"],

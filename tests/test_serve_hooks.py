@@ -181,3 +181,31 @@ def test_a_continuing_run_that_diverges_leaves_a_valid_run() -> None:
     texts = [e for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
     assert [(e["messageId"], e["delta"]) for e in texts] == [("m1", "Hello"), ("m1-4", "Hi there")]
     assert [e["type"] for e in events[:4]] == [e["type"] for e in RUN[:4]]  # the logged part stays as it was
+
+
+def test_log_then_send_a_frame_is_in_the_sql_log_before_it_is_sent(tmp_path: Path) -> None:
+    from hookstream_server.runlog import run_log_of
+
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    log = run_log_of(open_store(url))
+    assert log is not None
+    rec = Recorder(log, ServerLimits(), "t", "r", "alice", "agui", log_then_send=True)
+    assert rec.log_then_send
+    frames = [_frame(e) for e in RUN]
+    for f in frames[:3]:
+        rec.frame(f)  # the run goes on: queued, not written yet
+    reader = run_log_of(open_store(url))  # another store object: its own connection, as another worker
+    assert reader is not None
+    for n in range(1, 4):
+        rec.sent()  # waits until frame n is written, at once (no batching delay), then it may be sent
+        got = reader.read("t", "r", 0)
+        assert got is not None and len(got[1]) >= n
+    rec.sent()  # nothing left to wait for
+
+
+def test_without_log_then_send_sent_waits_for_nothing(tmp_path: Path) -> None:
+    log = _logged([])
+    rec = Recorder(log, ServerLimits(), "t2", "r", "alice", "agui")
+    rec.frame(_frame(RUN[0]))
+    rec.sent()
+    assert not rec.log_then_send
