@@ -125,7 +125,7 @@ def main() -> None:
     with model_server() as model, serve(model, folder, "plain") as plain, \
             serve(model, folder, "durable", "--durable", "--durable-db", durable_db) as durable:
         servers = {"plain": plain, "durable": durable}
-        for kind, base in servers.items():  # warm-up: connections, DBOS, the tables
+        for base in servers.values():  # warm-up: connections, DBOS, the tables
             one_run(base, args.short)
             one_run(base, args.long)
         for _ in range(args.rounds):

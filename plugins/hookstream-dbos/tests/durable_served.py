@@ -1,5 +1,6 @@
 """The tools of the served crash test (``hookstream serve --durable --tool durable_served:tool_a``): each
-appends its name and :func:`hookstream_dbos.attempt` to ``$DURABLE_KIT_DIR/tools.log``; ``tool_b``'s first
+appends its name and :func:`hookstream_dbos.attempt` to ``$DURABLE_KIT_DIR/tools.log``; ``tool_a`` writes
+its worker's pid to ``worker.pid``; with ``$DURABLE_KIT_HOLD``, ``tool_b``'s first
 attempt writes its worker's pid to ``b-running`` there (the test's barrier: it SIGKILLs that worker) and
 waits to be killed."""
 
@@ -20,8 +21,10 @@ def _logged(name: str) -> Path:
 
 
 def tool_a(n: int) -> str:
-    """First tool."""
-    _logged("tool_a")
+    """First tool (writes its worker's pid to ``worker.pid``)."""
+    folder = _logged("tool_a")
+    (folder / "worker.pid.tmp").write_text(str(os.getpid()), "utf-8")
+    (folder / "worker.pid.tmp").rename(folder / "worker.pid")
     return f"a{n}"
 
 

@@ -29,6 +29,8 @@ if sys.platform == "win32":
     pytest.skip("gunicorn runs on Unix only", allow_module_level=True)
 
 from hookstream.testing import LoopbackServer, Response, check_events
+from hookstream.testing.faults import ChunkWriter
+from hookstream.testing.provider_bodies import provider_stream
 from test_durable_run import ANSWER, postgres, scripted_bodies
 
 HERE = Path(__file__).resolve().parent
@@ -46,7 +48,8 @@ def scripted_server() -> LoopbackServer:
 @contextlib.contextmanager
 def serve(model_url: str, store: str, folder: Path, *extra: str, hold: bool = True) -> Iterator[str]:
     env = {**os.environ, "OPENAI_API_KEY": "test-key", "DURABLE_KIT_DIR": str(folder),
-           **({"DURABLE_KIT_HOLD": "1"} if hold else {}), "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+           **({"DURABLE_KIT_HOLD": "1"} if hold else {}),
+           "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "hookstream", "serve", "--workers", "2", "--threads", "4", "--store", store,
            "--model", "openai:gpt-4o-mini", "--base-url", model_url + "/v1", "--port", "0",
            "--tool", "durable_served:tool_a", "--tool", "durable_served:tool_b", *extra]
@@ -147,7 +150,6 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
                           stream=True, timeout=WAIT) as again:
             assert again.status_code == 200, again.text
             _frames(again, after)
-        print("frames before the kill", len(before), "after", len(after))
         _assert_one_run(before + after, run_id)
         # Each model request once: the recovered run sent only the third (the answer to both results).
         assert len(model.requests) == 3
@@ -167,6 +169,75 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
 
         stored = open_store(store).load(thread_id)
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+
+
+def test_a_model_call_in_flight_at_the_kill_that_says_something_else_again_leaves_a_valid_run(
+        tmp_path: Path) -> None:
+    """The worker dies while the model streams step 2's text; the recovered run sends that call again and
+    the model says something else: the client reads the first attempt's text ended, then the second
+    attempt as a new message, one valid AG-UI run, each event once."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    bodies = scripted_bodies()
+    first = [e.replace(b"call_fault1", b"call_a") for e in bodies[0]]
+    again = [e.replace(b"call_fault1", b"call_b") for e in
+             provider_stream("openai", text="Then b. ", reasoning="", tool_name="tool_b", tool_args={"n": 2}).events]
+    sent_part, release = threading.Event(), threading.Event()
+
+    def partial(wfile: Any, sock: Any) -> None:
+        writer = ChunkWriter(wfile, sock, release)
+        writer.chunks(bodies[1][:2])  # the text has begun ("No"...), no tool call yet
+        sent_part.set()
+        release.wait(WAIT)  # until the worker reading it is dead
+        writer.drop()
+
+    responses = [Response(pieces=first), Response(writer=partial), Response(pieces=again),
+                 Response(pieces=bodies[2])]
+    thread_id, run_id = "thread-3", f"run-{uuid.uuid4().hex}"
+    with LoopbackServer(responses) as model, serve(model.url, f"sqlite:///{tmp_path / 'threads.db'}", folder,
+                                                   "--durable", "--durable-db",
+                                                   f"sqlite:///{tmp_path / 'durable.sqlite'}", hold=False) as base:
+        before: list[tuple[str, dict[str, Any]]] = []
+        resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
+                             headers={"Accept": "text/event-stream"})
+        assert resp.status_code == 200, resp.text
+        reader = threading.Thread(target=_frames, args=(resp, before))
+        reader.start()
+        assert sent_part.wait(WAIT), "step 2's model call never started"
+        waited = threading.Event()
+        for _ in range(int(WAIT / 0.05)):  # until the client holds the first attempt's text
+            types = [e["type"] if e.get("stepName") != "step-2" else "STEP-2" for _, e in list(before)]
+            if "STEP-2" in types and "TEXT_MESSAGE_CONTENT" in types[types.index("STEP-2"):]:
+                break
+            waited.wait(0.05)
+        else:
+            pytest.fail(f"the client never got step 2's text: {before}")
+        os.kill(int((folder / "worker.pid").read_text("utf-8")), signal.SIGKILL)
+        release.set()
+        reader.join(WAIT)
+        assert not reader.is_alive(), "the killed worker's stream never ended"
+        resp.close()
+
+        after: list[tuple[str, dict[str, Any]]] = []
+        url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
+        with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
+                          stream=True, timeout=WAIT) as resumed:
+            assert resumed.status_code == 200, resumed.text
+            _frames(resumed, after)
+        got = before + after
+        _assert_one_run(got, run_id)
+        events = [e for _, e in got]
+        texts: dict[str, str] = {}
+        for e in events:
+            if e["type"] == "TEXT_MESSAGE_CONTENT":
+                texts[e["messageId"]] = texts.get(e["messageId"], "") + e["delta"]
+        step2 = list(texts.items())[1:3]
+        # The first attempt's text as the client saw it, ended; the second attempt under a new id.
+        assert step2[0][1] == "No" and step2[1][1] == "Then b. " and step2[1][0].startswith(step2[0][0] + "-"), texts
+        # The in-flight call was sent again (at least once); the completed ones once; each tool once.
+        assert len(model.requests) == 4
+        assert model.requests[1].json() == model.requests[2].json()
+        assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1"]
 
 
 def test_without_durable_a_served_run_is_unchanged(tmp_path: Path) -> None:
