@@ -6,7 +6,8 @@ What is exactly once and what is at least once (``docs/durable.md``):
   ``RUN_FINISHED`` through the adapter, as the response cache requires) is journaled as a DBOS step
   before the engine goes on; run again under the same id, it is not sent: the stored raw body is parsed
   by the same adapter (``ModelCallContext.parse_body``), so the run gets the same events, text, tool
-  calls and usage (the ids the adapter makes up, such as message ids, are new);
+  calls and usage, and the same message ids (derived from the run id and the step, not made up by the
+  adapter: a replay regenerates the very frames a served run logged);
 * a **tool call that completed** (any result, an error result too) is journaled with its result; run
   again, the tool does not run and the stored result is used;
 * the **call in flight** when the process died (sent but not journaled) runs again: at least once. A
@@ -69,6 +70,21 @@ def _last_user_text(run: RunContext) -> str:
         if message.role == "user":
             return "".join(getattr(p, "text", "") for p in message.parts)[:200]
     return ""
+
+
+_ID_FIELDS = ("message_id", "parent_message_id")
+
+
+def _stable_ids(events: Iterable[BaseEvent], prefix: str) -> Iterator[BaseEvent]:
+    """``events`` with each message id replaced by ``PREFIX-N`` (N: the order the call first named it)."""
+    names: dict[str, str] = {}
+    for ev in events:
+        changed: dict[str, Any] = {}
+        for field in _ID_FIELDS:
+            value = getattr(ev, field, None)
+            if isinstance(value, str):
+                changed[field] = names.setdefault(value, f"{prefix}-{len(names) + 1}")
+        yield attrs.evolve(ev, **changed) if changed else ev
 
 
 @attrs.define(slots=True, eq=False)
@@ -144,6 +160,11 @@ class Durable:
         """Tap a new call's raw body; journal it once the body and the events both ended well."""
         call.on_body.append(lambda body: self._tapped(call, body))
         events = yield
+        journal = call.run.state.get(STATE)
+        if isinstance(journal, Journal):
+            # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
+            # the step instead, a replayed call sends the very events its first run sent.
+            events = _stable_ids(events, f"msg-{hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]}-{call.step}")
         pending = call.state.get(STATE)
         if not isinstance(pending, _Pending):
             return events

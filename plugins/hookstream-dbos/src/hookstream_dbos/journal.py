@@ -21,6 +21,9 @@ State of a run id, as DBOS keeps it:
 Each process uses its own DBOS executor id and its own DBOS queue for resumes, so a process never picks
 up a workflow whose run (its tools, its consumer) lives in another one: a crashed run is resumed by running
 it again (``chat(..., plugins=[Durable(ID)])``, ``hookstream runs resume ID``), not in the background.
+A ``serve --durable`` worker (``hookstream_dbos.serve``) is the exception: it runs under its slot's stable
+executor id, so DBOS recovers at launch the runs a dead holder of the slot left, and :func:`on_recovery`
+rebuilds each one's run, which adopts the executing workflow (:data:`_adopting`).
 
 Thread safety: :func:`open_run` and the :class:`Journal` it returns may be used from any thread (tool
 calls of one step write their steps at once); a run id is open in one run of a process at a time
@@ -34,7 +37,7 @@ import os
 import queue
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,7 @@ from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
 from hookstream.errors import HookstreamError
 
 __all__ = ["DurableError", "DurableStoreError", "Journal", "RerunRefused", "RunBusyError", "RunDivergedError",
-           "default_url", "ensure_dbos", "open_run", "redact_url"]
+           "default_url", "ensure_dbos", "on_recovery", "open_run", "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
 
@@ -132,16 +135,23 @@ class _QuietCancel(logging.Filter):
 
 
 _lock = threading.Lock()
+_recover: Callable[[str, dict[str, Any]], None] | None = None
+"""Set by a server (``hookstream_dbos.serve``): rebuilds and starts the run of a workflow DBOS recovered
+in this process (``recover(run_id, meta)``); the run's :func:`open_run` then adopts the execution."""
+_adopting: set[str] = set()
+"""Run ids whose workflow is executing (recovered) and waits for its run to open: no start, no resume."""
 _launched_url: str | None = None
 _queue: Queue | None = None
 _bridges: dict[str, Bridge] = {}
 _bridges_changed = threading.Condition(_lock)
 
 
-def ensure_dbos(url: str | None = None) -> str:
+def ensure_dbos(url: str | None = None, executor_id: str | None = None) -> str:
     """Configure and launch DBOS for this process on ``url`` (default :func:`default_url`) once; returns
-    the URL in use. SQLite's parent directory is created. Raises :class:`DurableStoreError` when this
-    process already uses another URL (DBOS has one system database per process)."""
+    the URL in use. SQLite's parent directory is created. ``executor_id``: this process's DBOS executor id
+    (default: a random one); a stable one (a served worker slot's, ``hookstream_dbos.serve``) makes DBOS
+    recover, at launch, the runs a dead process of that id left. Raises :class:`DurableStoreError` when
+    this process already uses another URL (DBOS has one system database per process)."""
     global _launched_url, _queue
     wanted = url or default_url()
     with _lock:
@@ -152,7 +162,7 @@ def ensure_dbos(url: str | None = None) -> str:
             return _launched_url
         if wanted.startswith("sqlite:///"):
             _wal(Path(wanted.removeprefix("sqlite:///")).expanduser())
-        executor = f"hookstream-{uuid.uuid4().hex[:16]}"
+        executor = executor_id or f"hookstream-{uuid.uuid4().hex[:16]}"
         config: DBOSConfig = {"name": APP_NAME, "system_database_url": wanted, "executor_id": executor,
                               "application_version": APP_VERSION, "log_level": "WARNING"}
         logging.getLogger("dbos").addFilter(_QuietCancel())
@@ -165,6 +175,14 @@ def ensure_dbos(url: str | None = None) -> str:
         _queue = DBOS.register_queue(name, polling_interval_sec=0.1)
         _launched_url = wanted
         return wanted
+
+
+def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:
+    """Have ``recover(run_id, meta)`` rebuild and start the run of each workflow DBOS recovers in this
+    process with no run to drive it (``None``: such a workflow is cancelled, staying resumable)."""
+    global _recover
+    with _lock:
+        _recover = recover
 
 
 def _wal(path: Path) -> None:
@@ -222,6 +240,13 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     Returns the run's summary once it finished with an answer."""
     run_id = DBOS.workflow_id
     assert run_id is not None
+    with _lock:
+        recover = None if run_id in _bridges else _recover
+    if recover is not None:
+        # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
+        # from a thread of its own (outside this workflow's context), and its run adopts this execution.
+        _adopting.add(run_id)
+        threading.Thread(target=recover, args=(run_id, meta), name="hookstream-durable-recover").start()
     bridge = _wait_for_bridge(run_id)
     if bridge is None:
         # Dispatched with no run to drive it: stay resumable, run nothing.
@@ -385,7 +410,9 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None) -> Journ
         _bridges[run_id] = bridge
         _bridges_changed.notify_all()
     try:
-        if state is None:
+        if run_id in _adopting:
+            _adopting.discard(run_id)  # its recovered execution waits for this bridge: nothing to start
+        elif state is None:
             with SetWorkflowID(run_id):
                 bridge.handle = DBOS.start_workflow(durable_run, meta)
         else:
