@@ -1,20 +1,24 @@
-"""No import circle inside the core (issue 39): every import of a ``hookstream`` module counts, the ones
-under ``if TYPE_CHECKING:`` and the ones inside functions included, since a circle of type-only imports is
-still two modules that must be read, changed and reviewed together. The graph is built from the source with
-:mod:`ast` (what import-linter's layers contract skips: it leaves type-only imports out)."""
+"""No import circle inside the core (issue 39) nor inside any plugin package under ``plugins/``: every import
+of a module of the same package counts, the ones under ``if TYPE_CHECKING:`` and the ones inside functions
+included, since a circle of type-only imports is still two modules that must be read, changed and reviewed
+together. The graph is built from the source with :mod:`ast` (what import-linter's layers contract skips: it
+leaves type-only imports out)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[1] / "core" / "hookstream"
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "core" / "hookstream"
+PLUGIN_PACKAGES = sorted(p.parent for p in ROOT.glob("plugins/*/src/*/__init__.py"))
 
 
-def module_names() -> dict[str, Path]:
+def module_names(package: Path = CORE) -> dict[str, Path]:
+    """Every module of the package in directory ``package``, by dotted name."""
     out: dict[str, Path] = {}
-    for path in CORE.rglob("*.py"):
-        parts = list(path.relative_to(CORE.parent).with_suffix("").parts)
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
@@ -88,10 +92,23 @@ def test_the_checker_finds_a_circle() -> None:
     assert circles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_core_has_no_import_circle() -> None:
-    modules = module_names()
+def package_circles(package: Path) -> tuple[dict[str, set[str]], list[dict[str, list[str]]]]:
+    """The import graph of the package in ``package`` and its circles, each as module -> what it imports
+    of its circle."""
+    modules = module_names(package)
     edges = {name: imported(name, path, modules) for name, path in modules.items()}
+    return edges, [{m: sorted(edges[m] & set(c)) for m in c} for c in circles(edges)]
+
+
+def test_the_core_has_no_import_circle() -> None:
+    edges, found = package_circles(CORE)
     assert "hookstream._hookspecs" in edges["hookstream._pm"]  # the graph is really built
-    found = circles(edges)
-    detail = [{m: sorted(edges[m] & set(c)) for m in c} for c in found]
-    assert not found, f"import circles in core/hookstream (each module -> what it imports of its circle): {detail}"
+    assert not found, f"import circles in core/hookstream (each module -> what it imports of its circle): {found}"
+
+
+def test_no_plugin_has_an_import_circle() -> None:
+    assert len(PLUGIN_PACKAGES) >= 20  # every plugin under plugins/ is really looked at
+    edges, _ = package_circles(ROOT / "plugins" / "hookstream-server" / "src" / "hookstream_server")
+    assert "hookstream_server.limits" in edges["hookstream_server.serve"]  # the graph is really built
+    found = {p.name: c for p in PLUGIN_PACKAGES if (c := package_circles(p)[1])}
+    assert not found, f"import circles in plugins (each module -> what it imports of its circle): {found}"

@@ -2,7 +2,8 @@
 limits is refused (413) and past the principal's rate limit too (429), and the next model request keeps
 within --max-messages; on gunicorn (`--workers 2 --threads 4`) one principal's slow authenticated bodies
 count toward its concurrent limit across the workers, so the 5th is refused at once while other
-principals' runs are served. Nothing is timed: the good runs only have to finish (their times under
+principals' runs are served; --max-runs-per-minute holds across gunicorn's workers too (a window in
+memory the forked workers share). Nothing is timed: the good runs only have to finish (their times under
 attack are measured by benchmarks/bench_serve_attack.py)."""
 
 from __future__ import annotations
@@ -228,3 +229,66 @@ def _answers(socks: list[socket.socket], answers: dict[int, bytes]) -> bool:
             if data:
                 answers[i] = data
     return bool(answers)
+
+
+# -- runs per minute across gunicorn workers ---------------------------------------------------------------
+
+def test_the_runs_per_minute_window_is_shared_by_forked_processes() -> None:
+    """Two processes forked from the one that made the window (as gunicorn forks its workers) share it:
+    between them they get exactly ``per_window`` permits, then a wait until the oldest run's bucket has
+    left the window; another principal has a window of its own."""
+    multiprocessing = pytest.importorskip("multiprocessing")
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("needs fork (gunicorn's workers are forked)")
+    from hookstream_server.limits import SharedWindows
+
+    now = [1000.0]  # the clock stands still: nothing leaves the window unless the test moves it
+    window = SharedWindows(3, 60.0, clock=lambda: now[0])
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Barrier(2)
+    admitted = ctx.Queue()
+
+    def worker() -> None:
+        start.wait(NEVER)
+        admitted.put(sum(window.try_acquire("alice") is None for _ in range(5)))
+
+    procs = [ctx.Process(target=worker) for _ in range(2)]
+    for p in procs:
+        p.start()
+    counts = [admitted.get(timeout=NEVER) for _ in procs]
+    for p in procs:
+        p.join(NEVER)
+    assert sum(counts) == 3, counts
+    wait = window.try_acquire("alice")  # the parent shares the window too
+    assert wait is not None and 60.0 <= wait <= 61.0
+    assert window.try_acquire("bob") is None
+    now[0] += wait  # the three were admitted in one bucket (of a second), which has left the window now
+    assert [window.try_acquire("alice") is None for _ in range(4)] == [True, True, True, False]
+
+
+def test_max_runs_per_minute_holds_across_gunicorn_workers(tmp_path: Path) -> None:
+    """`--max-runs-per-minute 3` with `--workers 2`: of ten runs alice starts at once, on connections of
+    their own (spread over both workers by the kernel), three are served and seven refused with
+    `Retry-After`; bob's minute is his own."""
+    pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
+    with serve("--demo", "--workers", "2", "--threads", "4", "--auth-tokens", tokens_file(tmp_path),
+               "--max-runs-per-minute", "3", "--max-concurrent-runs", "100") as url:
+        start = threading.Barrier(10)
+        answers: list[requests.Response] = []
+
+        def run(i: int) -> None:
+            start.wait(NEVER)
+            answers.append(requests.post(url + "/", json=run_body(f"t-alice-{i}"), headers=auth("alice"),
+                                         timeout=NEVER))
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(NEVER)
+        statuses = sorted(r.status_code for r in answers)
+        assert statuses == [200] * 3 + [429] * 7, statuses
+        assert all(int(r.headers["Retry-After"]) >= 1 for r in answers if r.status_code == 429)
+        assert all(events(r)[-1]["type"] == "RUN_FINISHED" for r in answers if r.status_code == 200)
+        ok = requests.post(url + "/", json=run_body("t-bob"), headers=auth("bob"), timeout=NEVER)
+        assert ok.status_code == 200

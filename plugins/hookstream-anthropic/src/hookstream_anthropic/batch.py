@@ -25,7 +25,7 @@ from typing import Any
 
 from hookstream.plugin import BatchAPI, BatchItem, BatchStatus, HTTPRequest, send_batch_call
 
-from .provider import ANTHROPIC_VERSION
+from .request import ANTHROPIC_VERSION
 
 __all__ = ["AnthropicBatch", "message_stream"]
 

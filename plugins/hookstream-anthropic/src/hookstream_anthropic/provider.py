@@ -18,16 +18,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hookstream.events import BaseEvent
 from hookstream.plugin import CallContext, HTTPRequest, ModelRequest, Provider, default_error_reader
 
-from .request import build_body
+from .request import ANTHROPIC_VERSION, build_body
 from .stream import STOP_REASONS, MessageStreamParser
 
 if TYPE_CHECKING:
     from hookstream.plugin import BatchAPI
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicProvider"]
-
-ANTHROPIC_VERSION = "2023-06-01"
-"""Value of the ``anthropic-version`` header (API reference, "Versions")."""
+__all__ = ["AnthropicProvider"]
 
 # The body fields POST /v1/messages/count_tokens takes (API reference, "Count tokens in a Message"): the
 # Messages body without the fields of generation (max_tokens, stream, sampling, stop sequences, metadata).

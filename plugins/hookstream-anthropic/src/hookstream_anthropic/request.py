@@ -55,6 +55,7 @@ from hookstream.plugin import ModelRequest, ToolSpec, tool_output_text
 
 __all__ = [
     "ANTHROPIC",
+    "ANTHROPIC_VERSION",
     "CACHE_OPTION",
     "DEFAULT_MAX_TOKENS",
     "IMAGE_MEDIA_TYPES",
@@ -69,6 +70,10 @@ __all__ = [
     "native_output",
     "output_form",
 ]
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""Value of the ``anthropic-version`` header (API reference, "Versions"), sent by the streamed call and the
+Message Batches calls alike."""
 
 PROVIDER_KEY = "anthropic"
 """Key of this provider's entry in ``provider_metadata`` and event ``metadata``."""

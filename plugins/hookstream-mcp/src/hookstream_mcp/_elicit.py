@@ -14,7 +14,6 @@ get the schema's ``default`` (SEP-1034), so "accept the defaults" is an empty di
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -22,8 +21,7 @@ from typing import IO, Any, Literal
 
 import attrs
 
-__all__ = ["Elicitation", "ElicitationAnswer", "ElicitationHandler", "apply_defaults", "sdk_callback",
-           "terminal_elicitation"]
+__all__ = ["Elicitation", "ElicitationAnswer", "ElicitationHandler", "apply_defaults", "terminal_elicitation"]
 
 Action = Literal["accept", "decline", "cancel"]
 
@@ -99,36 +97,6 @@ def normalize(request: Elicitation, answer: ElicitationAnswer | Mapping[str, Any
     if request.mode == "url":
         return ElicitationAnswer("accept")
     return ElicitationAnswer("accept", apply_defaults(request, answer.content or {}))
-
-
-def sdk_callback(server: str, handler: ElicitationHandler, locate: Callable[[], Any] | None = None) -> Any:
-    """The SDK's ``elicitation_callback`` for ``handler``: builds the :class:`Elicitation`, runs the
-    handler on a worker thread, returns an ``ElicitResult``; a handler that raises answers the server
-    with a JSON-RPC error carrying the exception's type and message. When the question does not arrive
-    in the task of the tool call that it belongs to (pre-2026 sessions: the server's own request),
-    ``locate()`` names that call (:class:`hookstream_mcp._inrun.Call` or None) for the handler's thread."""
-    import mcp_types as types
-
-    from ._inrun import current_call
-
-    async def callback(context: Any, params: Any) -> Any:
-        if getattr(params, "mode", "form") == "url":
-            request = Elicitation(server, params.message, "url", url=params.url)
-        else:
-            schema = params.requested_schema
-            request = Elicitation(server, params.message, "form",
-                                  dict(schema) if isinstance(schema, Mapping) else schema.model_dump())
-        token = current_call.set(locate()) if locate is not None and current_call.get() is None else None
-        try:
-            answer = normalize(request, await asyncio.to_thread(handler, request))
-        except Exception as exc:
-            return types.ErrorData(code=types.INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
-        finally:
-            if token is not None:
-                current_call.reset(token)
-        return types.ElicitResult(action=answer.action, content=answer.content)
-
-    return callback
 
 
 # One question on the terminal at a time, whichever server or tool call asks.

@@ -18,15 +18,20 @@ tool call asked: on 2026-07-28 sessions the question arrives inside that call's 
 so it is known; on earlier sessions the server's request names no call on the client's side, so it is the
 single call of that server in flight; with several in flight at once the question is declined and the
 reason logged (``hookstream_mcp`` logger), as it is for a call made outside a run without a ``fallback``.
+
+The SDK's elicitation callback (:func:`sdk_callback`, which every handler goes through) lives here, beside
+:data:`current_call` that it sets: :mod:`hookstream_mcp._elicit` below it holds the questions, answers and
+terminal handlers and imports nothing of this module.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hookstream import ToolContext
@@ -34,7 +39,8 @@ from hookstream.events import Custom
 
 from ._elicit import Elicitation, ElicitationAnswer, ElicitationHandler, normalize
 
-__all__ = ["REQUESTED", "RESPONDED", "Call", "answer_elicitation", "current_call", "in_run_elicitation"]
+__all__ = ["REQUESTED", "RESPONDED", "Call", "answer_elicitation", "current_call", "in_run_elicitation",
+           "sdk_callback"]
 
 REQUESTED = "mcp-elicitation-requested"
 RESPONDED = "mcp-elicitation-responded"
@@ -179,3 +185,31 @@ def in_run_elicitation(fallback: ElicitationHandler | None = None) -> Elicitatio
                                         "action": answer.action}))
         return answer
     return handler
+
+
+def sdk_callback(server: str, handler: ElicitationHandler, locate: Callable[[], Any] | None = None) -> Any:
+    """The SDK's ``elicitation_callback`` for ``handler``: builds the :class:`Elicitation`, runs the
+    handler on a worker thread, returns an ``ElicitResult``; a handler that raises answers the server
+    with a JSON-RPC error carrying the exception's type and message. When the question does not arrive
+    in the task of the tool call that it belongs to (pre-2026 sessions: the server's own request),
+    ``locate()`` names that call (:class:`Call` or None) for the handler's thread."""
+    import mcp_types as types
+
+    async def callback(context: Any, params: Any) -> Any:
+        if getattr(params, "mode", "form") == "url":
+            request = Elicitation(server, params.message, "url", url=params.url)
+        else:
+            schema = params.requested_schema
+            request = Elicitation(server, params.message, "form",
+                                  dict(schema) if isinstance(schema, Mapping) else schema.model_dump())
+        token = current_call.set(locate()) if locate is not None and current_call.get() is None else None
+        try:
+            answer = normalize(request, await asyncio.to_thread(handler, request))
+        except Exception as exc:
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
+        finally:
+            if token is not None:
+                current_call.reset(token)
+        return types.ElicitResult(action=answer.action, content=answer.content)
+
+    return callback

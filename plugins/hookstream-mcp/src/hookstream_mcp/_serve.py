@@ -42,7 +42,7 @@ from hookstream import CancellationToken, Tool, ToolContext, chat
 from hookstream.events import Interrupt, RunError, RunFinished, StepStarted, ToolCallStart
 from mcp.server.lowlevel import Server
 
-from . import __version__
+from ._version import __version__
 
 __all__ = ["ASK_TOOL", "build_server", "serve_http", "serve_stdio"]
 

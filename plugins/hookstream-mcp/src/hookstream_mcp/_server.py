@@ -33,13 +33,13 @@ from hookstream import CancellationToken, Tool, ToolContext
 from mcp import Client, Implementation, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from . import __version__
 from ._auth import ClientCredentials, OAuth, build_provider
-from ._elicit import ElicitationHandler, sdk_callback
+from ._elicit import ElicitationHandler
 from ._errors import MCPAuthError, MCPServerError, MCPToolError
-from ._inrun import Call, current_call, in_run_elicitation, log
+from ._inrun import Call, current_call, in_run_elicitation, log, sdk_callback
 from ._loop_thread import LoopThread
 from ._results import tool_output
+from ._version import __version__
 
 __all__ = ["MCPServer"]
 

@@ -3,11 +3,10 @@
 :class:`ServerLimits` holds the numbers (defaults suit one small team; ``hookstream serve`` flags set
 them); :class:`PrincipalLimits` enforces the per-principal ones: a count of the principal's requests
 being served (runs streaming, and every request whose body is still being read: a slow body holds a
-thread as a run does) and a :class:`~hookstream.RateLimiter` (``rpm``) per principal. The count is kept
-in memory shared by the processes forked from the one that built it (``hookstream serve --workers N``
-builds the application before gunicorn forks), so ``max_concurrent_runs`` holds across a server's
-workers; the rate limit is counted per worker process (a principal may start up to N times
-``runs_per_minute`` across N workers).
+thread as a run does, :class:`SharedCounts`) and the runs it started in the last minute (a sliding
+window, :class:`SharedWindows`). Both are kept in memory shared by the processes forked from the one that
+built them (``hookstream serve --workers N`` builds the application before gunicorn forks), so
+``max_concurrent_runs`` and ``runs_per_minute`` hold across a server's workers.
 
 Answers when a limit is passed (``hookstream._server.agui``): ``429 Too Many Requests`` with
 ``Retry-After`` in whole seconds (RFC 6585 section 4, RFC 9110 section 10.2.3) for the run limits,
@@ -27,7 +26,7 @@ just above the rate holds a connection or thread for long). ``hookstream._cli.gt
 
 Thread safety: :class:`PrincipalLimits` is shared by all request threads of a process and by the
 processes forked from it; each process changes only its own row of the shared count (under one lock),
-each principal's rate limiter under its own lock. :class:`RunDeadlines` may be shared
+the shared windows under one lock. :class:`RunDeadlines` may be shared
 by any threads (one lock); its callbacks run on its own thread.
 """
 
@@ -53,12 +52,11 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from hookstream import RateLimiter
 from hookstream.events import BaseEvent, RunError, RunFinished
-from hookstream.plugin import Permit
 
 __all__ = ["HEADER_SECONDS", "MIN_BODY_RATE", "REQUEST_READ_SECONDS", "RUN_TIMEOUT", "PrincipalLimits",
-           "RunDeadlines", "ServerLimits", "SharedCounts", "TimedRun", "request_read_deadline"]
+           "RunDeadlines", "ServerLimits", "SharedCounts", "SharedWindows", "TimedRun",
+           "request_read_deadline"]
 
 HEADER_SECONDS = 3.0
 """Seconds a client has, from its request's first byte, to send the request line and headers."""
@@ -89,8 +87,9 @@ def _positive(instance: Any, attribute: Any, value: Any) -> None:
 class ServerLimits:
     """Per-principal and per-request limits of an AG-UI server; ``None`` turns one off.
 
-    * ``max_concurrent_runs``: runs of one principal streaming at once (per worker process).
-    * ``runs_per_minute``: runs one principal may start in any minute (sliding window).
+    * ``max_concurrent_runs``: runs of one principal streaming at once (across worker processes).
+    * ``runs_per_minute``: runs one principal may start in any minute (sliding window, across worker
+      processes).
     * ``max_messages``: messages in one ``RunAgentInput``.
     * ``max_message_bytes``: bytes of the request body's ``messages`` (JSON), in total.
     * ``max_run_seconds``: wall-clock seconds a run may take; then it is cancelled and ends with
@@ -150,7 +149,9 @@ class PrincipalLimits:
     def __init__(self, limits: ServerLimits) -> None:
         self.limits = limits
         self._running = SharedCounts()
-        self._rates: dict[str | None, RateLimiter] = {}
+        rpm = limits.runs_per_minute
+        # A one-minute window: a principal may start its whole minute's runs at once, as users expect.
+        self._rates = None if rpm is None else SharedWindows(max(1, math.floor(rpm + 1e-9)), max(60.0, 60.0 / rpm))
         self._streams: dict[str | None, int] = {}  # resumed streams open, which hold a thread each
         self._lock = threading.Lock()
 
@@ -179,19 +180,8 @@ class PrincipalLimits:
 
     def admit(self, principal: str | None) -> float | None:
         """Take one of ``principal``'s ``runs_per_minute`` permits: ``None`` when one was free, else the
-        seconds until one is."""
-        limits = self.limits
-        if limits.runs_per_minute is None:
-            return None
-        with self._lock:
-            rate = self._rates.get(principal)
-            if rate is None:
-                if len(self._rates) > 10_000:  # forget principals that have not run for a window
-                    self._rates = {p: r for p, r in self._rates.items() if r.usage()[0]}
-                # A one-minute window: a principal may start its whole minute's runs at once, as users expect.
-                rate = self._rates[principal] = RateLimiter(rpm=limits.runs_per_minute, window=60.0)
-        got = rate.try_acquire()
-        return None if isinstance(got, Permit) else got
+        seconds until one is. Counted in every process sharing the window (:class:`SharedWindows`)."""
+        return None if self._rates is None else self._rates.try_acquire(principal)
 
     def finish(self, principal: str | None) -> None:
         """One request of ``principal`` counted by :meth:`hold` or :meth:`start` is done (however it ended)."""
@@ -253,22 +243,11 @@ class SharedCounts:
         self._local: dict[int, int] = {}
 
     def _slot(self, principal: str | None) -> int:
-        digest = hashlib.blake2b((principal or "").encode("utf-8", "surrogatepass"), key=self._key,
-                                 digest_size=4).digest()
-        return 1 + int.from_bytes(digest, "big") % self.SLOTS
+        return 1 + _hash_slot(self._key, principal, self.SLOTS)
 
-    @contextlib.contextmanager
-    def _processes(self) -> Iterator[None]:
+    def _processes(self) -> contextlib.AbstractContextManager[None]:
         """The lock of every process sharing the map (nothing where there is no ``fcntl``: one process)."""
-        if fcntl is None:
-            yield
-            return
-        fd = self._claims.fileno()
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.lockf(fd, fcntl.LOCK_UN)
+        return _record_lock(self._claims)
 
     def _own_row(self) -> int:
         """This process's row (taken on first use in a process); -1 when none is free. Under ``_lock``."""
@@ -336,6 +315,82 @@ class SharedCounts:
         with self._lock:
             self._own_row()
             return self._sum(slot)
+
+
+class SharedWindows:
+    """How many runs each principal started in the last ``window`` seconds (a sliding window), summed
+    over this process and the processes forked from the one that made the object (gunicorn workers of a
+    preloaded application); :meth:`try_acquire` admits one more while fewer than ``per_window`` are.
+
+    An anonymous shared memory map of :data:`SLOTS` rows, a principal's being the one its keyed BLAKE2b
+    hash names (two principals whose hashes meet share a window: 1 in 8,192 pairs). A row holds
+    :data:`BUCKETS` + 1 buckets of ``window / BUCKETS`` seconds of ``clock`` (default
+    :func:`time.monotonic`, one clock for every process of the machine), each the number of its bucket
+    and the runs admitted in it; a run counts from its bucket until the window has passed that bucket's
+    end, so between ``window`` and ``window`` plus one bucket (60 to 61 s for a minute): never more than
+    ``per_window`` in any ``window``. Reading and admitting happen under a lock of the process (threads)
+    and a POSIX record lock of a shared file (processes), so two workers racing for the last permit never
+    both get it. Thread-safe; fork-safe (the map is shared, the lock file's locks are per process)."""
+
+    BUCKETS = 60
+    SLOTS = 8192
+
+    def __init__(self, per_window: int, window: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_window = per_window
+        self.window = window
+        self._width = window / self.BUCKETS
+        self._clock = clock
+        cells = self.SLOTS * (self.BUCKETS + 1)
+        self._map = mmap.mmap(-1, 16 * cells)
+        view = memoryview(self._map).cast("q")
+        self._bucket, self._runs = view[:cells], view[cells:]  # a cell's bucket number, its runs
+        self._key = os.urandom(16)
+        self._file = tempfile.TemporaryFile()
+        self._lock = threading.Lock()
+
+    def try_acquire(self, principal: str | None) -> float | None:
+        """Count one run of ``principal`` now: ``None`` when it fits in the window, else the seconds until
+        one does (nothing counted)."""
+        row = _hash_slot(self._key, principal, self.SLOTS) * (self.BUCKETS + 1)
+        now = self._clock()
+        current = math.floor(now / self._width)
+        with self._lock, _record_lock(self._file):
+            bucket, runs = self._bucket, self._runs
+            live = sorted((bucket[i], runs[i]) for i in range(row, row + self.BUCKETS + 1)
+                          if runs[i] > 0 and current - self.BUCKETS <= bucket[i] <= current)
+            over = sum(n for _, n in live) + 1 - self.per_window
+            if over > 0:
+                for b, n in live:  # oldest first: the wait ends when enough old runs have left
+                    over -= n
+                    if over <= 0:
+                        return (b + self.BUCKETS + 1) * self._width - now
+            i = row + current % (self.BUCKETS + 1)
+            if bucket[i] != current:
+                bucket[i], runs[i] = current, 0
+            runs[i] += 1
+        return None
+
+
+def _hash_slot(key: bytes, principal: str | None, slots: int) -> int:
+    """``principal``'s slot in ``range(slots)``: its BLAKE2b hash keyed with ``key``."""
+    digest = hashlib.blake2b((principal or "").encode("utf-8", "surrogatepass"), key=key, digest_size=4).digest()
+    return int.from_bytes(digest, "big") % slots
+
+
+@contextlib.contextmanager
+def _record_lock(file: Any) -> Iterator[None]:
+    """The POSIX record lock of ``file`` held, excluding every other process that locks it (nothing where
+    there is no ``fcntl``: Windows, one process). POSIX record locks belong to a process and go when it
+    dies, so a worker that dies holding one leaves nothing locked."""
+    if fcntl is None:
+        yield
+        return
+    fd = file.fileno()
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.lockf(fd, fcntl.LOCK_UN)
 
 
 def _alive(pid: int) -> bool:

@@ -153,7 +153,7 @@ def authenticator(tokens_file: str | None, jwt_issuer: str | None, jwt_audience:
 @click.option("--max-concurrent-runs", type=click.IntRange(min=1), default=4, show_default=True,
               help="Runs of one principal at once, and its requests whose body is being read (across workers).")
 @click.option("--max-runs-per-minute", type=click.IntRange(min=1), default=60, show_default=True,
-              help="Runs one principal may start per minute (per worker).")
+              help="Runs one principal may start per minute (across workers).")
 @click.option("--max-messages", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Messages in one request (and in a conversation steering adds to).")
 @click.option("--max-message-bytes", type=click.IntRange(min=1), default=16 * 1024 * 1024, show_default=True,
