@@ -1,4 +1,4 @@
-"""RunDeadlines: every run's max_run_seconds on one thread per process (hookstream._server.limits)."""
+"""RunDeadlines: every run's max_run_seconds on one thread per process (hookstream_server.limits)."""
 
 from __future__ import annotations
 

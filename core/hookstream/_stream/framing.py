@@ -211,7 +211,7 @@ _SSE_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 class SSEFraming(Framing):
     """Server-sent events through sseclient-py, each event bounded by ``max_event_bytes``
-    (:func:`hookstream._stream.transport.bounded_reads`). A body labelled otherwise (some OpenAI-compatible
+    (:func:`bounded_reads`). A body labelled otherwise (some OpenAI-compatible
     servers say ``text/plain`` or nothing) is accepted when its first bytes start like SSE: a field
     name or a comment line."""
 

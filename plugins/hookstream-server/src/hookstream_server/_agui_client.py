@@ -36,7 +36,7 @@ of a resumed run; later steps of the same run answer tool calls, not the interru
 output (``output=``) raises :class:`ValueError` (``RUN_ERROR invalid_request``): AG-UI has no such
 request field.
 
-**Messages** (:func:`messages_to_agui`, the reverse of :func:`hookstream._server.agui.messages_from_agui`): a
+**Messages** (:func:`messages_to_agui`, the reverse of :func:`hookstream_server.agui.messages_from_agui`): a
 ``system`` message becomes ``{"role": "system", "content"}``; ``user`` text becomes a string content,
 with files a list of ``{"type": "text"}`` and AG-UI 1.0 media parts (``{"type": "image" | "audio" |
 "video" | "document", "source": {"type": "data", "value": base64, "mimeType"} | {"type": "url",
@@ -44,7 +44,7 @@ with files a list of ``{"type": "text"}`` and AG-UI 1.0 media parts (``{"type": 
 "toolCalls"?: [{"id", "type": "function", "function": {"name", "arguments": JSON text}}]}``; each tool
 result becomes ``{"role": "tool", "toolCallId", "content": text, "error"?: text}`` (files a tool
 returned are not sent: AG-UI 1.0 tool content parts are not read by every agent). Reasoning is not
-sent back (UI-only in AG-UI, as :func:`~hookstream._server.agui.messages_from_agui` skips it). Every message has an
+sent back (UI-only in AG-UI, as :func:`~hookstream_server.agui.messages_from_agui` skips it). Every message has an
 ``id``: the message's own ``Message.id``, the remote agent's message id kept in the part's
 ``provider_metadata["agui"]`` (so an agent that merges by id, LangGraph, sees its own messages), or a
 stable id derived from the message's position and content (the same on every request of a
@@ -265,7 +265,7 @@ def _tool_results(message: Message, index: int, ids: _Ids) -> list[dict[str, Any
 
 def messages_to_agui(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Model messages as AG-UI 1.0 messages (see the module docstring), the reverse of
-    :func:`hookstream._server.agui.messages_from_agui`: ``messages_from_agui(messages_to_agui(m))`` gives ``m``'s
+    :func:`hookstream_server.agui.messages_from_agui`: ``messages_from_agui(messages_to_agui(m))`` gives ``m``'s
     text, tool calls and results back. Raises :class:`TypeError` for a tool output that is not JSON
     serialisable."""
     ids = _Ids()

@@ -25,7 +25,7 @@ binary ``id`` (a handle only its provider can read) cannot be resolved here and 
 message becomes text plus :class:`~hookstream.ToolCallPart` for each of its ``toolCalls`` (a call's
 ``approval: {"approved", "reason"?, "id"?}``, an approval answered in the client, is kept in its
 ``provider_metadata["hookstream"]["approval"]``; :func:`make_app` acts on it only for a call its own model
-made, :mod:`hookstream._server.trust`);
+made, :mod:`hookstream_server.trust`);
 consecutive ``tool`` messages become one ``tool`` message of
 :class:`~hookstream.ToolResultPart`. ``reasoning`` and ``activity`` messages are UI-only and are
 not sent to the model. Frontend-defined tools (``RunAgentInput.tools``) become client tools: the model
@@ -33,15 +33,15 @@ may call them, the run then ends and the frontend answers with a ``tool`` messag
 
 ``POST /api/chat`` speaks the Vercel AI SDK UI message stream protocol instead (what ``useChat`` and its
 ``DefaultChatTransport`` send and read): the body ``{"id", "messages": [UIMessage...], "trigger",
-"messageId"?}`` is read by :func:`hookstream._server.ui_message_stream.parse_chat_request` (``id`` is the thread id; an
+"messageId"?}`` is read by :func:`hookstream_server.ui_message_stream.parse_chat_request` (``id`` is the thread id; an
 ``approval-responded`` tool part answers the pending approval, passed to the run as its ``resume``),
-and the answer is the run framed by :func:`hookstream._server.ui_message_stream.to_ui_message_stream` with
+and the answer is the run framed by :func:`hookstream_server.ui_message_stream.to_ui_message_stream` with
 ``x-vercel-ai-ui-message-stream: v1``. Authentication, limits, thread ownership and the store apply
 exactly as for AG-UI runs.
 
 Thread safety: the application object is immutable after :func:`make_app` and serves concurrent requests
 (one engine per request). A client that disconnects leaves its run going for
-``ServerLimits.detached_run_seconds`` (its frames logged, for a reconnect: :mod:`hookstream._server.resume`);
+``ServerLimits.detached_run_seconds`` (its frames logged, for a reconnect: :mod:`hookstream_server.resume`);
 with ``make_app(resumable=False)`` the run is cancelled at once.
 """
 
@@ -213,7 +213,7 @@ def _tool_call_part(call: Any, where: str) -> ToolCallPart:
                                        or isinstance(approval.get("id"), str)):
         # An approval answered in the client and sent back on the call (as TanStack AI clients do), with
         # the approval id the server sent: the server turns it into the run's resume when the call is
-        # one its model made (hookstream._server.trust).
+        # one its model made (hookstream_server.trust).
         answer: dict[str, Any] = {"reason": approval.get("reason")}
         if isinstance(approval.get("approved"), bool):
             answer["approved"] = approval["approved"]
@@ -328,7 +328,7 @@ UI_CHAT_PATH = "/api/chat"
 
 def _ui_run(doc: Any, keeper: ThreadKeeper | None
             ) -> tuple[RunInput, list[Message], list[Message], Callable[[RunStream], Generator[bytes, None, None]]]:
-    """An AI SDK chat request (:func:`~hookstream._server.ui_message_stream.parse_chat_request`) as a :class:`RunInput`
+    """An AI SDK chat request (:func:`~hookstream_server.ui_message_stream.parse_chat_request`) as a :class:`RunInput`
     (thread id = the chat ``id``, a fresh run id; with ``keeper``, the stored history plus the request's
     new messages, merged by id as for AG-UI), the request's messages as read, its new messages, and the
     framing of the answer. Approvals answered in the messages stay on their calls; the server's trust
@@ -340,7 +340,7 @@ def _ui_run(doc: Any, keeper: ThreadKeeper | None
         history = keeper.history(chat.chat_id)
         new = merge(history, chat.messages)
         messages = [*history, *new]
-    # The approvals stay on the calls: the trust rule (hookstream._server.trust.vet) makes the resume.
+    # The approvals stay on the calls: the trust rule (hookstream_server.trust.vet) makes the resume.
     run = RunInput(chat.chat_id, f"run_{uuid.uuid4().hex}", messages, [], None, None, chat.extra or None)
     denied = chat.denied
 
@@ -418,7 +418,7 @@ _DEADLINES = RunDeadlines()  # every run's max_run_seconds in this process, on o
 
 class _RunBody:
     """The response body of one run: SSE frames as the engine yields them, produced on a pool thread
-    (:class:`~hookstream._server.resume.Pump`) so that a quiet run still writes a ``: ping`` every
+    (:class:`~hookstream_server.resume.Pump`) so that a quiet run still writes a ``: ping`` every
     ``ping_seconds`` and a client that left is noticed. Closing it early (client gone) cancels the run
     so its HTTP call and tools stop, or, with a recorder, leaves it going detached (its frames logged,
     for the client's reconnect) for up to ``detached_seconds`` (``None``: until it ends). ``release``
@@ -568,9 +568,9 @@ def make_app(
 
     ``POST`` (any path): body = AG-UI ``RunAgentInput``; answer = ``text/event-stream`` of the run.
     ``POST /api/chat``: body = the Vercel AI SDK chat request (``useChat``); answer = the run as the AI SDK
-    UI message stream (:mod:`hookstream._server.ui_message_stream`), through the same authentication, limits and store.
+    UI message stream (:mod:`hookstream_server.ui_message_stream`), through the same authentication, limits and store.
     ``POST /v1/chat/completions``, ``POST /v1/responses`` and ``GET /v1/models``: the agent as an OpenAI model
-    (:mod:`hookstream._server.openai_compat`, docs/openai-endpoint.md), through the same authentication,
+    (:mod:`hookstream_server.openai_compat`, docs/openai-endpoint.md), through the same authentication,
     limits, trust rule and store, errors in OpenAI's shape.
     ``POST /agui/threads/{threadId}/messages`` with ``{"content": str}``: a steering message for the running
     run of that thread, from the principal that started it (``202``; ``404`` for anyone else or no run
@@ -583,10 +583,10 @@ def make_app(
     ``store`` keeps each thread's conversation (:func:`hookstream.stores.open_store`: SQLite, PostgreSQL):
     a request's messages are merged into the stored history by message id and what the run adds is
     saved when it ends, so any worker process serves any turn and resumes any interrupt
-    (``hookstream._server.threads``; docs/agui-server.md, "Scaling out"). A store that fails answers
+    (``hookstream_server.threads``; docs/agui-server.md, "Scaling out"). A store that fails answers
     ``503`` with ``{"error": {"message": "conversation store unavailable: ..."}}``.
 
-    ``authenticate`` (``authenticate(environ) -> Principal | None``, see :mod:`hookstream._server.auth`)
+    ``authenticate`` (``authenticate(environ) -> Principal | None``, see :mod:`hookstream_server.auth`)
     makes every ``POST`` name its principal: without one the answer is ``401`` with
     ``WWW-Authenticate: Bearer``. With a store, every thread belongs to the principal that created it
     (:meth:`~hookstream._stores.memory.OwnedStore.claim`): a run, a ``resume`` or a tool result on a thread of
@@ -598,18 +598,18 @@ def make_app(
     ``cors_origins`` are the browser origins allowed to call (``Access-Control-Allow-Origin`` set to
     the caller's origin when listed; none by default).
 
-    Trust (:mod:`hookstream._server.trust`, docs/agui-server.md "Deployment"): a server-side tool runs
+    Trust (:mod:`hookstream_server.trust`, docs/agui-server.md "Deployment"): a server-side tool runs
     only for a call this server's model made in that thread. With a ``store``, an assistant tool call
     the store does not hold is refused (``400``, ``{"error": {"message", "code": "untrusted_tool_call"}}``);
     without one, the approval ids the server hands out are signed with ``approval_secret`` (text or
     bytes, at least 16 bytes; default ``$HOOKSTREAM_APPROVAL_SECRET``, else random per application
     object, so worker processes must share the object or the secret) and a pending call runs only with
     a valid one, handed to the same principal at most an hour before
-    (:data:`hookstream._server.trust.APPROVAL_SECONDS`). Ids longer than 128 characters or outside
+    (:data:`hookstream_server.trust.APPROVAL_SECONDS`). Ids longer than 128 characters or outside
     ``A-Z a-z 0-9 - _ . : ~ @ + =`` are ``400``.
     A thread is claimed only once its request passed authentication, limits and these checks; then its
     answers are: the pending calls it settles in the store (``claim_answers``), or the signed approval
-    ids it used in a SQLite file the application makes (:class:`~hookstream._server.trust.UsedApprovals`,
+    ids it used in a SQLite file the application makes (:class:`~hookstream_server.trust.UsedApprovals`,
     shared by worker processes forked after it). A second answer to one pending call, or a replayed
     approval id, is ``409`` (``{"error": {"code": "already_answered"}}``) and runs nothing.
 
@@ -702,7 +702,7 @@ class _App:
     origins: frozenset[str]
     serve_page: bool
     signer: ApprovalSigner | None  # a server without a store signs the approvals it hands out
-    log: RunLog | None  # every run's frames, for a client that reconnects (hookstream._server.resume)
+    log: RunLog | None  # every run's frames, for a client that reconnects (hookstream_server.resume)
     running: _RunningRuns = attrs.field(factory=lambda: _RunningRuns())
     used: UsedApprovals | None = None  # a stateless server's used approval ids (shared by its workers)
     answers: InMemoryStore = attrs.field(factory=InMemoryStore)  # claims, for a store without claim_answers
@@ -712,7 +712,7 @@ class _App:
         method = environ.get("REQUEST_METHOD", "GET")
         path = environ.get("PATH_INFO") or "/"
         cors = _cors_headers(environ, self.origins)
-        if path.startswith(OPENAI_PREFIX) and method != "OPTIONS":  # hookstream._server.openai_compat
+        if path.startswith(OPENAI_PREFIX) and method != "OPTIONS":  # hookstream_server.openai_compat
             try:
                 return serve_openai(self, environ, start_response, cors, _RunBody)
             except _Refused as refused:
@@ -950,7 +950,7 @@ class _App:
             raise _Refused("404 Not Found", f"no thread {thread_id!r}")
 
     def _claim_answers(self, thread_id: str, claims: list[str]) -> None:
-        """Use the request's answers once (:func:`hookstream._server.trust.answer_claims`): claim its
+        """Use the request's answers once (:func:`hookstream_server.trust.answer_claims`): claim its
         pending calls in the store, or record its signed approval ids as used. ``409`` when another
         request did first, ``503`` when the store (or the file of used ids) fails."""
         if not claims:

@@ -4,7 +4,7 @@ A ``gthread`` worker parses a request's headers on one of its threads with block
 that trickles its headers or body a byte at a time holds a thread for as long as it likes; a few dozen
 such sockets stop a worker (gunicorn's docs advise a buffering proxy in front). This worker counts from
 the moment a request arrives (its connection is handed to the thread pool, queued or not) and holds it
-to the rule of :func:`hookstream._server.limits.request_read_deadline`: headers within
+to the rule of :func:`hookstream_server.limits.request_read_deadline`: headers within
 ``HEADER_SECONDS`` (3 s), the body at ``MIN_BODY_RATE`` (32 KiB/s) or faster, the whole request within
 ``REQUEST_READ_SECONDS`` (120 s) whatever its rate; past it, the socket is shut down and the thread
 freed. :func:`read_deadline` (the application wrapper ``serve --workers`` installs) lets the application
@@ -19,11 +19,11 @@ they are cut, which is when its own deadline passes too).
 
 What is left: while slow senders hold every thread, a good request waits up to ``HEADER_SECONDS``
 (measured in ``benchmarks/bench_serve_attack.py``); waitress (``--workers 1``) reads requests on its
-I/O thread and never gives a thread to an incomplete one (``hookstream._cli.waitress_channel``).
+I/O thread and never gives a thread to an incomplete one (``hookstream_server.waitress_channel``).
 
 Authenticated slow bodies: a request with a valid credential is read on its thread at up to the rate
 above, for up to 120 s; the application counts it toward its principal's ``max_concurrent_runs`` from
-before its body is read (``hookstream._server.limits.PrincipalLimits.hold``, shared by the workers), so
+before its body is read (``hookstream_server.limits.PrincipalLimits.hold``, shared by the workers), so
 one principal holds at most that many threads of the whole server and its next request is answered
 ``429`` at once. A worker whose threads have all been held for :data:`HELD_SECONDS` or more stops
 accepting connections (they wait in the listen backlog for a worker with a free thread) instead of
@@ -201,7 +201,7 @@ def lift_deadline() -> None:
 
 class _DeadlineInput:
     """``wsgi.input`` read in pieces, the request's deadline moved before each piece to when that piece
-    is due (:func:`hookstream._server.limits.request_read_deadline`); counts what was read."""
+    is due (:func:`hookstream_server.limits.request_read_deadline`); counts what was read."""
 
     def __init__(self, raw: Any, length: int) -> None:
         self._raw = raw

@@ -8,7 +8,7 @@ window, :class:`SharedWindows`). Both are kept in memory shared by the processes
 built them (``hookstream serve --workers N`` builds the application before gunicorn forks), so
 ``max_concurrent_runs`` and ``runs_per_minute`` hold across a server's workers.
 
-Answers when a limit is passed (``hookstream._server.agui``): ``429 Too Many Requests`` with
+Answers when a limit is passed (``hookstream_server.agui``): ``429 Too Many Requests`` with
 ``Retry-After`` in whole seconds (RFC 6585 section 4, RFC 9110 section 10.2.3) for the run limits,
 ``413 Content Too Large`` for a request with too many messages or message bytes, and a run past
 ``max_run_seconds`` is cancelled and ends with ``RUN_ERROR`` code :data:`RUN_TIMEOUT` (not the
@@ -21,8 +21,8 @@ Reading a request (both servers ``hookstream serve`` runs, docs/agui-server.md "
 line and headers must arrive within :data:`HEADER_SECONDS` of its first byte, its body at
 :data:`MIN_BODY_RATE` or faster after that, and the whole request within :data:`REQUEST_READ_SECONDS`
 (Apache ``mod_reqtimeout``'s rule plus a cap, so that neither a byte-a-second trickle nor a body kept
-just above the rate holds a connection or thread for long). ``hookstream._cli.gthread_worker`` and
-``hookstream._cli.waitress_channel`` enforce them.
+just above the rate holds a connection or thread for long). ``hookstream_server.gthread_worker`` and
+``hookstream_server.waitress_channel`` enforce them.
 
 Thread safety: :class:`PrincipalLimits` is shared by all request threads of a process and by the
 processes forked from it; each process changes only its own row of the shared count (under one lock),

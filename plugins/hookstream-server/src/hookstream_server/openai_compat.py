@@ -33,7 +33,7 @@ The agent's own tools run on the server and are not shown. The request's ``tools
 (frontend) tools: when the agent's model calls one the answer carries it in ``tool_calls`` with
 ``finish_reason: "tool_calls"``, and the client's next request carries the assistant message with those
 calls and a ``tool`` message per result. What the server believes is the AG-UI route's trust rule
-(:mod:`hookstream._server.trust`): a server tool runs only for a call this server's model made.
+(:mod:`hookstream_server.trust`): a server tool runs only for a call this server's model made.
 
 Conversations: by default each request is stateless (the client sends the whole conversation, as
 every OpenAI client does). ``metadata.thread_id`` names a thread: on a server with a store the stored
@@ -706,7 +706,7 @@ class _Stream(Protocol):
 
 
 class OpenAIHost(Protocol):
-    """What the OpenAI routes use of the application that mounts them (``hookstream._server.agui._App``):
+    """What the OpenAI routes use of the application that mounts them (``hookstream_server.agui._App``):
     its authentication, body reading, limits and run start, so they are the AG-UI route's own."""
 
     @property
@@ -729,7 +729,7 @@ class OpenAIHost(Protocol):
 
 RunBody = Callable[..., Iterable[bytes]]
 """Builds a run's response body: ``(stream, release, max_seconds, frames) -> iterable of bytes`` that
-cancels the run when closed early and calls ``release`` once (``hookstream._server.agui._RunBody``)."""
+cancels the run when closed early and calls ``release`` once (``hookstream_server.agui._RunBody``)."""
 
 
 def _models(model_id: str | None, start_response: Callable[..., Any], cors: Sequence[tuple[str, str]]

@@ -5,7 +5,7 @@
 Frame ids are ``<runId>:<seq>``, ``seq`` counting the run's frames from 1 (SSE ``id`` field, HTML
 Living Standard "Server-sent events"; a client sends the last one it read back as ``Last-Event-ID``).
 :class:`Recorder` numbers and logs a live run's frames within the bounds of
-:class:`~hookstream._server.limits.ServerLimits` (``event_log_events``, ``event_log_bytes``; past
+:class:`~hookstream_server.limits.ServerLimits` (``event_log_events``, ``event_log_bytes``; past
 either the run is marked truncated and the rest is not logged), and marks the run ended, expiring
 ``event_log_seconds`` later. :func:`tail` reads a logged run from a frame on: what is logged, then,
 polling the log every :data:`POLL_SECONDS`, what the run appends until it ends, whichever worker

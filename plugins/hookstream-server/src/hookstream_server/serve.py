@@ -1,5 +1,5 @@
 """``hookstream serve``: the AG-UI WSGI application (:func:`hookstream.server.make_app`) on waitress, or on
-gunicorn worker processes with ``--workers N`` (``hookstream._cli.workers``).
+gunicorn worker processes with ``--workers N`` (``hookstream_server.workers``).
 
 ``--workers 1`` (the default) stays on waitress: one process, no fork, and it runs on Windows too;
 gunicorn is Unix-only. ``--store URL`` keeps threads in a database (:func:`hookstream.stores.open_store`);
@@ -17,12 +17,12 @@ unless ``--no-auth`` says so. Limits per principal and per request: ``--max-conc
 ``--detached-run-seconds``;
 ``--cors-origin`` (repeatable) names the browser origins allowed to call. Without authentication, a
 request from any other origin, or (on a loopback ``--host``) naming a ``Host`` other than this machine,
-is refused with ``403`` (``hookstream._server.guard``: cross-site requests, DNS rebinding).
+is refused with ``403`` (``hookstream_server.guard``: cross-site requests, DNS rebinding).
 
 Slow clients (``docs/agui-server.md``, "Limits"): every request must be read within its deadline
-(``hookstream._server.limits.request_read_deadline``: headers in 3 s, the body at 32 KiB/s, all of it
-in 120 s) on either server; waitress holds up to 1,000 connections (``hookstream._cli.waitress_channel``),
-each gunicorn worker 1,000 (``hookstream._cli.gthread_worker``).
+(``hookstream_server.limits.request_read_deadline``: headers in 3 s, the body at 32 KiB/s, all of it
+in 120 s) on either server; waitress holds up to 1,000 connections (``hookstream_server.waitress_channel``),
+each gunicorn worker 1,000 (``hookstream_server.gthread_worker``).
 
 Without a store the approvals the server hands out are signed (``--approval-secret`` /
 ``$HOOKSTREAM_APPROVAL_SECRET``, else a random key made once here, before gunicorn forks, so every worker
@@ -230,7 +230,7 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
         served = app
         if authenticate is None:
             # Without a credential to ask for, a web page the user opens must not drive the server
-            # (cross-site requests, DNS rebinding): hookstream._server.guard.
+            # (cross-site requests, DNS rebinding): hookstream_server.guard.
             app = local_only(app, bound_host=host, cors_origins=cors_origins)
         _serve(app, host, port, workers, threads, limits, served)
 
@@ -262,7 +262,7 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
 
         raise click.ClickException(f"hookstream serve needs waitress: {install_command('hookstream[serve]')}") from None
     # An oversized body is refused from its Content-Length, before waitress buffers it (413); a slow
-    # request is cut off at its read deadline (hookstream._cli.waitress_channel).
+    # request is cut off at its read deadline (hookstream_server.waitress_channel).
     try:
         server = make_server(app, host, port, threads, limits.max_body_bytes)
     except OSError as exc:  # the port is taken, the host is not this machine's, a port below 1024...

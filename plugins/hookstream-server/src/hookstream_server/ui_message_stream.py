@@ -62,7 +62,7 @@ output), ``output-error`` (error result), ``output-denied`` (the denial). Calls 
 ``approval-responded`` answer is kept in the call's ``provider_metadata["hookstream"]["approval"]``
 (``{"approved", "reason"?, "id"?}``, ``id`` the approval id the client echoes) and in
 :attr:`ChatRequest.approvals`; a server turns the answers of calls its model made into the engine's
-``resume=`` for the calls still pending (``hookstream._server.trust``), so the approved tool runs, or is
+``resume=`` for the calls still pending (``hookstream_server.trust``), so the approved tool runs, or is
 denied, and the provider receives a paired history. ``input-streaming`` parts, sources and
 ``data-*`` parts are not sent to the model. Assistant message ids: a step whose first text part
 carries ``providerMetadata.hookstream.messageId`` (what :func:`ui_message_chunks` sends) gets that id,

@@ -7,7 +7,7 @@ accepting at ``connection_limit`` (100 by default). Its ``channel_timeout`` clos
 after that many seconds without a byte, so a byte a second keeps one open for ever: 110 such sockets
 starved every good client (issue 31). Here:
 
-* a request must arrive by :func:`hookstream._server.limits.request_read_deadline`: request line and
+* a request must arrive by :func:`hookstream_server.limits.request_read_deadline`: request line and
   headers within ``HEADER_SECONDS`` (3 s) of its first byte (of the connection, for its first request),
   the body at ``MIN_BODY_RATE`` (32 KiB/s) of its ``Content-Length``, the whole within
   ``REQUEST_READ_SECONDS`` (120 s); checked every :data:`CLEANUP_INTERVAL` seconds, a late request's

@@ -2,7 +2,7 @@
 
 gunicorn's ``gthread`` worker class serves each process's requests on a pool of ``threads`` threads, as
 the engine expects (one engine per request, tools on threads; no asyncio), with a deadline on reading
-each request so that slow senders cannot hold those threads (``hookstream._cli.gthread_worker``).
+each request so that slow senders cannot hold those threads (``hookstream_server.gthread_worker``).
 The application is built once
 in the arbiter before the workers fork (``preload_app``), so a bad ``--model`` or ``--store`` stops the
 command instead of every worker failing to boot; each worker opens its own database connections
