@@ -15,8 +15,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
-
 if TYPE_CHECKING:
     from ._auth import ClientCredentials, OAuth, token_path
     from ._elicit import Elicitation, ElicitationAnswer
@@ -24,6 +22,7 @@ if TYPE_CHECKING:
     from ._inrun import answer_elicitation, in_run_elicitation
     from ._results import tool_output
     from ._server import MCPServer
+    from ._version import __version__
 
 _LAZY = {
     "ClientCredentials": "_auth",
@@ -38,6 +37,7 @@ _LAZY = {
     "answer_elicitation": "_inrun",
     "in_run_elicitation": "_inrun",
     "tool_output": "_results",
+    "__version__": "_version",
 }
 
 __all__ = ["ClientCredentials", "Elicitation", "ElicitationAnswer", "MCPAuthError", "MCPServer", "MCPServerError",

@@ -1,5 +1,6 @@
-"""The hooks ``hookstream serve`` offers other plugins (declared through ``hookstream_addhooks`` by
-:mod:`hookstream_server.plugin`; call them through ``hookstream.get_registry().pm.hook``).
+"""The hooks ``hookstream serve`` offers other plugins (their specs:
+:class:`hookstream_server.plugin.ServeHookSpecs`, declared through ``hookstream_addhooks``;
+call them through ``hookstream.get_registry().pm.hook``).
 
 * :func:`hookstream_serve_process`: each serving process, once, before it serves (waitress: the one
   process, slot 0; gunicorn: each worker after the fork, with its worker slot).
@@ -16,6 +17,16 @@ request; :func:`hookstream_serve_run` runs on the request's thread, for several 
 
 from __future__ import annotations
 
-from .plugin import ServeHookSpecs
+from typing import Any
 
-__all__ = ["ServeHookSpecs"]
+__all__ = ["serve_process"]
+
+
+def serve_process(app: Any, slot: int) -> None:
+    """Tell the plugins this process is about to serve ``app`` (make_app's application) as worker
+    ``slot`` (``hookstream_serve_process``, :mod:`hookstream_server.hookspecs`)."""
+    from hookstream import get_registry
+
+    hook = getattr(get_registry().pm.hook, "hookstream_serve_process", None)
+    if hook is not None:
+        hook(app=app, slot=slot)

@@ -48,6 +48,7 @@ from hookstream.stores import ConversationStore, InMemoryStore, open_store
 from .agui import make_app
 from .auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
 from .guard import is_loopback, local_only
+from .hookspecs import serve_process
 from .limits import ServerLimits
 
 TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
@@ -233,16 +234,6 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
             # (cross-site requests, DNS rebinding): hookstream_server.guard.
             app = local_only(app, bound_host=host, cors_origins=cors_origins)
         _serve(app, host, port, workers, threads, limits, served)
-
-
-def serve_process(app: Any, slot: int) -> None:
-    """Tell the plugins this process is about to serve ``app`` (make_app's application) as worker
-    ``slot`` (``hookstream_serve_process``, :mod:`hookstream_server.hookspecs`)."""
-    from hookstream import get_registry
-
-    hook = getattr(get_registry().pm.hook, "hookstream_serve_process", None)
-    if hook is not None:
-        hook(app=app, slot=slot)
 
 
 def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: ServerLimits,

@@ -52,7 +52,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
         setattr(worker, SLOT, next(s for s in range(len(held) + 1) if s not in held))
 
     def post_worker_init(worker: Any) -> None:
-        from .serve import serve_process
+        from .hookspecs import serve_process
 
         serve_process(served, getattr(worker, SLOT, 0))
 
