@@ -33,6 +33,7 @@ import logging
 import os
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,6 +198,11 @@ class _Step:
 
 
 @attrs.define(slots=True, eq=False)
+class _Wait(_Step):
+    """The run ended waiting for answers: journal ``wait:N`` (its payload), then wait for the answer."""
+
+
+@attrs.define(slots=True, eq=False)
 class _Finish:
     result: dict[str, Any]
 
@@ -214,6 +220,10 @@ class Bridge:
     started: threading.Event = attrs.Factory(threading.Event)
     handle: Any = None
     """The DBOS workflow handle (of ``start_workflow``: waits on the execution itself, no polling)."""
+    answer: Any = None
+    """The answer this run delivers or continues (``hookstream_dbos.waits.canonical_answer``)."""
+    refused: BaseException | None = None
+    """Set by the workflow when the answer it received is another run's (two answers raced)."""
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -228,20 +238,140 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
         _cancel_outside(run_id)
         DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
         return None
-    for name, output in bridge.preload:
-        DBOS.run_step({"name": name}, _payload, output)  # recorded: answered from the database
+    waiting = _replay(bridge.preload)
+    if waiting is not None:  # the journal ends waiting: this run brings the answer (or it expires)
+        answered = _answered(run_id, waiting, bridge)
+        if not isinstance(answered, Bridge):
+            return answered
     bridge.started.set()
-    for item in _items(bridge):
-        if isinstance(item, _Finish):
-            return item.result
-        try:
-            item.reply.put((True, DBOS.run_step({"name": item.name}, _payload, item.payload)))
-        except BaseException as exc:
-            item.reply.put((False, exc))
-            raise
-    # Detached: cancelled from outside first, so this step raises and the execution ends as CANCELLED.
-    DBOS.run_step({"name": "detached"}, _payload, None)
+    return _drive(run_id, bridge)
+
+
+def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    """Take every recorded step again, in its recorded place (DBOS answers each from its database);
+    returns the payload of a last ``wait:N`` that no recorded answer follows."""
+    from .waits import TOPIC, is_answer
+
+    waiting: dict[str, Any] | None = None
+    for name, output in preload:
+        if name == "DBOS.sleep":
+            continue  # the timeout of the DBOS.recv before it, which reserved its place
+        if name == "DBOS.recv":
+            if waiting is not None and is_answer(DBOS.recv(TOPIC, 0), waiting["wait"]):
+                waiting = None
+            continue
+        DBOS.run_step({"name": name}, _payload, output)
+        if name.startswith("wait:"):
+            waiting = output
+    return waiting
+
+
+def _drive(run_id: str, bridge: Bridge) -> dict[str, Any] | None:
+    """Take the steps of ``bridge``, then of each run that answers a wait, until a run finishes."""
+    while True:
+        for item in _items(bridge):
+            if isinstance(item, _Finish):
+                return item.result
+            try:
+                done = DBOS.run_step({"name": item.name}, _payload, item.payload)
+                if isinstance(item, _Wait):  # before the run ends: an answer right after it finds the wait here
+                    with _lock:
+                        _waiting[run_id] = item.payload["wait"]
+                item.reply.put((True, done))
+            except BaseException as exc:
+                item.reply.put((False, exc))
+                raise
+            if isinstance(item, _Wait):
+                answered = _answered(run_id, item.payload, None, old=bridge)
+                if not isinstance(answered, Bridge):
+                    return answered
+                bridge = answered
+                bridge.started.set()
+                break
+        else:
+            # Detached: cancelled from outside first, so this step raises and the execution ends CANCELLED.
+            DBOS.run_step({"name": "detached"}, _payload, None)
+            return None
+
+
+def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
+              old: Bridge | None = None) -> Bridge | dict[str, Any] | None:
+    """Wait (``DBOS.recv``) for the answer to ``wait``; returns the bridge of the run that answered
+    (``bridge`` when known, else the one registered for the id), or the workflow's result when the wait
+    expired. Detaches (the workflow stays resumable) when this process exits while waiting, or when no
+    run of this process drives the answer."""
+    message = _receive(run_id, wait)
+    if message is None:
+        log.info("durable run %s: the wait for an answer expired", run_id)
+        return {**dict(wait.get("summary") or {}), "expired": True}
+    nxt = None
+    if isinstance(message, dict):
+        nxt = bridge if bridge is not None else _wait_for_bridge(run_id, old)
+    if nxt is not None and nxt.answer != message.get("answers"):
+        from .waits import AnswerRefused
+
+        nxt.refused = AnswerRefused(f"durable run {run_id!r}: another answer to wait {wait['wait']} came first")
+        nxt = None
+    if nxt is not None:
+        return nxt
+    _cancel_outside(run_id)
+    DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
     return None
+
+
+_waiting: dict[str, int] = {}
+"""Run ids whose workflow waits for an answer in this process (a thread of it is in ``DBOS.recv``)."""
+_watcher: threading.Thread | None = None
+
+
+def _receive(run_id: str, wait: dict[str, Any]) -> Any:
+    """The answer to ``wait`` (a dict), ``None`` when its deadline passed, or ``_DETACH`` when this
+    process exits first (its main thread ended: a wake-up message, see :func:`_wake_at_exit`)."""
+    from .waits import TOPIC, is_answer
+
+    _watch_exit()
+    with _lock:
+        _waiting[run_id] = wait["wait"]
+    try:
+        while True:
+            message = DBOS.recv(TOPIC, max(0.0, float(wait["deadline"]) - time.time()))
+            if message is None or is_answer(message, wait["wait"]):
+                return message
+            if not threading.main_thread().is_alive():
+                return _DETACH
+    finally:
+        with _lock:
+            _waiting.pop(run_id, None)
+
+
+def _watch_exit() -> None:
+    global _watcher
+    with _lock:
+        if _watcher is None:
+            _watcher = threading.Thread(target=_wake_at_exit, name="hookstream-durable-exit", daemon=True)
+            _watcher.start()
+
+
+def _wake_at_exit() -> None:
+    """When the main thread ends, wake every wait of this process (a message on the answer topic), so
+    DBOS's worker threads, which the interpreter joins at exit, never hold a finished program for days.
+    The woken workflows detach and stay waiting in the database."""
+    from .waits import TOPIC
+
+    threading.main_thread().join()
+    with _lock:
+        waiting = list(_waiting)
+    for run_id in waiting:
+        try:
+            DBOS.send(run_id, {"kind": "wake"}, TOPIC)
+        except Exception:  # the process is ending: the run stays waiting in the database all the same
+            log.debug("durable run %s: no wake-up at exit", run_id, exc_info=True)
+
+
+def waiting_here(run_id: str) -> bool:
+    """Whether ``run_id``'s workflow waits for an answer on a thread of this process."""
+    with _lock:
+        return run_id in _waiting
 
 
 def _items(bridge: Bridge) -> Iterator[Any]:
@@ -264,10 +394,11 @@ def _items(bridge: Bridge) -> Iterator[Any]:
             return
 
 
-def _wait_for_bridge(run_id: str) -> Bridge | None:
+def _wait_for_bridge(run_id: str, old: Bridge | None = None) -> Bridge | None:
     with _bridges_changed:
-        _bridges_changed.wait_for(lambda: run_id in _bridges, timeout=START_TIMEOUT)
-        return _bridges.get(run_id)
+        _bridges_changed.wait_for(lambda: _bridges.get(run_id, old) is not old, timeout=START_TIMEOUT)
+        found = _bridges.get(run_id)
+        return found if found is not old else None
 
 
 def _cancel(run_id: str) -> None:
@@ -299,7 +430,9 @@ class Journal:
 
     Step names: ``model_call:N`` (the model call of step N; its output a dict with the raw ``body``,
     its ``key`` and the request), ``tool_started:N:ID`` and ``tool_call:N:ID`` (the start and the
-    :class:`~hookstream.ToolResultPart` of tool call ``ID`` of step ``N``)."""
+    :class:`~hookstream.ToolResultPart` of tool call ``ID`` of step ``N``), each behind ``prefix``: empty
+    for the run's first segment, ``sK:`` for the run that answered its ``K``-th wait
+    (``hookstream_dbos.waits``); ``wait:N`` for its waits."""
 
     run_id: str
     recorded: dict[str, Any]
@@ -308,11 +441,24 @@ class Journal:
     bridge: Bridge | None = None
     step: int = 0
     """The step whose model call came last (the tool calls that follow belong to it)."""
+    prefix: str = ""
+    waits: int = 0
+    """The number of waits journaled before this run (the next one is ``wait:<waits>``)."""
+    answer: Any = None
+    attach: Any = None
+    """For a run replaying the segment that waits: called (once) by its first new step, which answers the
+    wait in place (the run got its approvals synchronously); returns the bridge."""
     _written: dict[str, Any] = attrs.Factory(dict)
     _lock: threading.Lock = attrs.Factory(threading.Lock)
 
+    @property
+    def closed(self) -> bool:
+        """Nothing may be added: every step of this run must come from the journal."""
+        return self.bridge is None and self.attach is None
+
     def get(self, name: str) -> tuple[bool, Any]:
         """``(True, output)`` when step ``name`` was journaled, else ``(False, None)``."""
+        name = self.prefix + name
         with self._lock:
             if name in self.recorded:
                 return True, self.recorded[name]
@@ -320,78 +466,160 @@ class Journal:
                 return True, self._written[name]
         return False, None
 
+    def _bridge(self) -> Bridge | None:
+        with self._lock:
+            if self.bridge is None and self.attach is not None:
+                attach, self.attach = self.attach, None
+                self.bridge = attach()
+            return self.bridge
+
     def write(self, name: str, payload: Any) -> Any:
         """Journal step ``name`` (blocks until DBOS wrote it; returns what DBOS holds). Raises
-        :class:`RunDivergedError` on a finished run and :class:`DurableError` when the workflow did not
-        start within :data:`START_TIMEOUT` seconds."""
-        bridge = self.bridge
+        :class:`RunDivergedError` on a finished run, :class:`DurableError` when the workflow did not
+        start within :data:`START_TIMEOUT` seconds, ``AnswerRefused`` when another answer won."""
+        bridge = self._bridge()
         if bridge is None:
-            raise RunDivergedError(f"durable run {self.run_id!r} has finished; its journal holds no {name}: "
+            raise RunDivergedError(f"durable run {self.run_id!r} has ended; its journal holds no {name}: "
                                    "the run changed since it was recorded (use another id for a new run)")
-        step = _Step(name, payload)
+        step = _Step(self.prefix + name, payload)
         bridge.items.put(step)
-        try:
-            ok, value = step.reply.get(timeout=START_TIMEOUT)
-        except queue.Empty:
-            raise DurableError(f"durable run {self.run_id!r}: DBOS did not take step {name} within "
-                               f"{START_TIMEOUT:.0f} s") from None
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if bridge.refused is not None:
+                raise bridge.refused
+            try:
+                ok, value = step.reply.get(timeout=min(POLL, max(0.0, deadline - time.monotonic())))
+                break
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    raise DurableError(f"durable run {self.run_id!r}: DBOS did not take step {name} within "
+                                       f"{START_TIMEOUT:.0f} s") from None
         if not ok:
             raise DurableError(f"durable run {self.run_id!r}: DBOS could not journal {name}: {value}") from value
         with self._lock:
-            self._written[name] = value
+            self._written[self.prefix + name] = value
         return value
 
-    def end(self, answered: bool, summary: dict[str, Any]) -> None:
-        """The run ended: with an answer (``answered``), the workflow completes with ``summary``; without
-        one, it is cancelled, which keeps it resumable under the same id."""
-        bridge, self.bridge = self.bridge, None
+    def end(self, outcome: str, summary: dict[str, Any], pending: list[str] | None = None,
+            wait: float | None = None) -> None:
+        """The run ended: with an answer (``outcome`` ``success``), the workflow completes with ``summary``;
+        waiting for approvals (``interrupt``, ``pending`` call ids), the workflow journals ``wait:N`` and
+        waits ``wait`` seconds for the answer; otherwise it is cancelled, which keeps it resumable under
+        the same id."""
+        with self._lock:
+            bridge, self.bridge, self.attach = self.bridge, None, None
         if bridge is None:
             return
         try:
-            if answered:
+            if outcome == "success":
                 bridge.items.put(_Finish(summary))
                 handle = bridge.handle or DBOS.retrieve_workflow(self.run_id)
                 handle.get_result()  # SUCCESS is on disk before the run ends
+            elif outcome == "interrupt" and pending and wait is not None:
+                self._wait(bridge, summary, pending, wait)
             else:
                 _cancel(self.run_id)
                 bridge.items.put(_DETACH)
         finally:
             _release(bridge)
 
+    def _wait(self, bridge: Bridge, summary: dict[str, Any], pending: list[str], wait: float) -> None:
+        payload = {"wait": self.waits, "pending": pending, "deadline": time.time() + wait, "prefix": self.prefix,
+                   "answer": self.answer, "summary": summary}
+        step = _Wait(f"wait:{self.waits}", payload)
+        bridge.items.put(step)
+        try:  # journaled before the run ends, so `hookstream runs list` says waiting from then on
+            step.reply.get(timeout=START_TIMEOUT)
+        except queue.Empty:
+            log.warning("durable run %s: DBOS did not journal its wait within %.0f s", self.run_id, START_TIMEOUT)
+
 
 def _recorded_steps(run_id: str) -> list[tuple[str, Any]]:
     return [(str(s["function_name"]), s["output"]) for s in DBOS.list_workflow_steps(run_id)]
 
 
-def open_run(run_id: str, meta: dict[str, Any], url: str | None = None) -> Journal:
-    """Open run ``run_id``'s journal for a run about to start (``meta`` is kept as the workflow's input
-    when the run is new). Raises :class:`RunBusyError` when the id is open in this process,
-    :class:`DurableError` for a workflow that failed, :class:`DurableStoreError` (see :func:`ensure_dbos`)."""
-    ensure_dbos(url)
-    status = DBOS.get_workflow_status(run_id)
-    state = status.status if status is not None else None
-    if state == "SUCCESS":
-        output = status.output if status is not None else None
-        return Journal(run_id, dict(_recorded_steps(run_id)), finished=True,
-                       result=output if isinstance(output, dict) else None)
-    if state is not None and state not in RESUMABLE:
-        raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
-    steps = _recorded_steps(run_id) if state is not None else []
-    bridge = Bridge(run_id, steps)
-    _cancelled.discard(run_id)
+def _register(bridge: Bridge) -> None:
+    _cancelled.discard(bridge.run_id)
     with _bridges_changed:
-        if run_id in _bridges:
-            raise RunBusyError(f"durable run {run_id!r} is already running in this process")
-        _bridges[run_id] = bridge
+        if bridge.run_id in _bridges:
+            raise RunBusyError(f"durable run {bridge.run_id!r} is already running in this process")
+        _bridges[bridge.run_id] = bridge
         _bridges_changed.notify_all()
+
+
+def _resume(bridge: Bridge) -> None:
+    assert _queue is not None
     try:
-        if state is None:
-            with SetWorkflowID(run_id):
-                bridge.handle = DBOS.start_workflow(durable_run, meta)
-        else:
-            assert _queue is not None
-            bridge.handle = DBOS.resume_workflow(run_id, queue_name=_queue.name)
+        bridge.handle = DBOS.resume_workflow(bridge.run_id, queue_name=_queue.name)
     except BaseException:
         _release(bridge)
         raise
-    return Journal(run_id, dict(steps), bridge=bridge)
+
+
+def _deliver(run_id: str, steps: list[tuple[str, Any]], wait: int, answer: Any, prefix: str) -> Bridge:
+    """Answer wait ``wait`` of ``run_id`` and return the bridge of the segment the answer starts. A
+    workflow waiting on a thread of this process takes the bridge when the answer arrives; any other
+    (its process died or exited, or another process holds it: DBOS fences that execution out) is resumed
+    here, replays its journal and receives the answer the same way."""
+    from .waits import TOPIC, message_key
+
+    local = waiting_here(run_id)
+    bridge = Bridge(run_id, [] if local else steps, answer=answer)
+    _register(bridge)
+    if not local:
+        _resume(bridge)  # first, so a stale execution elsewhere cannot take the answer
+    message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix}
+    DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
+    return bridge
+
+
+def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: Any = None) -> Journal:
+    """Open run ``run_id``'s journal for a run about to start (``meta`` is kept as the workflow's input
+    when the run is new; ``answer`` is the run's ``hookstream_dbos.waits.canonical_answer``). Raises
+    :class:`RunBusyError` when the id is open in this process, :class:`DurableError` for a workflow that
+    failed, :class:`DurableStoreError` (see :func:`ensure_dbos`), ``AnswerRefused`` and
+    ``NotWaitingError`` for an answer the run does not take (``hookstream_dbos.waits.decide``)."""
+    from .waits import decide, read_history
+
+    ensure_dbos(url)
+    status = DBOS.get_workflow_status(run_id)
+    state = status.status if status is not None else None
+    if state is None:
+        bridge = Bridge(run_id, [], answer=answer)
+        _register(bridge)
+        try:
+            with SetWorkflowID(run_id):
+                bridge.handle = DBOS.start_workflow(durable_run, {**meta, "answer": answer})
+        except BaseException:
+            _release(bridge)
+            raise
+        return Journal(run_id, {}, bridge=bridge, answer=answer)
+    if state != "SUCCESS" and state not in RESUMABLE:
+        raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
+    assert status is not None
+    steps = _recorded_steps(run_id)
+    history = read_history(_first_answer(status), steps)
+    output = status.output if isinstance(status.output, dict) else None
+    plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=bool(output and output.get("expired")))
+    journal = Journal(run_id, dict(steps), finished=state == "SUCCESS", result=output, prefix=plan.prefix,
+                      waits=len(history.waits), answer=answer)
+    if plan.kind == "answer":
+        journal.bridge = _deliver(run_id, steps, plan.wait, answer, plan.prefix)
+    elif plan.kind == "inline":
+        journal.attach = lambda: _deliver(run_id, steps, plan.wait, answer, plan.prefix)
+    elif plan.kind == "live":
+        bridge = Bridge(run_id, steps, answer=answer)
+        _register(bridge)
+        _resume(bridge)
+        journal.bridge = bridge
+    return journal
+
+
+def _first_answer(status: Any) -> Any:
+    """The answer the run's first segment was started with (kept in the workflow's input)."""
+    inputs = status.input
+    args = getattr(inputs, "args", None) if inputs is not None else None
+    if args is None and isinstance(inputs, dict):
+        args = inputs.get("args")
+    meta = args[0] if args else None
+    return meta.get("answer") if isinstance(meta, dict) else None
