@@ -321,7 +321,9 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
 
 _waiting: dict[str, int] = {}
 """Run ids whose workflow waits for an answer in this process (a thread of it is in ``DBOS.recv``)."""
-_watcher: threading.Thread | None = None
+_exiting = threading.Event()
+"""Set when this process starts to exit (see :func:`_wake_at_exit`)."""
+_watching = False
 
 
 def _receive(run_id: str, wait: dict[str, Any]) -> Any:
@@ -337,7 +339,7 @@ def _receive(run_id: str, wait: dict[str, Any]) -> Any:
             message = DBOS.recv(TOPIC, max(0.0, float(wait["deadline"]) - time.time()))
             if message is None or is_answer(message, wait["wait"]):
                 return message
-            if not threading.main_thread().is_alive():
+            if _exiting.is_set():
                 return _DETACH
     finally:
         with _lock:
@@ -345,20 +347,26 @@ def _receive(run_id: str, wait: dict[str, Any]) -> Any:
 
 
 def _watch_exit() -> None:
-    global _watcher
+    global _watching
     with _lock:
-        if _watcher is None:
-            _watcher = threading.Thread(target=_wake_at_exit, name="hookstream-durable-exit", daemon=True)
-            _watcher.start()
+        if _watching:
+            return
+        _watching = True
+    # The interpreter joins DBOS's worker threads (concurrent.futures' exit hook) before the main thread
+    # counts as ended and before any atexit handler, so a wait must be woken from the same kind of hook:
+    # registered after concurrent.futures', it runs before it.
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        register(_wake_at_exit)
 
 
 def _wake_at_exit() -> None:
-    """When the main thread ends, wake every wait of this process (a message on the answer topic), so
-    DBOS's worker threads, which the interpreter joins at exit, never hold a finished program for days.
-    The woken workflows detach and stay waiting in the database."""
+    """When this process exits, wake every wait of it (a message on the answer topic), so DBOS's worker
+    threads, which the interpreter joins at exit, never hold a finished program for days. The woken
+    workflows detach and stay waiting in the database."""
     from .waits import TOPIC
 
-    threading.main_thread().join()
+    _exiting.set()
     with _lock:
         waiting = list(_waiting)
     for run_id in waiting:
