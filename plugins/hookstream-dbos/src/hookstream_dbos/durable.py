@@ -72,6 +72,21 @@ def _last_user_text(run: RunContext) -> str:
     return ""
 
 
+_ID_FIELDS = ("message_id", "parent_message_id")
+
+
+def _stable_ids(events: Iterable[BaseEvent], prefix: str) -> Iterator[BaseEvent]:
+    """``events`` with each message id replaced by ``PREFIX-N`` (N: the order the call first named it)."""
+    names: dict[str, str] = {}
+    for ev in events:
+        changed: dict[str, Any] = {}
+        for field in _ID_FIELDS:
+            value = getattr(ev, field, None)
+            if isinstance(value, str):
+                changed[field] = names.setdefault(value, f"{prefix}-{len(names) + 1}")
+        yield attrs.evolve(ev, **changed) if changed else ev
+
+
 @attrs.define(slots=True, eq=False)
 class _Pending:
     """A live model call on its way to the journal: its entry once the body was tapped and replays well,
@@ -92,7 +107,7 @@ class Durable:
     in the user data directory; one per process). ``meta`` is kept with the run (the CLI keeps its
     command line there, for ``hookstream runs resume``). ``wait`` is how long, in seconds, a run that
     ends waiting for approvals waits for its answer (default a week; then it ends, and an answer is
-    refused).
+    refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
 
     A run that ends with outcome ``interrupt`` waits durably: ``chat(model, resume=result.resume({...}),
     plugins=[Durable(id)])``, in this process or another one, answers it and goes on as the next part of
@@ -107,7 +122,8 @@ class Durable:
     id: str = attrs.field(validator=attrs.validators.min_len(1))
     db: str | None = None
     meta: dict[str, Any] = attrs.Factory(dict)
-    wait: float = attrs.field(default=DEFAULT_WAIT, validator=attrs.validators.gt(0))
+    wait: float | None = attrs.field(default=DEFAULT_WAIT,
+                                     validator=attrs.validators.optional(attrs.validators.gt(0)))
 
     # -- the run ------------------------------------------------------------------------------------------
     @hookimpl
@@ -153,6 +169,12 @@ class Durable:
         """Tap a new call's raw body; journal it once the body and the events both ended well."""
         call.on_body.append(lambda body: self._tapped(call, body))
         events = yield
+        journal = call.run.state.get(STATE)
+        if isinstance(journal, Journal):
+            # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
+            # the step instead, a replayed call sends the very events its first run sent.
+            run_hash = hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]
+            events = _stable_ids(events, f"msg-{run_hash}-{journal.prefix}{call.step}")
         pending = call.state.get(STATE)
         if not isinstance(pending, _Pending):
             return events

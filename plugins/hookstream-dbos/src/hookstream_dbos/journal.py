@@ -35,7 +35,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
 from hookstream.errors import HookstreamError
 
 __all__ = ["DurableError", "DurableStoreError", "Journal", "RerunRefused", "RunBusyError", "RunDivergedError",
-           "default_url", "ensure_dbos", "open_run", "redact_url"]
+           "default_url", "ensure_dbos", "on_recovery", "open_run", "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
 
@@ -133,16 +133,23 @@ class _QuietCancel(logging.Filter):
 
 
 _lock = threading.Lock()
+_recover: Callable[[str, dict[str, Any]], None] | None = None
+"""Set by a server (``hookstream_dbos.serve``): rebuilds and starts the run of a workflow DBOS recovered
+in this process (``recover(run_id, meta)``); the run's :func:`open_run` then adopts the execution."""
+_adopting: set[str] = set()
+"""Run ids whose workflow is executing (recovered) and waits for its run to open: no start, no resume."""
 _launched_url: str | None = None
 _queue: Queue | None = None
 _bridges: dict[str, Bridge] = {}
 _bridges_changed = threading.Condition(_lock)
 
 
-def ensure_dbos(url: str | None = None) -> str:
+def ensure_dbos(url: str | None = None, executor_id: str | None = None) -> str:
     """Configure and launch DBOS for this process on ``url`` (default :func:`default_url`) once; returns
-    the URL in use. SQLite's parent directory is created. Raises :class:`DurableStoreError` when this
-    process already uses another URL (DBOS has one system database per process)."""
+    the URL in use. SQLite's parent directory is created. ``executor_id``: this process's DBOS executor id
+    (default: a random one); a stable one (a served worker slot's, ``hookstream_dbos.serve``) makes DBOS
+    recover, at launch, the runs a dead process of that id left. Raises :class:`DurableStoreError` when
+    this process already uses another URL (DBOS has one system database per process)."""
     global _launched_url, _queue
     wanted = url or default_url()
     with _lock:
@@ -153,7 +160,7 @@ def ensure_dbos(url: str | None = None) -> str:
             return _launched_url
         if wanted.startswith("sqlite:///"):
             _wal(Path(wanted.removeprefix("sqlite:///")).expanduser())
-        executor = f"hookstream-{uuid.uuid4().hex[:16]}"
+        executor = executor_id or f"hookstream-{uuid.uuid4().hex[:16]}"
         config: DBOSConfig = {"name": APP_NAME, "system_database_url": wanted, "executor_id": executor,
                               "application_version": APP_VERSION, "log_level": "WARNING"}
         logging.getLogger("dbos").addFilter(_QuietCancel())
@@ -166,6 +173,14 @@ def ensure_dbos(url: str | None = None) -> str:
         _queue = DBOS.register_queue(name, polling_interval_sec=0.1)
         _launched_url = wanted
         return wanted
+
+
+def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:
+    """Have ``recover(run_id, meta)`` rebuild and start the run of each workflow DBOS recovers in this
+    process with no run to drive it (``None``: such a workflow is cancelled, staying resumable)."""
+    global _recover
+    with _lock:
+        _recover = recover
 
 
 def _wal(path: Path) -> None:
@@ -232,6 +247,13 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     Returns the run's summary once it finished with an answer."""
     run_id = DBOS.workflow_id
     assert run_id is not None
+    with _lock:
+        recover = None if run_id in _bridges else _recover
+    if recover is not None:
+        # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
+        # from a thread of its own (outside this workflow's context), and its run adopts this execution.
+        _adopting.add(run_id)
+        threading.Thread(target=recover, args=(run_id, meta), name="hookstream-durable-recover").start()
     bridge = _wait_for_bridge(run_id)
     if bridge is None:
         # Dispatched with no run to drive it: stay resumable, run nothing.
@@ -555,10 +577,21 @@ def _register(bridge: Bridge) -> None:
         _bridges_changed.notify_all()
 
 
+def _adopted(run_id: str) -> bool:
+    """Whether ``run_id``'s workflow was recovered in this process and waits for this run's bridge
+    (nothing to start or resume then)."""
+    with _lock:
+        if run_id in _adopting:
+            _adopting.discard(run_id)
+            return True
+        return False
+
+
 def _resume(bridge: Bridge) -> None:
     assert _queue is not None
     try:
-        bridge.handle = DBOS.resume_workflow(bridge.run_id, queue_name=_queue.name)
+        if not _adopted(bridge.run_id):
+            bridge.handle = DBOS.resume_workflow(bridge.run_id, queue_name=_queue.name)
     except BaseException:
         _release(bridge)
         raise
@@ -596,8 +629,9 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
         bridge = Bridge(run_id, [], answer=answer)
         _register(bridge)
         try:
-            with SetWorkflowID(run_id):
-                bridge.handle = DBOS.start_workflow(durable_run, {**meta, "answer": answer})
+            if not _adopted(run_id):
+                with SetWorkflowID(run_id):
+                    bridge.handle = DBOS.start_workflow(durable_run, {**meta, "answer": answer})
         except BaseException:
             _release(bridge)
             raise

@@ -26,6 +26,8 @@ def hookstream_register_run_plugins(register: RunPluginRegistrar) -> None:
 
 @hookimpl
 def hookstream_cli_options(command: str) -> list[click.Option] | None:
+    if command == "serve":
+        return _serve_options()
     if command not in RUN_COMMANDS:
         return None
     import click
@@ -41,8 +43,27 @@ def hookstream_cli_options(command: str) -> list[click.Option] | None:
     ]
 
 
+def _serve_options() -> list[click.Option]:
+    import click
+
+    return [
+        click.Option(["--durable"], "durable", is_flag=True, default=False,
+                     help="Serve durable runs (hookstream-dbos; needs a SQL --store): a run whose worker dies is "
+                          "recovered by a live worker and goes on; its client reconnects to the resume route."),
+        click.Option(["--durable-db"], "durable_db", default=None, metavar="URL",
+                     help="--durable: the DBOS system database (default: $DBOS_SYSTEM_DATABASE_URL, else SQLite in "
+                          "the user data directory); postgresql://... for servers on several machines."),
+        click.Option(["--durable-name"], "durable_name", default=None, metavar="NAME",
+                     help="--durable: this server's name in its workers' DBOS executor ids (default: the host "
+                          "name); give each server on one machine sharing a --durable-db its own."),
+    ]
+
+
 @hookimpl
 def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun) -> None:
+    if command == "serve":
+        _configure_serve(options, run)
+        return
     run_id = options.get("durable")
     if run_id is None:
         if options.get("durable_db") is not None:
@@ -61,6 +82,18 @@ def hookstream_cli_configure(command: str, options: dict[str, Any], run: CLIRun)
     meta = {"argv": [command, *argv_of(ctx.command, options)]} if ctx is not None else {}
     plugin = Durable(run_id, options.get("durable_db"), meta)
     run.settings = run.settings.evolve(plugins=(*run.settings.plugins, plugin))
+
+
+def _configure_serve(options: dict[str, Any], run: CLIRun) -> None:
+    if not options.get("durable"):
+        if options.get("durable_db") is not None or options.get("durable_name") is not None:
+            import click
+
+            raise click.UsageError("--durable-db and --durable-name need --durable")
+        return
+    from .serve import configure
+
+    configure(options, run)
 
 
 @hookimpl

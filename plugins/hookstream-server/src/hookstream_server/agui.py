@@ -79,7 +79,7 @@ from hookstream.stores import ConversationStore, InMemoryStore, OwnedStore
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .openai_compat import OPENAI_PREFIX, openai_error, serve_openai
-from .resume import Pump, Recorder, parse_last_event_id, tail
+from .resume import PING, Pump, Recorder, parse_last_event_id, tail
 from .runlog import MemoryRunLog, RunLog, run_log_of
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .trust import ApprovalSigner, SignedApprovals, UsedApprovals, check_ids, vet
@@ -451,7 +451,10 @@ class _RunBody:
         return self
 
     def __next__(self) -> bytes:
-        return next(self._pump)
+        frame = next(self._pump)
+        if self._recorder is not None and frame is not PING:
+            self._recorder.sent()  # log-then-send: the frame is in the log before the client has it
+        return frame
 
     def close(self) -> None:
         """The response is done (a client gone before the run's end: see the class docstring)."""
@@ -670,6 +673,21 @@ class _Refused(Exception):
 _Frames = Callable[[RunStream], Generator[bytes, None, None]]
 
 
+@attrs.define(slots=True)
+class _Options:
+    """The application's switches plugins set before it serves (:meth:`_App.log_then_send`)."""
+
+    log_then_send: bool = False
+
+
+def _serve_run_hook() -> Any:
+    """The registry's ``hookstream_serve_run`` hook when a plugin implements it, else ``None``."""
+    from hookstream import get_registry
+
+    hook = getattr(get_registry().pm.hook, "hookstream_serve_run", None)
+    return hook if hook is not None and hook.get_hookimpls() else None
+
+
 @attrs.frozen
 class _App:
     """The WSGI application :func:`make_app` returns (the routes and answers are documented there).
@@ -688,6 +706,7 @@ class _App:
     running: _RunningRuns = attrs.field(factory=lambda: _RunningRuns())
     used: UsedApprovals | None = None  # a stateless server's used approval ids (shared by its workers)
     answers: InMemoryStore = attrs.field(factory=InMemoryStore)  # claims, for a store without claim_answers
+    options: _Options = attrs.field(factory=lambda: _Options())  # what plugins switch on (log_then_send)
 
     def __call__(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
@@ -740,21 +759,28 @@ class _App:
             except AGUIInputError as exc:
                 raise _Refused("400 Bad Request", str(exc), code=exc.code) from exc
             self._admit(who)
-            stream, frames, run_id = self._stream(doc, principal, ui, who)
+            stream, frames, run = self._run_stream(doc, principal, ui, who)
         except BaseException:
             if who is not None:
                 self.counts.finish(who)
             raise
+        run_id = run.run_id
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         recorder = None
+        protocol = "ui" if ui else "agui"
         if isinstance(thread_id, str) and thread_id and self.log is not None:
-            recorder = Recorder(self.log, self.limits, thread_id, run_id, who, "ui" if ui else "agui")
+            recorder = Recorder(self.log, self.limits, thread_id, run_id, who, protocol,
+                                log_then_send=self.options.log_then_send)
             if not recorder.opened:  # the ids are another principal's, or of a run still going
                 stream.cancel()
                 if who is not None:
                     self.counts.finish(who)
                 raise _Refused("409 Conflict", f"run {run_id!r} on thread {thread_id!r} cannot be started: "
                                                "its runId is in use")
+        taken = self._taken_over(run, protocol, stream, who)
+        if taken is not None:
+            start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+            return taken
         start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
         counts = self.counts
         # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
@@ -769,6 +795,89 @@ class _App:
 
         return _RunBody(stream, release, self.limits.max_run_seconds, frames, recorder,
                         self.limits.detached_run_seconds, self.limits.ping_seconds)
+
+    def _taken_over(self, run: RunInput, protocol: str, stream: RunStream, who: str | None
+                    ) -> Iterable[bytes] | None:
+        """Ask the plugins whether one takes ``run`` over (``hookstream_serve_run``,
+        :mod:`hookstream_server.hookspecs`); if one does, the POST's answer: the run's log as it fills."""
+        hook = _serve_run_hook()
+        if hook is None:
+            return None
+        flush = getattr(self.log, "flush", None)
+        if callable(flush):
+            flush()  # the entry is in a shared log before any process may go on with the run
+        try:
+            taken = hook(app=self, run=run, protocol=protocol)
+        except BaseException:
+            stream.cancel()
+            if who is not None:
+                self.counts.finish(who)
+            raise
+        if not taken:
+            return None
+        stream.cancel()  # never iterated: nothing was sent or run
+        counts = self.counts
+        if self.log is None:
+            if who is not None:
+                counts.finish(who)
+            raise _Refused("500 Internal Server Error", "a plugin took the run over, but the server keeps no "
+                                                        "event log (make_app(resumable=False))")
+        limits = self.limits
+        # The run waits for an answer or runs elsewhere: never a gap in the log, so no wait limit.
+        frames = tail(self.log, run.thread_id, run.run_id, 0, limits.ping_seconds, None)
+        return frames if who is None else _Released(frames, lambda: counts.finish(who))
+
+    def run_detached(self, run: RunInput, protocol: str = "agui") -> None:
+        """Start ``run`` in this process with no client (a run recovered after its process died, a run
+        answered later): its frames go to the run event log under ``(run.thread_id, run.run_id)``,
+        continuing what the log holds there (the frames it sends again equal to logged ones are not
+        logged twice; :class:`~hookstream_server.resume.Recorder`, ``continuing``), so a client reads it
+        through the resume route (``GET /agui/threads/{threadId}/runs/{runId}/events``). With a store,
+        what the run adds to the thread is saved when it ends, as for a live run (``run.messages`` is the
+        conversation it starts from, as the POST that started it had it). It counts toward
+        ``run.principal``'s running runs until it ends (never refused: it was admitted before), ends after
+        ``max_run_seconds`` at most, and its log ends and expires as a live run's does.
+
+        Returns once the run is started (it runs on a thread of the server's pool). ``protocol``: only
+        ``"agui"``. Raises :class:`ValueError` for another protocol, an application without an event log
+        (``resumable=False``), or ids logged for another principal; what the stream factory raises (a bad
+        input: :class:`~hookstream.errors.AGUIInputError`). Thread safety: call it from any thread."""
+        if protocol != "agui":
+            raise ValueError(f"run_detached serves AG-UI runs only, not {protocol!r}")
+        if self.log is None:
+            raise ValueError("run_detached needs the run event log (make_app(resumable=True))")
+        who = run.principal.id if run.principal is not None else None
+        self.counts.hold_always(who)
+        try:
+            stream: RunStream = self.factory(run)
+            if self.signer is not None:
+                stream = SignedApprovals(stream, self.signer, run.thread_id, who)
+            if self.keeper is not None:
+                stream = self.keeper.wrap(run.thread_id, run.messages, [], stream)
+            recorder = Recorder(self.log, self.limits, run.thread_id, run.run_id, who, protocol, continuing=True)
+            if not recorder.opened:
+                stream.cancel()
+                raise ValueError(f"run {run.run_id!r} on thread {run.thread_id!r} is logged for another principal")
+        except BaseException:
+            self.counts.finish(who)
+            raise
+        forget = self.running.add(run.thread_id, who, stream, None)
+        counts = self.counts
+
+        def release() -> None:
+            forget()
+            counts.finish(who)
+
+        body = _RunBody(stream, release, self.limits.max_run_seconds, to_sse, recorder, None, None)
+        body.close()  # no client: the run goes on detached until it ends
+
+    def log_then_send(self, on: bool = True) -> None:
+        """From now on (``on``), each frame of a live run is in the run event log before its client gets it
+        (a SQL log writes it at once, in one transaction with what other runs logged meanwhile), so a
+        client never holds a frame that a crash kept out of the log: what a run recovered elsewhere
+        continues from (hookstream-dbos's ``serve --durable``). Call it before serving
+        (``hookstream_serve_process``)."""
+        self.options.log_then_send = on
 
     def _hold(self, who: str | None) -> None:
         """Count a request of ``who`` toward its concurrent limit (``429`` past it); nothing without a principal."""
@@ -867,6 +976,12 @@ class _App:
                 ) -> tuple[RunStream, _Frames, str]:
         """The run's event stream (wrapped by the store's keeper when there is one, by the approval
         signer when there is none), its framing and its run id; the thread is claimed last."""
+        stream, frames, run = self._run_stream(doc, principal, ui, who)
+        return stream, frames, run.run_id
+
+    def _run_stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
+                    ) -> tuple[RunStream, _Frames, RunInput]:
+        """:meth:`_stream`, with the run's input."""
         keeper, factory, owned = self.keeper, self.factory, self.owned
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         if owned is not None and isinstance(thread_id, str) and thread_id:
@@ -910,7 +1025,7 @@ class _App:
         except _Refused:
             stream.cancel()
             raise
-        return stream, frames, run.run_id
+        return stream, frames, run
 
 
 # -- steering a running run ---------------------------------------------------------------------------

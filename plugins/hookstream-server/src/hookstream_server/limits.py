@@ -171,6 +171,12 @@ class PrincipalLimits:
             return 1.0  # a run ends at an unknown time: ask again soon
         return None
 
+    def hold_always(self, principal: str | None) -> None:
+        """Count one run of ``principal`` toward ``max_concurrent_runs`` even past it (a run admitted
+        before, going on in another process: :meth:`hookstream_server.agui._App.run_detached`); call
+        :meth:`finish` when it ends."""
+        self._running.acquire(principal, None)
+
     def admit(self, principal: str | None) -> float | None:
         """Take one of ``principal``'s ``runs_per_minute`` permits: ``None`` when one was free, else the
         seconds until one is."""

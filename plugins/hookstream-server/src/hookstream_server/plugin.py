@@ -5,12 +5,20 @@ imports neither the WSGI app nor waitress: the command's module loads when the c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hookstream.plugin import ProviderRegistrar, hookimpl
 
 if TYPE_CHECKING:
     import click
+
+
+@hookimpl
+def hookstream_addhooks(pluginmanager: Any) -> None:
+    # ``hookstream serve``'s hooks (hookstream_server.hookspecs), for plugins such as hookstream-dbos.
+    from .hookspecs import ServeHookSpecs
+
+    pluginmanager.add_hookspecs(ServeHookSpecs)
 
 
 @hookimpl

@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import contextvars
 import functools
+import json
 import logging
 import os
 import queue
@@ -36,6 +37,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from hookstream.errors import AGUIInputError
 
@@ -52,6 +54,8 @@ PING = b": ping\n\n"
 """The SSE comment a quiet stream sends every ``ServerLimits.ping_seconds``."""
 POOL_IDLE_SECONDS = 60.0
 """Seconds an idle thread of the pumps' pool waits for another run before it ends."""
+LOGGED_WAIT_SECONDS = 30.0
+"""Seconds a frame waits to be written to the log before it is sent anyway (``log_then_send``)."""
 _MAX_QUEUED = 1 << 20  # bytes a pump holds for a slow client before the run waits for it
 _SEQ = re.compile(r"[0-9]{1,12}")
 
@@ -61,22 +65,50 @@ def _id_line(run_id: str, seq: int) -> bytes:
 
 
 class Recorder:
-    """Numbers a live run's frames (``id: <runId>:<seq>``) and appends them to ``log``."""
+    """Numbers a live run's frames (``id: <runId>:<seq>``) and appends them to ``log``.
 
-    __slots__ = ("_bytes", "_clock", "_ended", "_limits", "_log", "_run_id", "_seq", "_thread_id", "opened",
-                 "truncated")
+    ``continuing``: the run goes on from what ``log`` holds under its ids (a run recovered after its
+    process died, :meth:`hookstream_server.agui._App.run_detached`): the log entry is kept (opened only
+    when absent), the run's frames that equal the logged ones, in order, are not logged again, and the
+    first that differs (or follows them) is logged as the next ``seq``. A frame that differs from a
+    logged one (the call in flight at the crash, run again, said something else): the logged part's
+    open messages, tool calls and reasoning are ended first (:func:`_closing_frames`), and the ids the
+    run reuses from the logged part are renamed, so the log stays one valid AG-UI run.
+
+    ``log_then_send``: :meth:`sent` waits until the frame about to be sent is written to the log (a SQL
+    log's :meth:`~hookstream_server.runlog.SQLRunLog.wait_written`), so a client never holds a frame a
+    crash kept out of the log."""
+
+    __slots__ = ("_align", "_bytes", "_clock", "_ended", "_fix", "_limits", "_log", "_opened", "_run_id", "_seq",
+                 "_thread_id", "_tickets", "log_then_send", "opened", "truncated")
 
     def __init__(self, log: RunLog, limits: ServerLimits, thread_id: str, run_id: str, owner: str | None,
-                 protocol: str, clock: Callable[[], float] = time.time) -> None:
+                 protocol: str, clock: Callable[[], float] = time.time, *, continuing: bool = False,
+                 log_then_send: bool = False) -> None:
         """``clock``: Unix seconds (the log's expiry times), for tests."""
         self._log, self._limits, self._clock = log, limits, clock
         self._thread_id, self._run_id = thread_id, run_id
         self._seq = self._bytes = 0
         self._ended = False
         self.truncated = False
+        self._align: list[bytes] | None = None  # logged frames the run is expected to send again
+        self._fix: _Divergence | None = None
+        self._opened = _Open()  # what the run's frames sent again have left open
+        self._tickets: collections.deque[int] = collections.deque()
+        self.log_then_send = log_then_send and callable(getattr(log, "wait_written", None))
         # A run whose process dies is never marked ended: it expires once it could no longer be running.
         longest = (limits.max_run_seconds or 86_400.0) + (limits.detached_run_seconds or 0.0)
-        self.opened = log.start(thread_id, run_id, owner, protocol, clock() + longest + limits.event_log_seconds)
+        expires_at = clock() + longest + limits.event_log_seconds
+        got = log.read(thread_id, run_id, 0) if continuing else None
+        if got is not None and got[0].owner == owner and got[0].protocol == protocol:
+            info, frames = got
+            self._align = [data for _, data in frames]
+            self._bytes = sum(len(d) for d in self._align)
+            self.truncated = info.truncated
+            log.update(thread_id, run_id, ended=False, truncated=info.truncated, expires_at=expires_at)
+            self.opened = True
+        else:
+            self.opened = got is None and log.start(thread_id, run_id, owner, protocol, expires_at)
         """``False`` when the log refused the run's ids (another principal's, or a run still going):
         the caller refuses the run; nothing is logged."""
         if not self.opened:
@@ -84,6 +116,26 @@ class Recorder:
 
     def frame(self, data: bytes) -> bytes:
         """``data`` (one SSE frame) with its ``id:`` line, logged."""
+        align, fix = self._align, self._fix
+        if align is not None and fix is None and self._seq >= len(align):
+            align = self._align = None  # every logged frame came again: what follows is new
+        if align is not None and fix is None:
+            if self._seq < len(align) and data == align[self._seq]:
+                self._seq += 1  # sent before the crash, and logged: not again
+                self._opened.see(data)
+                if self.log_then_send:
+                    self._tickets.append(0)
+                return _id_line(self._run_id, self._seq) + data
+            fix = self._fix = _Divergence(align, self._opened.pending)
+            self._seq = len(align)
+            out = b"".join(self._one(f) for f in [*fix.closing(), *map(fix.rename, [*fix.resent, data])])
+        else:
+            out = self._one(data if fix is None else fix.rename(data))
+        if self.log_then_send:
+            self._tickets.append(self._log.ticket())  # type: ignore[attr-defined]
+        return out
+
+    def _one(self, data: bytes) -> bytes:
         self._seq += 1
         if not self.truncated:
             self._bytes += len(data)
@@ -95,6 +147,20 @@ class Recorder:
                 self._log.append(self._thread_id, self._run_id, self._seq, data)
         return _id_line(self._run_id, self._seq) + data
 
+    def sent(self) -> None:
+        """The oldest frame :meth:`frame` returned is about to be sent: with ``log_then_send``, wait until
+        it is in the log (at most :data:`LOGGED_WAIT_SECONDS`; the run's thread goes on meanwhile, so the
+        frames of every run that came in the while are written together)."""
+        if not self.log_then_send:
+            return
+        try:
+            ticket = self._tickets.popleft()
+        except IndexError:
+            return
+        if ticket and not self._log.wait_written(ticket, LOGGED_WAIT_SECONDS):  # type: ignore[attr-defined]
+            log.warning("run %s: a frame was not logged within %.0f s; sending it anyway", self._run_id,
+                        LOGGED_WAIT_SECONDS)
+
     def end(self) -> None:
         """The run's response is done: no frame follows; the log expires ``event_log_seconds`` from now."""
         if self._ended:
@@ -102,6 +168,84 @@ class Recorder:
         self._ended = True
         self._log.update(self._thread_id, self._run_id, ended=True, truncated=self.truncated,
                          expires_at=self._clock() + self._limits.event_log_seconds)
+
+
+_OPENS = {"TEXT_MESSAGE_START": ("messageId", "TEXT_MESSAGE_END"), "TOOL_CALL_START": ("toolCallId", "TOOL_CALL_END"),
+          "REASONING_START": ("messageId", "REASONING_END"),
+          "REASONING_MESSAGE_START": ("messageId", "REASONING_MESSAGE_END"),
+          "STEP_STARTED": ("stepName", "STEP_FINISHED")}
+"""AG-UI events that open something, the field naming it, and the event that ends it."""
+_CLOSES = {end: field for field, end in _OPENS.values()}
+_RENAMED = ("messageId", "toolCallId", "parentMessageId")
+
+
+def _event(frame: bytes) -> dict[str, Any] | None:
+    """The AG-UI event of an SSE frame (``data: {json}``), ``None`` for another frame."""
+    data = b"".join(line[5:].lstrip() for line in frame.split(b"\n") if line.startswith(b"data:"))
+    try:
+        ev = json.loads(data) if data else None
+    except ValueError:
+        return None
+    return ev if isinstance(ev, dict) else None
+
+
+def _sse(ev: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(ev, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+
+
+class _Open:
+    """What a run's frames left open (messages, tool calls, reasoning, steps: in the order opened), and
+    the frames since nothing was."""
+
+    __slots__ = ("opened", "pending")
+
+    def __init__(self) -> None:
+        self.opened: dict[tuple[str, str], str] = {}  # (kind, id) -> the field naming it, in order
+        self.pending: list[bytes] = []
+
+    def see(self, frame: bytes) -> None:
+        ev = _event(frame) or {}
+        kind = str(ev.get("type"))
+        if kind in _OPENS:
+            field, end = _OPENS[kind]
+            self.opened[(end, str(ev.get(field)))] = field
+        elif kind in _CLOSES:
+            self.opened.pop((kind, str(ev.get(_CLOSES[kind]))), None)
+        self.pending = [*self.pending, frame] if self.opened else []
+
+
+class _Divergence:
+    """A continuing run that sent something else than its log holds: ends what the logged frames left
+    open, then sends the run's frames since it last had nothing open again (``resent``), renaming every
+    message and tool call id they start that the log already started (``<id>-<n>``)."""
+
+    def __init__(self, logged: list[bytes], resent: list[bytes]) -> None:
+        self.resent = resent
+        self._logged = _Open()
+        self._started: set[str] = set()
+        for frame in logged:
+            self._logged.see(frame)
+            ev = _event(frame) or {}
+            if ev.get("type") in _OPENS:
+                self._started.add(str(ev.get(_OPENS[str(ev["type"])][0])))
+        self._names: dict[str, str] = {}
+        self._suffix = f"-{len(logged)}"
+
+    def closing(self) -> list[bytes]:
+        """The events that end what the logged frames left open, the last opened first."""
+        return [_sse({"type": end, field: ident}) for (end, ident), field in reversed(self._logged.opened.items())]
+
+    def rename(self, frame: bytes) -> bytes:
+        ev = _event(frame)
+        if ev is None:
+            return frame
+        kind = str(ev.get("type"))
+        if kind in _OPENS and kind != "STEP_STARTED":
+            ident = str(ev.get(_OPENS[kind][0]))
+            if ident in self._started:
+                self._names.setdefault(ident, ident + self._suffix)
+        changed = {k: self._names[v] for k in _RENAMED if isinstance(v := ev.get(k), str) and v in self._names}
+        return _sse({**ev, **changed}) if changed else frame
 
 
 def parse_last_event_id(value: str | None, run_id: str) -> int:

@@ -219,6 +219,8 @@ class SQLRunLog:
         self._cond = threading.Condition()
         self._ops: list[_Op] = []
         self._pid: int | None = None
+        self._queued = self._written = 0  # operations queued and written in this process (tickets)
+        self._urgent = False  # someone waits for a write: no batching delay
         self._swept = 0.0
         self._ready = False
         m = self._mark
@@ -258,10 +260,38 @@ class SQLRunLog:
         with self._cond:
             if self._pid != os.getpid():  # first use in this process (a gunicorn worker forked after build)
                 self._pid, self._ops = os.getpid(), []
+                self._queued = self._written = 0
                 threading.Thread(target=self._writer, name="hookstream-run-log", daemon=True).start()
             self._ops.append(op)
+            self._queued += 1
             if len(self._ops) == 1:
-                self._cond.notify()
+                self._cond.notify_all()
+
+    def ticket(self) -> int:
+        """The number of operations this process has queued so far: :meth:`wait_written` of it returns
+        once every one of them is in the database."""
+        with self._cond:
+            return self._queued if self._pid == os.getpid() else 0
+
+    def wait_written(self, ticket: int, timeout: float | None = None) -> bool:
+        """Wait until the operations up to ``ticket`` (:meth:`ticket`) are written (a group commit: the
+        writer skips its batching delay while someone waits, and writes what every run queued meanwhile
+        in one transaction). Returns ``False`` after ``timeout`` seconds without that. A write that failed
+        counts as written (the log is best effort: its failure is logged)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._written < ticket and self._pid == os.getpid():
+                self._urgent = True
+                self._cond.notify_all()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+            return self._written >= ticket
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything this process queued so far is written (:meth:`wait_written`)."""
+        return self.wait_written(self.ticket(), timeout)
 
     def start(self, thread_id: str, run_id: str, owner: str | None, protocol: str, expires_at: float) -> bool:
         # Always opens: with a SQL store every thread belongs to one principal (the server claims it before
@@ -280,13 +310,17 @@ class SQLRunLog:
             with self._cond:
                 while not self._ops:
                     self._cond.wait()
-            time.sleep(FLUSH_SECONDS)  # let the runs' next frames join this batch
-            with self._cond:
+                # Let the runs' next frames join this batch, unless a frame's sender waits for it.
+                self._cond.wait_for(lambda: self._urgent, FLUSH_SECONDS)
                 ops, self._ops = self._ops, []
+                self._urgent = False
             try:
                 self._flush(ops)
             except Exception:  # the log is best effort: a failed write must not stop later ones
                 log.exception("writing the run event log failed")
+            with self._cond:
+                self._written += len(ops)
+                self._cond.notify_all()
 
     def _flush(self, ops: Sequence[_Op]) -> None:
         now = self._clock()

@@ -227,19 +227,33 @@ def command(model: str | None, base_url: str | None, host: str, port: int, threa
         app = build_app(model, run.settings, base_url, demo, delay, store, authenticate=authenticate,
                         limits=limits, cors_origins=cors_origins, approval_secret=approval_secret,
                         resumable=not no_resume)
+        served = app
         if authenticate is None:
             # Without a credential to ask for, a web page the user opens must not drive the server
             # (cross-site requests, DNS rebinding): hookstream._server.guard.
             app = local_only(app, bound_host=host, cors_origins=cors_origins)
-        _serve(app, host, port, workers, threads, limits)
+        _serve(app, host, port, workers, threads, limits, served)
 
 
-def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: ServerLimits) -> None:
-    """Serve ``app`` until Ctrl-C: on gunicorn worker processes, or waitress in this one."""
+def serve_process(app: Any, slot: int) -> None:
+    """Tell the plugins this process is about to serve ``app`` (make_app's application) as worker
+    ``slot`` (``hookstream_serve_process``, :mod:`hookstream_server.hookspecs`)."""
+    from hookstream import get_registry
+
+    hook = getattr(get_registry().pm.hook, "hookstream_serve_process", None)
+    if hook is not None:
+        hook(app=app, slot=slot)
+
+
+def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: ServerLimits,
+           served: Any = None) -> None:
+    """Serve ``app`` until Ctrl-C: on gunicorn worker processes, or waitress in this one. ``served`` is
+    make_app's application inside ``app`` (what the serve hooks are given)."""
+    served = app if served is None else served
     if workers > 1:
         from .workers import run_workers
 
-        run_workers(app, host, port, workers, threads)
+        run_workers(app, host, port, workers, threads, served=served)
         return
     try:
         from .waitress_channel import make_server
@@ -255,6 +269,7 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server "
                                    "there? give another --port, or --port 0 for any free one)") from None
     bound_host = f"[{server.effective_host}]" if ":" in server.effective_host else server.effective_host
+    serve_process(served, 0)  # one process: slot 0, so a restarted server picks up what the last one left
     # One parseable line on stdout, flushed, so a parent process (tests, scripts) can read the port.
     click.echo(f"hookstream serve: listening on http://{bound_host}:{server.effective_port}/", nl=True)
     try:

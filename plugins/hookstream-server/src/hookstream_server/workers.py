@@ -16,13 +16,20 @@ from typing import Any
 
 import click
 
-__all__ = ["run_workers"]
+__all__ = ["SLOT", "run_workers"]
+
+SLOT = "hookstream_slot"
+"""The attribute of a gunicorn worker object that holds its worker slot."""
 
 
-def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, threads: int) -> None:
+def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, threads: int, *,
+                served: Any = None) -> None:
     """Serve ``app`` on ``host:port`` (0 picks a free port) with ``workers`` gthread workers of ``threads``
-    threads each, until interrupted. Prints the ``listening on`` line once the socket is bound. Raises
-    :class:`click.ClickException` when gunicorn is not installed."""
+    threads each, until interrupted. Prints the ``listening on`` line once the socket is bound. Each
+    worker, once forked and before it accepts a connection, calls ``hookstream_serve_process(served,
+    slot)`` (``served``: make_app's application, default ``app``) with its worker slot: the smallest of
+    ``0..workers-1`` no live worker holds, given in the arbiter before the fork, so the worker replacing a
+    dead one takes its slot. Raises :class:`click.ClickException` when gunicorn is not installed."""
     try:
         from gunicorn.app.base import BaseApplication
 
@@ -32,11 +39,22 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
 
         raise click.ClickException(
             f"hookstream serve --workers needs gunicorn: {install_command('hookstream[serve]')}") from None
+    served = app if served is None else served
     app = read_deadline(app)
 
     def when_ready(server: Any) -> None:
         bound = server.LISTENERS[0].sock.getsockname()
         click.echo(f"hookstream serve: listening on http://{bound[0]}:{bound[1]}/ ({workers} workers)")
+
+    def pre_fork(server: Any, worker: Any) -> None:
+        # In the arbiter: the worker about to fork is not in WORKERS yet, and a reaped one is gone from it.
+        held = {getattr(w, SLOT, None) for w in server.WORKERS.values()}
+        setattr(worker, SLOT, next(s for s in range(len(held) + 1) if s not in held))
+
+    def post_worker_init(worker: Any) -> None:
+        from .serve import serve_process
+
+        serve_process(served, getattr(worker, SLOT, 0))
 
     options: dict[str, Any] = {
         "bind": f"{host}:{port}",
@@ -53,6 +71,8 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
         "keepalive": 5,
         "worker_connections": 1000,
         "when_ready": when_ready,
+        "pre_fork": pre_fork,
+        "post_worker_init": post_worker_init,
         "loglevel": "warning",
     }
 

@@ -1,0 +1,171 @@
+"""``hookstream serve --durable``: every AG-UI run the server streams is a durable run, and a run whose
+worker died (killed, crashed) is recovered by DBOS in a live worker and goes on; the client that
+reconnects to the resume route reads the rest of it (``docs/durable.md``, "Serving durable runs").
+
+How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
+
+* each serving process takes a stable DBOS executor id per worker slot, ``hookstream-serve-NAME-SLOT``
+  (``hookstream_serve_process``; NAME: ``--durable-name``, default the host name), and launches DBOS
+  there, after the fork. DBOS recovers at launch the runs its executor id left PENDING: the worker that
+  replaces a dead one takes its slot, so its runs are recovered (by whichever live worker dequeues them);
+* each POSTed run's input (``hookstream_serve_run``) becomes its workflow's input: the messages (the
+  store's codec, :func:`hookstream.stores.dumps_message`), frontend tools, resume, state, forwarded
+  props and the principal's id (never a credential nor a claim). Its id is derived from
+  ``(threadId, runId)`` (:func:`served_id`; a thread belongs to one principal);
+* a recovered workflow with no run in the process rebuilds the :class:`~hookstream.server.RunInput` and
+  starts it with the application's ``run_detached``: the run adopts the executing workflow, its
+  completed model and tool calls replay from the journal and regenerate the frames already logged (the
+  message ids the adapter makes up are derived from the run and step: ``durable._stable_ids``), which
+  are not logged again; the rest is logged as new;
+* the application sends a frame only once it is in the event log (``log_then_send``), so a client
+  never holds a frame the recovered run does not continue from.
+
+Thread safety: the hooks run on any request thread at once; the inputs waiting for their run are kept
+under a lock.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import re
+import socket
+import threading
+import time
+from typing import Any
+
+import attrs
+from hookstream.plugin import RunContext, hookimpl
+from hookstream.stores import dumps_message, loads_message
+
+from .durable import STATE, Durable, _last_user_text
+from .journal import ensure_dbos, log, on_recovery, open_run
+
+__all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id"]
+
+_MAX_WAITING = 10_000
+"""Inputs of runs POSTed but not started yet that are kept at most (the oldest are dropped)."""
+
+
+def served_id(thread_id: str, run_id: str) -> str:
+    """The durable run id of a served run: ``serve-`` and the SHA-256 of its ids (safe for any database,
+    the same in every worker)."""
+    return "serve-" + hashlib.sha256(f"{thread_id}\0{run_id}".encode()).hexdigest()[:40]
+
+
+def executor_id(name: str, slot: int) -> str:
+    """The DBOS executor id of worker slot ``slot`` of the server ``name``."""
+    return f"hookstream-serve-{name}-{slot}"
+
+
+def default_name() -> str:
+    """This machine's host name, as an executor id may hold it."""
+    return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
+
+
+def encode_run(run: Any) -> dict[str, Any]:
+    """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process: JSON values."""
+    return {"thread_id": run.thread_id, "run_id": run.run_id, "messages": [dumps_message(m) for m in run.messages],
+            "tools": run.tools, "state": run.state, "resume": run.resume, "forwarded_props": run.forwarded_props,
+            "principal": run.principal.id if run.principal is not None else None}
+
+
+def decode_run(doc: dict[str, Any]) -> Any:
+    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal without claims)."""
+    from hookstream.server import Principal, RunInput
+
+    who = doc.get("principal")
+    return RunInput(doc["thread_id"], doc["run_id"], [loads_message(m) for m in doc["messages"]], list(doc["tools"]),
+                    doc.get("state"), doc.get("resume"), doc.get("forwarded_props"),
+                    Principal(who) if isinstance(who, str) else None)
+
+
+@attrs.define(slots=True, eq=False)
+class ServeDurable:
+    """The server side of ``serve --durable`` (registered in the registry by the command): DBOS in each
+    worker under its slot's executor id, each run's input kept, recovered runs started again."""
+
+    db: str | None
+    name: str
+    app: Any = None
+    _waiting: collections.OrderedDict[tuple[str, str], dict[str, Any]] = attrs.Factory(collections.OrderedDict)
+    _lock: threading.Lock = attrs.Factory(threading.Lock)
+
+    @hookimpl
+    def hookstream_serve_process(self, app: Any, slot: int) -> None:
+        self.app = app
+        app.log_then_send(True)
+        on_recovery(self._recover)
+        ensure_dbos(self.db, executor_id(self.name, slot))  # recovers this slot's runs now, with no request
+
+    @hookimpl
+    def hookstream_serve_run(self, app: Any, run: Any, protocol: str) -> bool | None:
+        if protocol == "agui":  # the AI SDK's stream resumes from its start only: not durable
+            with self._lock:
+                self._waiting[(run.thread_id, run.run_id)] = encode_run(run)
+                while len(self._waiting) > _MAX_WAITING:
+                    self._waiting.popitem(last=False)
+        return None
+
+    def take(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
+        """The kept input of the run about to start, once."""
+        with self._lock:
+            return self._waiting.pop((thread_id, run_id), None)
+
+    def _recover(self, run_id: str, meta: dict[str, Any]) -> None:
+        served = meta.get("served")
+        if not isinstance(served, dict) or self.app is None:
+            return  # not a served run: its workflow cancels itself (it stays resumable)
+        run = decode_run(served)
+        with self._lock:
+            self._waiting[(run.thread_id, run.run_id)] = served
+        try:
+            self.app.run_detached(run)
+        except Exception:  # its workflow waits for it, then cancels itself: resumable, never lost
+            log.exception("durable run %s could not be started again", run_id)
+
+
+@attrs.define(slots=True, eq=False)
+class ServedDurable(Durable):
+    """The run plugin of ``serve --durable``: a run whose input the server kept (an AG-UI POST, or a
+    recovered run) is the durable run :func:`served_id` of its ids; any other run (the AI SDK's, the
+    OpenAI endpoints') is not durable."""
+
+    server: ServeDurable | None = None
+
+    @hookimpl
+    def hookstream_run_start(self, run: RunContext) -> None:
+        served = self.server.take(run.thread_id, run.run_id) if self.server is not None else None
+        if served is None:
+            return
+        meta = {"model": f"{run.provider}:{run.model}", "prompt": _last_user_text(run), "started": time.time(),
+                "thread_id": run.thread_id, "served": served}
+        run.state[STATE] = open_run(served_id(run.thread_id, run.run_id), meta, self.db)
+
+
+SQL_STORES = ("sqlite:", "postgresql:", "postgres:")
+
+
+def configure(options: dict[str, Any], run: Any) -> None:
+    """``serve --durable``: checks the options (a SQL ``--store``, the event log on), registers
+    :class:`ServeDurable` in the registry for the command's life and adds :class:`ServedDurable` to the
+    runs' plugins. Raises :class:`click.UsageError`."""
+    import click
+    from hookstream import get_registry
+
+    store = options.get("store_url")
+    if not isinstance(store, str) or not store.startswith(SQL_STORES):
+        raise click.UsageError("--durable needs --store sqlite:///PATH or postgresql://...: the run event log a "
+                               "recovered run continues, and its thread, must outlive the worker")
+    if options.get("no_resume"):
+        raise click.UsageError("--durable needs the run event log: drop --no-resume")
+    server = ServeDurable(options.get("durable_db"), options.get("durable_name") or default_name())
+    pm = get_registry().pm
+    pm.register(server, name="hookstream-dbos-serve")
+    run.stack.callback(pm.unregister, server)
+    run.settings = run.settings.evolve(plugins=(*run.settings.plugins,
+                                                # wait=None: a POST that answers an interrupted
+                                                # served run is a run of its own (no answer route yet),
+                                                # so a wait would hold a DBOS thread for nothing.
+                                                ServedDurable("served", options.get("durable_db"), server=server,
+                                                              wait=None)))

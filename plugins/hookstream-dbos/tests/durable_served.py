@@ -1,0 +1,38 @@
+"""The tools of the served crash test (``hookstream serve --durable --tool durable_served:tool_a``): each
+appends its name and :func:`hookstream_dbos.attempt` to ``$DURABLE_KIT_DIR/tools.log``; ``tool_a`` writes
+its worker's pid to ``worker.pid``; with ``$DURABLE_KIT_HOLD``, ``tool_b``'s first
+attempt writes its worker's pid to ``b-running`` there (the test's barrier: it SIGKILLs that worker) and
+waits to be killed."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from hookstream_dbos import attempt
+
+
+def _logged(name: str) -> Path:
+    folder = Path(os.environ["DURABLE_KIT_DIR"])
+    with open(folder / "tools.log", "a", encoding="utf-8") as f:
+        f.write(f"{name} {attempt()}\n")
+    return folder
+
+
+def tool_a(n: int) -> str:
+    """First tool (writes its worker's pid to ``worker.pid``)."""
+    folder = _logged("tool_a")
+    (folder / "worker.pid.tmp").write_text(str(os.getpid()), "utf-8")
+    (folder / "worker.pid.tmp").rename(folder / "worker.pid")
+    return f"a{n}"
+
+
+def tool_b(n: int) -> str:
+    """Second tool."""
+    folder = _logged("tool_b")
+    if attempt() == 1 and os.environ.get("DURABLE_KIT_HOLD"):
+        (folder / "b-running.tmp").write_text(str(os.getpid()), "utf-8")
+        (folder / "b-running.tmp").rename(folder / "b-running")
+        threading.Event().wait(600)  # killed here
+    return f"b{n}"

@@ -1,0 +1,211 @@
+"""The hooks ``hookstream serve`` offers plugins (hookstream_server.hookspecs) and the application's
+``run_detached``: a trivial plugin sees each POSTed run's input, or takes a run over and starts it with
+no client (the POST then reads the run's event log); a continuing run's frames that equal the logged
+ones are not logged twice, and one that diverges leaves the log a valid AG-UI run. The WSGI application
+is called in-process with a SQLite store; the model is a real loopback server through the OpenAI
+adapter."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_kit import MODEL, text_body, tool_body
+from hookstream import get_model, get_registry
+from hookstream.plugin import hookimpl
+from hookstream.server import RunInput, TokenAuthenticator, make_app
+from hookstream.stores import open_store
+from hookstream.testing import LoopbackServer, Response, check_events
+from hookstream_server.limits import ServerLimits
+from hookstream_server.resume import Recorder
+from hookstream_server.runlog import MemoryRunLog
+
+NEVER = 60.0  # only keeps a broken test from hanging; nothing is timed
+
+
+def call(app: Any, doc: Any, token: str = "tok-a") -> tuple[str, Any]:
+    """POST ``doc``; returns the status line and the response body (an iterable)."""
+    body = json.dumps(doc).encode()
+    env = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "CONTENT_LENGTH": str(len(body)),
+           "wsgi.input": io.BytesIO(body), "HTTP_AUTHORIZATION": f"Bearer {token}"}
+    got: dict[str, str] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
+        got["status"] = status
+
+    result = app(env, start_response)
+    return got["status"], result
+
+
+def events_of(frames: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line[len(b"data: "):]) for line in frames.split(b"\n") if line.startswith(b"data: ")]
+
+
+class Plugin:
+    """Sees every run; takes over the runs of threads named ``take-*`` and starts them detached."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[RunInput, str]] = []
+
+    @hookimpl
+    def hookstream_serve_run(self, app: Any, run: RunInput, protocol: str) -> bool | None:
+        self.seen.append((run, protocol))
+        if not run.thread_id.startswith("take-"):
+            return None
+        threading.Thread(target=app.run_detached, args=(run, protocol)).start()
+        return True
+
+
+@pytest.fixture
+def plugin() -> Iterator[Plugin]:
+    p = Plugin()
+    pm = get_registry().pm
+    pm.register(p, name="test-serve-hooks")
+    try:
+        yield p
+    finally:
+        pm.unregister(p)
+
+
+def _input(thread_id: str) -> dict[str, Any]:
+    return {"threadId": thread_id, "runId": f"run-{thread_id}", "tools": [], "context": [], "state": {"k": 1},
+            "forwardedProps": None, "messages": [{"id": "u1", "role": "user", "content": "Look a up."}]}
+
+
+def _app(srv: LoopbackServer, tmp_path: Path) -> Any:
+    def lookup(key: str) -> str:
+        """Look up a key."""
+        return f"value of {key}"
+
+    model = get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test")
+    return make_app(model, tools=[lookup], authenticate=TokenAuthenticator({"tok-a": "alice"}), serve_page=False,
+                    store=open_store(f"sqlite:///{tmp_path / 'threads.db'}"))
+
+
+def _responses() -> list[Response]:
+    return [Response(tool_body(("c1", "lookup", {"key": "a"}))), Response(text_body("It is ", "value of a."))]
+
+
+def test_a_plugin_sees_each_run_and_the_server_runs_it(plugin: Plugin, tmp_path: Path) -> None:
+    with LoopbackServer(_responses()) as srv:
+        app = _app(srv, tmp_path)
+        status, body = call(app, _input("t-1"))
+        assert status == "200 OK"
+        events = events_of(b"".join(body))
+        body.close()
+    check_events(events, "run")
+    assert events[-1]["type"] == "RUN_FINISHED"
+    [(run, protocol)] = plugin.seen
+    assert protocol == "agui" and run.thread_id == "t-1" and run.run_id == "run-t-1"
+    assert run.principal is not None and run.principal.id == "alice" and run.state == {"k": 1}
+    assert [m.role for m in run.messages] == ["user"]
+    assert len(srv.requests) == 2
+
+
+def test_a_plugin_takes_a_run_over_and_the_post_reads_its_log(plugin: Plugin, tmp_path: Path) -> None:
+    with LoopbackServer(_responses()) as srv:
+        app = _app(srv, tmp_path)
+        status, body = call(app, _input("take-1"))
+        assert status == "200 OK"
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.extend(body))
+        reader.start()
+        reader.join(NEVER)
+        assert not reader.is_alive(), "the taken-over run's log never ended"
+        body.close()
+        frames = b"".join(got)
+    events = events_of(frames)
+    check_events(events, "run")
+    assert events[-1]["type"] == "RUN_FINISHED"
+    ids = [line for line in frames.split(b"\n") if line.startswith(b"id: ")]
+    assert ids == [f"id: run-take-1:{n}".encode() for n in range(1, len(events) + 1)]
+    assert len(srv.requests) == 2  # run once, detached
+    # The detached run saved what it added to the thread, as a live run does.
+    stored = open_store(f"sqlite:///{tmp_path / 'threads.db'}").load("take-1")
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+
+
+def _frame(ev: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(ev, separators=(",", ":")).encode() + b"\n\n"
+
+
+RUN = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+    {"type": "STEP_STARTED", "stepName": "1"},
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Hello"},
+    {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+    {"type": "STEP_FINISHED", "stepName": "1"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+]
+
+
+def _logged(frames: list[bytes]) -> MemoryRunLog:
+    log = MemoryRunLog()
+    assert log.start("t", "r", "alice", "agui", 1e12)
+    for seq, f in enumerate(frames, 1):
+        log.append("t", "r", seq, f)
+    return log
+
+
+def test_a_continuing_run_logs_only_what_follows_the_logged_frames() -> None:
+    frames = [_frame(e) for e in RUN]
+    log = _logged(frames[:4])
+    rec = Recorder(log, ServerLimits(), "t", "r", "alice", "agui", continuing=True)
+    assert rec.opened
+    sent = [rec.frame(f) for f in frames]
+    rec.end()
+    got = log.read("t", "r", 0)
+    assert got is not None and got[0].ended
+    assert [d for _, d in got[1]] == frames  # each once
+    assert sent[4].startswith(b"id: r:5\n")
+
+
+def test_a_continuing_run_that_diverges_leaves_a_valid_run() -> None:
+    frames = [_frame(e) for e in RUN]
+    log = _logged(frames[:4])  # the first attempt said "Hello" and died
+    rec = Recorder(log, ServerLimits(), "t", "r", "alice", "agui", continuing=True)
+    again = [*RUN[:3], {**RUN[3], "delta": "Hi there"}, *RUN[4:]]
+    for ev in again:
+        rec.frame(_frame(ev))
+    rec.end()
+    got = log.read("t", "r", 0)
+    assert got is not None
+    events = [json.loads(d[len(b"data: "):]) for _, d in got[1]]
+    check_events(events, "run")
+    texts = [e for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert [(e["messageId"], e["delta"]) for e in texts] == [("m1", "Hello"), ("m1-4", "Hi there")]
+    assert [e["type"] for e in events[:4]] == [e["type"] for e in RUN[:4]]  # the logged part stays as it was
+
+
+def test_log_then_send_a_frame_is_in_the_sql_log_before_it_is_sent(tmp_path: Path) -> None:
+    from hookstream_server.runlog import run_log_of
+
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    log = run_log_of(open_store(url))
+    assert log is not None
+    rec = Recorder(log, ServerLimits(), "t", "r", "alice", "agui", log_then_send=True)
+    assert rec.log_then_send
+    frames = [_frame(e) for e in RUN]
+    for f in frames[:3]:
+        rec.frame(f)  # the run goes on: queued, not written yet
+    reader = run_log_of(open_store(url))  # another store object: its own connection, as another worker
+    assert reader is not None
+    for n in range(1, 4):
+        rec.sent()  # waits until frame n is written, at once (no batching delay), then it may be sent
+        got = reader.read("t", "r", 0)
+        assert got is not None and len(got[1]) >= n
+    rec.sent()  # nothing left to wait for
+
+
+def test_without_log_then_send_sent_waits_for_nothing(tmp_path: Path) -> None:
+    log = _logged([])
+    rec = Recorder(log, ServerLimits(), "t2", "r", "alice", "agui")
+    rec.frame(_frame(RUN[0]))
+    rec.sent()
+    assert not rec.log_then_send
