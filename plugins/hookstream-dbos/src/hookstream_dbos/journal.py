@@ -44,7 +44,7 @@ from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
 from hookstream.errors import HookstreamError
 
 __all__ = ["DurableError", "DurableStoreError", "Journal", "RerunRefused", "RunBusyError", "RunDivergedError",
-           "default_url", "ensure_dbos", "on_recovery", "open_run", "redact_url"]
+           "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
 
@@ -249,6 +249,14 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     assert run_id is not None
     with _lock:
         recover = None if run_id in _bridges else _recover
+    if recover is not None or (_answer_driver is not None and run_id not in _bridges):
+        steps = _outside(_recorded_steps, run_id)
+        from .waits import read_history
+
+        if read_history(meta.get("answer"), steps).waiting:
+            # A waiting run recovered (its worker died) or resumed by an answer (its worker exited): wait
+            # here again; the answer brings the run that goes on (``on_answer``).
+            return _wait_again(run_id, steps)
     if recover is not None:
         # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
         # from a thread of its own (outside this workflow's context), and its run adopts this execution.
@@ -267,6 +275,16 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
             return answered
     bridge.started.set()
     return _drive(run_id, bridge)
+
+
+def _wait_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    waiting = _replay(steps)
+    assert waiting is not None
+    answered = _answered(run_id, waiting, None)
+    if not isinstance(answered, Bridge):
+        return answered
+    answered.started.set()
+    return _drive(run_id, answered)
 
 
 def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
@@ -328,6 +346,13 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
         return {**dict(wait.get("summary") or {}), "expired": True}
     nxt = None
     if isinstance(message, dict):
+        driver = _answer_driver if bridge is None and message.get("run") is not None else None
+        if driver is not None:
+            # The answer came with the run that goes on (a served POST): start it here, from a thread of
+            # its own (outside this workflow's context); its run adopts this execution.
+            with _lock:
+                _adopting.add(run_id)
+            threading.Thread(target=driver, args=(run_id, message), name="hookstream-durable-answer").start()
         nxt = bridge if bridge is not None else _wait_for_bridge(run_id, old)
     if nxt is not None and nxt.answer != message.get("answers"):
         from .waits import AnswerRefused
@@ -343,6 +368,8 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
 
 _waiting: dict[str, int] = {}
 """Run ids whose workflow waits for an answer in this process (a thread of it is in ``DBOS.recv``)."""
+_answer_driver: Callable[[str, dict[str, Any]], None] | None = None
+"""Set by a server (``hookstream_dbos.serve_wait``): starts the run an answer brought (``message["run"]``)."""
 _exiting = threading.Event()
 """Set when this process starts to exit (see :func:`_wake_at_exit`)."""
 _watching = False
@@ -434,6 +461,33 @@ def _wait_for_bridge(run_id: str, old: Bridge | None = None) -> Bridge | None:
 def _cancel(run_id: str) -> None:
     _cancelled.add(run_id)
     DBOS.cancel_workflow(run_id)
+
+
+def _queue_name() -> str:
+    """This process's own DBOS queue (only it listens to it), where it resumes workflows."""
+    assert _queue is not None
+    return str(_queue.name)
+
+
+def on_answer(drive: Callable[[str, dict[str, Any]], None] | None) -> None:
+    """Have ``drive(run_id, message)`` start the run that an answer received by a waiting workflow of this
+    process brought with it (``message["run"]``: a served POST's input); that run's :func:`open_run` then
+    adopts the execution. ``None``: such an answer waits for a run of this process to open the id."""
+    global _answer_driver
+    with _lock:
+        _answer_driver = drive
+
+
+def _outside(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on a fresh thread: called inside the workflow, DBOS would journal a DBOS call as one
+    of the run's steps."""
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(fn(*args)), name="hookstream-durable-outside")
+    t.start()
+    t.join()
+    if not out:
+        raise DurableError(f"{getattr(fn, '__name__', fn)} failed outside the workflow (see the log)")
+    return out[0]
 
 
 def _cancel_outside(run_id: str) -> None:
