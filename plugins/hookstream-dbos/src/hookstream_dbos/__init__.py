@@ -5,8 +5,8 @@
 DBOS workflow identified by the id, each model call and each tool call a step. :func:`attempt` tells a tool
 whether it is running again after a crash; :class:`RerunRefused` is what a tool that must not run twice
 raises then. A run that ends waiting for approvals waits durably; :class:`AnswerRefused` and
-:class:`NotWaitingError` are the answers it refuses. :func:`list_runs` and :func:`export_run` read the journal (``hookstream runs list``,
-``hookstream runs export``).
+:class:`NotWaitingError` are the answers it refuses. :func:`list_runs` and :func:`export_run` read the
+journal (``hookstream runs list``, ``hookstream runs export``).
 
 Names load on first use (PEP 562): every ``hookstream`` process loads the entry point
 (``hookstream_dbos.plugin``), and most never import DBOS.

@@ -122,8 +122,12 @@ class Durable:
     id: str = attrs.field(validator=attrs.validators.min_len(1))
     db: str | None = None
     meta: dict[str, Any] = attrs.Factory(dict)
-    wait: float | None = attrs.field(default=DEFAULT_WAIT,
-                                     validator=attrs.validators.optional(attrs.validators.gt(0)))
+    wait: float | None = attrs.field(default=DEFAULT_WAIT)
+
+    @wait.validator
+    def _positive(self, _attribute: Any, value: float | None) -> None:
+        if value is not None and not value > 0:
+            raise ValueError(f"Durable.wait must be a positive number of seconds or None, not {value!r}")
 
     # -- the run ------------------------------------------------------------------------------------------
     @hookimpl
