@@ -46,15 +46,18 @@ def scripted_server() -> LoopbackServer:
 
 
 @contextlib.contextmanager
-def serve(model_url: str, store: str, folder: Path, *extra: str, hold: bool = True) -> Iterator[str]:
+def serve(model_url: str, store: str, folder: Path, *extra: str, hold: bool = True, workers: int = 2,
+          pid: list[int] | None = None) -> Iterator[str]:
     env = {**os.environ, "OPENAI_API_KEY": "test-key", "DURABLE_KIT_DIR": str(folder),
            **({"DURABLE_KIT_HOLD": "1"} if hold else {}),
            "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "hookstream", "serve", "--workers", "2", "--threads", "4", "--store", store,
+    cmd = [sys.executable, "-m", "hookstream", "serve", "--workers", str(workers), "--threads", "4", "--store", store,
            "--model", "openai:gpt-4o-mini", "--base-url", model_url + "/v1", "--port", "0",
            "--tool", "durable_served:tool_a", "--tool", "durable_served:tool_b", *extra]
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        if pid is not None:
+            pid.append(proc.pid)
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline()
@@ -169,6 +172,38 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
 
         stored = open_store(store).load(thread_id)
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+
+
+def test_one_process_server_killed_then_started_again_recovers_its_run(tmp_path: Path) -> None:
+    """``--workers 1`` (waitress) is slot 0: the same command started again after a SIGKILL recovers the
+    run, and the client reconnects to the new server's resume route."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    store, db = f"sqlite:///{tmp_path / 'threads.db'}", f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    thread_id, run_id = "thread-4", f"run-{uuid.uuid4().hex}"
+    with scripted_server() as model:
+        before: list[tuple[str, dict[str, Any]]] = []
+        pid: list[int] = []
+        with serve(model.url, store, folder, "--durable", "--durable-db", db, workers=1, pid=pid) as base:
+            resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
+                                 headers={"Accept": "text/event-stream"})
+            reader = threading.Thread(target=_frames, args=(resp, before))
+            reader.start()
+            _wait_for(folder / "b-running", "tool_b's first run")
+            os.kill(pid[0], signal.SIGKILL)
+            reader.join(WAIT)
+            resp.close()
+        assert before and before[-1][1]["type"] != "RUN_FINISHED"
+        after: list[tuple[str, dict[str, Any]]] = []
+        with serve(model.url, store, folder, "--durable", "--durable-db", db, workers=1) as base:
+            url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
+            with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
+                              stream=True, timeout=WAIT) as again:
+                assert again.status_code == 200, again.text
+                _frames(again, after)
+        _assert_one_run(before + after, run_id)
+        assert len(model.requests) == 3
+        assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
 
 
 def test_a_model_call_in_flight_at_the_kill_that_says_something_else_again_leaves_a_valid_run(

@@ -6,7 +6,8 @@ What is exactly once and what is at least once (``docs/durable.md``):
   ``RUN_FINISHED`` through the adapter, as the response cache requires) is journaled as a DBOS step
   before the engine goes on; run again under the same id, it is not sent: the stored raw body is parsed
   by the same adapter (``ModelCallContext.parse_body``), so the run gets the same events, text, tool
-  calls and usage (the ids the adapter makes up, such as message ids, are new);
+  calls and usage, and the same message ids (derived from the run id and the step, not made up by the
+  adapter: a replay regenerates the very frames a served run logged);
 * a **tool call that completed** (any result, an error result too) is journaled with its result; run
   again, the tool does not run and the stored result is used;
 * the **call in flight** when the process died (sent but not journaled) runs again: at least once. A

@@ -21,6 +21,9 @@ State of a run id, as DBOS keeps it:
 Each process uses its own DBOS executor id and its own DBOS queue for resumes, so a process never picks
 up a workflow whose run (its tools, its consumer) lives in another one: a crashed run is resumed by running
 it again (``chat(..., plugins=[Durable(ID)])``, ``hookstream runs resume ID``), not in the background.
+A ``serve --durable`` worker (``hookstream_dbos.serve``) is the exception: it runs under its slot's stable
+executor id, so DBOS recovers at launch the runs a dead holder of the slot left, and :func:`on_recovery`
+rebuilds each one's run, which adopts the executing workflow (:data:`_adopting`).
 
 Thread safety: :func:`open_run` and the :class:`Journal` it returns may be used from any thread (tool
 calls of one step write their steps at once); a run id is open in one run of a process at a time

@@ -16,53 +16,6 @@ request; :func:`hookstream_serve_run` runs on the request's thread, for several 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from hookstream.plugin import hookspec
-
-if TYPE_CHECKING:
-    from .agui import RunInput
+from .plugin import ServeHookSpecs
 
 __all__ = ["ServeHookSpecs"]
-
-
-class ServeHookSpecs:
-    """The hook specs of ``hookstream serve`` (the module docstring says what each is for)."""
-
-    @staticmethod
-    @hookspec
-    def hookstream_serve_process(app: Any, slot: int) -> None:
-        """This process is about to serve ``app`` (the application :func:`hookstream.server.make_app`
-        returned) as worker slot ``slot``.
-
-        Called once in each serving process: ``hookstream serve`` on waitress calls it in its one process
-        with slot ``0``; with ``--workers N`` (gunicorn), in each worker after it forked, before it
-        accepts a connection, with the worker's slot: ``0`` to ``N - 1``, the smallest slot no live worker
-        holds, so the worker that replaces a dead one (killed, crashed) takes the dead one's slot. A
-        plugin starts its per-process machinery here (threads do not survive a fork: never in the parent)
-        and picks up what a dead holder of the slot left.
-
-        :param app: the WSGI application (has ``run_detached``).
-        :param slot: the worker slot, from 0.
-        :returns: nothing. Raising stops the process from serving (gunicorn restarts the worker).
-        """
-
-    @staticmethod
-    @hookspec(firstresult=True)
-    def hookstream_serve_run(app: Any, run: RunInput, protocol: str) -> bool | None:
-        """A POST is about to start ``run`` (its input as the server parsed it: the thread's history and
-        the request's new messages in ``run.messages``, the frontend tools, ``resume``, ``state``,
-        ``forwarded_props``, the ``principal``), after authentication, limits, the trust rule, the
-        thread's claim and the answers' claims; its event log entry is open (written, for a shared log)
-        and the request's new messages are in the store.
-
-        Return ``True`` to take the run over: it will run elsewhere (this process or another, through
-        ``app.run_detached(run, protocol)``), its frames logged under ``(run.thread_id, run.run_id)``; the
-        server then answers the POST with the run's log as it fills (as the resume route does) and does not
-        run it. ``None`` (or ``False``): the server runs it as usual (a plugin may keep the input).
-
-        :param app: the WSGI application.
-        :param run: the run's :class:`~hookstream.server.RunInput` (do not change it).
-        :param protocol: ``"agui"`` (AG-UI SSE) or ``"ui"`` (the AI SDK UI message stream).
-        :returns: ``True`` when the plugin took the run over, else ``None``.
-        """
