@@ -204,3 +204,30 @@ def test_runs_list_json_says_waiting() -> None:
     listed = run_cli(["runs", "list", "--durable-db", db, "--json"])
     rows = {r["id"]: r for r in map(json.loads, listed.output.splitlines())}
     assert rows["listed-wait"]["state"] == "waiting"
+
+
+def test_a_wait_past_the_held_limit_is_detached_and_its_answer_resumes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process holds at most MAX_HELD_WAITS waits on threads; past it a wait is journaled and detached
+    (cancelled, still waiting), and the answer resumes the workflow, as after its process exited."""
+    from dbos import DBOS
+    from hookstream_dbos import journal
+
+    db = durable_kit.session_url()
+    RAN.clear()
+    monkeypatch.setattr(journal, "MAX_HELD_WAITS", 0)
+    with scripted_server() as server:
+        first = chat(_model(server), "Run a, then pay 5.", tools=[tool_a, pay],
+                     plugins=[Durable("detached-wait", db)]).result()
+        assert first.outcome == "interrupt"
+        for _ in range(400):  # the detach finishes on the workflow's thread, after the run ended
+            status = DBOS.get_workflow_status("detached-wait")
+            if status is not None and status.status == "CANCELLED":
+                break
+            threading.Event().wait(0.05)
+        assert _state(db, "detached-wait") == "waiting" and not journal.waiting_here("detached-wait")
+        resume = first.resume({first.pending_approvals[0].approval_id: True})
+        done = chat(_model(server), tools=[tool_a, pay], resume=resume,
+                    plugins=[Durable("detached-wait", db)]).result()
+        assert (done.outcome, done.text) == ("success", ANSWER), done.error
+        assert RAN == ["tool_a", "pay"] and len(server.requests) == 3

@@ -63,6 +63,11 @@ START_TIMEOUT = 120.0
 """Seconds a run waits for DBOS to start (or resume) its workflow before its first new step fails."""
 POLL = 0.5
 """Seconds between the workflow's checks that the process is still running (so it never holds exit)."""
+MAX_HELD_WAITS = 512
+"""Waits for an answer a process holds on a DBOS thread at most (each one thread, idle in ``DBOS.recv``).
+A wait past it is journaled and detached at once (cancelled, still waiting in the database): its answer
+then resumes it wherever it comes, as after the process exited. So the waits anyone starts never cost a
+process more than this many threads."""
 
 RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
 
@@ -319,7 +324,8 @@ def _drive(run_id: str, bridge: Bridge) -> dict[str, Any] | None:
                 done = DBOS.run_step({"name": item.name}, _payload, item.payload)
                 if isinstance(item, _Wait):  # before the run ends: an answer right after it finds the wait here
                     with _lock:
-                        _waiting[run_id] = item.payload["wait"]
+                        if len(_waiting) < MAX_HELD_WAITS:
+                            _waiting[run_id] = item.payload["wait"]
                 item.reply.put((True, done))
             except BaseException as exc:
                 item.reply.put((False, exc))
@@ -343,7 +349,7 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
     (``bridge`` when known, else the one registered for the id), or the workflow's result when the wait
     expired. Detaches (the workflow stays resumable) when this process exits while waiting, or when no
     run of this process drives the answer."""
-    message = _receive(run_id, wait)
+    message = _receive(run_id, wait, hold=bridge is None)
     if message is None:
         log.info("durable run %s: the wait for an answer expired", run_id)
         return {**dict(wait.get("summary") or {}), "expired": True}
@@ -378,13 +384,16 @@ _exiting = threading.Event()
 _watching = False
 
 
-def _receive(run_id: str, wait: dict[str, Any]) -> Any:
+def _receive(run_id: str, wait: dict[str, Any], hold: bool) -> Any:
     """The answer to ``wait`` (a dict), ``None`` when its deadline passed, or ``_DETACH`` when this
-    process exits first (its main thread ended: a wake-up message, see :func:`_wake_at_exit`)."""
+    process exits first (a wake-up message, see :func:`_wake_at_exit`) or, for a wait with no run here to
+    take its answer (``hold``), when this process holds :data:`MAX_HELD_WAITS` already."""
     from .waits import TOPIC, is_answer
 
     _watch_exit()
     with _lock:
+        if hold and run_id not in _waiting and len(_waiting) >= MAX_HELD_WAITS:
+            return _DETACH
         _waiting[run_id] = wait["wait"]
     try:
         while True:
