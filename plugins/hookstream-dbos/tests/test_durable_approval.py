@@ -231,3 +231,28 @@ def test_a_wait_past_the_held_limit_is_detached_and_its_answer_resumes_it(
                     plugins=[Durable("detached-wait", db)]).result()
         assert (done.outcome, done.text) == ("success", ANSWER), done.error
         assert RAN == ["tool_a", "pay"] and len(server.requests) == 3
+
+
+def test_answered_in_another_process_while_the_waiting_one_still_lives(tmp_path: Path) -> None:
+    """The process holding the wait is alive: the answering process resumes the workflow (DBOS fences the
+    holder's execution out: it cannot take the answer) and goes on with it; the holder stays harmless."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    db = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    with scripted_server() as server:
+        holder = _child(server, "order-9", db, folder, "start", "hold")
+        try:
+            waited = threading.Event()
+            for _ in range(int(BARRIER_TIMEOUT / 0.05)):
+                if (folder / "waiting").exists():
+                    break
+                waited.wait(0.05)
+            out = _finish(_child(server, "order-9", db, folder, "approve"))
+            assert out.strip() == f"success {ANSWER}"
+            assert len(server.requests) == 3 and _log(folder) == ["tool_a 1", "pay 1"]
+            assert _state(db, "order-9") == "finished"
+            assert holder.poll() is None  # still there, waiting to be killed; it ran nothing
+        finally:
+            holder.kill()
+            holder.communicate()
+        assert len(server.requests) == 3 and _log(folder) == ["tool_a 1", "pay 1"]

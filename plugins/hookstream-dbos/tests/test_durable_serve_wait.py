@@ -1,8 +1,8 @@
-"""``hookstream serve --durable`` with approvals (real DBOS, real gunicorn ``--workers 2``, a SQLite store,
-a loopback model server): a run waits for ``pay``'s approval; the worker that holds the wait is
-SIGKILLed; the POST that answers (the same route as ever, ``resume``) continues the same durable run in
-the worker that recovered the wait, and its client reads it through the run event log. A second answer
-is refused (409).
+"""``hookstream serve --durable`` with approvals (real DBOS, real gunicorn ``--workers 2``, a loopback model
+server; SQLite, then PostgreSQL for the store and DBOS): a run waits for ``pay``'s approval; the worker
+that holds the wait is SIGKILLed; the POST that answers (the same route as ever, ``resume``) continues
+the same durable run in a live worker, and its client reads it through the run event log. A second
+answer is refused (409).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
-from test_durable_serve import WAIT, _frames, _wait_for, serve
+from test_durable_serve import WAIT, _frames, _wait_for, durable_db, serve  # noqa: F401  (the db fixture)
 
 ANSWER = "Paid 5 after a1."
 
@@ -39,7 +39,8 @@ def _body(thread_id: str, run_id: str, messages: list[dict[str, Any]], **more: A
             "forwardedProps": None, "messages": messages, **more}
 
 
-def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_durable_run(tmp_path: Path) -> None:
+def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_durable_run(
+        durable_db: str, tmp_path: Path) -> None:  # noqa: F811
     folder = tmp_path / "run"
     folder.mkdir()
     bodies = [
@@ -49,10 +50,10 @@ def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_dur
     ]
     bodies[0] = [e.replace(b"call_fault1", b"call_a") for e in bodies[0]]
     bodies[1] = [e.replace(b"call_fault1", b"call_p") for e in bodies[1]]
-    durable_db = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
     thread_id, run_1, run_2 = "thread-w", f"run-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
     with LoopbackServer([Response(pieces=b) for b in bodies]) as model, \
-            serve(model.url, f"sqlite:///{tmp_path / 'threads.db'}", folder, "--tool", "durable_served:pay",
+            serve(model.url, store, folder, "--tool", "durable_served:pay",
                   "--durable", "--durable-db", durable_db, "--durable-name", "wait", hold=False) as base:
         first = _post(base, _body(thread_id, run_1, [{"id": "u1", "role": "user", "content": "Run a, then pay 5."}]))
         end = first[-1]
