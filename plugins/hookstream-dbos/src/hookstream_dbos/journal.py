@@ -14,8 +14,11 @@ State of a run id, as DBOS keeps it:
 
 * no workflow: a new run;
 * ``PENDING`` (the process died mid-run), ``ENQUEUED`` or ``CANCELLED`` (the run ended without an
-  answer: an error, a cancel, an interrupt, or the consumer stopped reading): resumable, its steps replay;
-* ``SUCCESS``: finished, its steps replay and nothing is sent or run;
+  answer: an error, a cancel, or the consumer stopped reading): resumable, its steps replay;
+* waiting (``PENDING`` on a thread in ``DBOS.recv``, or ``CANCELLED`` once its process exited, the journal
+  ending with ``wait:N``): the run ended interrupted for approvals; the run that answers
+  (``hookstream_dbos.waits``) sends the answer and continues the same workflow, its steps under a prefix;
+* ``SUCCESS``: finished (or its wait expired), its steps replay and nothing is sent or run;
 * ``ERROR``: the workflow itself failed (never from this plugin's own runs): refused.
 
 Each process uses its own DBOS executor id and its own DBOS queue for resumes, so a process never picks
@@ -708,7 +711,8 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     steps = _recorded_steps(run_id)
     history = read_history(_first_answer(status), steps)
     output = status.output if isinstance(status.output, dict) else None
-    plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=bool(output and output.get("expired")))
+    expired = bool(output and output.get("expired")) or history.expired(time.time())
+    plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=expired)
     journal = Journal(run_id, dict(steps), finished=state == "SUCCESS", result=output, prefix=plan.prefix,
                       waits=len(history.waits), answer=answer)
     if plan.kind == "answer":

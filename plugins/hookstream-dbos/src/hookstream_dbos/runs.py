@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -88,9 +89,10 @@ def _info(status: Any, rows: list[tuple[str, Any]]) -> RunInfo:
     output = status.output if isinstance(status.output, dict) else {}
     argv = meta.get("argv")
     state = _STATES.get(status.status, status.status.lower())
-    if output.get("expired"):
+    history = read_history(meta.get("answer"), rows)
+    if output.get("expired") or (status.status in RESUMABLE and history.expired(time.time())):
         state = "expired"
-    elif status.status in RESUMABLE and read_history(meta.get("answer"), rows).waiting:
+    elif status.status in RESUMABLE and history.waiting:
         state = "waiting"
     return RunInfo(status.workflow_id, state, sum(1 for name, _ in rows if _COUNTED.match(name)), started,
                    str(meta.get("model", "")), str(meta.get("prompt", "")),

@@ -93,6 +93,10 @@ class History:
         """The last segment ended waiting and nothing answered it yet."""
         return len(self.waits) == len(self.segments)
 
+    def expired(self, now: float) -> bool:
+        """Waiting past the deadline (epoch seconds ``now``): the workflow, wherever it is, ends it."""
+        return self.waiting and float(self.waits[-1].get("deadline", 0.0)) <= now
+
 
 def read_history(first_answer: dict[str, Any] | None, steps: Sequence[tuple[str, Any]]) -> History:
     """The segments and waits of a run from its journal rows (``(function_name, output)`` in order)."""
@@ -119,7 +123,8 @@ class Plan:
 
 def decide(run_id: str, history: History, answer: dict[str, Any] | None, *, finished: bool,
            expired: bool = False) -> Plan:
-    """The :class:`Plan` of a run given ``answer`` (:func:`canonical_answer` of its ``resume``). Raises
+    """The :class:`Plan` of a run given ``answer`` (:func:`canonical_answer` of its ``resume``; ``expired``:
+    the run's wait ran out, whether or not its workflow has ended it yet). Raises
     :class:`AnswerRefused` for a new answer to a wait already answered (or expired, or a finished run)
     and :class:`NotWaitingError` for an answer to a run that never waited."""
     last = len(history.segments) - 1
@@ -129,10 +134,10 @@ def decide(run_id: str, history: History, answer: dict[str, Any] | None, *, fini
         # run was started with an answer: its requests differ).
         k = mine[-1] if mine else 0
         prefix = history.segments[k].prefix
-        if finished or k < last:
+        if finished or k < last or expired:
             return Plan("replay", prefix)
         return Plan("inline", prefix, last) if history.waiting else Plan("live", prefix)
-    if finished:
+    if finished or expired:
         why = "its wait for an answer expired" if expired else "it has finished"
         raise AnswerRefused(f"durable run {run_id!r} takes no answer: {why}")
     if history.waiting:
