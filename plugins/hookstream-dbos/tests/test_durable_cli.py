@@ -123,8 +123,8 @@ def test_sigkill_of_chat_durable_then_runs_resume_does_nothing_twice(tmp_path: P
 
 def test_chat_durable_waits_for_approval_then_approve_answers_it_in_another_process(tmp_path: Path) -> None:
     """`hookstream chat --durable ID` with a tool that needs approval and nobody to ask: exit 3, the run
-    waits (`runs list`); the same command with `--approve` (y on stdin), in a new process, replays the
-    first model calls, runs the tool once and ends the same durable run."""
+    waits (`runs list`); `runs resume ID --approve` (the same command with `--approve`, y on stdin), in a
+    new process, replays the first model call, runs the tool once and ends the same durable run."""
     import os
     import subprocess
     import sys
@@ -146,7 +146,8 @@ def test_chat_durable_waits_for_approval_then_approve_answers_it_in_another_proc
                                 text=True, timeout=120)
         assert "cli-wait" in listed.stdout and "waiting" in listed.stdout, listed.stdout + listed.stderr
 
-        done = subprocess.run([*args, "--approve"], env=env, input="y\n", capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "hookstream", "runs", "resume", "cli-wait", "--approve"], env=env,
+                              input="y\n", capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "Paid." in done.stdout
         assert len(server.requests) == 2  # the first model call came from the journal
