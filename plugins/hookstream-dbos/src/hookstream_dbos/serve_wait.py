@@ -51,20 +51,37 @@ def _answered_ids(answer: dict[str, Any]) -> set[str]:
     return {*answer.get("approvals", {}), *answer.get("tool_outputs", {})}
 
 
+SETTLE = 3.0
+"""Seconds an answer looks again for its wait while a run of the thread is still ending: the interrupted
+run journals its wait when it ends, just after its client read ``RUN_FINISHED``."""
+
+
 def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str, str] | None:
     """The durable run of thread ``thread_id`` that waits for the calls ``answer`` answers: ``(run id,
     wait number, the answering segment's prefix, DBOS status)``, or ``None``. Reads the thread's runs
-    (their ids share the thread's digest), newest first."""
+    (their ids share the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds
+    while one of them is still running (it may be about to journal the wait)."""
+    pause = threading.Event()
+    for _ in range(int(SETTLE / 0.1)):
+        found, running = _find(thread_id, _answered_ids(answer))
+        if found is not None or not running:
+            return found
+        pause.wait(0.1)
+    return None
+
+
+def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str, str] | None, bool]:
     from dbos import DBOS
 
-    ids = _answered_ids(answer)
     statuses = DBOS.list_workflows(workflow_id_prefix=thread_prefix(thread_id), name=WORKFLOW_NAME,
                                    status=sorted(RESUMABLE), sort_desc=True, load_output=False)
+    running = False
     for status in statuses:
         history = read_history(_first_answer(status), _recorded_steps(status.workflow_id))
         if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
-            return status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:", status.status
-    return None
+            return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:", status.status), False
+        running = running or (status.status == "PENDING" and not history.waiting)
+    return None, running
 
 
 @attrs.define(slots=True, eq=False)
