@@ -175,6 +175,7 @@ def test_an_answer_to_a_run_that_never_waited_is_refused() -> None:
 
 def test_a_wait_expires() -> None:
     db = durable_kit.session_url()
+    RAN.clear()
     with scripted_server() as server:
         first = chat(_model(server), "Run a, then pay 5.", tools=[tool_a, pay],
                      plugins=[Durable("expiring", db, wait=0.5)]).result()
@@ -186,7 +187,7 @@ def test_a_wait_expires() -> None:
         resume = first.resume({first.pending_approvals[0].approval_id: True})
         late = chat(_model(server), tools=[tool_a, pay], resume=resume, plugins=[Durable("expiring", db)]).result()
         assert late.outcome == "error" and "expired" in str(late.error)
-        assert len(server.requests) == 2
+        assert len(server.requests) == 2 and RAN == ["tool_a"]  # refused before the approved tool could run
 
 
 def _steps(run_id: str) -> list[dict[str, Any]]:
