@@ -1,8 +1,8 @@
 """``hookstream serve --durable`` with approvals (real DBOS, real gunicorn ``--workers 2``, a loopback model
 server; SQLite, then PostgreSQL for the store and DBOS): a run waits for ``pay``'s approval; the worker
-that holds the wait is SIGKILLed; the POST that answers (the same route as ever, ``resume``) continues
-the same durable run in a live worker, and its client reads it through the run event log. A second
-answer is refused (409).
+that holds the wait is SIGKILLed (or not); the POST that answers (the same route as ever, ``resume``)
+continues the same durable run in the worker that holds the wait (the one that recovered it), whichever
+worker got the POST, and its client reads it through the run event log. A second answer is refused (409).
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ def _body(thread_id: str, run_id: str, messages: list[dict[str, Any]], **more: A
             "forwardedProps": None, "messages": messages, **more}
 
 
+@pytest.mark.parametrize("kill", [True, False], ids=["holder-killed", "holder-alive"])
 def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_durable_run(
-        durable_db: str, tmp_path: Path) -> None:  # noqa: F811
+        durable_db: str, kill: bool, tmp_path: Path) -> None:  # noqa: F811
     folder = tmp_path / "run"
     folder.mkdir()
     bodies = [
@@ -67,7 +68,8 @@ def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_dur
         assert list_runs(durable_db, run_id=durable_id)[0].state == "waiting"
         _wait_for(folder / "worker.pid", "tool_a's run")
         holder = int((folder / "worker.pid").read_text("utf-8"))
-        os.kill(holder, signal.SIGKILL)  # the worker holding the wait
+        if kill:
+            os.kill(holder, signal.SIGKILL)  # the worker holding the wait
 
         resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
         second = _post(base, _body(thread_id, run_2, [], resume=resume))
@@ -79,7 +81,10 @@ def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_dur
         # Each model request once, each tool once; one durable run, now finished.
         assert len(model.requests) == 3
         assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "pay 1"]
-        assert int((folder / "pay.pid").read_text("utf-8")) != holder  # the answer went on in a live worker
+        if kill:
+            assert int((folder / "pay.pid").read_text("utf-8")) != holder  # the answer went on in a live worker
+        else:
+            assert int((folder / "pay.pid").read_text("utf-8")) == holder  # where the wait was, whoever got the POST
         info = list_runs(durable_db, run_id=durable_id)[0]
         assert (info.state, info.steps, info.text) == ("finished", 5, ANSWER)
         assert not list_runs(durable_db, run_id=served_id(thread_id, run_2))  # not a durable run of its own
