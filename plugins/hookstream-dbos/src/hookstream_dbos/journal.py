@@ -395,7 +395,7 @@ def _receive(run_id: str, wait: dict[str, Any], hold: bool) -> Any:
 
     _watch_exit()
     with _lock:
-        if hold and run_id not in _waiting and len(_waiting) >= MAX_HELD_WAITS:
+        if _exiting.is_set() or (hold and run_id not in _waiting and len(_waiting) >= MAX_HELD_WAITS):
             return _DETACH
         _waiting[run_id] = wait["wait"]
     try:
@@ -420,8 +420,11 @@ def _watch_exit() -> None:
     # counts as ended and before any atexit handler, so a wait must be woken from the same kind of hook:
     # registered after concurrent.futures', it runs before it.
     register = getattr(threading, "_register_atexit", None)
-    if register is not None:
-        register(_wake_at_exit)
+    try:
+        if register is not None:
+            register(_wake_at_exit)
+    except RuntimeError:  # the interpreter is exiting already: no wait may start
+        _exiting.set()
 
 
 def _wake_at_exit() -> None:
