@@ -509,7 +509,7 @@ class Engine:
         hooks = cfg.hooks
         if hooks is not None:
             self._run_ctx = RunContext(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model, self.messages,
-                                       self.settings, self.settings.loop.parent_run_id)
+                                       self.settings, self.settings.loop.parent_run_id, resume=cfg.resume)
             try:
                 hooks.start_run(self._run_ctx)
             except Exception as exc:  # reported as the run's RUN_ERROR by _run

@@ -87,8 +87,8 @@ class RunContext:
     agent run), the provider name and model of its first step, ``messages`` (the conversation it starts
     from: a ``hookstream_run_start`` implementation may change the list in place), ``settings`` (the
     :class:`~hookstream.RunSettings` it was started with, when it came from one), ``state`` (a dict for
-    plugins' own per-run values, keyed by plugin name) and ``started_at``/``ended_at`` in
-    ``time.monotonic()`` seconds."""
+    plugins' own per-run values, keyed by plugin name), ``resume`` (the :class:`~hookstream.Resume` it
+    continues, when given one) and ``started_at``/``ended_at`` in ``time.monotonic()`` seconds."""
 
     thread_id: str
     run_id: str
@@ -98,6 +98,7 @@ class RunContext:
     settings: Any = None
     parent_run_id: str | None = None
     state: dict[str, Any] = attrs.Factory(dict)
+    resume: Any = None
     started_at: float = attrs.Factory(time.monotonic)
     ended_at: float | None = None
 

@@ -8,6 +8,7 @@ import os
 import threading
 from pathlib import Path
 
+from hookstream import tool
 from hookstream_dbos import attempt
 
 
@@ -30,3 +31,12 @@ def tool_b(n: int) -> str:
     """Second tool."""
     _logged("tool_b")
     return f"b{n}"
+
+
+def _pay(amount: int) -> str:
+    """Pay once, when approved."""
+    _logged("pay")
+    return f"paid {amount}"
+
+
+pay = tool(_pay, name="pay", needs_approval=True)

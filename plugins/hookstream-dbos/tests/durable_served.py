@@ -10,6 +10,7 @@ import os
 import threading
 from pathlib import Path
 
+from hookstream import tool
 from hookstream_dbos import attempt
 
 
@@ -36,3 +37,12 @@ def tool_b(n: int) -> str:
         (folder / "b-running.tmp").rename(folder / "b-running")
         threading.Event().wait(600)  # killed here
     return f"b{n}"
+
+
+def _pay(amount: int) -> str:
+    """Pay once, when approved (writes its worker's pid to ``pay.pid``)."""
+    _logged("pay").joinpath("pay.pid").write_text(str(os.getpid()), "utf-8")
+    return f"paid {amount}"
+
+
+pay = tool(_pay, name="pay", needs_approval=True)

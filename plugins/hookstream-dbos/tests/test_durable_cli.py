@@ -121,6 +121,43 @@ def test_sigkill_of_chat_durable_then_runs_resume_does_nothing_twice(tmp_path: P
             assert log == ["tool_a 1", "tool_b 1", "tool_b 2"]
 
 
+def test_chat_durable_waits_for_approval_then_approve_answers_it_in_another_process(tmp_path: Path) -> None:
+    """`hookstream chat --durable ID` with a tool that needs approval and nobody to ask: exit 3, the run
+    waits (`runs list`); `runs resume ID --approve` (the same command with `--approve`, y on stdin), in a
+    new process, replays the first model call, runs the tool once and ends the same durable run."""
+    import os
+    import subprocess
+    import sys
+
+    from hookstream.testing.provider_bodies import final_stream, provider_stream
+
+    db = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent), "DURABLE_KIT_DIR": str(tmp_path),
+           "OPENAI_API_KEY": "test-key", "DBOS_SYSTEM_DATABASE_URL": db}
+    bodies = [provider_stream("openai", text="", reasoning="", tool_name="pay", tool_args={"amount": 5}).events,
+              final_stream("openai", text="Paid.").events]
+    with LoopbackServer([Response(pieces=b) for b in bodies]) as server:
+        args = [sys.executable, "-m", "hookstream", "chat", "Pay 5.", "--model", "openai:gpt-4o-mini", "--base-url",
+                server.url + "/v1", "--tool", "durable_logged:pay", "--durable", "cli-wait"]
+        first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert first.returncode == 3, first.stderr[-3000:]
+        assert "waiting for approval of pay" in first.stderr
+        listed = subprocess.run([sys.executable, "-m", "hookstream", "runs", "list"], env=env, capture_output=True,
+                                text=True, timeout=120)
+        assert "cli-wait" in listed.stdout and "waiting" in listed.stdout, listed.stdout + listed.stderr
+
+        done = subprocess.run([sys.executable, "-m", "hookstream", "runs", "resume", "cli-wait", "--approve"], env=env,
+                              input="y\n", capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "Paid." in done.stdout
+        assert len(server.requests) == 2  # the first model call came from the journal
+        assert (tmp_path / "tools.log").read_text("utf-8").splitlines() == ["pay 1"]
+        listed = subprocess.run([sys.executable, "-m", "hookstream", "runs", "list", "--json"], env=env,
+                                capture_output=True, text=True, timeout=120)
+        row = json.loads(listed.stdout.splitlines()[0])
+        assert (row["id"], row["state"], row["steps"]) == ("cli-wait", "finished", 3)
+
+
 def test_installed_but_unused_the_plugin_adds_no_run_hook() -> None:
     """A run that does not ask for `durable` pays nothing: the entry point implements no run hook (and
     importing it imports no DBOS)."""

@@ -4,8 +4,9 @@
 ``plugins=[("durable", {"id": "order-42"})]``, ``hookstream chat ... --durable order-42``): the run is a
 DBOS workflow identified by the id, each model call and each tool call a step. :func:`attempt` tells a tool
 whether it is running again after a crash; :class:`RerunRefused` is what a tool that must not run twice
-raises then. :func:`list_runs` and :func:`export_run` read the journal (``hookstream runs list``,
-``hookstream runs export``).
+raises then. A run that ends waiting for approvals waits durably; :class:`AnswerRefused` and
+:class:`NotWaitingError` are the answers it refuses. :func:`list_runs` and :func:`export_run` read the
+journal (``hookstream runs list``, ``hookstream runs export``).
 
 Names load on first use (PEP 562): every ``hookstream`` process loads the entry point
 (``hookstream_dbos.plugin``), and most never import DBOS.
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
         default_url,
     )
     from .runs import RunInfo, export_run, list_runs
+    from .waits import AnswerRefused, NotWaitingError
 
-__all__ = ["Durable", "DurableError", "DurableStoreError", "RerunRefused", "RunBusyError", "RunDivergedError",
-           "RunInfo", "attempt", "default_url", "export_run", "list_runs", "request_key"]
+__all__ = ["AnswerRefused", "Durable", "DurableError", "DurableStoreError", "NotWaitingError", "RerunRefused",
+           "RunBusyError", "RunDivergedError", "RunInfo", "attempt", "default_url", "export_run", "list_runs",
+           "request_key"]
 __version__ = "0.1.0"
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -38,4 +41,5 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     **{name: "hookstream_dbos.journal" for name in ("DurableError", "DurableStoreError", "RerunRefused",
                                                     "RunBusyError", "RunDivergedError", "default_url")},
     **{name: "hookstream_dbos.runs" for name in ("RunInfo", "export_run", "list_runs")},
+    **{name: "hookstream_dbos.waits" for name in ("AnswerRefused", "NotWaitingError")},
 })

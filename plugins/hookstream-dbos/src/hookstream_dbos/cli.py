@@ -76,10 +76,14 @@ def list_command(db: str | None, limit: int, as_json: bool) -> None:
 @runs.command("resume")
 @click.argument("run_id", metavar="ID")
 @_DB
+@click.option("--approve", is_flag=True,
+              help="Add --approve: a run waiting for approvals asks y/N (on stdin when it is not a terminal) "
+                   "and the answers continue it.")
 @click.pass_context
-def resume_command(ctx: click.Context, run_id: str, db: str | None) -> None:
+def resume_command(ctx: click.Context, run_id: str, db: str | None, approve: bool = False) -> None:
     """Run the `hookstream chat` command that started run ID again: completed model calls and tool calls
-    replay from the journal, the rest runs (a finished run prints its recorded answer)."""
+    replay from the journal, the rest runs (a finished run prints its recorded answer; a waiting one
+    waits again, or with --approve takes its answers)."""
     from .runs import list_runs
 
     found = list_runs(db, run_id=run_id)
@@ -91,6 +95,8 @@ def resume_command(ctx: click.Context, run_id: str, db: str | None) -> None:
                                f"with plugins=[Durable({run_id!r})] again")
     root = ctx.find_root().command
     assert isinstance(root, click.Group)
+    if approve and "--approve" not in argv:
+        argv = [*argv, "--approve"]
     with root.make_context("hookstream", list(argv), parent=None) as sub:
         root.invoke(sub)
 

@@ -39,6 +39,7 @@ from hookstream.events import BaseEvent, RunError, RunFinished
 from hookstream.plugin import ModelCallContext, RunContext, ToolCallContext, hookimpl
 
 from .journal import Journal, RunDivergedError, open_run
+from .waits import DEFAULT_WAIT, canonical_answer
 
 __all__ = ["Durable", "attempt", "request_key"]
 
@@ -105,7 +106,13 @@ class Durable:
     run, the id of a finished run returns its recorded answer without calling anything, another id is a
     new run). ``db`` is the DBOS system database URL (default ``$DBOS_SYSTEM_DATABASE_URL``, else SQLite
     in the user data directory; one per process). ``meta`` is kept with the run (the CLI keeps its
-    command line there, for ``hookstream runs resume``).
+    command line there, for ``hookstream runs resume``). ``wait`` is how long, in seconds, a run that
+    ends waiting for approvals waits for its answer (default a week; then it ends, and an answer is
+    refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
+
+    A run that ends with outcome ``interrupt`` waits durably: ``chat(model, resume=result.resume({...}),
+    plugins=[Durable(id)])``, in this process or another one, answers it and goes on as the next part of
+    the same durable run (``docs/durable.md``, "Approvals").
 
     Use it as ``chat(model, prompt, tools=..., plugins=[Durable("order-42")])``,
     ``plugins=[("durable", {"id": "order-42"})]`` or ``hookstream chat PROMPT --durable order-42``.
@@ -116,13 +123,19 @@ class Durable:
     id: str = attrs.field(validator=attrs.validators.min_len(1))
     db: str | None = None
     meta: dict[str, Any] = attrs.Factory(dict)
+    wait: float | None = attrs.field(default=DEFAULT_WAIT)
+
+    @wait.validator
+    def _positive(self, _attribute: Any, value: float | None) -> None:
+        if value is not None and not value > 0:
+            raise ValueError(f"Durable.wait must be a positive number of seconds or None, not {value!r}")
 
     # -- the run ------------------------------------------------------------------------------------------
     @hookimpl
     def hookstream_run_start(self, run: RunContext) -> None:
         meta = {"model": f"{run.provider}:{run.model}", "prompt": _last_user_text(run), "started": time.time(),
                 **self.meta}
-        run.state[STATE] = open_run(self.id, meta, self.db)
+        run.state[STATE] = open_run(self.id, meta, self.db, canonical_answer(run.resume))
 
     @hookimpl
     def hookstream_run_end(self, run: RunContext, result: Any) -> None:
@@ -130,7 +143,8 @@ class Durable:
         if isinstance(journal, Journal):
             summary = {"outcome": result.outcome, "text": result.text, "steps": len(result.steps),
                        "total_tokens": result.usage.total_tokens}
-            journal.end(result.outcome == "success", summary)
+            pending = [p.call.id for p in result.pending_approvals] + [c.id for c in result.pending_tool_calls]
+            journal.end(result.outcome, summary, pending, self.wait)
 
     # -- model calls ----------------------------------------------------------------------------------------
     @hookimpl(tryfirst=True)
@@ -149,8 +163,8 @@ class Durable:
                                  "from the journaled one (the prompt, tools or model changed); use another id",
                                  code=RunDivergedError.code)]
             return call.parse_body(entry["body"])
-        if journal.finished:
-            return [RunError(f"durable run {journal.run_id!r} has finished; its journal holds no step "
+        if journal.closed:
+            return [RunError(f"durable run {journal.run_id!r} has ended; its journal holds no step "
                              f"{call.step}", code=RunDivergedError.code)]
         call.state[STATE] = _Pending(name, key)
         return None
@@ -164,7 +178,8 @@ class Durable:
         if isinstance(journal, Journal):
             # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
             # the step instead, a replayed call sends the very events its first run sent.
-            events = _stable_ids(events, f"msg-{hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]}-{call.step}")
+            run_hash = hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]
+            events = _stable_ids(events, f"msg-{run_hash}-{journal.prefix}{call.step}")
         pending = call.state.get(STATE)
         if not isinstance(pending, _Pending):
             return events

@@ -14,8 +14,11 @@ State of a run id, as DBOS keeps it:
 
 * no workflow: a new run;
 * ``PENDING`` (the process died mid-run), ``ENQUEUED`` or ``CANCELLED`` (the run ended without an
-  answer: an error, a cancel, an interrupt, or the consumer stopped reading): resumable, its steps replay;
-* ``SUCCESS``: finished, its steps replay and nothing is sent or run;
+  answer: an error, a cancel, or the consumer stopped reading): resumable, its steps replay;
+* waiting (``PENDING`` on a thread in ``DBOS.recv``, or ``CANCELLED`` once its process exited, the journal
+  ending with ``wait:N``): the run ended interrupted for approvals; the run that answers
+  (``hookstream_dbos.waits``) sends the answer and continues the same workflow, its steps under a prefix;
+* ``SUCCESS``: finished (or its wait expired), its steps replay and nothing is sent or run;
 * ``ERROR``: the workflow itself failed (never from this plugin's own runs): refused.
 
 Each process uses its own DBOS executor id and its own DBOS queue for resumes, so a process never picks
@@ -36,6 +39,7 @@ import logging
 import os
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,7 +50,7 @@ from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
 from hookstream.errors import HookstreamError
 
 __all__ = ["DurableError", "DurableStoreError", "Journal", "RerunRefused", "RunBusyError", "RunDivergedError",
-           "default_url", "ensure_dbos", "on_recovery", "open_run", "redact_url"]
+           "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
 
@@ -62,6 +66,11 @@ START_TIMEOUT = 120.0
 """Seconds a run waits for DBOS to start (or resume) its workflow before its first new step fails."""
 POLL = 0.5
 """Seconds between the workflow's checks that the process is still running (so it never holds exit)."""
+MAX_HELD_WAITS = 512
+"""Waits for an answer a process holds on a DBOS thread at most (each one thread, idle in ``DBOS.recv``).
+A wait past it is journaled and detached at once (cancelled, still waiting in the database): its answer
+then resumes it wherever it comes, as after the process exited. So the waits anyone starts never cost a
+process more than this many threads."""
 
 RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
 
@@ -215,6 +224,11 @@ class _Step:
 
 
 @attrs.define(slots=True, eq=False)
+class _Wait(_Step):
+    """The run ended waiting for answers: journal ``wait:N`` (its payload), then wait for the answer."""
+
+
+@attrs.define(slots=True, eq=False)
 class _Finish:
     result: dict[str, Any]
 
@@ -232,6 +246,10 @@ class Bridge:
     started: threading.Event = attrs.Factory(threading.Event)
     handle: Any = None
     """The DBOS workflow handle (of ``start_workflow``: waits on the execution itself, no polling)."""
+    answer: Any = None
+    """The answer this run delivers or continues (``hookstream_dbos.waits.canonical_answer``)."""
+    refused: BaseException | None = None
+    """Set by the workflow when the answer it received is another run's (two answers raced)."""
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -242,6 +260,14 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     assert run_id is not None
     with _lock:
         recover = None if run_id in _bridges else _recover
+    if recover is not None or (_answer_driver is not None and run_id not in _bridges):
+        steps = _outside(_recorded_steps, run_id)
+        from .waits import read_history
+
+        if read_history(meta.get("answer"), steps).waiting:
+            # A waiting run recovered (its worker died) or resumed by an answer (its worker exited): wait
+            # here again; the answer brings the run that goes on (``on_answer``).
+            return _wait_again(run_id, steps)
     if recover is not None:
         # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
         # from a thread of its own (outside this workflow's context), and its run adopts this execution.
@@ -253,20 +279,174 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
         _cancel_outside(run_id)
         DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
         return None
-    for name, output in bridge.preload:
-        DBOS.run_step({"name": name}, _payload, output)  # recorded: answered from the database
+    waiting = _replay(bridge.preload)
+    if waiting is not None:  # the journal ends waiting: this run brings the answer (or it expires)
+        answered = _answered(run_id, waiting, bridge)
+        if not isinstance(answered, Bridge):
+            return answered
     bridge.started.set()
-    for item in _items(bridge):
-        if isinstance(item, _Finish):
-            return item.result
-        try:
-            item.reply.put((True, DBOS.run_step({"name": item.name}, _payload, item.payload)))
-        except BaseException as exc:
-            item.reply.put((False, exc))
-            raise
-    # Detached: cancelled from outside first, so this step raises and the execution ends as CANCELLED.
-    DBOS.run_step({"name": "detached"}, _payload, None)
+    return _drive(run_id, bridge)
+
+
+def _wait_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    waiting = _replay(steps)
+    assert waiting is not None
+    answered = _answered(run_id, waiting, None)
+    if not isinstance(answered, Bridge):
+        return answered
+    answered.started.set()
+    return _drive(run_id, answered)
+
+
+def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    """Take every recorded step again, in its recorded place (DBOS answers each from its database);
+    returns the payload of a last ``wait:N`` that no recorded answer follows."""
+    from .waits import TOPIC, is_answer
+
+    waiting: dict[str, Any] | None = None
+    for name, output in preload:
+        if name == "DBOS.sleep":
+            continue  # the timeout of the DBOS.recv before it, which reserved its place
+        if name == "DBOS.recv":
+            if waiting is not None and is_answer(DBOS.recv(TOPIC, 0), waiting["wait"]):
+                waiting = None
+            continue
+        DBOS.run_step({"name": name}, _payload, output)
+        if name.startswith("wait:"):
+            waiting = output
+    return waiting
+
+
+def _drive(run_id: str, bridge: Bridge) -> dict[str, Any] | None:
+    """Take the steps of ``bridge``, then of each run that answers a wait, until a run finishes."""
+    while True:
+        for item in _items(bridge):
+            if isinstance(item, _Finish):
+                return item.result
+            try:
+                done = DBOS.run_step({"name": item.name}, _payload, item.payload)
+                if isinstance(item, _Wait):  # before the run ends: an answer right after it finds the wait here
+                    with _lock:
+                        if len(_waiting) < MAX_HELD_WAITS:
+                            _waiting[run_id] = item.payload["wait"]
+                item.reply.put((True, done))
+            except BaseException as exc:
+                item.reply.put((False, exc))
+                raise
+            if isinstance(item, _Wait):
+                answered = _answered(run_id, item.payload, None, old=bridge)
+                if not isinstance(answered, Bridge):
+                    return answered
+                bridge = answered
+                bridge.started.set()
+                break
+        else:
+            # Detached: cancelled from outside first, so this step raises and the execution ends CANCELLED.
+            DBOS.run_step({"name": "detached"}, _payload, None)
+            return None
+
+
+def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
+              old: Bridge | None = None) -> Bridge | dict[str, Any] | None:
+    """Wait (``DBOS.recv``) for the answer to ``wait``; returns the bridge of the run that answered
+    (``bridge`` when known, else the one registered for the id), or the workflow's result when the wait
+    expired. Detaches (the workflow stays resumable) when this process exits while waiting, or when no
+    run of this process drives the answer."""
+    message = _receive(run_id, wait, hold=bridge is None)
+    if message is None:
+        log.info("durable run %s: the wait for an answer expired", run_id)
+        return {**dict(wait.get("summary") or {}), "expired": True}
+    nxt = None
+    if isinstance(message, dict):
+        driver = _answer_driver if bridge is None and message.get("run") is not None else None
+        if driver is not None:
+            # The answer came with the run that goes on (a served POST): start it here, from a thread of
+            # its own (outside this workflow's context); its run adopts this execution.
+            with _lock:
+                _adopting.add(run_id)
+            threading.Thread(target=driver, args=(run_id, message), name="hookstream-durable-answer").start()
+        nxt = bridge if bridge is not None else _wait_for_bridge(run_id, old)
+    if nxt is not None and nxt.answer != message.get("answers"):
+        from .waits import AnswerRefused
+
+        nxt.refused = AnswerRefused(f"durable run {run_id!r}: another answer to wait {wait['wait']} came first")
+        nxt = None
+    if nxt is not None:
+        return nxt
+    _cancel_outside(run_id)
+    DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
     return None
+
+
+_waiting: dict[str, int] = {}
+"""Run ids whose workflow waits for an answer in this process (a thread of it is in ``DBOS.recv``)."""
+_answer_driver: Callable[[str, dict[str, Any]], None] | None = None
+"""Set by a server (``hookstream_dbos.serve_wait``): starts the run an answer brought (``message["run"]``)."""
+_exiting = threading.Event()
+"""Set when this process starts to exit (see :func:`_wake_at_exit`)."""
+_watching = False
+
+
+def _receive(run_id: str, wait: dict[str, Any], hold: bool) -> Any:
+    """The answer to ``wait`` (a dict), ``None`` when its deadline passed, or ``_DETACH`` when this
+    process exits first (a wake-up message, see :func:`_wake_at_exit`) or, for a wait with no run here to
+    take its answer (``hold``), when this process holds :data:`MAX_HELD_WAITS` already."""
+    from .waits import TOPIC, is_answer
+
+    _watch_exit()
+    with _lock:
+        if _exiting.is_set() or (hold and run_id not in _waiting and len(_waiting) >= MAX_HELD_WAITS):
+            return _DETACH
+        _waiting[run_id] = wait["wait"]
+    try:
+        while True:
+            message = DBOS.recv(TOPIC, max(0.0, float(wait["deadline"]) - time.time()))
+            if message is None or is_answer(message, wait["wait"]):
+                return message
+            if _exiting.is_set():
+                return _DETACH
+    finally:
+        with _lock:
+            _waiting.pop(run_id, None)
+
+
+def _watch_exit() -> None:
+    global _watching
+    with _lock:
+        if _watching:
+            return
+        _watching = True
+    # The interpreter joins DBOS's worker threads (concurrent.futures' exit hook) before the main thread
+    # counts as ended and before any atexit handler, so a wait must be woken from the same kind of hook:
+    # registered after concurrent.futures', it runs before it.
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(_wake_at_exit)
+    except RuntimeError:  # the interpreter is exiting already: no wait may start
+        _exiting.set()
+
+
+def _wake_at_exit() -> None:
+    """When this process exits, wake every wait of it (a message on the answer topic), so DBOS's worker
+    threads, which the interpreter joins at exit, never hold a finished program for days. The woken
+    workflows detach and stay waiting in the database."""
+    from .waits import TOPIC
+
+    _exiting.set()
+    with _lock:
+        waiting = list(_waiting)
+    for run_id in waiting:
+        try:
+            DBOS.send(run_id, {"kind": "wake"}, TOPIC)
+        except Exception:  # the process is ending: the run stays waiting in the database all the same
+            log.debug("durable run %s: no wake-up at exit", run_id, exc_info=True)
+
+
+def waiting_here(run_id: str) -> bool:
+    """Whether ``run_id``'s workflow waits for an answer on a thread of this process."""
+    with _lock:
+        return run_id in _waiting
 
 
 def _items(bridge: Bridge) -> Iterator[Any]:
@@ -289,15 +469,43 @@ def _items(bridge: Bridge) -> Iterator[Any]:
             return
 
 
-def _wait_for_bridge(run_id: str) -> Bridge | None:
+def _wait_for_bridge(run_id: str, old: Bridge | None = None) -> Bridge | None:
     with _bridges_changed:
-        _bridges_changed.wait_for(lambda: run_id in _bridges, timeout=START_TIMEOUT)
-        return _bridges.get(run_id)
+        _bridges_changed.wait_for(lambda: _bridges.get(run_id, old) is not old, timeout=START_TIMEOUT)
+        found = _bridges.get(run_id)
+        return found if found is not old else None
 
 
 def _cancel(run_id: str) -> None:
     _cancelled.add(run_id)
     DBOS.cancel_workflow(run_id)
+
+
+def _queue_name() -> str:
+    """This process's own DBOS queue (only it listens to it), where it resumes workflows."""
+    assert _queue is not None
+    return str(_queue.name)
+
+
+def on_answer(drive: Callable[[str, dict[str, Any]], None] | None) -> None:
+    """Have ``drive(run_id, message)`` start the run that an answer received by a waiting workflow of this
+    process brought with it (``message["run"]``: a served POST's input); that run's :func:`open_run` then
+    adopts the execution. ``None``: such an answer waits for a run of this process to open the id."""
+    global _answer_driver
+    with _lock:
+        _answer_driver = drive
+
+
+def _outside(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on a fresh thread: called inside the workflow, DBOS would journal a DBOS call as one
+    of the run's steps."""
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(fn(*args)), name="hookstream-durable-outside")
+    t.start()
+    t.join()
+    if not out:
+        raise DurableError(f"{getattr(fn, '__name__', fn)} failed outside the workflow (see the log)")
+    return out[0]
 
 
 def _cancel_outside(run_id: str) -> None:
@@ -324,7 +532,9 @@ class Journal:
 
     Step names: ``model_call:N`` (the model call of step N; its output a dict with the raw ``body``,
     its ``key`` and the request), ``tool_started:N:ID`` and ``tool_call:N:ID`` (the start and the
-    :class:`~hookstream.ToolResultPart` of tool call ``ID`` of step ``N``)."""
+    :class:`~hookstream.ToolResultPart` of tool call ``ID`` of step ``N``), each behind ``prefix``: empty
+    for the run's first segment, ``sK:`` for the run that answered its ``K``-th wait
+    (``hookstream_dbos.waits``); ``wait:N`` for its waits."""
 
     run_id: str
     recorded: dict[str, Any]
@@ -333,11 +543,24 @@ class Journal:
     bridge: Bridge | None = None
     step: int = 0
     """The step whose model call came last (the tool calls that follow belong to it)."""
+    prefix: str = ""
+    waits: int = 0
+    """The number of waits journaled before this run (the next one is ``wait:<waits>``)."""
+    answer: Any = None
+    attach: Any = None
+    """For a run replaying the segment that waits: called (once) by its first new step, which answers the
+    wait in place (the run got its approvals synchronously); returns the bridge."""
     _written: dict[str, Any] = attrs.Factory(dict)
     _lock: threading.Lock = attrs.Factory(threading.Lock)
 
+    @property
+    def closed(self) -> bool:
+        """Nothing may be added: every step of this run must come from the journal."""
+        return self.bridge is None and self.attach is None
+
     def get(self, name: str) -> tuple[bool, Any]:
         """``(True, output)`` when step ``name`` was journaled, else ``(False, None)``."""
+        name = self.prefix + name
         with self._lock:
             if name in self.recorded:
                 return True, self.recorded[name]
@@ -345,80 +568,173 @@ class Journal:
                 return True, self._written[name]
         return False, None
 
+    def _bridge(self) -> Bridge | None:
+        with self._lock:
+            if self.bridge is None and self.attach is not None:
+                attach, self.attach = self.attach, None
+                self.bridge = attach()
+            return self.bridge
+
     def write(self, name: str, payload: Any) -> Any:
         """Journal step ``name`` (blocks until DBOS wrote it; returns what DBOS holds). Raises
-        :class:`RunDivergedError` on a finished run and :class:`DurableError` when the workflow did not
-        start within :data:`START_TIMEOUT` seconds."""
-        bridge = self.bridge
+        :class:`RunDivergedError` on a finished run, :class:`DurableError` when the workflow did not
+        start within :data:`START_TIMEOUT` seconds, ``AnswerRefused`` when another answer won."""
+        bridge = self._bridge()
         if bridge is None:
-            raise RunDivergedError(f"durable run {self.run_id!r} has finished; its journal holds no {name}: "
+            raise RunDivergedError(f"durable run {self.run_id!r} has ended; its journal holds no {name}: "
                                    "the run changed since it was recorded (use another id for a new run)")
-        step = _Step(name, payload)
+        step = _Step(self.prefix + name, payload)
         bridge.items.put(step)
-        try:
-            ok, value = step.reply.get(timeout=START_TIMEOUT)
-        except queue.Empty:
-            raise DurableError(f"durable run {self.run_id!r}: DBOS did not take step {name} within "
-                               f"{START_TIMEOUT:.0f} s") from None
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if bridge.refused is not None:
+                raise bridge.refused
+            try:
+                ok, value = step.reply.get(timeout=min(POLL, max(0.0, deadline - time.monotonic())))
+                break
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    raise DurableError(f"durable run {self.run_id!r}: DBOS did not take step {name} within "
+                                       f"{START_TIMEOUT:.0f} s") from None
         if not ok:
             raise DurableError(f"durable run {self.run_id!r}: DBOS could not journal {name}: {value}") from value
         with self._lock:
-            self._written[name] = value
+            self._written[self.prefix + name] = value
         return value
 
-    def end(self, answered: bool, summary: dict[str, Any]) -> None:
-        """The run ended: with an answer (``answered``), the workflow completes with ``summary``; without
-        one, it is cancelled, which keeps it resumable under the same id."""
-        bridge, self.bridge = self.bridge, None
+    def end(self, outcome: str, summary: dict[str, Any], pending: list[str] | None = None,
+            wait: float | None = None) -> None:
+        """The run ended: with an answer (``outcome`` ``success``), the workflow completes with ``summary``;
+        waiting for approvals (``interrupt``, ``pending`` call ids), the workflow journals ``wait:N`` and
+        waits ``wait`` seconds for the answer; otherwise it is cancelled, which keeps it resumable under
+        the same id."""
+        with self._lock:
+            bridge, self.bridge, self.attach = self.bridge, None, None
         if bridge is None:
             return
         try:
-            if answered:
+            if outcome == "success":
                 bridge.items.put(_Finish(summary))
                 handle = bridge.handle or DBOS.retrieve_workflow(self.run_id)
                 handle.get_result()  # SUCCESS is on disk before the run ends
+            elif outcome == "interrupt" and pending and wait is not None:
+                self._wait(bridge, summary, pending, wait)
             else:
                 _cancel(self.run_id)
                 bridge.items.put(_DETACH)
         finally:
             _release(bridge)
 
+    def _wait(self, bridge: Bridge, summary: dict[str, Any], pending: list[str], wait: float) -> None:
+        payload = {"wait": self.waits, "pending": pending, "deadline": time.time() + wait, "prefix": self.prefix,
+                   "answer": self.answer, "summary": summary}
+        step = _Wait(f"wait:{self.waits}", payload)
+        bridge.items.put(step)
+        try:  # journaled before the run ends, so `hookstream runs list` says waiting from then on
+            step.reply.get(timeout=START_TIMEOUT)
+        except queue.Empty:
+            log.warning("durable run %s: DBOS did not journal its wait within %.0f s", self.run_id, START_TIMEOUT)
+
 
 def _recorded_steps(run_id: str) -> list[tuple[str, Any]]:
     return [(str(s["function_name"]), s["output"]) for s in DBOS.list_workflow_steps(run_id)]
 
 
-def open_run(run_id: str, meta: dict[str, Any], url: str | None = None) -> Journal:
-    """Open run ``run_id``'s journal for a run about to start (``meta`` is kept as the workflow's input
-    when the run is new). Raises :class:`RunBusyError` when the id is open in this process,
-    :class:`DurableError` for a workflow that failed, :class:`DurableStoreError` (see :func:`ensure_dbos`)."""
-    ensure_dbos(url)
-    status = DBOS.get_workflow_status(run_id)
-    state = status.status if status is not None else None
-    if state == "SUCCESS":
-        output = status.output if status is not None else None
-        return Journal(run_id, dict(_recorded_steps(run_id)), finished=True,
-                       result=output if isinstance(output, dict) else None)
-    if state is not None and state not in RESUMABLE:
-        raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
-    steps = _recorded_steps(run_id) if state is not None else []
-    bridge = Bridge(run_id, steps)
-    _cancelled.discard(run_id)
+def _register(bridge: Bridge) -> None:
+    _cancelled.discard(bridge.run_id)
     with _bridges_changed:
-        if run_id in _bridges:
-            raise RunBusyError(f"durable run {run_id!r} is already running in this process")
-        _bridges[run_id] = bridge
+        if bridge.run_id in _bridges:
+            raise RunBusyError(f"durable run {bridge.run_id!r} is already running in this process")
+        _bridges[bridge.run_id] = bridge
         _bridges_changed.notify_all()
-    try:
+
+
+def _adopted(run_id: str) -> bool:
+    """Whether ``run_id``'s workflow was recovered in this process and waits for this run's bridge
+    (nothing to start or resume then)."""
+    with _lock:
         if run_id in _adopting:
-            _adopting.discard(run_id)  # its recovered execution waits for this bridge: nothing to start
-        elif state is None:
-            with SetWorkflowID(run_id):
-                bridge.handle = DBOS.start_workflow(durable_run, meta)
-        else:
-            assert _queue is not None
-            bridge.handle = DBOS.resume_workflow(run_id, queue_name=_queue.name)
+            _adopting.discard(run_id)
+            return True
+        return False
+
+
+def _resume(bridge: Bridge) -> None:
+    assert _queue is not None
+    try:
+        if not _adopted(bridge.run_id):
+            bridge.handle = DBOS.resume_workflow(bridge.run_id, queue_name=_queue.name)
     except BaseException:
         _release(bridge)
         raise
-    return Journal(run_id, dict(steps), bridge=bridge)
+
+
+def _deliver(run_id: str, steps: list[tuple[str, Any]], wait: int, answer: Any, prefix: str) -> Bridge:
+    """Answer wait ``wait`` of ``run_id`` and return the bridge of the segment the answer starts. A
+    workflow waiting on a thread of this process takes the bridge when the answer arrives; any other
+    (its process died or exited, or another process holds it: DBOS fences that execution out) is resumed
+    here, replays its journal and receives the answer the same way."""
+    from .waits import TOPIC, message_key
+
+    local = waiting_here(run_id)
+    bridge = Bridge(run_id, [] if local else steps, answer=answer)
+    _register(bridge)
+    if not local:
+        _resume(bridge)  # first, so a stale execution elsewhere cannot take the answer
+    message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix}
+    DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
+    return bridge
+
+
+def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: Any = None) -> Journal:
+    """Open run ``run_id``'s journal for a run about to start (``meta`` is kept as the workflow's input
+    when the run is new; ``answer`` is the run's ``hookstream_dbos.waits.canonical_answer``). Raises
+    :class:`RunBusyError` when the id is open in this process, :class:`DurableError` for a workflow that
+    failed, :class:`DurableStoreError` (see :func:`ensure_dbos`), ``AnswerRefused`` and
+    ``NotWaitingError`` for an answer the run does not take (``hookstream_dbos.waits.decide``)."""
+    from .waits import decide, read_history
+
+    ensure_dbos(url)
+    status = DBOS.get_workflow_status(run_id)
+    state = status.status if status is not None else None
+    if state is None:
+        bridge = Bridge(run_id, [], answer=answer)
+        _register(bridge)
+        try:
+            if not _adopted(run_id):
+                with SetWorkflowID(run_id):
+                    bridge.handle = DBOS.start_workflow(durable_run, {**meta, "answer": answer})
+        except BaseException:
+            _release(bridge)
+            raise
+        return Journal(run_id, {}, bridge=bridge, answer=answer)
+    if state != "SUCCESS" and state not in RESUMABLE:
+        raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
+    assert status is not None
+    steps = _recorded_steps(run_id)
+    history = read_history(_first_answer(status), steps)
+    output = status.output if isinstance(status.output, dict) else None
+    expired = bool(output and output.get("expired")) or history.expired(time.time())
+    plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=expired)
+    journal = Journal(run_id, dict(steps), finished=state == "SUCCESS", result=output, prefix=plan.prefix,
+                      waits=len(history.waits), answer=answer)
+    if plan.kind == "answer":
+        journal.bridge = _deliver(run_id, steps, plan.wait, answer, plan.prefix)
+    elif plan.kind == "inline":
+        journal.attach = lambda: _deliver(run_id, steps, plan.wait, answer, plan.prefix)
+    elif plan.kind == "live":
+        bridge = Bridge(run_id, steps, answer=answer)
+        _register(bridge)
+        _resume(bridge)
+        journal.bridge = bridge
+    return journal
+
+
+def _first_answer(status: Any) -> Any:
+    """The answer the run's first segment was started with (kept in the workflow's input)."""
+    inputs = status.input
+    args = getattr(inputs, "args", None) if inputs is not None else None
+    if args is None and isinstance(inputs, dict):
+        args = inputs.get("args")
+    meta = args[0] if args else None
+    return meta.get("answer") if isinstance(meta, dict) else None

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,13 +30,18 @@ RECORDING_FORMAT = "hookstream-recording/1"
 _STATES = {"SUCCESS": "finished", "PENDING": "interrupted", "ENQUEUED": "resuming", "CANCELLED": "stopped",
            "ERROR": "failed", "MAX_RECOVERY_ATTEMPTS_EXCEEDED": "failed"}
 """DBOS's workflow status -> the run's state as ``runs list`` shows it. ``interrupted``: its process
-died mid-run; ``stopped``: it ended without an answer (an error, a cancel, an interrupt). Both resume."""
+died mid-run; ``stopped``: it ended without an answer (an error, a cancel). Both resume. Read from the
+journal instead: ``waiting`` (its last part ended waiting for approvals, unanswered yet) and ``expired``
+(that wait ran out)."""
+
+_COUNTED = re.compile(r"^(s\d+:)?(model_call|tool_call):")
+_MODEL = re.compile(r"^(s\d+:)?model_call:")
 
 
 @attrs.frozen(slots=True)
 class RunInfo:
-    """One durable run: ``id``, ``state`` (``finished``, ``interrupted``, ``stopped``, ``resuming``,
-    ``failed``), ``steps`` (journaled model and tool calls), ``started`` (UTC), ``model``
+    """One durable run: ``id``, ``state`` (``finished``, ``waiting``, ``interrupted``, ``stopped``,
+    ``resuming``, ``expired``, ``failed``), ``steps`` (journaled model and tool calls), ``started`` (UTC), ``model``
     (``PROVIDER:MODEL``), ``prompt`` (its first 200 characters), ``argv`` (the ``hookstream`` command line
     that started it, ``None`` for a run started from Python) and ``text`` (a finished run's answer)."""
 
@@ -73,19 +80,27 @@ def _meta(status: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _info(status: Any, steps: int) -> RunInfo:
+def _info(status: Any, rows: list[tuple[str, Any]]) -> RunInfo:
+    from .journal import RESUMABLE
+    from .waits import read_history
+
     meta = _meta(status)
     started = dt.datetime.fromtimestamp(status.created_at / 1000, dt.UTC) if status.created_at else None
     output = status.output if isinstance(status.output, dict) else {}
     argv = meta.get("argv")
-    return RunInfo(status.workflow_id, _STATES.get(status.status, status.status.lower()), steps, started,
+    state = _STATES.get(status.status, status.status.lower())
+    history = read_history(meta.get("answer"), rows)
+    if output.get("expired") or (status.status in RESUMABLE and history.expired(time.time())):
+        state = "expired"
+    elif status.status in RESUMABLE and history.waiting:
+        state = "waiting"
+    return RunInfo(status.workflow_id, state, sum(1 for name, _ in rows if _COUNTED.match(name)), started,
                    str(meta.get("model", "")), str(meta.get("prompt", "")),
                    list(argv) if isinstance(argv, list) else None, output.get("text"))
 
 
-def _counted(client: Any, run_id: str) -> int:
-    return sum(1 for s in client.list_workflow_steps(run_id) if str(s["function_name"]).startswith(
-        ("model_call:", "tool_call:")))
+def _rows(client: Any, run_id: str) -> list[tuple[str, Any]]:
+    return [(str(s["function_name"]), s["output"]) for s in client.list_workflow_steps(run_id)]
 
 
 def list_runs(url: str | None = None, *, limit: int | None = None, run_id: str | None = None) -> list[RunInfo]:
@@ -96,11 +111,12 @@ def list_runs(url: str | None = None, *, limit: int | None = None, run_id: str |
     with _client(url) as client:
         statuses = client.list_workflows(name=WORKFLOW_NAME, sort_desc=True, limit=limit,
                                          workflow_ids=[run_id] if run_id is not None else None)
-        return [_info(s, _counted(client, s.workflow_id)) for s in statuses]
+        return [_info(s, _rows(client, s.workflow_id)) for s in statuses]
 
 
 def model_steps(run_id: str, url: str | None = None) -> list[dict[str, Any]]:
-    """The journaled model calls of ``run_id`` in step order (each the dict the plugin stored: ``body``,
+    """The journaled model calls of ``run_id`` in the run's order, across the runs that answered its
+    waits (each the dict the plugin stored: ``body``,
     ``media_type``, ``provider``, ``model``, ``base_path``, ``request``). Raises :class:`DurableError`
     for an unknown id."""
     if _missing_sqlite(url):
@@ -109,9 +125,9 @@ def model_steps(run_id: str, url: str | None = None) -> list[dict[str, Any]]:
         if not client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME, load_input=False,
                                      load_output=False):
             raise DurableError(f"no durable run {run_id!r} in {_shown(url)}")
-        steps = [s for s in client.list_workflow_steps(run_id) if str(s["function_name"]).startswith("model_call:")]
-    steps.sort(key=lambda s: int(str(s["function_name"]).split(":", 1)[1]))
-    return [s["output"] for s in steps if isinstance(s["output"], dict)]
+        rows = _rows(client, run_id)
+    # The journal's own order (DBOS's function ids): a wait's answering run numbers its steps from 1 again.
+    return [output for name, output in rows if _MODEL.match(name) and isinstance(output, dict)]
 
 
 def export_run(run_id: str, directory: str | os.PathLike[str], url: str | None = None, *,

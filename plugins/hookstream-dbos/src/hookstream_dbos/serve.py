@@ -40,6 +40,7 @@ from hookstream.stores import dumps_message, loads_message
 
 from .durable import STATE, Durable, _last_user_text
 from .journal import ensure_dbos, log, on_recovery, open_run
+from .waits import canonical_answer
 
 __all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id"]
 
@@ -48,9 +49,15 @@ _MAX_WAITING = 10_000
 
 
 def served_id(thread_id: str, run_id: str) -> str:
-    """The durable run id of a served run: ``serve-`` and the SHA-256 of its ids (safe for any database,
-    the same in every worker)."""
-    return "serve-" + hashlib.sha256(f"{thread_id}\0{run_id}".encode()).hexdigest()[:40]
+    """The durable run id of a served run: :func:`thread_prefix` and the SHA-256 of its ids (safe for
+    any database, the same in every worker)."""
+    return thread_prefix(thread_id) + hashlib.sha256(f"{thread_id}\0{run_id}".encode()).hexdigest()[:24]
+
+
+def thread_prefix(thread_id: str) -> str:
+    """What the durable run ids of a thread's served runs start with (``serve-``, a digest of the thread
+    id, ``-``): the answer route finds a thread's waiting run by it."""
+    return "serve-" + hashlib.sha256(thread_id.encode()).hexdigest()[:16] + "-"
 
 
 def executor_id(name: str, slot: int) -> str:
@@ -140,7 +147,10 @@ class ServedDurable(Durable):
             return
         meta = {"model": f"{run.provider}:{run.model}", "prompt": _last_user_text(run), "started": time.time(),
                 "thread_id": run.thread_id, "served": served}
-        run.state[STATE] = open_run(served_id(run.thread_id, run.run_id), meta, self.db)
+        from .serve_wait import answered_run  # a POST that answers a waiting run continues that run
+
+        durable_id = answered_run(run.thread_id, run.run_id) or served_id(run.thread_id, run.run_id)
+        run.state[STATE] = open_run(durable_id, meta, self.db, canonical_answer(run.resume))
 
 
 SQL_STORES = ("sqlite:", "postgresql:", "postgres:")
@@ -163,5 +173,10 @@ def configure(options: dict[str, Any], run: Any) -> None:
     pm = get_registry().pm
     pm.register(server, name="hookstream-dbos-serve")
     run.stack.callback(pm.unregister, server)
+    from .serve_wait import ServeAnswers
+
+    answers = ServeAnswers(server)  # a POST that answers a waiting run goes to the worker holding it
+    pm.register(answers, name="hookstream-dbos-serve-answers")
+    run.stack.callback(pm.unregister, answers)
     run.settings = run.settings.evolve(plugins=(*run.settings.plugins,
                                                 ServedDurable("served", options.get("durable_db"), server=server)))

@@ -1,0 +1,128 @@
+"""``hookstream serve --durable``: a served run that ends waiting for approvals is a durable wait, and the
+POST that answers it (the same route as ever, ``resume``) continues the same durable run in whichever
+worker holds the wait (``docs/durable.md``, "Approvals").
+
+How, on the server's public hooks (:mod:`hookstream_server.hookspecs`):
+
+* the server refuses a second answer (409) and claims the answers before anything here runs;
+* :meth:`ServeAnswers.hookstream_serve_run` looks, among the thread's durable runs (their ids start with
+  the thread's digest: :func:`hookstream_dbos.serve.served_id`), for the one that waits for the calls
+  the POST answers. Found, it takes the run over: ``DBOS.send`` delivers the answer with the POST's
+  input to the waiting workflow (the idempotency key from the answered call ids: delivered once). A
+  workflow waiting in a live worker wakes there; one whose worker died waits again in the worker that
+  recovered it (DBOS recovery, ``hookstream_dbos.journal.durable_run``); one whose worker exited
+  (cancelled) is resumed in this worker;
+* the woken workflow starts the answering run in its own process with ``app.run_detached`` under the
+  POST's run id (:meth:`ServeAnswers.drive`); that run opens the same durable run as the segment its
+  answer starts, and the POST's client reads it through the run event log.
+
+A POST whose answers match no waiting durable run is left to the server (a run of its own, as before).
+
+Thread safety: the hook runs on request threads at once; the runs an answer is about to start are kept
+under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import attrs
+from hookstream.plugin import hookimpl
+
+from .journal import RESUMABLE, WORKFLOW_NAME, _first_answer, _queue_name, _recorded_steps, log
+from .serve import ServeDurable, decode_run, encode_run, thread_prefix
+from .waits import TOPIC, canonical_answer, message_key, read_history
+
+__all__ = ["ServeAnswers", "answered_run", "find_waiting"]
+
+_lock = threading.Lock()
+_starting: dict[tuple[str, str], str] = {}
+"""``(thread id, run id)`` of an answering run about to start in this process -> its durable run id."""
+
+
+def answered_run(thread_id: str, run_id: str) -> str | None:
+    """The durable run id that the run ``(thread_id, run_id)`` about to start answers (once), or ``None``."""
+    with _lock:
+        return _starting.pop((thread_id, run_id), None)
+
+
+def _answered_ids(answer: dict[str, Any]) -> set[str]:
+    return {*answer.get("approvals", {}), *answer.get("tool_outputs", {})}
+
+
+SETTLE = 3.0
+"""Seconds an answer looks again for its wait while a run of the thread is still ending: the interrupted
+run journals its wait when it ends, just after its client read ``RUN_FINISHED``."""
+
+
+def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str, str] | None:
+    """The durable run of thread ``thread_id`` that waits for the calls ``answer`` answers: ``(run id,
+    wait number, the answering segment's prefix, DBOS status)``, or ``None``. Reads the thread's runs
+    (their ids share the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds
+    while one of them is still running (it may be about to journal the wait)."""
+    pause = threading.Event()
+    for _ in range(int(SETTLE / 0.1)):
+        found, running = _find(thread_id, _answered_ids(answer))
+        if found is not None or not running:
+            return found
+        pause.wait(0.1)
+    return None
+
+
+def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str, str] | None, bool]:
+    from dbos import DBOS
+
+    statuses = DBOS.list_workflows(workflow_id_prefix=thread_prefix(thread_id), name=WORKFLOW_NAME,
+                                   status=sorted(RESUMABLE), sort_desc=True, load_output=False)
+    running = False
+    for status in statuses:
+        history = read_history(_first_answer(status), _recorded_steps(status.workflow_id))
+        if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
+            return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:", status.status), False
+        running = running or (status.status == "PENDING" and not history.waiting)
+    return None, running
+
+
+@attrs.define(slots=True, eq=False)
+class ServeAnswers:
+    """The answer route of ``serve --durable`` (registered next to :class:`ServeDurable`)."""
+
+    server: ServeDurable
+
+    @hookimpl(tryfirst=True)
+    def hookstream_serve_process(self, app: Any, slot: int) -> None:
+        from .journal import on_answer
+
+        on_answer(self.drive)  # before DBOS launches and recovers this slot's waits
+
+    @hookimpl(tryfirst=True)
+    def hookstream_serve_run(self, app: Any, run: Any, protocol: str) -> bool | None:
+        if protocol != "agui" or not run.resume:
+            return None
+        from dbos import DBOS
+        from hookstream import Resume
+
+        answer = canonical_answer(Resume.coerce(run.resume))
+        found = find_waiting(run.thread_id, answer) if answer is not None else None
+        if found is None:
+            return None
+        run_id, wait, prefix, state = found
+        if state == "CANCELLED":
+            # Its worker exited while it waited: this worker takes it (it replays and waits again here).
+            DBOS.resume_workflow(run_id, queue_name=_queue_name())
+        message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix, "run": encode_run(run)}
+        DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
+        log.info("durable run %s: wait %d answered by run %s", run_id, wait, run.run_id)
+        return True
+
+    def drive(self, run_id: str, message: dict[str, Any]) -> None:
+        """Start the run ``message`` brought (a waiting workflow of this process received it)."""
+        run = decode_run(message["run"])
+        with _lock:
+            _starting[(run.thread_id, run.run_id)] = run_id
+        self.server.hookstream_serve_run(self.server.app, run, "agui")  # keeps its input for its run plugin
+        try:
+            self.server.app.run_detached(run)
+        except Exception:  # the workflow waits for the run, then detaches: still answered, resumable
+            log.exception("durable run %s: the answering run %s could not start", run_id, run.run_id)
