@@ -47,10 +47,11 @@ from typing import Any
 
 import attrs
 from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
-from hookstream.errors import HookstreamError
 
-__all__ = ["DurableError", "DurableStoreError", "Journal", "RerunRefused", "RunBusyError", "RunDivergedError",
-           "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "redact_url"]
+from .errors import AnswerRefused, DurableError, DurableStoreError, RunBusyError, RunDivergedError
+from .waits import TOPIC, decide, is_answer, message_key, read_history
+
+__all__ = ["Journal", "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
 
@@ -73,39 +74,6 @@ then resumes it wherever it comes, as after the process exited. So the waits any
 process more than this many threads."""
 
 RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
-
-
-class DurableError(HookstreamError):
-    """A durable run cannot go on (its store, its state); ``RUN_ERROR`` ``durable_error``."""
-
-    code = "durable_error"
-
-
-class DurableStoreError(DurableError):
-    """The DBOS system database cannot be used as asked (another URL is already in use in this process)."""
-
-    code = "durable_store_error"
-
-
-class RunBusyError(DurableError):
-    """The run id is already open in another run of this process."""
-
-    code = "durable_busy"
-
-
-class RunDivergedError(DurableError):
-    """A resumed run asked for something its journal does not hold in that place: the prompt, the tools or
-    the model changed since the run was started under this id."""
-
-    code = "durable_diverged"
-
-
-class RerunRefused(DurableError):
-    """Raised by a tool that must not run twice when :func:`hookstream_dbos.attempt` says it was already
-    started once (in flight when the process died): the call's result is this error, journaled like any
-    result, so the model is told and the tool never runs again under this run id."""
-
-    code = "durable_rerun_refused"
 
 
 def default_url() -> str:
@@ -261,9 +229,7 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     with _lock:
         recover = None if run_id in _bridges else _recover
     if recover is not None or (_answer_driver is not None and run_id not in _bridges):
-        steps = _outside(_recorded_steps, run_id)
-        from .waits import read_history
-
+        steps = _outside(recorded_steps, run_id)
         if read_history(meta.get("answer"), steps).waiting:
             # A waiting run recovered (its worker died) or resumed by an answer (its worker exited): wait
             # here again; the answer brings the run that goes on (``on_answer``).
@@ -301,8 +267,6 @@ def _wait_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] | N
 def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
     """Take every recorded step again, in its recorded place (DBOS answers each from its database);
     returns the payload of a last ``wait:N`` that no recorded answer follows."""
-    from .waits import TOPIC, is_answer
-
     waiting: dict[str, Any] | None = None
     for name, output in preload:
         if name == "DBOS.sleep":
@@ -367,8 +331,6 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
             threading.Thread(target=driver, args=(run_id, message), name="hookstream-durable-answer").start()
         nxt = bridge if bridge is not None else _wait_for_bridge(run_id, old)
     if nxt is not None and nxt.answer != message.get("answers"):
-        from .waits import AnswerRefused
-
         nxt.refused = AnswerRefused(f"durable run {run_id!r}: another answer to wait {wait['wait']} came first")
         nxt = None
     if nxt is not None:
@@ -391,8 +353,6 @@ def _receive(run_id: str, wait: dict[str, Any], hold: bool) -> Any:
     """The answer to ``wait`` (a dict), ``None`` when its deadline passed, or ``_DETACH`` when this
     process exits first (a wake-up message, see :func:`_wake_at_exit`) or, for a wait with no run here to
     take its answer (``hold``), when this process holds :data:`MAX_HELD_WAITS` already."""
-    from .waits import TOPIC, is_answer
-
     _watch_exit()
     with _lock:
         if _exiting.is_set() or (hold and run_id not in _waiting and len(_waiting) >= MAX_HELD_WAITS):
@@ -431,8 +391,6 @@ def _wake_at_exit() -> None:
     """When this process exits, wake every wait of it (a message on the answer topic), so DBOS's worker
     threads, which the interpreter joins at exit, never hold a finished program for days. The woken
     workflows detach and stay waiting in the database."""
-    from .waits import TOPIC
-
     _exiting.set()
     with _lock:
         waiting = list(_waiting)
@@ -481,7 +439,7 @@ def _cancel(run_id: str) -> None:
     DBOS.cancel_workflow(run_id)
 
 
-def _queue_name() -> str:
+def queue_name() -> str:
     """This process's own DBOS queue (only it listens to it), where it resumes workflows."""
     assert _queue is not None
     return str(_queue.name)
@@ -636,7 +594,7 @@ class Journal:
             log.warning("durable run %s: DBOS did not journal its wait within %.0f s", self.run_id, START_TIMEOUT)
 
 
-def _recorded_steps(run_id: str) -> list[tuple[str, Any]]:
+def recorded_steps(run_id: str) -> list[tuple[str, Any]]:
     return [(str(s["function_name"]), s["output"]) for s in DBOS.list_workflow_steps(run_id)]
 
 
@@ -674,8 +632,6 @@ def _deliver(run_id: str, steps: list[tuple[str, Any]], wait: int, answer: Any, 
     workflow waiting on a thread of this process takes the bridge when the answer arrives; any other
     (its process died or exited, or another process holds it: DBOS fences that execution out) is resumed
     here, replays its journal and receives the answer the same way."""
-    from .waits import TOPIC, message_key
-
     local = waiting_here(run_id)
     bridge = Bridge(run_id, [] if local else steps, answer=answer)
     _register(bridge)
@@ -692,8 +648,6 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     :class:`RunBusyError` when the id is open in this process, :class:`DurableError` for a workflow that
     failed, :class:`DurableStoreError` (see :func:`ensure_dbos`), ``AnswerRefused`` and
     ``NotWaitingError`` for an answer the run does not take (``hookstream_dbos.waits.decide``)."""
-    from .waits import decide, read_history
-
     ensure_dbos(url)
     status = DBOS.get_workflow_status(run_id)
     state = status.status if status is not None else None
@@ -711,8 +665,8 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     if state != "SUCCESS" and state not in RESUMABLE:
         raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
     assert status is not None
-    steps = _recorded_steps(run_id)
-    history = read_history(_first_answer(status), steps)
+    steps = recorded_steps(run_id)
+    history = read_history(first_answer(status), steps)
     output = status.output if isinstance(status.output, dict) else None
     expired = bool(output and output.get("expired")) or history.expired(time.time())
     plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=expired)
@@ -730,7 +684,7 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     return journal
 
 
-def _first_answer(status: Any) -> Any:
+def first_answer(status: Any) -> Any:
     """The answer the run's first segment was started with (kept in the workflow's input)."""
     inputs = status.input
     args = getattr(inputs, "args", None) if inputs is not None else None

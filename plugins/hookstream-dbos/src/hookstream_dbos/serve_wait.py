@@ -6,7 +6,7 @@ How, on the server's public hooks (:mod:`hookstream_server.hookspecs`):
 
 * the server refuses a second answer (409) and claims the answers before anything here runs;
 * :meth:`ServeAnswers.hookstream_serve_run` looks, among the thread's durable runs (their ids start with
-  the thread's digest: :func:`hookstream_dbos.serve.served_id`), for the one that waits for the calls
+  the thread's digest: :func:`thread_prefix`), for the one that waits for the calls
   the POST answers. Found, it takes the run over: ``DBOS.send`` delivers the answer with the POST's
   input to the waiting workflow (the idempotency key from the answered call ids: delivered once). A
   workflow waiting in a live worker wakes there; one whose worker died waits again in the worker that
@@ -24,21 +24,46 @@ under a lock.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 from hookstream.plugin import hookimpl
+from hookstream.stores import dumps_message, loads_message
 
-from .journal import RESUMABLE, WORKFLOW_NAME, _first_answer, _queue_name, _recorded_steps, log
-from .serve import ServeDurable, decode_run, encode_run, thread_prefix
+from .journal import RESUMABLE, WORKFLOW_NAME, first_answer, log, queue_name, recorded_steps
 from .waits import TOPIC, canonical_answer, message_key, read_history
 
-__all__ = ["ServeAnswers", "answered_run", "find_waiting"]
+__all__ = ["ServeAnswers", "answered_run", "decode_run", "encode_run", "find_waiting", "thread_prefix"]
 
 _lock = threading.Lock()
 _starting: dict[tuple[str, str], str] = {}
 """``(thread id, run id)`` of an answering run about to start in this process -> its durable run id."""
+
+
+def thread_prefix(thread_id: str) -> str:
+    """What the durable run ids of a thread's served runs start with (``serve-``, a digest of the thread
+    id, ``-``): the answer route finds a thread's waiting run by it."""
+    return "serve-" + hashlib.sha256(thread_id.encode()).hexdigest()[:16] + "-"
+
+
+def encode_run(run: Any) -> dict[str, Any]:
+    """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process: JSON values."""
+    return {"thread_id": run.thread_id, "run_id": run.run_id, "messages": [dumps_message(m) for m in run.messages],
+            "tools": run.tools, "state": run.state, "resume": run.resume, "forwarded_props": run.forwarded_props,
+            "principal": run.principal.id if run.principal is not None else None}
+
+
+def decode_run(doc: dict[str, Any]) -> Any:
+    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal without claims)."""
+    from hookstream.server import Principal, RunInput
+
+    who = doc.get("principal")
+    return RunInput(doc["thread_id"], doc["run_id"], [loads_message(m) for m in doc["messages"]], list(doc["tools"]),
+                    doc.get("state"), doc.get("resume"), doc.get("forwarded_props"),
+                    Principal(who) if isinstance(who, str) else None)
 
 
 def answered_run(thread_id: str, run_id: str) -> str | None:
@@ -77,7 +102,7 @@ def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str, str] | No
                                    status=sorted(RESUMABLE), sort_desc=True, load_output=False)
     running = False
     for status in statuses:
-        history = read_history(_first_answer(status), _recorded_steps(status.workflow_id))
+        history = read_history(first_answer(status), recorded_steps(status.workflow_id))
         if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
             return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:", status.status), False
         running = running or (status.status == "PENDING" and not history.waiting)
@@ -88,12 +113,15 @@ def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str, str] | No
 class ServeAnswers:
     """The answer route of ``serve --durable`` (registered next to :class:`ServeDurable`)."""
 
-    server: ServeDurable
+    keep: Callable[[Any], None]
+    """Keeps a run's input for its run plugin (``hookstream_dbos.serve.ServeDurable.keep``)."""
+    app: Any = None
 
     @hookimpl(tryfirst=True)
     def hookstream_serve_process(self, app: Any, slot: int) -> None:
         from .journal import on_answer
 
+        self.app = app
         on_answer(self.drive)  # before DBOS launches and recovers this slot's waits
 
     @hookimpl(tryfirst=True)
@@ -110,7 +138,7 @@ class ServeAnswers:
         run_id, wait, prefix, state = found
         if state == "CANCELLED":
             # Its worker exited while it waited: this worker takes it (it replays and waits again here).
-            DBOS.resume_workflow(run_id, queue_name=_queue_name())
+            DBOS.resume_workflow(run_id, queue_name=queue_name())
         message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix, "run": encode_run(run)}
         DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
         log.info("durable run %s: wait %d answered by run %s", run_id, wait, run.run_id)
@@ -121,8 +149,8 @@ class ServeAnswers:
         run = decode_run(message["run"])
         with _lock:
             _starting[(run.thread_id, run.run_id)] = run_id
-        self.server.hookstream_serve_run(self.server.app, run, "agui")  # keeps its input for its run plugin
+        self.keep(run)  # for its run plugin
         try:
-            self.server.app.run_detached(run)
+            self.app.run_detached(run)
         except Exception:  # the workflow waits for the run, then detaches: still answered, resumable
             log.exception("durable run %s: the answering run %s could not start", run_id, run.run_id)

@@ -25,28 +25,15 @@ from typing import Any
 
 import attrs
 
-from .journal import DurableError
+from .errors import AnswerRefused, NotWaitingError
 
-__all__ = ["DEFAULT_WAIT", "TOPIC", "AnswerRefused", "History", "NotWaitingError", "Plan", "canonical_answer",
-           "decide", "is_answer", "message_key", "read_history"]
+__all__ = ["DEFAULT_WAIT", "TOPIC", "History", "Plan", "canonical_answer", "decide", "is_answer", "message_key",
+           "read_history"]
 
 TOPIC = "hookstream.answer"
 """The DBOS message topic of answers (and of the wake-up a process sends its own waits when it exits)."""
 DEFAULT_WAIT = 7 * 24 * 3600.0
 """Seconds a run waits for its answer by default (a week); ``Durable(id, wait=...)`` changes it."""
-
-
-class AnswerRefused(DurableError):
-    """An answer to a durable run that takes none any more: its wait was answered already (with other
-    answers), its wait expired, or it has finished. A second answer to the same wait is refused so."""
-
-    code = "durable_answer_refused"
-
-
-class NotWaitingError(DurableError):
-    """An answer (``chat(..., resume=...)``) under the id of a durable run that never waited for one."""
-
-    code = "durable_not_waiting"
 
 
 def canonical_answer(resume: Any) -> dict[str, Any] | None:
