@@ -8,13 +8,11 @@ How, on the server's public hooks (:mod:`hookstream_server.hookspecs`):
 * :meth:`ServeAnswers.hookstream_serve_run` looks, among the thread's durable runs (their ids start with
   the thread's digest: :func:`thread_prefix`), for the one that waits for the calls
   the POST answers. Found, it takes the run over: ``DBOS.send`` delivers the answer with the POST's
-  input to the waiting workflow (the idempotency key from the answered call ids: delivered once). A
-  workflow waiting in a live worker wakes there; one whose worker died waits again in the worker that
-  recovered it (DBOS recovery, ``hookstream_dbos.journal.durable_run``); one whose worker exited
-  (cancelled) is resumed in this worker;
-* the woken workflow starts the answering run in its own process with ``app.run_detached`` under the
-  POST's run id (:meth:`ServeAnswers.drive`); that run opens the same durable run as the segment its
-  answer starts, and the POST's client reads it through the run event log.
+  input to the waiting workflow (the idempotency key from the answered call ids: delivered once), then
+  this worker resumes the workflow, which detached when its run ended waiting (no worker holds a wait);
+* the resumed workflow replays, takes the answer and starts the answering run in this worker with
+  ``app.run_detached`` under the POST's run id (:meth:`ServeAnswers.drive`); that run opens the same
+  durable run as the segment its answer starts, and the POST's client reads it through the run event log.
 
 A POST whose answers match no waiting durable run is left to the server (a run of its own, as before).
 
@@ -81,32 +79,35 @@ SETTLE = 3.0
 run journals its wait when it ends, just after its client read ``RUN_FINISHED``."""
 
 
-def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str, str] | None:
+def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str] | None:
     """The durable run of thread ``thread_id`` that waits for the calls ``answer`` answers: ``(run id,
-    wait number, the answering segment's prefix, DBOS status)``, or ``None``. Reads the thread's runs
-    (their ids share the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds
-    while one of them is still running (it may be about to journal the wait)."""
+    wait number, the answering segment's prefix)``, or ``None``. Reads the thread's runs (their ids share
+    the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds while one of them is
+    still ending (about to journal its wait, or journaled it and about to detach)."""
     pause = threading.Event()
+    found = None
     for _ in range(int(SETTLE / 0.1)):
-        found, running = _find(thread_id, _answered_ids(answer))
-        if found is not None or not running:
+        found, ending = _find(thread_id, _answered_ids(answer))
+        if not ending:
             return found
         pause.wait(0.1)
-    return None
+    return found  # still PENDING: its worker died before it detached; resuming it here is right
 
 
-def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str, str] | None, bool]:
+def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, bool]:
     from dbos import DBOS
 
     statuses = DBOS.list_workflows(workflow_id_prefix=thread_prefix(thread_id), name=WORKFLOW_NAME,
                                    status=sorted(RESUMABLE), sort_desc=True, load_output=False)
-    running = False
+    ending = False
     for status in statuses:
         history = read_history(first_answer(status), recorded_steps(status.workflow_id))
         if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
-            return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:", status.status), False
-        running = running or (status.status == "PENDING" and not history.waiting)
-    return None, running
+            # A run detaches (CANCELLED) as it ends: until then its answer would race its own cancel.
+            return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:"), \
+                status.status == "PENDING"
+        ending = ending or (status.status == "PENDING" and not history.waiting)
+    return None, ending
 
 
 @attrs.define(slots=True, eq=False)
@@ -135,12 +136,11 @@ class ServeAnswers:
         found = find_waiting(run.thread_id, answer) if answer is not None else None
         if found is None:
             return None
-        run_id, wait, prefix, state = found
-        if state == "CANCELLED":
-            # Its worker exited while it waited: this worker takes it (it replays and waits again here).
-            DBOS.resume_workflow(run_id, queue_name=queue_name())
+        run_id, wait, prefix = found
         message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix, "run": encode_run(run)}
         DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
+        # Then this worker resumes the detached workflow: it replays, takes the answer and starts its run.
+        DBOS.resume_workflow(run_id, queue_name=queue_name())
         log.info("durable run %s: wait %d answered by run %s", run_id, wait, run.run_id)
         return True
 
