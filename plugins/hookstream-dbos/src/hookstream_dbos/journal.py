@@ -53,7 +53,8 @@ from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
 from .errors import AnswerRefused, DurableError, DurableStoreError, RunBusyError, RunDivergedError
 from .waits import TOPIC, decide, is_answer, message_key, read_history
 
-__all__ = ["Journal", "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "redact_url"]
+__all__ = ["Journal", "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "open_runs",
+           "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
 
@@ -148,6 +149,12 @@ def ensure_dbos(url: str | None = None, executor_id: str | None = None) -> str:
         _queue = DBOS.register_queue(name, polling_interval_sec=0.1)
         _launched_url = wanted
         return wanted
+
+
+def open_runs() -> int:
+    """How many runs have their journal open in this process now (each one's workflow on a DBOS thread)."""
+    with _lock:
+        return len(_bridges)
 
 
 def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import logging
+import os
 import re
 import socket
 import threading
@@ -38,7 +40,7 @@ import attrs
 from hookstream.plugin import RunContext, hookimpl
 
 from .durable import STATE, Durable, last_user_text
-from .journal import ensure_dbos, log, on_recovery, open_run
+from .journal import ensure_dbos, log, on_recovery, open_run, open_runs
 from .serve_wait import ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
 from .waits import canonical_answer
 
@@ -94,6 +96,20 @@ class ServeDurable:
             self._waiting[(run.thread_id, run.run_id)] = encode_run(run)
             while len(self._waiting) > _MAX_WAITING:
                 self._waiting.popitem(last=False)
+
+    @hookimpl(trylast=True)
+    def hookstream_serve_stop(self, app: Any, slot: int) -> None:
+        """A graceful stop (a deploy, ``--max-requests``, Ctrl-C) while durable runs go on: the process
+        ends at once, as a killed one does, instead of cancelling them or waiting for them (their tools
+        may run for hours; gunicorn would kill the worker anyway). Their workflows stay ``PENDING`` under
+        this slot's executor id, so the slot's next holder (the replacement worker, the restarted
+        server) recovers them and their clients reconnect to the resume route. Nothing is lost that a
+        kill would keep: every frame a client got is in the run event log, every step in the journal."""
+        left = open_runs()
+        if left:
+            log.warning("durable runs left to worker slot %d's next holder: %d", slot, left)
+            logging.shutdown()  # flush what is logged; nothing else of this process may wait
+            os._exit(0)
 
     def take(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """The kept input of the run about to start, once."""
