@@ -209,9 +209,11 @@ def test_a_worker_stopped_on_purpose_leaves_its_run_to_its_replacement(tmp_path:
         assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
 
 
-def test_one_process_server_killed_then_started_again_recovers_its_run(tmp_path: Path) -> None:
-    """``--workers 1`` (waitress) is slot 0: the same command started again after a SIGKILL recovers the
-    run, and the client reconnects to the new server's resume route."""
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
+def test_one_process_server_killed_then_started_again_recovers_its_run(stop: signal.Signals, tmp_path: Path) -> None:
+    """``--workers 1`` (waitress) is slot 0: the same command started again after a SIGKILL, or after a
+    Ctrl-C (a stop on purpose: the run is left pending, not cancelled), recovers the run, and the client
+    reconnects to the new server's resume route."""
     folder = tmp_path / "run"
     folder.mkdir()
     store, db = f"sqlite:///{tmp_path / 'threads.db'}", f"sqlite:///{tmp_path / 'durable.sqlite'}"
@@ -225,7 +227,7 @@ def test_one_process_server_killed_then_started_again_recovers_its_run(tmp_path:
             reader = threading.Thread(target=_frames, args=(resp, before))
             reader.start()
             _wait_for(folder / "b-running", "tool_b's first run")
-            os.kill(pid[0], signal.SIGKILL)
+            os.kill(pid[0], stop)
             reader.join(WAIT)
             resp.close()
         assert before and before[-1][1]["type"] != "RUN_FINISHED"

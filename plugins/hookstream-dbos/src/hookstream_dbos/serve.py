@@ -18,7 +18,9 @@ How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
   message ids the adapter makes up are derived from the run and step: ``durable._stable_ids``), which
   are not logged again; the rest is logged as new;
 * the application sends a frame only once it is in the event log (``log_then_send``), so a client
-  never holds a frame the recovered run does not continue from.
+  never holds a frame the recovered run does not continue from;
+* a process stopped on purpose (``hookstream_serve_stop``) with runs still going on ends at once, as a
+  killed one: its runs stay ``PENDING`` for the slot's next holder instead of being cancelled.
 
 Thread safety: the hooks run on any request thread at once; the inputs waiting for their run are kept
 under a lock.
