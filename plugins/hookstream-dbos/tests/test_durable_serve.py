@@ -174,15 +174,15 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
 
 
-def test_a_worker_stopped_on_purpose_leaves_its_run_to_its_replacement(tmp_path: Path) -> None:
+def test_a_worker_stopped_on_purpose_leaves_its_run_to_its_replacement(durable_db: str, tmp_path: Path) -> None:
     """A graceful stop (gunicorn's SIGTERM of a worker, as a deploy or ``--max-requests`` does) while a run
     is in a blocked tool: the worker exits without cancelling the run, its replacement (the same slot)
     recovers it, and the client that reconnects gets every event once."""
     folder = tmp_path / "run"
     folder.mkdir()
-    store, db = f"sqlite:///{tmp_path / 'threads.db'}", f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
     thread_id, run_id = "thread-5", f"run-{uuid.uuid4().hex}"
-    with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", db,
+    with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
                                            "--durable-name", "stop") as base:
         before: list[tuple[str, dict[str, Any]]] = []
         resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
