@@ -252,8 +252,8 @@ def test_a_waiting_run_holds_no_thread_and_its_answer_resumes_it() -> None:
 
 
 def test_answered_in_another_process_while_the_waiting_one_still_lives(tmp_path: Path) -> None:
-    """The process holding the wait is alive: the answering process resumes the workflow (DBOS fences the
-    holder's execution out: it cannot take the answer) and goes on with it; the holder stays harmless."""
+    """The process whose run ended waiting is alive (its workflow detached): the answering process resumes
+    the workflow and goes on with it; the first process stays harmless."""
     folder = tmp_path / "run"
     folder.mkdir()
     db = f"sqlite:///{tmp_path / 'durable.sqlite'}"

@@ -69,7 +69,7 @@ def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_dur
         _wait_for(folder / "worker.pid", "tool_a's run")
         holder = int((folder / "worker.pid").read_text("utf-8"))
         if kill:
-            os.kill(holder, signal.SIGKILL)  # the worker holding the wait
+            os.kill(holder, signal.SIGKILL)  # the worker that streamed the waiting run
 
         resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
         second = _post(base, _body(thread_id, run_2, [], resume=resume))

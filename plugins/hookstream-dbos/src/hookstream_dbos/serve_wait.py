@@ -1,6 +1,6 @@
 """``hookstream serve --durable``: a served run that ends waiting for approvals is a durable wait, and the
-POST that answers it (the same route as ever, ``resume``) continues the same durable run in whichever
-worker holds the wait (``docs/durable.md``, "Approvals").
+POST that answers it (the same route as ever, ``resume``) continues the same durable run in the worker
+it reaches (``docs/durable.md``, "Approvals").
 
 How, on the server's public hooks (:mod:`hookstream_server.hookspecs`):
 
