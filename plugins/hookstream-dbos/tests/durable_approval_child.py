@@ -2,7 +2,7 @@
 MODE [hold]``. The scripted loop calls ``tool_a``, then ``pay`` (which needs approval), then answers.
 
 * ``start``: run it; it ends waiting for ``pay``'s approval: ``DIR/waiting`` gets the outcome and the
-  approval ids; with ``hold`` the process then waits to be killed (its workflow waits on a thread of it).
+  approval ids; with ``hold`` the process then waits to be killed (its workflow detached: nothing of it waits here).
 * ``approve`` / ``deny``: run the same chat again (replayed from the journal, nothing sent: it ends
   waiting again, which gives the messages to resume), then answer with ``chat(..., resume=...)``; the
   answering run's outcome, text and error go to ``DIR/answer-N.txt``. With ``hold``, ``pay`` creates
@@ -55,7 +55,7 @@ if mode == "start":
     (out / "waiting").write_text(f"{first.outcome} {ids}", "utf-8")
     print(first.outcome, ids, flush=True)
     if hold:
-        threading.Event().wait(600)  # killed here, its workflow waiting for the answer
+        threading.Event().wait(600)  # killed here, long after its workflow detached
     sys.exit(0)
 assert first.outcome == "interrupt", (first.outcome, first.error)
 answers = {p.approval_id: mode == "approve" for p in first.pending_approvals}

@@ -1,9 +1,10 @@
 """Approvals as durable waits, with real DBOS: a scripted loop (tool_a, then ``pay`` which needs approval,
-then the answer) on a loopback server. The run ends waiting; the workflow waits for the answer (DBOS
-``recv``); ``chat(..., resume=...)`` with the same id, in this process or another one, answers it and is
-the next part of the same durable run.
+then the answer) on a loopback server. The run ends waiting; its workflow journals the wait and detaches
+(no thread waits for the answer); ``chat(..., resume=...)`` with the same id, in this process or another
+one, sends the answer, resumes the workflow (it takes the answer with DBOS ``recv``) and is the next part
+of the same durable run.
 
-The cross-process tests SIGKILL a process whose workflow waits (``durable_approval_child.py``) on a
+The cross-process tests SIGKILL a process whose run waits (``durable_approval_child.py``) on a
 database of their own (SQLite; PostgreSQL from ``scripts/start-postgres``).
 """
 
@@ -180,9 +181,11 @@ def test_a_wait_expires() -> None:
         first = chat(_model(server), "Run a, then pay 5.", tools=[tool_a, pay],
                      plugins=[Durable("expiring", db, wait=0.5)]).result()
         assert first.outcome == "interrupt"
-        from dbos import DBOS
-
-        DBOS.retrieve_workflow("expiring").get_result()  # the wait ends by itself
+        past = threading.Event()
+        for _ in range(int(BARRIER_TIMEOUT / 0.05)):  # nothing holds the wait: past its deadline, it is expired
+            if _state(db, "expiring") == "expired":
+                break
+            past.wait(0.05)
         assert _state(db, "expiring") == "expired"
         resume = first.resume({first.pending_approvals[0].approval_id: True})
         late = chat(_model(server), tools=[tool_a, pay], resume=resume, plugins=[Durable("expiring", db)]).result()
@@ -207,26 +210,40 @@ def test_runs_list_json_says_waiting() -> None:
     assert rows["listed-wait"]["state"] == "waiting"
 
 
-def test_a_wait_past_the_held_limit_is_detached_and_its_answer_resumes_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A process holds at most MAX_HELD_WAITS waits on threads; past it a wait is journaled and detached
-    (cancelled, still waiting), and the answer resumes the workflow, as after its process exited."""
-    from dbos import DBOS
+def _workflow_threads() -> list[int]:
+    """The threads of this process inside a durable run's workflow function."""
     from hookstream_dbos import journal
+
+    found = []
+    for ident, frame in sys._current_frames().items():
+        f: Any = frame
+        while f is not None and not (f.f_code.co_name == "durable_run" and f.f_code.co_filename == journal.__file__):
+            f = f.f_back
+        if f is not None:
+            found.append(ident)
+    return found
+
+
+def test_a_waiting_run_holds_no_thread_and_its_answer_resumes_it() -> None:
+    """The run that ends waiting journals its wait and detaches its workflow before it ends (cancelled,
+    still waiting in the database): no thread of the process stays in the workflow; the answer resumes it."""
+    from dbos import DBOS
 
     db = durable_kit.session_url()
     RAN.clear()
-    monkeypatch.setattr(journal, "MAX_HELD_WAITS", 0)
     with scripted_server() as server:
         first = chat(_model(server), "Run a, then pay 5.", tools=[tool_a, pay],
                      plugins=[Durable("detached-wait", db)]).result()
         assert first.outcome == "interrupt"
-        for _ in range(400):  # the detach finishes on the workflow's thread, after the run ended
-            status = DBOS.get_workflow_status("detached-wait")
-            if status is not None and status.status == "CANCELLED":
+        status = DBOS.get_workflow_status("detached-wait")
+        assert status is not None and status.status == "CANCELLED"  # before the run ended
+        assert _state(db, "detached-wait") == "waiting"
+        gone = threading.Event()
+        for _ in range(int(BARRIER_TIMEOUT / 0.05)):  # the execution's last step raises, then its thread leaves
+            if not _workflow_threads():
                 break
-            threading.Event().wait(0.05)
-        assert _state(db, "detached-wait") == "waiting" and not journal.waiting_here("detached-wait")
+            gone.wait(0.05)
+        assert not _workflow_threads()
         resume = first.resume({first.pending_approvals[0].approval_id: True})
         done = chat(_model(server), tools=[tool_a, pay], resume=resume,
                     plugins=[Durable("detached-wait", db)]).result()
@@ -235,8 +252,8 @@ def test_a_wait_past_the_held_limit_is_detached_and_its_answer_resumes_it(
 
 
 def test_answered_in_another_process_while_the_waiting_one_still_lives(tmp_path: Path) -> None:
-    """The process holding the wait is alive: the answering process resumes the workflow (DBOS fences the
-    holder's execution out: it cannot take the answer) and goes on with it; the holder stays harmless."""
+    """The process whose run ended waiting is alive (its workflow detached): the answering process resumes
+    the workflow and goes on with it; the first process stays harmless."""
     folder = tmp_path / "run"
     folder.mkdir()
     db = f"sqlite:///{tmp_path / 'durable.sqlite'}"

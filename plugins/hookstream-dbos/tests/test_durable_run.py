@@ -298,3 +298,17 @@ def test_one_id_in_two_runs_at_once_is_refused(session_db: str) -> None:
         for _ in events:
             pass
         assert first.result().text == "Held."
+
+
+def test_a_run_left_open_at_exit_does_not_hold_the_process(tmp_path: Path) -> None:
+    """A consumer that stops reading without closing its stream (still referenced at exit): the run's
+    workflow waits on a DBOS thread, which the interpreter joins at exit before the main thread counts as
+    ended; the workflow sees the exit begin, detaches (resumable) and the process ends."""
+    from hookstream_dbos import list_runs
+
+    db = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    proc = subprocess.run([sys.executable, str(HERE / "durable_abandoned_child.py"), "left-open", db],
+                          capture_output=True, text=True, timeout=BARRIER_TIMEOUT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "left open", proc.stderr[-3000:]
+    [info] = list_runs(db, run_id="left-open")
+    assert info.state == "stopped" and info.steps == 2  # the model call and the tool call: resumable

@@ -174,9 +174,46 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
 
 
-def test_one_process_server_killed_then_started_again_recovers_its_run(tmp_path: Path) -> None:
-    """``--workers 1`` (waitress) is slot 0: the same command started again after a SIGKILL recovers the
-    run, and the client reconnects to the new server's resume route."""
+def test_a_worker_stopped_on_purpose_leaves_its_run_to_its_replacement(durable_db: str, tmp_path: Path) -> None:
+    """A graceful stop (gunicorn's SIGTERM of a worker, as a deploy or ``--max-requests`` does) while a run
+    is in a blocked tool: the worker exits without cancelling the run, its replacement (the same slot)
+    recovers it, and the client that reconnects gets every event once."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    thread_id, run_id = "thread-5", f"run-{uuid.uuid4().hex}"
+    with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
+                                           "--durable-name", "stop") as base:
+        before: list[tuple[str, dict[str, Any]]] = []
+        resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
+                             headers={"Accept": "text/event-stream"})
+        assert resp.status_code == 200, resp.text
+        reader = threading.Thread(target=_frames, args=(resp, before))
+        reader.start()
+        _wait_for(folder / "b-running", "tool_b's first run")
+        pid = int((folder / "b-running").read_text("utf-8"))
+        os.kill(pid, signal.SIGTERM)  # a graceful stop of the worker that streams the run
+        reader.join(WAIT)
+        assert not reader.is_alive(), "the stopped worker's stream never ended"
+        resp.close()
+        assert before and before[-1][1]["type"] != "RUN_FINISHED", before
+
+        after: list[tuple[str, dict[str, Any]]] = []
+        url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
+        with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
+                          stream=True, timeout=WAIT) as again:
+            assert again.status_code == 200, again.text
+            _frames(again, after)
+        _assert_one_run(before + after, run_id)
+        assert len(model.requests) == 3
+        assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
+def test_one_process_server_killed_then_started_again_recovers_its_run(stop: signal.Signals, tmp_path: Path) -> None:
+    """``--workers 1`` (waitress) is slot 0: the same command started again after a SIGKILL, or after a
+    Ctrl-C (a stop on purpose: the run is left pending, not cancelled), recovers the run, and the client
+    reconnects to the new server's resume route."""
     folder = tmp_path / "run"
     folder.mkdir()
     store, db = f"sqlite:///{tmp_path / 'threads.db'}", f"sqlite:///{tmp_path / 'durable.sqlite'}"
@@ -190,7 +227,7 @@ def test_one_process_server_killed_then_started_again_recovers_its_run(tmp_path:
             reader = threading.Thread(target=_frames, args=(resp, before))
             reader.start()
             _wait_for(folder / "b-running", "tool_b's first run")
-            os.kill(pid[0], signal.SIGKILL)
+            os.kill(pid[0], stop)
             reader.join(WAIT)
             resp.close()
         assert before and before[-1][1]["type"] != "RUN_FINISHED"

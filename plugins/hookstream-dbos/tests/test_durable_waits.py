@@ -32,7 +32,7 @@ def test_canonical_answers_name_calls_either_way() -> None:
 
 
 def test_a_waiting_run() -> None:
-    history = read_history(None, [*FIRST, _wait(0), ("DBOS.sleep", 1.0), ("DBOS.recv", {"kind": "wake"})])
+    history = read_history(None, [*FIRST, _wait(0), ("DBOS.sleep", 1.0), ("DBOS.recv", None)])  # resumed, no answer
     assert history.waiting and len(history.segments) == 1
     assert decide("r", history, None, finished=False).kind == "inline"  # the first run again: replays
     plan = decide("r", history, YES, finished=False)

@@ -20,16 +20,17 @@ from hookstream.plugin import lazy_attributes
 
 if TYPE_CHECKING:
     from .durable import Durable, attempt, request_key
-    from .journal import (
+    from .errors import (
+        AnswerRefused,
         DurableError,
         DurableStoreError,
+        NotWaitingError,
         RerunRefused,
         RunBusyError,
         RunDivergedError,
-        default_url,
     )
+    from .journal import default_url
     from .runs import RunInfo, export_run, list_runs
-    from .waits import AnswerRefused, NotWaitingError
 
 __all__ = ["AnswerRefused", "Durable", "DurableError", "DurableStoreError", "NotWaitingError", "RerunRefused",
            "RunBusyError", "RunDivergedError", "RunInfo", "attempt", "default_url", "export_run", "list_runs",
@@ -38,8 +39,9 @@ __version__ = "0.1.0"
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
     **{name: "hookstream_dbos.durable" for name in ("Durable", "attempt", "request_key")},
-    **{name: "hookstream_dbos.journal" for name in ("DurableError", "DurableStoreError", "RerunRefused",
-                                                    "RunBusyError", "RunDivergedError", "default_url")},
+    **{name: "hookstream_dbos.errors" for name in ("AnswerRefused", "DurableError", "DurableStoreError",
+                                                   "NotWaitingError", "RerunRefused", "RunBusyError",
+                                                   "RunDivergedError")},
+    "default_url": "hookstream_dbos.journal",
     **{name: "hookstream_dbos.runs" for name in ("RunInfo", "export_run", "list_runs")},
-    **{name: "hookstream_dbos.waits" for name in ("AnswerRefused", "NotWaitingError")},
 })

@@ -109,7 +109,7 @@ def resume_command(ctx: click.Context, run_id: str, db: str | None, approve: boo
 def export_command(run_id: str, directory: str, db: str | None, force: bool) -> None:
     """Write run ID's model calls to DIR as a `--record` recording: `hookstream chat PROMPT --model
     replay:DIR` (with the same prompt and tools) replays the run with no network."""
-    from .journal import DurableError
+    from .errors import DurableError
     from .runs import export_run
 
     try:

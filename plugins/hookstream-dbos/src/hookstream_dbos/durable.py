@@ -38,7 +38,8 @@ import attrs
 from hookstream.events import BaseEvent, RunError, RunFinished
 from hookstream.plugin import ModelCallContext, RunContext, ToolCallContext, hookimpl
 
-from .journal import Journal, RunDivergedError, open_run
+from .errors import RunDivergedError
+from .journal import Journal, open_run
 from .waits import DEFAULT_WAIT, canonical_answer
 
 __all__ = ["Durable", "attempt", "request_key"]
@@ -66,7 +67,7 @@ def request_key(call: ModelCallContext) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _last_user_text(run: RunContext) -> str:
+def last_user_text(run: RunContext) -> str:
     for message in reversed(run.messages):
         if message.role == "user":
             return "".join(getattr(p, "text", "") for p in message.parts)[:200]
@@ -133,7 +134,7 @@ class Durable:
     # -- the run ------------------------------------------------------------------------------------------
     @hookimpl
     def hookstream_run_start(self, run: RunContext) -> None:
-        meta = {"model": f"{run.provider}:{run.model}", "prompt": _last_user_text(run), "started": time.time(),
+        meta = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(),
                 **self.meta}
         run.state[STATE] = open_run(self.id, meta, self.db, canonical_answer(run.resume))
 

@@ -15,10 +15,11 @@ State of a run id, as DBOS keeps it:
 * no workflow: a new run;
 * ``PENDING`` (the process died mid-run), ``ENQUEUED`` or ``CANCELLED`` (the run ended without an
   answer: an error, a cancel, or the consumer stopped reading): resumable, its steps replay;
-* waiting (``PENDING`` on a thread in ``DBOS.recv``, or ``CANCELLED`` once its process exited, the journal
-  ending with ``wait:N``): the run ended interrupted for approvals; the run that answers
-  (``hookstream_dbos.waits``) sends the answer and continues the same workflow, its steps under a prefix;
-* ``SUCCESS``: finished (or its wait expired), its steps replay and nothing is sent or run;
+* waiting (``CANCELLED``, the journal ending with ``wait:N``): the run ended interrupted for approvals and
+  its workflow detached at once, so a wait holds no thread; the run that answers
+  (``hookstream_dbos.waits``) sends the answer, then resumes the same workflow, which takes the answer with
+  ``DBOS.recv`` as it replays and goes on with that run's steps, under a prefix;
+* ``SUCCESS``: finished (or resumed past its wait's deadline), its steps replay and nothing is sent or run;
 * ``ERROR``: the workflow itself failed (never from this plugin's own runs): refused.
 
 Each process uses its own DBOS executor id and its own DBOS queue for resumes, so a process never picks
@@ -42,15 +43,18 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import attrs
 from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
-from hookstream.errors import HookstreamError
 
-__all__ = ["DurableError", "DurableStoreError", "Journal", "RerunRefused", "RunBusyError", "RunDivergedError",
-           "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "redact_url"]
+from .errors import AnswerRefused, DurableError, DurableStoreError, RunBusyError, RunDivergedError
+from .waits import TOPIC, decide, is_answer, message_key, read_history
+
+__all__ = ["Journal", "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "open_runs",
+           "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
 
@@ -65,47 +69,8 @@ DB_FILE = "durable.sqlite"
 START_TIMEOUT = 120.0
 """Seconds a run waits for DBOS to start (or resume) its workflow before its first new step fails."""
 POLL = 0.5
-"""Seconds between the workflow's checks that the process is still running (so it never holds exit)."""
-MAX_HELD_WAITS = 512
-"""Waits for an answer a process holds on a DBOS thread at most (each one thread, idle in ``DBOS.recv``).
-A wait past it is journaled and detached at once (cancelled, still waiting in the database): its answer
-then resumes it wherever it comes, as after the process exited. So the waits anyone starts never cost a
-process more than this many threads."""
-
+"""Seconds between an open run's workflow's checks that the process is not exiting (so it never holds exit)."""
 RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
-
-
-class DurableError(HookstreamError):
-    """A durable run cannot go on (its store, its state); ``RUN_ERROR`` ``durable_error``."""
-
-    code = "durable_error"
-
-
-class DurableStoreError(DurableError):
-    """The DBOS system database cannot be used as asked (another URL is already in use in this process)."""
-
-    code = "durable_store_error"
-
-
-class RunBusyError(DurableError):
-    """The run id is already open in another run of this process."""
-
-    code = "durable_busy"
-
-
-class RunDivergedError(DurableError):
-    """A resumed run asked for something its journal does not hold in that place: the prompt, the tools or
-    the model changed since the run was started under this id."""
-
-    code = "durable_diverged"
-
-
-class RerunRefused(DurableError):
-    """Raised by a tool that must not run twice when :func:`hookstream_dbos.attempt` says it was already
-    started once (in flight when the process died): the call's result is this error, journaled like any
-    result, so the model is told and the tool never runs again under this run id."""
-
-    code = "durable_rerun_refused"
 
 
 def default_url() -> str:
@@ -186,6 +151,12 @@ def ensure_dbos(url: str | None = None, executor_id: str | None = None) -> str:
         return wanted
 
 
+def open_runs() -> int:
+    """How many runs have their journal open in this process now (each one's workflow on a DBOS thread)."""
+    with _lock:
+        return len(_bridges)
+
+
 def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:
     """Have ``recover(run_id, meta)`` rebuild and start the run of each workflow DBOS recovers in this
     process with no run to drive it (``None``: such a workflow is cancelled, staying resumable)."""
@@ -224,11 +195,6 @@ class _Step:
 
 
 @attrs.define(slots=True, eq=False)
-class _Wait(_Step):
-    """The run ended waiting for answers: journal ``wait:N`` (its payload), then wait for the answer."""
-
-
-@attrs.define(slots=True, eq=False)
 class _Finish:
     result: dict[str, Any]
 
@@ -259,15 +225,14 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     run_id = DBOS.workflow_id
     assert run_id is not None
     with _lock:
-        recover = None if run_id in _bridges else _recover
-    if recover is not None or (_answer_driver is not None and run_id not in _bridges):
-        steps = _outside(_recorded_steps, run_id)
-        from .waits import read_history
-
+        here = run_id in _bridges
+        recover = None if here else _recover
+    if not here and (recover is not None or _answer_driver is not None):
+        steps = _outside(recorded_steps, run_id)
         if read_history(meta.get("answer"), steps).waiting:
-            # A waiting run recovered (its worker died) or resumed by an answer (its worker exited): wait
-            # here again; the answer brings the run that goes on (``on_answer``).
-            return _wait_again(run_id, steps)
+            # A waiting run recovered (its worker died before it detached) or resumed by a served answer:
+            # it takes the answer sent before it was resumed, else detaches again.
+            return _answer_again(run_id, steps)
     if recover is not None:
         # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
         # from a thread of its own (outside this workflow's context), and its run adopts this execution.
@@ -275,34 +240,30 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
         threading.Thread(target=recover, args=(run_id, meta), name="hookstream-durable-recover").start()
     bridge = _wait_for_bridge(run_id)
     if bridge is None:
-        # Dispatched with no run to drive it: stay resumable, run nothing.
-        _cancel_outside(run_id)
-        DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
+        _detach(run_id)  # dispatched with no run to drive it: stay resumable, run nothing
         return None
     waiting = _replay(bridge.preload)
-    if waiting is not None:  # the journal ends waiting: this run brings the answer (or it expires)
+    if waiting is not None:  # the journal ends waiting: this run brought the answer (or it expired)
         answered = _answered(run_id, waiting, bridge)
         if not isinstance(answered, Bridge):
             return answered
     bridge.started.set()
-    return _drive(run_id, bridge)
+    return _drive(bridge)
 
 
-def _wait_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] | None:
+def _answer_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] | None:
     waiting = _replay(steps)
     assert waiting is not None
     answered = _answered(run_id, waiting, None)
     if not isinstance(answered, Bridge):
         return answered
     answered.started.set()
-    return _drive(run_id, answered)
+    return _drive(answered)
 
 
 def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
     """Take every recorded step again, in its recorded place (DBOS answers each from its database);
     returns the payload of a last ``wait:N`` that no recorded answer follows."""
-    from .waits import TOPIC, is_answer
-
     waiting: dict[str, Any] | None = None
     for name, output in preload:
         if name == "DBOS.sleep":
@@ -317,148 +278,74 @@ def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
     return waiting
 
 
-def _drive(run_id: str, bridge: Bridge) -> dict[str, Any] | None:
-    """Take the steps of ``bridge``, then of each run that answers a wait, until a run finishes."""
-    while True:
-        for item in _items(bridge):
-            if isinstance(item, _Finish):
-                return item.result
-            try:
-                done = DBOS.run_step({"name": item.name}, _payload, item.payload)
-                if isinstance(item, _Wait):  # before the run ends: an answer right after it finds the wait here
-                    with _lock:
-                        if len(_waiting) < MAX_HELD_WAITS:
-                            _waiting[run_id] = item.payload["wait"]
-                item.reply.put((True, done))
-            except BaseException as exc:
-                item.reply.put((False, exc))
-                raise
-            if isinstance(item, _Wait):
-                answered = _answered(run_id, item.payload, None, old=bridge)
-                if not isinstance(answered, Bridge):
-                    return answered
-                bridge = answered
-                bridge.started.set()
-                break
-        else:
-            # Detached: cancelled from outside first, so this step raises and the execution ends CANCELLED.
-            DBOS.run_step({"name": "detached"}, _payload, None)
-            return None
-
-
-def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
-              old: Bridge | None = None) -> Bridge | dict[str, Any] | None:
-    """Wait (``DBOS.recv``) for the answer to ``wait``; returns the bridge of the run that answered
-    (``bridge`` when known, else the one registered for the id), or the workflow's result when the wait
-    expired. Detaches (the workflow stays resumable) when this process exits while waiting, or when no
-    run of this process drives the answer."""
-    message = _receive(run_id, wait, hold=bridge is None)
-    if message is None:
-        log.info("durable run %s: the wait for an answer expired", run_id)
-        return {**dict(wait.get("summary") or {}), "expired": True}
-    nxt = None
-    if isinstance(message, dict):
-        driver = _answer_driver if bridge is None and message.get("run") is not None else None
-        if driver is not None:
-            # The answer came with the run that goes on (a served POST): start it here, from a thread of
-            # its own (outside this workflow's context); its run adopts this execution.
-            with _lock:
-                _adopting.add(run_id)
-            threading.Thread(target=driver, args=(run_id, message), name="hookstream-durable-answer").start()
-        nxt = bridge if bridge is not None else _wait_for_bridge(run_id, old)
-    if nxt is not None and nxt.answer != message.get("answers"):
-        from .waits import AnswerRefused
-
-        nxt.refused = AnswerRefused(f"durable run {run_id!r}: another answer to wait {wait['wait']} came first")
-        nxt = None
-    if nxt is not None:
-        return nxt
-    _cancel_outside(run_id)
-    DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
+def _drive(bridge: Bridge) -> dict[str, Any] | None:
+    """Take the steps of ``bridge`` until its run finishes (the workflow's result) or ends otherwise (a
+    ``wait:N`` step first when it ended waiting), which detaches the workflow."""
+    for item in _items(bridge):
+        if isinstance(item, _Finish):
+            return item.result
+        try:
+            item.reply.put((True, DBOS.run_step({"name": item.name}, _payload, item.payload)))
+        except BaseException as exc:
+            item.reply.put((False, exc))
+            raise
+    # Cancelled from outside first, so this step raises and the execution ends CANCELLED.
+    DBOS.run_step({"name": "detached"}, _payload, None)
     return None
 
 
-_waiting: dict[str, int] = {}
-"""Run ids whose workflow waits for an answer in this process (a thread of it is in ``DBOS.recv``)."""
+def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None) -> Bridge | dict[str, Any] | None:
+    """Take the answer to ``wait``, sent before this workflow was resumed (so ``DBOS.recv`` never waits:
+    no thread is held for a wait); returns the bridge of the run that answered (``bridge`` when known, else
+    the one registered for the id, or the one the answer brought: a served POST's run), or the workflow's
+    result when the wait expired. Detaches (the workflow stays waiting, resumable) when no answer came."""
+    message = DBOS.recv(TOPIC, 0)
+    if not is_answer(message, wait["wait"]):
+        if float(wait["deadline"]) <= time.time():
+            log.info("durable run %s: the wait for an answer expired", run_id)
+            return {**dict(wait.get("summary") or {}), "expired": True}
+        if bridge is not None:
+            bridge.refused = DurableError(f"durable run {run_id!r}: its answer did not reach the workflow")
+        _detach(run_id)
+        return None
+    driver = _answer_driver if bridge is None and message.get("run") is not None else None
+    if driver is not None:
+        # The answer came with the run that goes on (a served POST): start it here, from a thread of its
+        # own (outside this workflow's context); its run adopts this execution.
+        with _lock:
+            _adopting.add(run_id)
+        threading.Thread(target=driver, args=(run_id, message), name="hookstream-durable-answer").start()
+    nxt = bridge if bridge is not None else _wait_for_bridge(run_id)
+    if nxt is not None and nxt.answer != message.get("answers"):
+        nxt.refused = AnswerRefused(f"durable run {run_id!r}: another answer to wait {wait['wait']} came first")
+        nxt = None
+    if nxt is None:
+        _detach(run_id)
+    return nxt
+
+
+def _detach(run_id: str) -> None:
+    """End this execution cancelled (resumable, a wait still waiting in the database)."""
+    _cancel_outside(run_id)
+    DBOS.run_step({"name": "detached"}, _payload, None)  # raises: the workflow is cancelled
+
+
 _answer_driver: Callable[[str, dict[str, Any]], None] | None = None
 """Set by a server (``hookstream_dbos.serve_wait``): starts the run an answer brought (``message["run"]``)."""
-_exiting = threading.Event()
-"""Set when this process starts to exit (see :func:`_wake_at_exit`)."""
-_watching = False
-
-
-def _receive(run_id: str, wait: dict[str, Any], hold: bool) -> Any:
-    """The answer to ``wait`` (a dict), ``None`` when its deadline passed, or ``_DETACH`` when this
-    process exits first (a wake-up message, see :func:`_wake_at_exit`) or, for a wait with no run here to
-    take its answer (``hold``), when this process holds :data:`MAX_HELD_WAITS` already."""
-    from .waits import TOPIC, is_answer
-
-    _watch_exit()
-    with _lock:
-        if _exiting.is_set() or (hold and run_id not in _waiting and len(_waiting) >= MAX_HELD_WAITS):
-            return _DETACH
-        _waiting[run_id] = wait["wait"]
-    try:
-        while True:
-            message = DBOS.recv(TOPIC, max(0.0, float(wait["deadline"]) - time.time()))
-            if message is None or is_answer(message, wait["wait"]):
-                return message
-            if _exiting.is_set():
-                return _DETACH
-    finally:
-        with _lock:
-            _waiting.pop(run_id, None)
-
-
-def _watch_exit() -> None:
-    global _watching
-    with _lock:
-        if _watching:
-            return
-        _watching = True
-    # The interpreter joins DBOS's worker threads (concurrent.futures' exit hook) before the main thread
-    # counts as ended and before any atexit handler, so a wait must be woken from the same kind of hook:
-    # registered after concurrent.futures', it runs before it.
-    register = getattr(threading, "_register_atexit", None)
-    try:
-        if register is not None:
-            register(_wake_at_exit)
-    except RuntimeError:  # the interpreter is exiting already: no wait may start
-        _exiting.set()
-
-
-def _wake_at_exit() -> None:
-    """When this process exits, wake every wait of it (a message on the answer topic), so DBOS's worker
-    threads, which the interpreter joins at exit, never hold a finished program for days. The woken
-    workflows detach and stay waiting in the database."""
-    from .waits import TOPIC
-
-    _exiting.set()
-    with _lock:
-        waiting = list(_waiting)
-    for run_id in waiting:
-        try:
-            DBOS.send(run_id, {"kind": "wake"}, TOPIC)
-        except Exception:  # the process is ending: the run stays waiting in the database all the same
-            log.debug("durable run %s: no wake-up at exit", run_id, exc_info=True)
-
-
-def waiting_here(run_id: str) -> bool:
-    """Whether ``run_id``'s workflow waits for an answer on a thread of this process."""
-    with _lock:
-        return run_id in _waiting
 
 
 def _items(bridge: Bridge) -> Iterator[Any]:
     """The bridge's steps until it finishes (a :class:`_Finish`) or detaches (the iterator ends). A run
-    whose process is shutting down (its main thread ended) detaches, so DBOS's worker threads, which the
-    interpreter joins at exit, never keep a finished program alive."""
+    whose process is exiting while it is still open (its consumer left it without closing it: a stream
+    still referenced at exit, a daemon thread's) detaches, so DBOS's worker threads, which the interpreter
+    joins at exit, never keep a finished program alive."""
     while True:
         try:
             item = bridge.items.get(timeout=POLL)
         except queue.Empty:
-            if threading.main_thread().is_alive():
+            if not _exiting():
                 continue
+            bridge.refused = DurableError(f"durable run {bridge.run_id!r}: the process is exiting")
             _cancel_outside(bridge.run_id)
             _release(bridge)
             return
@@ -467,6 +354,27 @@ def _items(bridge: Bridge) -> Iterator[Any]:
         yield item
         if isinstance(item, _Finish):
             return
+
+
+_probe: ThreadPoolExecutor | None = None
+
+
+def _exiting() -> bool:
+    """Whether the interpreter has begun to exit. ``threading.main_thread().is_alive()`` cannot tell: the
+    interpreter joins the executors' threads (DBOS's among them) before it marks the main thread stopped
+    (Python 3.11's ``threading._shutdown``), so a workflow waiting for a run nobody will end would hold the
+    exit for ever. From the moment that exit begins, :mod:`concurrent.futures` refuses new work (``submit``
+    raises :class:`RuntimeError`), which this asks of an executor of its own (one idle thread a process)."""
+    global _probe
+    with _lock:
+        if _probe is None:
+            _probe = ThreadPoolExecutor(1, thread_name_prefix="hookstream-durable-exit")
+        probe = _probe
+    try:
+        probe.submit(int)
+    except RuntimeError:
+        return True
+    return False
 
 
 def _wait_for_bridge(run_id: str, old: Bridge | None = None) -> Bridge | None:
@@ -481,7 +389,7 @@ def _cancel(run_id: str) -> None:
     DBOS.cancel_workflow(run_id)
 
 
-def _queue_name() -> str:
+def queue_name() -> str:
     """This process's own DBOS queue (only it listens to it), where it resumes workflows."""
     assert _queue is not None
     return str(_queue.name)
@@ -605,9 +513,9 @@ class Journal:
     def end(self, outcome: str, summary: dict[str, Any], pending: list[str] | None = None,
             wait: float | None = None) -> None:
         """The run ended: with an answer (``outcome`` ``success``), the workflow completes with ``summary``;
-        waiting for approvals (``interrupt``, ``pending`` call ids), the workflow journals ``wait:N`` and
-        waits ``wait`` seconds for the answer; otherwise it is cancelled, which keeps it resumable under
-        the same id."""
+        waiting for approvals (``interrupt``, ``pending`` call ids), the workflow journals ``wait:N`` (the
+        answer is due within ``wait`` seconds) and is cancelled, like a run that ends otherwise: it stays
+        resumable under the same id, and the answer resumes it (no thread waits for it)."""
         with self._lock:
             bridge, self.bridge, self.attach = self.bridge, None, None
         if bridge is None:
@@ -617,18 +525,18 @@ class Journal:
                 bridge.items.put(_Finish(summary))
                 handle = bridge.handle or DBOS.retrieve_workflow(self.run_id)
                 handle.get_result()  # SUCCESS is on disk before the run ends
-            elif outcome == "interrupt" and pending and wait is not None:
-                self._wait(bridge, summary, pending, wait)
-            else:
-                _cancel(self.run_id)
-                bridge.items.put(_DETACH)
+                return
+            if outcome == "interrupt" and pending and wait is not None:
+                self._journal_wait(bridge, summary, pending, wait)
+            _cancel(self.run_id)  # before the run ends: an answer right after it resumes a detached workflow
+            bridge.items.put(_DETACH)
         finally:
             _release(bridge)
 
-    def _wait(self, bridge: Bridge, summary: dict[str, Any], pending: list[str], wait: float) -> None:
+    def _journal_wait(self, bridge: Bridge, summary: dict[str, Any], pending: list[str], wait: float) -> None:
         payload = {"wait": self.waits, "pending": pending, "deadline": time.time() + wait, "prefix": self.prefix,
                    "answer": self.answer, "summary": summary}
-        step = _Wait(f"wait:{self.waits}", payload)
+        step = _Step(f"wait:{self.waits}", payload)
         bridge.items.put(step)
         try:  # journaled before the run ends, so `hookstream runs list` says waiting from then on
             step.reply.get(timeout=START_TIMEOUT)
@@ -636,7 +544,7 @@ class Journal:
             log.warning("durable run %s: DBOS did not journal its wait within %.0f s", self.run_id, START_TIMEOUT)
 
 
-def _recorded_steps(run_id: str) -> list[tuple[str, Any]]:
+def recorded_steps(run_id: str) -> list[tuple[str, Any]]:
     return [(str(s["function_name"]), s["output"]) for s in DBOS.list_workflow_steps(run_id)]
 
 
@@ -670,19 +578,19 @@ def _resume(bridge: Bridge) -> None:
 
 
 def _deliver(run_id: str, steps: list[tuple[str, Any]], wait: int, answer: Any, prefix: str) -> Bridge:
-    """Answer wait ``wait`` of ``run_id`` and return the bridge of the segment the answer starts. A
-    workflow waiting on a thread of this process takes the bridge when the answer arrives; any other
-    (its process died or exited, or another process holds it: DBOS fences that execution out) is resumed
-    here, replays its journal and receives the answer the same way."""
-    from .waits import TOPIC, message_key
-
-    local = waiting_here(run_id)
-    bridge = Bridge(run_id, [] if local else steps, answer=answer)
+    """Answer wait ``wait`` of ``run_id`` and return the bridge of the segment the answer starts. The answer
+    is sent first (``DBOS.send``, its idempotency key from the answered call ids: one message however many
+    send it); then the workflow, detached since its run ended waiting, is resumed here: it replays its
+    journal and finds the answer there (a stale execution elsewhere is fenced out by DBOS)."""
+    bridge = Bridge(run_id, steps, answer=answer)
     _register(bridge)
-    if not local:
-        _resume(bridge)  # first, so a stale execution elsewhere cannot take the answer
     message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix}
-    DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
+    try:
+        DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
+    except BaseException:
+        _release(bridge)
+        raise
+    _resume(bridge)
     return bridge
 
 
@@ -692,8 +600,6 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     :class:`RunBusyError` when the id is open in this process, :class:`DurableError` for a workflow that
     failed, :class:`DurableStoreError` (see :func:`ensure_dbos`), ``AnswerRefused`` and
     ``NotWaitingError`` for an answer the run does not take (``hookstream_dbos.waits.decide``)."""
-    from .waits import decide, read_history
-
     ensure_dbos(url)
     status = DBOS.get_workflow_status(run_id)
     state = status.status if status is not None else None
@@ -711,8 +617,8 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     if state != "SUCCESS" and state not in RESUMABLE:
         raise DurableError(f"durable run {run_id!r} is {state}; it cannot be resumed (use another id)")
     assert status is not None
-    steps = _recorded_steps(run_id)
-    history = read_history(_first_answer(status), steps)
+    steps = recorded_steps(run_id)
+    history = read_history(first_answer(status), steps)
     output = status.output if isinstance(status.output, dict) else None
     expired = bool(output and output.get("expired")) or history.expired(time.time())
     plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=expired)
@@ -730,7 +636,7 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     return journal
 
 
-def _first_answer(status: Any) -> Any:
+def first_answer(status: Any) -> Any:
     """The answer the run's first segment was started with (kept in the workflow's input)."""
     inputs = status.input
     args = getattr(inputs, "args", None) if inputs is not None else None

@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 
-from .journal import WORKFLOW_NAME, DurableError, default_url
+from .errors import DurableError
+from .journal import WORKFLOW_NAME, default_url
 
 __all__ = ["RECORDING_FORMAT", "RunInfo", "export_run", "list_runs", "model_steps"]
 

@@ -18,7 +18,9 @@ How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
   message ids the adapter makes up are derived from the run and step: ``durable._stable_ids``), which
   are not logged again; the rest is logged as new;
 * the application sends a frame only once it is in the event log (``log_then_send``), so a client
-  never holds a frame the recovered run does not continue from.
+  never holds a frame the recovered run does not continue from;
+* a process stopped on purpose (``hookstream_serve_stop``) with runs still going on ends at once, as a
+  killed one: its runs stay ``PENDING`` for the slot's next holder instead of being cancelled.
 
 Thread safety: the hooks run on any request thread at once; the inputs waiting for their run are kept
 under a lock.
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import logging
+import os
 import re
 import socket
 import threading
@@ -36,10 +40,10 @@ from typing import Any
 
 import attrs
 from hookstream.plugin import RunContext, hookimpl
-from hookstream.stores import dumps_message, loads_message
 
-from .durable import STATE, Durable, _last_user_text
-from .journal import ensure_dbos, log, on_recovery, open_run
+from .durable import STATE, Durable, last_user_text
+from .journal import ensure_dbos, log, on_recovery, open_run, open_runs
+from .serve_wait import ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
 from .waits import canonical_answer
 
 __all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id"]
@@ -54,12 +58,6 @@ def served_id(thread_id: str, run_id: str) -> str:
     return thread_prefix(thread_id) + hashlib.sha256(f"{thread_id}\0{run_id}".encode()).hexdigest()[:24]
 
 
-def thread_prefix(thread_id: str) -> str:
-    """What the durable run ids of a thread's served runs start with (``serve-``, a digest of the thread
-    id, ``-``): the answer route finds a thread's waiting run by it."""
-    return "serve-" + hashlib.sha256(thread_id.encode()).hexdigest()[:16] + "-"
-
-
 def executor_id(name: str, slot: int) -> str:
     """The DBOS executor id of worker slot ``slot`` of the server ``name``."""
     return f"hookstream-serve-{name}-{slot}"
@@ -68,23 +66,6 @@ def executor_id(name: str, slot: int) -> str:
 def default_name() -> str:
     """This machine's host name, as an executor id may hold it."""
     return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
-
-
-def encode_run(run: Any) -> dict[str, Any]:
-    """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process: JSON values."""
-    return {"thread_id": run.thread_id, "run_id": run.run_id, "messages": [dumps_message(m) for m in run.messages],
-            "tools": run.tools, "state": run.state, "resume": run.resume, "forwarded_props": run.forwarded_props,
-            "principal": run.principal.id if run.principal is not None else None}
-
-
-def decode_run(doc: dict[str, Any]) -> Any:
-    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal without claims)."""
-    from hookstream.server import Principal, RunInput
-
-    who = doc.get("principal")
-    return RunInput(doc["thread_id"], doc["run_id"], [loads_message(m) for m in doc["messages"]], list(doc["tools"]),
-                    doc.get("state"), doc.get("resume"), doc.get("forwarded_props"),
-                    Principal(who) if isinstance(who, str) else None)
 
 
 @attrs.define(slots=True, eq=False)
@@ -108,11 +89,29 @@ class ServeDurable:
     @hookimpl
     def hookstream_serve_run(self, app: Any, run: Any, protocol: str) -> bool | None:
         if protocol == "agui":  # the AI SDK's stream resumes from its start only: not durable
-            with self._lock:
-                self._waiting[(run.thread_id, run.run_id)] = encode_run(run)
-                while len(self._waiting) > _MAX_WAITING:
-                    self._waiting.popitem(last=False)
+            self.keep(run)
         return None
+
+    def keep(self, run: Any) -> None:
+        """Keep ``run``'s input (a :class:`~hookstream.server.RunInput`) for its run plugin to take."""
+        with self._lock:
+            self._waiting[(run.thread_id, run.run_id)] = encode_run(run)
+            while len(self._waiting) > _MAX_WAITING:
+                self._waiting.popitem(last=False)
+
+    @hookimpl(trylast=True)
+    def hookstream_serve_stop(self, app: Any, slot: int) -> None:
+        """A graceful stop (a deploy, ``--max-requests``, Ctrl-C) while durable runs go on: the process
+        ends at once, as a killed one does, instead of cancelling them or waiting for them (their tools
+        may run for hours; gunicorn would kill the worker anyway). Their workflows stay ``PENDING`` under
+        this slot's executor id, so the slot's next holder (the replacement worker, the restarted
+        server) recovers them and their clients reconnect to the resume route. Nothing is lost that a
+        kill would keep: every frame a client got is in the run event log, every step in the journal."""
+        left = open_runs()
+        if left:
+            log.warning("durable runs left to worker slot %d's next holder: %d", slot, left)
+            logging.shutdown()  # flush what is logged; nothing else of this process may wait
+            os._exit(0)
 
     def take(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """The kept input of the run about to start, once."""
@@ -145,10 +144,9 @@ class ServedDurable(Durable):
         served = self.server.take(run.thread_id, run.run_id) if self.server is not None else None
         if served is None:
             return
-        meta = {"model": f"{run.provider}:{run.model}", "prompt": _last_user_text(run), "started": time.time(),
+        meta = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(),
                 "thread_id": run.thread_id, "served": served}
-        from .serve_wait import answered_run  # a POST that answers a waiting run continues that run
-
+        # A POST that answers a waiting run continues that run.
         durable_id = answered_run(run.thread_id, run.run_id) or served_id(run.thread_id, run.run_id)
         run.state[STATE] = open_run(durable_id, meta, self.db, canonical_answer(run.resume))
 
@@ -173,9 +171,7 @@ def configure(options: dict[str, Any], run: Any) -> None:
     pm = get_registry().pm
     pm.register(server, name="hookstream-dbos-serve")
     run.stack.callback(pm.unregister, server)
-    from .serve_wait import ServeAnswers
-
-    answers = ServeAnswers(server)  # a POST that answers a waiting run goes to the worker holding it
+    answers = ServeAnswers(server.keep)  # a POST that answers a waiting run goes to the worker holding it
     pm.register(answers, name="hookstream-dbos-serve-answers")
     run.stack.callback(pm.unregister, answers)
     run.settings = run.settings.evolve(plugins=(*run.settings.plugins,

@@ -1,20 +1,18 @@
 """``hookstream serve --durable``: a served run that ends waiting for approvals is a durable wait, and the
-POST that answers it (the same route as ever, ``resume``) continues the same durable run in whichever
-worker holds the wait (``docs/durable.md``, "Approvals").
+POST that answers it (the same route as ever, ``resume``) continues the same durable run in the worker
+it reaches (``docs/durable.md``, "Approvals").
 
 How, on the server's public hooks (:mod:`hookstream_server.hookspecs`):
 
 * the server refuses a second answer (409) and claims the answers before anything here runs;
 * :meth:`ServeAnswers.hookstream_serve_run` looks, among the thread's durable runs (their ids start with
-  the thread's digest: :func:`hookstream_dbos.serve.served_id`), for the one that waits for the calls
+  the thread's digest: :func:`thread_prefix`), for the one that waits for the calls
   the POST answers. Found, it takes the run over: ``DBOS.send`` delivers the answer with the POST's
-  input to the waiting workflow (the idempotency key from the answered call ids: delivered once). A
-  workflow waiting in a live worker wakes there; one whose worker died waits again in the worker that
-  recovered it (DBOS recovery, ``hookstream_dbos.journal.durable_run``); one whose worker exited
-  (cancelled) is resumed in this worker;
-* the woken workflow starts the answering run in its own process with ``app.run_detached`` under the
-  POST's run id (:meth:`ServeAnswers.drive`); that run opens the same durable run as the segment its
-  answer starts, and the POST's client reads it through the run event log.
+  input to the waiting workflow (the idempotency key from the answered call ids: delivered once), then
+  this worker resumes the workflow, which detached when its run ended waiting (no worker holds a wait);
+* the resumed workflow replays, takes the answer and starts the answering run in this worker with
+  ``app.run_detached`` under the POST's run id (:meth:`ServeAnswers.drive`); that run opens the same
+  durable run as the segment its answer starts, and the POST's client reads it through the run event log.
 
 A POST whose answers match no waiting durable run is left to the server (a run of its own, as before).
 
@@ -24,21 +22,46 @@ under a lock.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 from hookstream.plugin import hookimpl
+from hookstream.stores import dumps_message, loads_message
 
-from .journal import RESUMABLE, WORKFLOW_NAME, _first_answer, _queue_name, _recorded_steps, log
-from .serve import ServeDurable, decode_run, encode_run, thread_prefix
+from .journal import RESUMABLE, WORKFLOW_NAME, first_answer, log, queue_name, recorded_steps
 from .waits import TOPIC, canonical_answer, message_key, read_history
 
-__all__ = ["ServeAnswers", "answered_run", "find_waiting"]
+__all__ = ["ServeAnswers", "answered_run", "decode_run", "encode_run", "find_waiting", "thread_prefix"]
 
 _lock = threading.Lock()
 _starting: dict[tuple[str, str], str] = {}
 """``(thread id, run id)`` of an answering run about to start in this process -> its durable run id."""
+
+
+def thread_prefix(thread_id: str) -> str:
+    """What the durable run ids of a thread's served runs start with (``serve-``, a digest of the thread
+    id, ``-``): the answer route finds a thread's waiting run by it."""
+    return "serve-" + hashlib.sha256(thread_id.encode()).hexdigest()[:16] + "-"
+
+
+def encode_run(run: Any) -> dict[str, Any]:
+    """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process: JSON values."""
+    return {"thread_id": run.thread_id, "run_id": run.run_id, "messages": [dumps_message(m) for m in run.messages],
+            "tools": run.tools, "state": run.state, "resume": run.resume, "forwarded_props": run.forwarded_props,
+            "principal": run.principal.id if run.principal is not None else None}
+
+
+def decode_run(doc: dict[str, Any]) -> Any:
+    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal without claims)."""
+    from hookstream.server import Principal, RunInput
+
+    who = doc.get("principal")
+    return RunInput(doc["thread_id"], doc["run_id"], [loads_message(m) for m in doc["messages"]], list(doc["tools"]),
+                    doc.get("state"), doc.get("resume"), doc.get("forwarded_props"),
+                    Principal(who) if isinstance(who, str) else None)
 
 
 def answered_run(thread_id: str, run_id: str) -> str | None:
@@ -56,44 +79,50 @@ SETTLE = 3.0
 run journals its wait when it ends, just after its client read ``RUN_FINISHED``."""
 
 
-def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str, str] | None:
+def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str] | None:
     """The durable run of thread ``thread_id`` that waits for the calls ``answer`` answers: ``(run id,
-    wait number, the answering segment's prefix, DBOS status)``, or ``None``. Reads the thread's runs
-    (their ids share the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds
-    while one of them is still running (it may be about to journal the wait)."""
+    wait number, the answering segment's prefix)``, or ``None``. Reads the thread's runs (their ids share
+    the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds while one of them is
+    still ending (about to journal its wait, or journaled it and about to detach)."""
     pause = threading.Event()
+    found = None
     for _ in range(int(SETTLE / 0.1)):
-        found, running = _find(thread_id, _answered_ids(answer))
-        if found is not None or not running:
+        found, ending = _find(thread_id, _answered_ids(answer))
+        if not ending:
             return found
         pause.wait(0.1)
-    return None
+    return found  # still PENDING: its worker died before it detached; resuming it here is right
 
 
-def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str, str] | None, bool]:
+def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, bool]:
     from dbos import DBOS
 
     statuses = DBOS.list_workflows(workflow_id_prefix=thread_prefix(thread_id), name=WORKFLOW_NAME,
                                    status=sorted(RESUMABLE), sort_desc=True, load_output=False)
-    running = False
+    ending = False
     for status in statuses:
-        history = read_history(_first_answer(status), _recorded_steps(status.workflow_id))
+        history = read_history(first_answer(status), recorded_steps(status.workflow_id))
         if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
-            return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:", status.status), False
-        running = running or (status.status == "PENDING" and not history.waiting)
-    return None, running
+            # A run detaches (CANCELLED) as it ends: until then its answer would race its own cancel.
+            return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:"), \
+                status.status == "PENDING"
+        ending = ending or (status.status == "PENDING" and not history.waiting)
+    return None, ending
 
 
 @attrs.define(slots=True, eq=False)
 class ServeAnswers:
     """The answer route of ``serve --durable`` (registered next to :class:`ServeDurable`)."""
 
-    server: ServeDurable
+    keep: Callable[[Any], None]
+    """Keeps a run's input for its run plugin (``hookstream_dbos.serve.ServeDurable.keep``)."""
+    app: Any = None
 
     @hookimpl(tryfirst=True)
     def hookstream_serve_process(self, app: Any, slot: int) -> None:
         from .journal import on_answer
 
+        self.app = app
         on_answer(self.drive)  # before DBOS launches and recovers this slot's waits
 
     @hookimpl(tryfirst=True)
@@ -107,12 +136,11 @@ class ServeAnswers:
         found = find_waiting(run.thread_id, answer) if answer is not None else None
         if found is None:
             return None
-        run_id, wait, prefix, state = found
-        if state == "CANCELLED":
-            # Its worker exited while it waited: this worker takes it (it replays and waits again here).
-            DBOS.resume_workflow(run_id, queue_name=_queue_name())
+        run_id, wait, prefix = found
         message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix, "run": encode_run(run)}
         DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
+        # Then this worker resumes the detached workflow: it replays, takes the answer and starts its run.
+        DBOS.resume_workflow(run_id, queue_name=queue_name())
         log.info("durable run %s: wait %d answered by run %s", run_id, wait, run.run_id)
         return True
 
@@ -121,8 +149,8 @@ class ServeAnswers:
         run = decode_run(message["run"])
         with _lock:
             _starting[(run.thread_id, run.run_id)] = run_id
-        self.server.hookstream_serve_run(self.server.app, run, "agui")  # keeps its input for its run plugin
+        self.keep(run)  # for its run plugin
         try:
-            self.server.app.run_detached(run)
+            self.app.run_detached(run)
         except Exception:  # the workflow waits for the run, then detaches: still answered, resumable
             log.exception("durable run %s: the answering run %s could not start", run_id, run.run_id)

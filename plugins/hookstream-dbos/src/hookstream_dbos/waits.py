@@ -2,11 +2,12 @@
 (*segment*) of the run a new run of the same id drives.
 
 A durable run that ends with outcome ``interrupt`` (tool calls waiting for approval) keeps its workflow:
-the workflow journals step ``wait:N`` (``N`` from 0: what it waits for, until when) and waits for the
-answer with ``DBOS.recv`` on :data:`TOPIC`. The run that answers (``chat(..., resume=...)`` with the same
-``Durable`` id) delivers it with ``DBOS.send`` and is the next segment of the same workflow: its steps are
-journaled under the segment's prefix (``s1:model_call:1``...; the first segment keeps the bare names).
-DBOS journals the received answer like a step, so a resumed workflow replays it.
+the workflow journals step ``wait:N`` (``N`` from 0: what it waits for, until when) and detaches (no
+thread waits). The run that answers (``chat(..., resume=...)`` with the same ``Durable`` id) delivers the
+answer with ``DBOS.send`` on :data:`TOPIC`, then resumes the workflow, which takes it with ``DBOS.recv`` as
+it replays; that run is the next segment of the same workflow: its steps are journaled under the
+segment's prefix (``s1:model_call:1``...; the first segment keeps the bare names). DBOS journals the
+received answer like a step, so a resumed workflow replays it.
 
 The segments of a run: segment 0 (started by ``chat`` with a prompt, or with a ``resume`` under a new
 id), then one per answered wait. Each is named by the answer that started it (:func:`canonical_answer` of
@@ -25,28 +26,15 @@ from typing import Any
 
 import attrs
 
-from .journal import DurableError
+from .errors import AnswerRefused, NotWaitingError
 
-__all__ = ["DEFAULT_WAIT", "TOPIC", "AnswerRefused", "History", "NotWaitingError", "Plan", "canonical_answer",
-           "decide", "is_answer", "message_key", "read_history"]
+__all__ = ["DEFAULT_WAIT", "TOPIC", "History", "Plan", "canonical_answer", "decide", "is_answer", "message_key",
+           "read_history"]
 
 TOPIC = "hookstream.answer"
-"""The DBOS message topic of answers (and of the wake-up a process sends its own waits when it exits)."""
+"""The DBOS message topic of answers."""
 DEFAULT_WAIT = 7 * 24 * 3600.0
 """Seconds a run waits for its answer by default (a week); ``Durable(id, wait=...)`` changes it."""
-
-
-class AnswerRefused(DurableError):
-    """An answer to a durable run that takes none any more: its wait was answered already (with other
-    answers), its wait expired, or it has finished. A second answer to the same wait is refused so."""
-
-    code = "durable_answer_refused"
-
-
-class NotWaitingError(DurableError):
-    """An answer (``chat(..., resume=...)``) under the id of a durable run that never waited for one."""
-
-    code = "durable_not_waiting"
 
 
 def canonical_answer(resume: Any) -> dict[str, Any] | None:
@@ -69,7 +57,7 @@ def message_key(run_id: str, wait: int, answer: dict[str, Any] | None) -> str:
 
 
 def is_answer(message: Any, wait: int) -> bool:
-    """Whether a received message answers wait ``wait`` (not a wake-up, not a stale message)."""
+    """Whether a received message answers wait ``wait`` (not a stale message)."""
     return isinstance(message, dict) and message.get("kind") == "answer" and message.get("wait") == wait
 
 

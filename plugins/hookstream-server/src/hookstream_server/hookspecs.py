@@ -4,6 +4,8 @@ call them through ``hookstream.get_registry().pm.hook``).
 
 * :func:`hookstream_serve_process`: each serving process, once, before it serves (waitress: the one
   process, slot 0; gunicorn: each worker after the fork, with its worker slot).
+* :func:`hookstream_serve_stop`: each serving process stopped on purpose, once, before it exits (gunicorn:
+  a worker after its graceful wait; waitress: after Ctrl-C).
 * :func:`hookstream_serve_run`: each run a POST starts, after every check and claim, before it runs;
   a plugin may take the run over (it runs elsewhere: the server answers by tailing its event log).
 
@@ -12,14 +14,16 @@ What they are for: a plugin that keeps runs somewhere that outlives a process (h
 ``run_detached`` (``make_app``'s application: :meth:`hookstream_server.agui._App.run_detached`).
 
 Thread safety: :func:`hookstream_serve_process` runs on the serving process's main thread before any
-request; :func:`hookstream_serve_run` runs on the request's thread, for several requests at once.
+request, :func:`hookstream_serve_stop` on it after the last one it waited for;
+:func:`hookstream_serve_run` runs on the request's thread, for several requests at once.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-__all__ = ["serve_process"]
+__all__ = ["serve_process", "serve_stop"]
 
 
 def serve_process(app: Any, slot: int) -> None:
@@ -30,3 +34,17 @@ def serve_process(app: Any, slot: int) -> None:
     hook = getattr(get_registry().pm.hook, "hookstream_serve_process", None)
     if hook is not None:
         hook(app=app, slot=slot)
+
+
+def serve_stop(app: Any, slot: int) -> None:
+    """Tell the plugins this process (worker ``slot``) stops serving ``app`` on purpose and is about to
+    exit (``hookstream_serve_stop``); what a plugin raises is logged, not raised."""
+    from hookstream import get_registry
+
+    hook = getattr(get_registry().pm.hook, "hookstream_serve_stop", None)
+    if hook is None:
+        return
+    try:
+        hook(app=app, slot=slot)
+    except Exception:  # the process exits all the same
+        logging.getLogger("hookstream_server").exception("a hookstream_serve_stop hook failed")

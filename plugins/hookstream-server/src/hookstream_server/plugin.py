@@ -57,6 +57,20 @@ class ServeHookSpecs:
         """
 
     @staticmethod
+    @hookspec
+    def hookstream_serve_stop(app: Any, slot: int) -> None:
+        """This process, worker slot ``slot``, stops serving ``app`` on purpose (a graceful stop: gunicorn's
+        worker after its graceful wait for the requests in flight, when told to stop or past
+        ``--max-requests``; waitress after Ctrl-C) and is about to exit. Runs still going on are ended by
+        the exit; a plugin that keeps runs somewhere that outlives the process leaves them there for the
+        slot's next holder. Not called when the process is killed or crashes.
+
+        :param app: the WSGI application.
+        :param slot: the worker slot, from 0.
+        :returns: nothing (an exception is logged; the process exits all the same).
+        """
+
+    @staticmethod
     @hookspec(firstresult=True)
     def hookstream_serve_run(app: Any, run: RunInput, protocol: str) -> bool | None:
         """A POST is about to start ``run`` (its input as the server parsed it: the thread's history and

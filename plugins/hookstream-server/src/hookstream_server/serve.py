@@ -48,7 +48,7 @@ from hookstream.stores import ConversationStore, InMemoryStore, open_store
 from .agui import make_app
 from .auth import Authenticator, JWTAuthenticator, TokenAuthenticator, first_of
 from .guard import is_loopback, local_only
-from .hookspecs import serve_process
+from .hookspecs import serve_process, serve_stop
 from .limits import ServerLimits
 
 TOKENS_ENV = "HOOKSTREAM_AUTH_TOKENS"
@@ -269,3 +269,4 @@ def _serve(app: Any, host: str, port: int, workers: int, threads: int, limits: S
         pass
     finally:
         server.close()
+    serve_stop(served, 0)

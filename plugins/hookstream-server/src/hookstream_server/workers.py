@@ -29,7 +29,8 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
     worker, once forked and before it accepts a connection, calls ``hookstream_serve_process(served,
     slot)`` (``served``: make_app's application, default ``app``) with its worker slot: the smallest of
     ``0..workers-1`` no live worker holds, given in the arbiter before the fork, so the worker replacing a
-    dead one takes its slot. Raises :class:`click.ClickException` when gunicorn is not installed."""
+    dead one takes its slot; a worker that stops on purpose calls ``hookstream_serve_stop`` before it
+    exits. Raises :class:`click.ClickException` when gunicorn is not installed."""
     try:
         from gunicorn.app.base import BaseApplication
 
@@ -56,6 +57,14 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
 
         serve_process(served, getattr(worker, SLOT, 0))
 
+    def worker_exit(server: Any, worker: Any) -> None:
+        import os
+
+        if worker.pid == os.getpid():  # gunicorn calls it in the arbiter too, for a worker already gone
+            from .hookspecs import serve_stop
+
+            serve_stop(served, getattr(worker, SLOT, 0))
+
     options: dict[str, Any] = {
         "bind": f"{host}:{port}",
         "workers": workers,
@@ -73,6 +82,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
         "when_ready": when_ready,
         "pre_fork": pre_fork,
         "post_worker_init": post_worker_init,
+        "worker_exit": worker_exit,
         "loglevel": "warning",
     }
 
