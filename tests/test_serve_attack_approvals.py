@@ -260,6 +260,22 @@ def test_another_principal_cannot_answer_the_pending_call(stored: Server) -> Non
     assert stored.spent().count(803) == 1
 
 
+def test_a_forged_entry_next_to_the_real_answer_uses_nothing_up(stored: Server) -> None:
+    """A resume naming the pending call and an interrupt of no pending call is refused before the answer
+    is claimed (400 ``invalid_resume``): the owner's own answer afterwards still runs the tool, once."""
+    client = Client(stored.base, f"mix{uuid.uuid4().hex[:6]}", full=True, token=ALICE)
+    client.say("pay 804")
+    [interrupt] = client.interrupts
+    resume = [{"interruptId": i, "status": "resolved", "payload": {"approved": True}}
+              for i in (interrupt["id"], "approval_call_never_made")]
+    resp = requests.post(stored.base + "/", json=agui(client.thread_id, client.messages, resume=resume),
+                         headers=headers(), timeout=60)
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_resume", resp.text
+    assert stored.spent().count(804) == 0
+    client.approve()
+    assert stored.spent().count(804) == 1
+
+
 # -- finding 3: without a store -----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -304,6 +320,19 @@ def test_another_principal_cannot_use_an_unused_approval(stateless: Server) -> N
     assert bob.status_code == 400 and stateless.spent().count(812) == 0
     client.approve()  # alice's own answer still works: bob's attempt used nothing
     assert stateless.spent().count(812) == 1
+
+
+def test_a_forged_entry_next_to_a_signed_approval_uses_nothing_up(stateless: Server) -> None:
+    client = Client(stateless.base, f"mix{uuid.uuid4().hex[:6]}", full=True, token=ALICE)
+    client.say("pay 814")
+    [interrupt] = client.interrupts
+    resume = [{"interruptId": i, "status": "resolved", "payload": {"approved": True}}
+              for i in (interrupt["id"], "approval_call_never_made")]
+    resp = requests.post(stateless.base + "/", json=agui(client.thread_id, client.messages, resume=resume),
+                         headers=headers(), timeout=60)
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_resume", resp.text
+    client.approve()
+    assert stateless.spent().count(814) == 1
 
 
 def test_a_signed_approval_on_api_chat_runs_once(stateless: Server) -> None:

@@ -61,6 +61,7 @@ from hookstream.errors import (
     AGUIInputError,
     AlreadyAnsweredError,
     MalformedCustomEventError,
+    ResumeError,
     UntrustedToolCallError,
 )
 from hookstream.events import ApprovalRequestedPayload, BaseEvent, Custom, RunFinished
@@ -451,7 +452,9 @@ def vet(
     approval id must have been handed to it). ``claims``, when given, receives what the server must claim
     before the run starts, so the request's answers are used once (:func:`answer_claims`): with a store,
     the ids of the stored pending calls the request answers or leaves behind; without, the signed
-    approval ids it echoed. Raises :class:`~hookstream.errors.UntrustedToolCallError`."""
+    approval ids it echoed. Raises :class:`~hookstream.errors.UntrustedToolCallError`;
+    :class:`~hookstream.errors.ResumeError` (``invalid_resume``) for a ``resume`` entry naming no pending
+    call while calls are pending (the engine would refuse it), before anything is claimed."""
     if new is not None:
         for m in new:
             for call in m.tool_calls:
@@ -469,7 +472,8 @@ def vet(
     used: set[int] = set()
     entries: list[dict[str, Any]] = []
     resolved: set[str] = set()
-    for call in pending_calls(messages):
+    pending = pending_calls(messages)
+    for call in pending:
         answer = _answer(call, given, used, in_messages)
         if new is None and (signer is None or not signer.verify(answer.approval_id if answer else None,
                                                                  thread_id, call, principal)):
@@ -490,6 +494,11 @@ def vet(
     rest = [e for i, e in enumerate(given) if i not in used]
     if new is not None:
         _refuse_answered_again(messages[: len(messages) - len(new)], incoming, new, rest, in_messages, thread_id)
+    if pending and rest:
+        # The engine refuses such an entry while calls of its own wait; refused here, before the request's
+        # answers are claimed, a forged entry next to a real answer cannot use that answer up.
+        key = rest[0].get("interruptId") if isinstance(rest[0], dict) else rest[0]
+        raise ResumeError(f"resume answers {key!r}, which is not a pending tool call of the conversation")
     resumed = [*entries, *rest]
     if new is not None and claims is not None:
         claims.extend(answer_claims(messages[: len(messages) - len(new)], new, resolved))
