@@ -120,11 +120,12 @@ class ServeDurable:
         left = open_runs()
         if not left:
             return
+        # Logged first: once handed, a live worker may take a run at once, and this process must be gone.
+        log.warning("durable runs handed to the live workers by worker slot %d: %d", slot, left)
         try:
-            handed = hand_over(shared_queue(self.name))
-            log.warning("durable runs handed to the live workers by worker slot %d: %d", slot, len(handed))
+            hand_over(shared_queue(self.name))
         except Exception:
-            log.exception("durable runs left to worker slot %d's next holder: %d", slot, left)
+            log.exception("durable runs left to worker slot %d's next holder instead: %d", slot, left)
         logging.shutdown()  # flush what is logged; nothing else of this process may wait
         os._exit(0)
 
