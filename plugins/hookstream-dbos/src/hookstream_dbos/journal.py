@@ -53,7 +53,7 @@ from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
 from .errors import AnswerRefused, DurableError, DurableStoreError, RunBusyError, RunDivergedError
 from .waits import TOPIC, decide, is_answer, message_key, read_history
 
-__all__ = ["Journal", "default_url", "ensure_dbos", "on_answer", "on_recovery", "open_run", "open_runs",
+__all__ = ["Journal", "default_url", "ensure_dbos", "hand_over", "on_answer", "on_recovery", "open_run", "open_runs",
            "redact_url"]
 
 log = logging.getLogger("hookstream_dbos")
@@ -120,12 +120,14 @@ _bridges: dict[str, Bridge] = {}
 _bridges_changed = threading.Condition(_lock)
 
 
-def ensure_dbos(url: str | None = None, executor_id: str | None = None) -> str:
+def ensure_dbos(url: str | None = None, executor_id: str | None = None, shared_queue: str | None = None) -> str:
     """Configure and launch DBOS for this process on ``url`` (default :func:`default_url`) once; returns
     the URL in use. SQLite's parent directory is created. ``executor_id``: this process's DBOS executor id
     (default: a random one); a stable one (a served worker slot's, ``hookstream_dbos.serve``) makes DBOS
-    recover, at launch, the runs a dead process of that id left. Raises :class:`DurableStoreError` when
-    this process already uses another URL (DBOS has one system database per process)."""
+    recover, at launch, the runs a dead process of that id left. ``shared_queue``: a DBOS queue this
+    process also dequeues from, with the other processes of its server (a stopping one hands its runs
+    there: :func:`hand_over`). Raises :class:`DurableStoreError` when this process already uses another
+    URL (DBOS has one system database per process)."""
     global _launched_url, _queue
     wanted = url or default_url()
     with _lock:
@@ -144,9 +146,11 @@ def ensure_dbos(url: str | None = None, executor_id: str | None = None) -> str:
         # Only this process listens to its queue, so only it resumes the runs it asks to resume (their
         # tools and their consumer live here).
         name = f"hookstream-durable-{executor}"
-        DBOS.listen_queues([name])
+        DBOS.listen_queues([name] if shared_queue is None else [name, shared_queue])
         DBOS.launch()
         _queue = DBOS.register_queue(name, polling_interval_sec=0.1)
+        if shared_queue is not None:
+            DBOS.register_queue(shared_queue, polling_interval_sec=0.5)
         _launched_url = wanted
         return wanted
 
@@ -155,6 +159,27 @@ def open_runs() -> int:
     """How many runs have their journal open in this process now (each one's workflow on a DBOS thread)."""
     with _lock:
         return len(_bridges)
+
+
+def hand_over(shared_queue: str) -> list[str]:
+    """Hand the runs open in this process (their workflows ``PENDING`` here) to the processes that dequeue
+    from ``shared_queue`` (:func:`ensure_dbos`), for a process about to exit on purpose while they go
+    on: DBOS is shut down here first (``DBOS.destroy``: this process dequeues nothing more, so it never
+    takes back what it hands), then each workflow is ``ENQUEUED`` on ``shared_queue``
+    (``DBOSClient.resume_workflow``), where one live process dequeues it (DBOS's dequeue claims each
+    workflow once) and recovers it as after a crash. Returns the ids handed; this process must exit at
+    once (DBOS is gone from it, and the runs left here must not go on)."""
+    from dbos import DBOSClient
+
+    with _lock:
+        ids, url = sorted({*_bridges, *_adopting}), _launched_url
+    if not ids or url is None:
+        return []
+    DBOS.destroy(workflow_completion_timeout_sec=0)
+    client = DBOSClient(system_database_url=url)
+    for run_id in ids:
+        client.resume_workflow(run_id, queue_name=shared_queue)
+    return ids
 
 
 def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:

@@ -19,8 +19,10 @@ How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
   are not logged again; the rest is logged as new;
 * the application sends a frame only once it is in the event log (``log_then_send``), so a client
   never holds a frame the recovered run does not continue from;
-* a process stopped on purpose (``hookstream_serve_stop``) with runs still going on ends at once, as a
-  killed one: its runs stay ``PENDING`` for the slot's next holder instead of being cancelled.
+* a process stopped on purpose (``hookstream_serve_stop``: a reload, ``--max-requests``, Ctrl-C) with
+  runs still going on hands them to the server's live workers (the server's shared DBOS queue,
+  :func:`shared_queue`, which every worker dequeues from; :func:`~hookstream_dbos.journal.hand_over`)
+  and ends at once: a live worker (or the restarted server) recovers each as after a kill.
 
 Thread safety: the hooks run on any request thread at once; the inputs waiting for their run are kept
 under a lock.
@@ -42,11 +44,11 @@ import attrs
 from hookstream.plugin import RunContext, hookimpl
 
 from .durable import STATE, Durable, last_user_text
-from .journal import ensure_dbos, log, on_recovery, open_run, open_runs
+from .journal import ensure_dbos, hand_over, log, on_recovery, open_run, open_runs
 from .serve_wait import ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
 from .waits import canonical_answer
 
-__all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id"]
+__all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id", "shared_queue"]
 
 _MAX_WAITING = 10_000
 """Inputs of runs POSTed but not started yet that are kept at most (the oldest are dropped)."""
@@ -61,6 +63,11 @@ def served_id(thread_id: str, run_id: str) -> str:
 def executor_id(name: str, slot: int) -> str:
     """The DBOS executor id of worker slot ``slot`` of the server ``name``."""
     return f"hookstream-serve-{name}-{slot}"
+
+
+def shared_queue(name: str) -> str:
+    """The DBOS queue every worker of the server ``name`` dequeues from (a stopping worker's runs go there)."""
+    return f"hookstream-serve-{name}"
 
 
 def default_name() -> str:
@@ -84,7 +91,8 @@ class ServeDurable:
         self.app = app
         app.log_then_send(True)
         on_recovery(self._recover)
-        ensure_dbos(self.db, executor_id(self.name, slot))  # recovers this slot's runs now, with no request
+        # Recovers this slot's runs now, with no request.
+        ensure_dbos(self.db, executor_id(self.name, slot), shared_queue(self.name))
 
     @hookimpl
     def hookstream_serve_run(self, app: Any, run: Any, protocol: str) -> bool | None:
@@ -101,17 +109,25 @@ class ServeDurable:
 
     @hookimpl(trylast=True)
     def hookstream_serve_stop(self, app: Any, slot: int) -> None:
-        """A graceful stop (a deploy, ``--max-requests``, Ctrl-C) while durable runs go on: the process
-        ends at once, as a killed one does, instead of cancelling them or waiting for them (their tools
-        may run for hours; gunicorn would kill the worker anyway). Their workflows stay ``PENDING`` under
-        this slot's executor id, so the slot's next holder (the replacement worker, the restarted
-        server) recovers them and their clients reconnect to the resume route. Nothing is lost that a
-        kill would keep: every frame a client got is in the run event log, every step in the journal."""
+        """A graceful stop (a reload or deploy, ``--max-requests``, Ctrl-C) while durable runs go on: the
+        process hands them to the server's live workers and ends at once, as a killed one does, instead
+        of cancelling them or waiting for them (their tools may run for hours; gunicorn would kill the
+        worker anyway). Their workflows go to the server's shared queue, where a live worker (a reload's
+        new ones, the replacement, the restarted server) takes each and recovers it; their clients
+        reconnect to the resume route. Should the hand-over fail, they stay ``PENDING`` under this
+        slot's executor id for the slot's next holder. Nothing is lost that a kill would keep: every
+        frame a client got is in the run event log, every step in the journal."""
         left = open_runs()
-        if left:
-            log.warning("durable runs left to worker slot %d's next holder: %d", slot, left)
-            logging.shutdown()  # flush what is logged; nothing else of this process may wait
-            os._exit(0)
+        if not left:
+            return
+        # Logged first: once handed, a live worker may take a run at once, and this process must be gone.
+        log.warning("durable runs handed to the live workers by worker slot %d: %d", slot, left)
+        try:
+            hand_over(shared_queue(self.name))
+        except Exception:
+            log.exception("durable runs left to worker slot %d's next holder instead: %d", slot, left)
+        logging.shutdown()  # flush what is logged; nothing else of this process may wait
+        os._exit(0)
 
     def take(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """The kept input of the run about to start, once."""

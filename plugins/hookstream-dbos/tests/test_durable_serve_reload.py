@@ -1,0 +1,74 @@
+"""``hookstream serve --durable`` reloaded (gunicorn's ``HUP``, a deploy) while a run is in a blocked tool:
+gunicorn starts the new workers (under other slots) before the old ones stop gracefully; the old worker
+that streams the run hands it to the live workers as it stops, a new one recovers it, and the client
+that reconnects to the resume route gets every event once (the machinery of ``test_durable_serve``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from test_durable_serve import (
+    WAIT,
+    _assert_one_run,
+    _frames,
+    _run_input,
+    _wait_for,
+    durable_db,  # noqa: F401  (the fixture)
+    scripted_server,
+    serve,
+)
+
+
+def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp_path: Path) -> None:  # noqa: F811
+    folder = tmp_path / "run"
+    folder.mkdir()
+    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    thread_id, run_id = "thread-6", f"run-{uuid.uuid4().hex}"
+    arbiter: list[int] = []
+    with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
+                                           "--durable-name", "reload", pid=arbiter) as base:
+        before: list[tuple[str, dict[str, Any]]] = []
+        resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
+                             headers={"Accept": "text/event-stream"})
+        assert resp.status_code == 200, resp.text
+        reader = threading.Thread(target=_frames, args=(resp, before))
+        reader.start()
+        _wait_for(folder / "b-running", "tool_b's first run")
+        old = int((folder / "b-running").read_text("utf-8"))
+        os.kill(arbiter[0], signal.SIGHUP)  # new workers (slots 2 and 3), then the old ones stop gracefully
+        reader.join(WAIT)
+        assert not reader.is_alive(), "the old worker's stream never ended"
+        resp.close()
+        assert before and before[-1][1]["type"] != "RUN_FINISHED", before
+
+        after: list[tuple[str, dict[str, Any]]] = []
+        url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
+        with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
+                          stream=True, timeout=WAIT) as again:
+            assert again.status_code == 200, again.text
+            gave_up = threading.Event()
+
+            def give_up() -> None:  # the route keeps a stream alive: end the one of a run never recovered
+                gave_up.set()
+                again.close()
+
+            bound = threading.Timer(WAIT, give_up)
+            bound.start()
+            with contextlib.suppress(AttributeError):  # the read of a stream closed under it
+                _frames(again, after)
+            bound.cancel()
+        assert not gave_up.is_set(), f"no new worker recovered the run within {WAIT:.0f} s: {after}"
+        _assert_one_run(before + after, run_id)
+        assert len(model.requests) == 3
+        assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
+        with pytest.raises(ProcessLookupError):  # the old worker is gone: a new one finished the run
+            os.kill(old, 0)
