@@ -172,15 +172,17 @@ class Durable:
 
     @hookimpl(wrapper=True, specname="hookstream_model_call")
     def watch_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent], Iterable[BaseEvent]]:
-        """Tap a new call's raw body; journal it once the body and the events both ended well."""
+        """Tap a new call's raw body; journal it once the body and the events both ended well. A run that
+        is not durable (a served run not kept) gets its events as they are, and no tap (no teed body)."""
+        journal = call.run.state.get(STATE)
+        if not isinstance(journal, Journal):
+            return (yield)
         call.on_body.append(lambda body: self._tapped(call, body))
         events = yield
-        journal = call.run.state.get(STATE)
-        if isinstance(journal, Journal):
-            # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
-            # the step instead, a replayed call sends the very events its first run sent.
-            run_hash = hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]
-            events = _stable_ids(events, f"msg-{run_hash}-{journal.prefix}{call.step}")
+        # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
+        # the step instead, a replayed call sends the very events its first run sent.
+        run_hash = hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]
+        events = _stable_ids(events, f"msg-{run_hash}-{journal.prefix}{call.step}")
         pending = call.state.get(STATE)
         if not isinstance(pending, _Pending):
             return events
