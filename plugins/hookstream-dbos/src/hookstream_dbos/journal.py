@@ -569,8 +569,10 @@ class Journal:
             log.warning("durable run %s: DBOS did not journal its wait within %.0f s", self.run_id, START_TIMEOUT)
 
 
-def recorded_steps(run_id: str) -> list[tuple[str, Any]]:
-    return [(str(s["function_name"]), s["output"]) for s in DBOS.list_workflow_steps(run_id)]
+def recorded_steps(run_id: str, source: Any = DBOS) -> list[tuple[str, Any]]:
+    """``run_id``'s journal rows, ``(function_name, output)`` in order, read through ``source`` (``DBOS`` or
+    a :class:`dbos.DBOSClient`)."""
+    return [(str(s["function_name"]), s["output"]) for s in source.list_workflow_steps(run_id)]
 
 
 def _register(bridge: Bridge) -> None:
@@ -661,11 +663,16 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     return journal
 
 
-def first_answer(status: Any) -> Any:
-    """The answer the run's first segment was started with (kept in the workflow's input)."""
+def workflow_meta(status: Any) -> dict[str, Any]:
+    """The ``meta`` a run's workflow was started with (its input; ``{}`` when there is none)."""
     inputs = status.input
     args = getattr(inputs, "args", None) if inputs is not None else None
     if args is None and isinstance(inputs, dict):
         args = inputs.get("args")
-    meta = args[0] if args else None
-    return meta.get("answer") if isinstance(meta, dict) else None
+    meta = args[0] if args else {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def first_answer(status: Any) -> Any:
+    """The answer the run's first segment was started with (kept in the workflow's input)."""
+    return workflow_meta(status).get("answer")
