@@ -134,9 +134,13 @@ class Durable:
     # -- the run ------------------------------------------------------------------------------------------
     @hookimpl
     def hookstream_run_start(self, run: RunContext) -> None:
-        meta = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(),
-                **self.meta}
-        run.state[STATE] = open_run(self.id, meta, self.db, canonical_answer(run.resume))
+        self._open(run, self.id, self.meta)
+
+    def _open(self, run: RunContext, run_id: str, meta: dict[str, Any]) -> None:
+        """Open durable run ``run_id``'s journal for ``run``; its workflow keeps the run's model, prompt
+        (:func:`last_user_text`) and start time, and ``meta``."""
+        kept = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(), **meta}
+        run.state[STATE] = open_run(run_id, kept, self.db, canonical_answer(run.resume))
 
     @hookimpl
     def hookstream_run_end(self, run: RunContext, result: Any) -> None:

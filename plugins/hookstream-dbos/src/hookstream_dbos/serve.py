@@ -37,16 +37,14 @@ import os
 import re
 import socket
 import threading
-import time
 from typing import Any
 
 import attrs
 from hookstream.plugin import RunContext, hookimpl
 
-from .durable import STATE, Durable, last_user_text
-from .journal import ensure_dbos, hand_over, log, on_recovery, open_run, open_runs
+from .durable import Durable
+from .journal import ensure_dbos, hand_over, log, on_recovery, open_runs
 from .serve_wait import ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
-from .waits import canonical_answer
 
 __all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id", "shared_queue"]
 
@@ -160,11 +158,9 @@ class ServedDurable(Durable):
         served = self.server.take(run.thread_id, run.run_id) if self.server is not None else None
         if served is None:
             return
-        meta = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(),
-                "thread_id": run.thread_id, "served": served}
         # A POST that answers a waiting run continues that run.
         durable_id = answered_run(run.thread_id, run.run_id) or served_id(run.thread_id, run.run_id)
-        run.state[STATE] = open_run(durable_id, meta, self.db, canonical_answer(run.resume))
+        self._open(run, durable_id, {"thread_id": run.thread_id, "served": served})
 
 
 SQL_STORES = ("sqlite:", "postgresql:", "postgres:")
