@@ -234,7 +234,6 @@ class Bridge:
     run_id: str
     preload: list[tuple[str, Any]]
     items: queue.Queue[Any] = attrs.Factory(queue.Queue)
-    started: threading.Event = attrs.Factory(threading.Event)
     handle: Any = None
     """The DBOS workflow handle (of ``start_workflow``: waits on the execution itself, no polling)."""
     answer: Any = None
@@ -272,7 +271,6 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
         answered = _answered(run_id, waiting, bridge)
         if not isinstance(answered, Bridge):
             return answered
-    bridge.started.set()
     return _drive(bridge)
 
 
@@ -282,7 +280,6 @@ def _answer_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] |
     answered = _answered(run_id, waiting, None)
     if not isinstance(answered, Bridge):
         return answered
-    answered.started.set()
     return _drive(answered)
 
 
@@ -461,7 +458,7 @@ def _release(bridge: Bridge) -> None:
 @attrs.define(slots=True, eq=False)
 class Journal:
     """What one open run reads and writes: ``recorded`` (step name -> output, everything journaled
-    before this run opened), ``finished`` (the id's run had ended with an answer: nothing may be added).
+    before this run opened); ``bridge`` (``None``, with no ``attach``: nothing may be added, :attr:`closed`).
 
     Step names: ``model_call:N`` (the model call of step N; its output a dict with the raw ``body``,
     its ``key`` and the request), ``tool_started:N:ID`` and ``tool_call:N:ID`` (the start and the
@@ -471,8 +468,6 @@ class Journal:
 
     run_id: str
     recorded: dict[str, Any]
-    finished: bool = False
-    result: dict[str, Any] | None = None
     bridge: Bridge | None = None
     step: int = 0
     """The step whose model call came last (the tool calls that follow belong to it)."""
@@ -649,8 +644,7 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     output = status.output if isinstance(status.output, dict) else None
     expired = bool(output and output.get("expired")) or history.expired(time.time())
     plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=expired)
-    journal = Journal(run_id, dict(steps), finished=state == "SUCCESS", result=output, prefix=plan.prefix,
-                      waits=len(history.waits), answer=answer)
+    journal = Journal(run_id, dict(steps), prefix=plan.prefix, waits=len(history.waits), answer=answer)
     if plan.kind == "answer":
         journal.bridge = _deliver(run_id, steps, plan.wait, answer, plan.prefix)
     elif plan.kind == "inline":
