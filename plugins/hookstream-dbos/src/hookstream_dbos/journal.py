@@ -256,7 +256,7 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
         if read_history(meta.get("answer"), steps).waiting:
             # A waiting run recovered (its worker died before it detached) or resumed by a served answer:
             # it takes the answer sent before it was resumed, else detaches again.
-            return _answer_again(run_id, steps)
+            return _go_on(run_id, steps, None)
     if recover is not None:
         # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
         # from a thread of its own (outside this workflow's context), and its run adopts this execution.
@@ -266,21 +266,21 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     if bridge is None:
         _detach(run_id)  # dispatched with no run to drive it: stay resumable, run nothing
         return None
-    waiting = _replay(bridge.preload)
-    if waiting is not None:  # the journal ends waiting: this run brought the answer (or it expired)
+    return _go_on(run_id, bridge.preload, bridge)
+
+
+def _go_on(run_id: str, steps: list[tuple[str, Any]], bridge: Bridge | None) -> dict[str, Any] | None:
+    """Replay ``steps``, then drive ``bridge``'s run. When the journal ends waiting, the answer decides
+    (:func:`_answered`): the run that brought it is driven (``bridge`` when known), or the workflow ends
+    with its result (the wait expired) or detached (no answer)."""
+    waiting = _replay(steps)
+    if waiting is not None:
         answered = _answered(run_id, waiting, bridge)
         if not isinstance(answered, Bridge):
             return answered
+        bridge = answered
+    assert bridge is not None  # a run with no bridge here is one whose journal ends waiting
     return _drive(bridge)
-
-
-def _answer_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] | None:
-    waiting = _replay(steps)
-    assert waiting is not None
-    answered = _answered(run_id, waiting, None)
-    if not isinstance(answered, Bridge):
-        return answered
-    return _drive(answered)
 
 
 def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
