@@ -191,12 +191,15 @@ def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:
 
 
 def _wal(path: Path) -> None:
-    """Create ``path``'s directory and put the file in WAL mode (a property of the file, kept by every later
+    """Create ``path``'s directory (``hookstream.plugin.private_dirs``: owner only, the journal holds the
+    runs' prompts and results) and put the file in WAL mode (a property of the file, kept by every later
     connection, DBOS's too): each step commits with one append instead of a rollback journal's writes and
     fsyncs, and ``hookstream runs list`` reads while a run writes."""
     import sqlite3
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from hookstream.plugin import private_dirs
+
+    private_dirs(path.parent)
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
