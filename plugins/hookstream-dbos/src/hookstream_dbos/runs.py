@@ -22,6 +22,7 @@ import attrs
 
 from .errors import DurableError
 from .journal import RESUMABLE, WORKFLOW_NAME, default_url, recorded_steps, workflow_meta
+from .waits import read_history
 
 __all__ = ["RECORDING_FORMAT", "RunInfo", "export_run", "list_runs", "model_steps"]
 
@@ -73,8 +74,6 @@ def _client(url: str | None) -> Iterator[Any]:
 
 
 def _info(status: Any, rows: list[tuple[str, Any]]) -> RunInfo:
-    from .waits import read_history
-
     meta = workflow_meta(status)
     started = dt.datetime.fromtimestamp(status.created_at / 1000, dt.UTC) if status.created_at else None
     output = status.output if isinstance(status.output, dict) else {}
