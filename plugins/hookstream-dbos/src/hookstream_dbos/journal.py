@@ -261,10 +261,8 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
             # it takes the answer sent before it was resumed, else detaches again.
             return _go_on(run_id, steps, None)
     if recover is not None:
-        # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
-        # from a thread of its own (outside this workflow's context), and its run adopts this execution.
-        _adopting.add(run_id)
-        threading.Thread(target=recover, args=(run_id, meta), name="hookstream-durable-recover").start()
+        # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run.
+        _start_adopting(run_id, recover, meta, "hookstream-durable-recover")
     bridge = _wait_for_bridge(run_id)
     if bridge is None:
         _detach(run_id)  # dispatched with no run to drive it: stay resumable, run nothing
@@ -284,6 +282,15 @@ def _go_on(run_id: str, steps: list[tuple[str, Any]], bridge: Bridge | None) -> 
         bridge = answered
     assert bridge is not None  # a run with no bridge here is one whose journal ends waiting
     return _drive(bridge)
+
+
+def _start_adopting(run_id: str, start: Callable[[str, dict[str, Any]], None], arg: dict[str, Any],
+                    name: str) -> None:
+    """``start(run_id, arg)`` on a thread of its own (outside this workflow's context): it starts a run,
+    whose :func:`open_run` adopts this execution (:data:`_adopting`)."""
+    with _lock:
+        _adopting.add(run_id)
+    threading.Thread(target=start, args=(run_id, arg), name=name).start()
 
 
 def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
@@ -335,11 +342,8 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None) -> Bridg
         return None
     driver = _answer_driver if bridge is None and message.get("run") is not None else None
     if driver is not None:
-        # The answer came with the run that goes on (a served POST): start it here, from a thread of its
-        # own (outside this workflow's context); its run adopts this execution.
-        with _lock:
-            _adopting.add(run_id)
-        threading.Thread(target=driver, args=(run_id, message), name="hookstream-durable-answer").start()
+        # The answer came with the run that goes on (a served POST): start it here.
+        _start_adopting(run_id, driver, message, "hookstream-durable-answer")
     nxt = bridge if bridge is not None else _wait_for_bridge(run_id)
     if nxt is not None and nxt.answer != message.get("answers"):
         nxt.refused = AnswerRefused(f"durable run {run_id!r}: another answer to wait {wait['wait']} came first")
