@@ -30,7 +30,8 @@ import contextvars
 import hashlib
 import json
 import time
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -77,8 +78,11 @@ def last_user_text(run: RunContext) -> str:
 _ID_FIELDS = ("message_id", "parent_message_id")
 
 
-def _stable_ids(events: Iterable[BaseEvent], prefix: str) -> Iterator[BaseEvent]:
-    """``events`` with each message id replaced by ``PREFIX-N`` (N: the order the call first named it)."""
+def _stable_ids(events: Iterable[BaseEvent], prefix: str,
+                ended: Callable[[bool], None] | None = None) -> Iterator[BaseEvent]:
+    """``events`` with each message id replaced by ``PREFIX-N`` (N: the order the call first named it).
+    ``ended``: called with ``True`` before ``RUN_FINISHED`` is yielded, ``False`` on ``RUN_ERROR`` (one
+    generator for both, on the per-event path)."""
     names: dict[str, str] = {}
     for ev in events:
         changed: dict[str, Any] = {}
@@ -86,6 +90,11 @@ def _stable_ids(events: Iterable[BaseEvent], prefix: str) -> Iterator[BaseEvent]
             value = getattr(ev, field, None)
             if isinstance(value, str):
                 changed[field] = names.setdefault(value, f"{prefix}-{len(names) + 1}")
+        if ended is not None:
+            if type(ev) is RunFinished:
+                ended(True)
+            elif isinstance(ev, RunError):
+                ended(False)
         yield attrs.evolve(ev, **changed) if changed else ev
 
 
@@ -134,9 +143,13 @@ class Durable:
     # -- the run ------------------------------------------------------------------------------------------
     @hookimpl
     def hookstream_run_start(self, run: RunContext) -> None:
-        meta = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(),
-                **self.meta}
-        run.state[STATE] = open_run(self.id, meta, self.db, canonical_answer(run.resume))
+        self._open(run, self.id, self.meta)
+
+    def _open(self, run: RunContext, run_id: str, meta: dict[str, Any]) -> None:
+        """Open durable run ``run_id``'s journal for ``run``; its workflow keeps the run's model, prompt
+        (:func:`last_user_text`) and start time, and ``meta``."""
+        kept = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(), **meta}
+        run.state[STATE] = open_run(run_id, kept, self.db, canonical_answer(run.resume))
 
     @hookimpl
     def hookstream_run_end(self, run: RunContext, result: Any) -> None:
@@ -172,28 +185,26 @@ class Durable:
 
     @hookimpl(wrapper=True, specname="hookstream_model_call")
     def watch_model_call(self, call: ModelCallContext) -> Generator[None, Iterable[BaseEvent], Iterable[BaseEvent]]:
-        """Tap a new call's raw body; journal it once the body and the events both ended well."""
+        """Tap a new call's raw body; journal it once the body and the events both ended well. A run that
+        is not durable (a served run not kept) gets its events as they are, and no tap (no teed body)."""
+        journal = call.run.state.get(STATE)
+        if not isinstance(journal, Journal):
+            return (yield)
         call.on_body.append(lambda body: self._tapped(call, body))
         events = yield
-        journal = call.run.state.get(STATE)
-        if isinstance(journal, Journal):
-            # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
-            # the step instead, a replayed call sends the very events its first run sent.
-            run_hash = hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]
-            events = _stable_ids(events, f"msg-{run_hash}-{journal.prefix}{call.step}")
+        # The ids the adapter makes up (message ids) are new on every parse: derived from the run and
+        # the step instead, a replayed call sends the very events its first run sent.
+        run_hash = hashlib.sha256(journal.run_id.encode()).hexdigest()[:12]
         pending = call.state.get(STATE)
-        if not isinstance(pending, _Pending):
-            return events
-        return self._watch(call, pending, events)
+        ended = partial(self._ended, call, pending) if isinstance(pending, _Pending) else None
+        return _stable_ids(events, f"msg-{run_hash}-{journal.prefix}{call.step}", ended)
 
-    def _watch(self, call: ModelCallContext, pending: _Pending, events: Iterable[BaseEvent]) -> Iterator[BaseEvent]:
-        for ev in events:
-            if type(ev) is RunFinished:
-                pending.finished = True
-                self._write(call, pending)  # before the engine reads RUN_FINISHED and runs the tools
-            elif isinstance(ev, RunError):
-                pending.finished = False
-            yield ev
+    def _ended(self, call: ModelCallContext, pending: _Pending, finished: bool) -> None:
+        """A new call's events ended: journaled once they finished (before the engine reads ``RUN_FINISHED``
+        and runs the tools) and the body was tapped."""
+        pending.finished = finished
+        if finished:
+            self._write(call, pending)
 
     def _tapped(self, call: ModelCallContext, body: bytes) -> None:
         pending = call.state.get(STATE)

@@ -191,12 +191,15 @@ def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:
 
 
 def _wal(path: Path) -> None:
-    """Create ``path``'s directory and put the file in WAL mode (a property of the file, kept by every later
+    """Create ``path``'s directory (``hookstream.plugin.private_dirs``: owner only, the journal holds the
+    runs' prompts and results) and put the file in WAL mode (a property of the file, kept by every later
     connection, DBOS's too): each step commits with one append instead of a rollback journal's writes and
     fsyncs, and ``hookstream runs list`` reads while a run writes."""
     import sqlite3
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from hookstream.plugin import private_dirs
+
+    private_dirs(path.parent)
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -234,7 +237,6 @@ class Bridge:
     run_id: str
     preload: list[tuple[str, Any]]
     items: queue.Queue[Any] = attrs.Factory(queue.Queue)
-    started: threading.Event = attrs.Factory(threading.Event)
     handle: Any = None
     """The DBOS workflow handle (of ``start_workflow``: waits on the execution itself, no polling)."""
     answer: Any = None
@@ -257,33 +259,38 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
         if read_history(meta.get("answer"), steps).waiting:
             # A waiting run recovered (its worker died before it detached) or resumed by a served answer:
             # it takes the answer sent before it was resumed, else detaches again.
-            return _answer_again(run_id, steps)
+            return _go_on(run_id, steps, None)
     if recover is not None:
-        # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run,
-        # from a thread of its own (outside this workflow's context), and its run adopts this execution.
-        _adopting.add(run_id)
-        threading.Thread(target=recover, args=(run_id, meta), name="hookstream-durable-recover").start()
+        # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run.
+        _start_adopting(run_id, recover, meta, "hookstream-durable-recover")
     bridge = _wait_for_bridge(run_id)
     if bridge is None:
         _detach(run_id)  # dispatched with no run to drive it: stay resumable, run nothing
         return None
-    waiting = _replay(bridge.preload)
-    if waiting is not None:  # the journal ends waiting: this run brought the answer (or it expired)
+    return _go_on(run_id, bridge.preload, bridge)
+
+
+def _go_on(run_id: str, steps: list[tuple[str, Any]], bridge: Bridge | None) -> dict[str, Any] | None:
+    """Replay ``steps``, then drive ``bridge``'s run. When the journal ends waiting, the answer decides
+    (:func:`_answered`): the run that brought it is driven (``bridge`` when known), or the workflow ends
+    with its result (the wait expired) or detached (no answer)."""
+    waiting = _replay(steps)
+    if waiting is not None:
         answered = _answered(run_id, waiting, bridge)
         if not isinstance(answered, Bridge):
             return answered
-    bridge.started.set()
+        bridge = answered
+    assert bridge is not None  # a run with no bridge here is one whose journal ends waiting
     return _drive(bridge)
 
 
-def _answer_again(run_id: str, steps: list[tuple[str, Any]]) -> dict[str, Any] | None:
-    waiting = _replay(steps)
-    assert waiting is not None
-    answered = _answered(run_id, waiting, None)
-    if not isinstance(answered, Bridge):
-        return answered
-    answered.started.set()
-    return _drive(answered)
+def _start_adopting(run_id: str, start: Callable[[str, dict[str, Any]], None], arg: dict[str, Any],
+                    name: str) -> None:
+    """``start(run_id, arg)`` on a thread of its own (outside this workflow's context): it starts a run,
+    whose :func:`open_run` adopts this execution (:data:`_adopting`)."""
+    with _lock:
+        _adopting.add(run_id)
+    threading.Thread(target=start, args=(run_id, arg), name=name).start()
 
 
 def _replay(preload: list[tuple[str, Any]]) -> dict[str, Any] | None:
@@ -335,11 +342,8 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None) -> Bridg
         return None
     driver = _answer_driver if bridge is None and message.get("run") is not None else None
     if driver is not None:
-        # The answer came with the run that goes on (a served POST): start it here, from a thread of its
-        # own (outside this workflow's context); its run adopts this execution.
-        with _lock:
-            _adopting.add(run_id)
-        threading.Thread(target=driver, args=(run_id, message), name="hookstream-durable-answer").start()
+        # The answer came with the run that goes on (a served POST): start it here.
+        _start_adopting(run_id, driver, message, "hookstream-durable-answer")
     nxt = bridge if bridge is not None else _wait_for_bridge(run_id)
     if nxt is not None and nxt.answer != message.get("answers"):
         nxt.refused = AnswerRefused(f"durable run {run_id!r}: another answer to wait {wait['wait']} came first")
@@ -461,7 +465,7 @@ def _release(bridge: Bridge) -> None:
 @attrs.define(slots=True, eq=False)
 class Journal:
     """What one open run reads and writes: ``recorded`` (step name -> output, everything journaled
-    before this run opened), ``finished`` (the id's run had ended with an answer: nothing may be added).
+    before this run opened); ``bridge`` (``None``, with no ``attach``: nothing may be added, :attr:`closed`).
 
     Step names: ``model_call:N`` (the model call of step N; its output a dict with the raw ``body``,
     its ``key`` and the request), ``tool_started:N:ID`` and ``tool_call:N:ID`` (the start and the
@@ -471,8 +475,6 @@ class Journal:
 
     run_id: str
     recorded: dict[str, Any]
-    finished: bool = False
-    result: dict[str, Any] | None = None
     bridge: Bridge | None = None
     step: int = 0
     """The step whose model call came last (the tool calls that follow belong to it)."""
@@ -569,8 +571,10 @@ class Journal:
             log.warning("durable run %s: DBOS did not journal its wait within %.0f s", self.run_id, START_TIMEOUT)
 
 
-def recorded_steps(run_id: str) -> list[tuple[str, Any]]:
-    return [(str(s["function_name"]), s["output"]) for s in DBOS.list_workflow_steps(run_id)]
+def recorded_steps(run_id: str, source: Any = DBOS) -> list[tuple[str, Any]]:
+    """``run_id``'s journal rows, ``(function_name, output)`` in order, read through ``source`` (``DBOS`` or
+    a :class:`dbos.DBOSClient`)."""
+    return [(str(s["function_name"]), s["output"]) for s in source.list_workflow_steps(run_id)]
 
 
 def _register(bridge: Bridge) -> None:
@@ -647,8 +651,7 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     output = status.output if isinstance(status.output, dict) else None
     expired = bool(output and output.get("expired")) or history.expired(time.time())
     plan = decide(run_id, history, answer, finished=state == "SUCCESS", expired=expired)
-    journal = Journal(run_id, dict(steps), finished=state == "SUCCESS", result=output, prefix=plan.prefix,
-                      waits=len(history.waits), answer=answer)
+    journal = Journal(run_id, dict(steps), prefix=plan.prefix, waits=len(history.waits), answer=answer)
     if plan.kind == "answer":
         journal.bridge = _deliver(run_id, steps, plan.wait, answer, plan.prefix)
     elif plan.kind == "inline":
@@ -661,11 +664,16 @@ def open_run(run_id: str, meta: dict[str, Any], url: str | None = None, answer: 
     return journal
 
 
-def first_answer(status: Any) -> Any:
-    """The answer the run's first segment was started with (kept in the workflow's input)."""
+def workflow_meta(status: Any) -> dict[str, Any]:
+    """The ``meta`` a run's workflow was started with (its input; ``{}`` when there is none)."""
     inputs = status.input
     args = getattr(inputs, "args", None) if inputs is not None else None
     if args is None and isinstance(inputs, dict):
         args = inputs.get("args")
-    meta = args[0] if args else None
-    return meta.get("answer") if isinstance(meta, dict) else None
+    meta = args[0] if args else {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def first_answer(status: Any) -> Any:
+    """The answer the run's first segment was started with (kept in the workflow's input)."""
+    return workflow_meta(status).get("answer")

@@ -21,7 +21,8 @@ from typing import Any
 import attrs
 
 from .errors import DurableError
-from .journal import WORKFLOW_NAME, default_url
+from .journal import RESUMABLE, WORKFLOW_NAME, default_url, recorded_steps, workflow_meta
+from .waits import read_history
 
 __all__ = ["RECORDING_FORMAT", "RunInfo", "export_run", "list_runs", "model_steps"]
 
@@ -72,20 +73,8 @@ def _client(url: str | None) -> Iterator[Any]:
         client.destroy()
 
 
-def _meta(status: Any) -> dict[str, Any]:
-    inputs = status.input
-    args = getattr(inputs, "args", None) if inputs is not None else None
-    if args is None and isinstance(inputs, dict):
-        args = inputs.get("args")
-    meta = args[0] if args else {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def _info(status: Any, rows: list[tuple[str, Any]]) -> RunInfo:
-    from .journal import RESUMABLE
-    from .waits import read_history
-
-    meta = _meta(status)
+    meta = workflow_meta(status)
     started = dt.datetime.fromtimestamp(status.created_at / 1000, dt.UTC) if status.created_at else None
     output = status.output if isinstance(status.output, dict) else {}
     argv = meta.get("argv")
@@ -100,10 +89,6 @@ def _info(status: Any, rows: list[tuple[str, Any]]) -> RunInfo:
                    list(argv) if isinstance(argv, list) else None, output.get("text"))
 
 
-def _rows(client: Any, run_id: str) -> list[tuple[str, Any]]:
-    return [(str(s["function_name"]), s["output"]) for s in client.list_workflow_steps(run_id)]
-
-
 def list_runs(url: str | None = None, *, limit: int | None = None, run_id: str | None = None) -> list[RunInfo]:
     """The durable runs in the system database at ``url`` (default :func:`~hookstream_dbos.default_url`),
     newest first (``limit`` at most; ``run_id``: that run only)."""
@@ -112,7 +97,7 @@ def list_runs(url: str | None = None, *, limit: int | None = None, run_id: str |
     with _client(url) as client:
         statuses = client.list_workflows(name=WORKFLOW_NAME, sort_desc=True, limit=limit,
                                          workflow_ids=[run_id] if run_id is not None else None)
-        return [_info(s, _rows(client, s.workflow_id)) for s in statuses]
+        return [_info(s, recorded_steps(s.workflow_id, client)) for s in statuses]
 
 
 def model_steps(run_id: str, url: str | None = None) -> list[dict[str, Any]]:
@@ -126,7 +111,7 @@ def model_steps(run_id: str, url: str | None = None) -> list[dict[str, Any]]:
         if not client.list_workflows(workflow_ids=[run_id], name=WORKFLOW_NAME, load_input=False,
                                      load_output=False):
             raise DurableError(f"no durable run {run_id!r} in {_shown(url)}")
-        rows = _rows(client, run_id)
+        rows = recorded_steps(run_id, client)
     # The journal's own order (DBOS's function ids): a wait's answering run numbers its steps from 1 again.
     return [output for name, output in rows if _MODEL.match(name) and isinstance(output, dict)]
 

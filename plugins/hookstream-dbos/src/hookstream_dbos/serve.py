@@ -37,20 +37,18 @@ import os
 import re
 import socket
 import threading
-import time
 from typing import Any
 
 import attrs
 from hookstream.plugin import RunContext, hookimpl
 
-from .durable import STATE, Durable, last_user_text
-from .journal import ensure_dbos, hand_over, log, on_recovery, open_run, open_runs
+from .durable import Durable
+from .journal import ensure_dbos, hand_over, log, on_recovery, open_runs
 from .serve_wait import ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
-from .waits import canonical_answer
 
 __all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id", "shared_queue"]
 
-_MAX_WAITING = 10_000
+_MAX_INPUTS = 10_000
 """Inputs of runs POSTed but not started yet that are kept at most (the oldest are dropped)."""
 
 
@@ -83,7 +81,7 @@ class ServeDurable:
     db: str | None
     name: str
     app: Any = None
-    _waiting: collections.OrderedDict[tuple[str, str], dict[str, Any]] = attrs.Factory(collections.OrderedDict)
+    _inputs: collections.OrderedDict[tuple[str, str], dict[str, Any]] = attrs.Factory(collections.OrderedDict)
     _lock: threading.Lock = attrs.Factory(threading.Lock)
 
     @hookimpl
@@ -103,9 +101,9 @@ class ServeDurable:
     def keep(self, run: Any) -> None:
         """Keep ``run``'s input (a :class:`~hookstream.server.RunInput`) for its run plugin to take."""
         with self._lock:
-            self._waiting[(run.thread_id, run.run_id)] = encode_run(run)
-            while len(self._waiting) > _MAX_WAITING:
-                self._waiting.popitem(last=False)
+            self._inputs[(run.thread_id, run.run_id)] = encode_run(run)
+            while len(self._inputs) > _MAX_INPUTS:
+                self._inputs.popitem(last=False)
 
     @hookimpl(trylast=True)
     def hookstream_serve_stop(self, app: Any, slot: int) -> None:
@@ -132,7 +130,7 @@ class ServeDurable:
     def take(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """The kept input of the run about to start, once."""
         with self._lock:
-            return self._waiting.pop((thread_id, run_id), None)
+            return self._inputs.pop((thread_id, run_id), None)
 
     def _recover(self, run_id: str, meta: dict[str, Any]) -> None:
         served = meta.get("served")
@@ -140,7 +138,7 @@ class ServeDurable:
             return  # not a served run: its workflow cancels itself (it stays resumable)
         run = decode_run(served)
         with self._lock:
-            self._waiting[(run.thread_id, run.run_id)] = served
+            self._inputs[(run.thread_id, run.run_id)] = served
         try:
             self.app.run_detached(run)
         except Exception:  # its workflow waits for it, then cancels itself: resumable, never lost
@@ -160,11 +158,9 @@ class ServedDurable(Durable):
         served = self.server.take(run.thread_id, run.run_id) if self.server is not None else None
         if served is None:
             return
-        meta = {"model": f"{run.provider}:{run.model}", "prompt": last_user_text(run), "started": time.time(),
-                "thread_id": run.thread_id, "served": served}
         # A POST that answers a waiting run continues that run.
         durable_id = answered_run(run.thread_id, run.run_id) or served_id(run.thread_id, run.run_id)
-        run.state[STATE] = open_run(durable_id, meta, self.db, canonical_answer(run.resume))
+        self._open(run, durable_id, {"thread_id": run.thread_id, "served": served})
 
 
 SQL_STORES = ("sqlite:", "postgresql:", "postgres:")

@@ -104,8 +104,7 @@ def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, b
         history = read_history(first_answer(status), recorded_steps(status.workflow_id))
         if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
             # A run detaches (CANCELLED) as it ends: until then its answer would race its own cancel.
-            return (status.workflow_id, len(history.waits) - 1, f"s{len(history.segments)}:"), \
-                status.status == "PENDING"
+            return (status.workflow_id, *history.next_segment()), status.status == "PENDING"
         ending = ending or (status.status == "PENDING" and not history.waiting)
     return None, ending
 

@@ -81,6 +81,10 @@ class History:
         """The last segment ended waiting and nothing answered it yet."""
         return len(self.waits) == len(self.segments)
 
+    def next_segment(self) -> tuple[int, str]:
+        """The wait a new answer answers (the last one) and the step-name prefix of the segment it starts."""
+        return len(self.waits) - 1, f"s{len(self.segments)}:"
+
     def expired(self, now: float) -> bool:
         """Waiting past the deadline (epoch seconds ``now``): the workflow, wherever it is, ends it."""
         return self.waiting and float(self.waits[-1].get("deadline", 0.0)) <= now
@@ -129,7 +133,8 @@ def decide(run_id: str, history: History, answer: dict[str, Any] | None, *, fini
         why = "its wait for an answer expired" if expired else "it has finished"
         raise AnswerRefused(f"durable run {run_id!r} takes no answer: {why}")
     if history.waiting:
-        return Plan("answer", f"s{len(history.segments)}:", len(history.waits) - 1)
+        wait, prefix = history.next_segment()
+        return Plan("answer", prefix, wait)
     if history.waits:
         raise AnswerRefused(f"durable run {run_id!r}: wait {len(history.waits) - 1} was already answered "
                             "with other answers (a second answer is refused)")
