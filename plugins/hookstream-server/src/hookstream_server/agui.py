@@ -448,7 +448,8 @@ class _RunBody:
             yield frame if recorder is None else recorder.frame(frame)
 
     def __iter__(self) -> Iterator[bytes]:
-        return self
+        # Chosen once: without log-then-send the server reads the pump itself, no per-frame check.
+        return self if self._recorder is not None and self._recorder.log_then_send else self._pump
 
     def __next__(self) -> bytes:
         frame = next(self._pump)
