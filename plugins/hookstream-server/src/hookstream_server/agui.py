@@ -779,10 +779,9 @@ class _App:
                 raise _Refused("409 Conflict", f"run {run_id!r} on thread {thread_id!r} cannot be started: "
                                                "its runId is in use")
         taken = self._taken_over(run, protocol, stream, who)
-        if taken is not None:
-            start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
-            return taken
         start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+        if taken is not None:
+            return taken
         counts = self.counts
         # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
         left = None if self.limits.max_message_bytes is None else self.limits.max_message_bytes - len(raw)
