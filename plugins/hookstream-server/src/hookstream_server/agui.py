@@ -972,16 +972,10 @@ class _App:
             raise _Refused("409 Conflict", f"the pending tool call on thread {thread_id!r} was answered already: "
                            "nothing was run", code=AlreadyAnsweredError.code)
 
-    def _stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
-                ) -> tuple[RunStream, _Frames, str]:
-        """The run's event stream (wrapped by the store's keeper when there is one, by the approval
-        signer when there is none), its framing and its run id; the thread is claimed last."""
-        stream, frames, run = self._run_stream(doc, principal, ui, who)
-        return stream, frames, run.run_id
-
     def _run_stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
                     ) -> tuple[RunStream, _Frames, RunInput]:
-        """:meth:`_stream`, with the run's input."""
+        """The run's event stream (wrapped by the store's keeper when there is one, by the approval
+        signer when there is none), its framing and its input; the thread is claimed last."""
         keeper, factory, owned = self.keeper, self.factory, self.owned
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         if owned is not None and isinstance(thread_id, str) and thread_id:

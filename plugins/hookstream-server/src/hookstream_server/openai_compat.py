@@ -724,7 +724,7 @@ class OpenAIHost(Protocol):
 
     def _check_messages(self, doc: Any, raw: bytes) -> None: ...
 
-    def _stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None) -> tuple[Any, Any, str]: ...
+    def _run_stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None) -> tuple[Any, Any, Any]: ...
 
 
 RunBody = Callable[..., Iterable[bytes]]
@@ -790,7 +790,7 @@ def _start(host: OpenAIHost, environ: Mapping[str, Any], parse: Callable[[Any], 
     if wait is not None:
         raise _Refused("429 Too Many Requests", "too many runs: try again later", ("Retry-After", retry_after(wait)))
     try:
-        stream, _, _ = host._stream(agui, principal, False, who)
+        stream, _, _ = host._run_stream(agui, principal, False, who)
     except BaseException:
         if who is not None:
             host.counts.finish(who)
