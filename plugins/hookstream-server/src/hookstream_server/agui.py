@@ -773,9 +773,7 @@ class _App:
             recorder = Recorder(self.log, self.limits, thread_id, run_id, who, protocol,
                                 log_then_send=self.options.log_then_send)
             if not recorder.opened:  # the ids are another principal's, or of a run still going
-                stream.cancel()
-                if who is not None:
-                    self.counts.finish(who)
+                self._drop(stream, who)
                 raise _Refused("409 Conflict", f"run {run_id!r} on thread {thread_id!r} cannot be started: "
                                                "its runId is in use")
         taken = self._taken_over(run, protocol, stream, who)
@@ -809,23 +807,25 @@ class _App:
         try:
             taken = hook(app=self, run=run, protocol=protocol)
         except BaseException:
-            stream.cancel()
-            if who is not None:
-                self.counts.finish(who)
+            self._drop(stream, who)
             raise
         if not taken:
             return None
-        stream.cancel()  # never iterated: nothing was sent or run
-        counts = self.counts
         if self.log is None:
-            if who is not None:
-                counts.finish(who)
+            self._drop(stream, who)
             raise _Refused("500 Internal Server Error", "a plugin took the run over, but the server keeps no "
                                                         "event log (make_app(resumable=False))")
-        limits = self.limits
+        stream.cancel()  # never iterated: nothing was sent or run
+        counts, limits = self.counts, self.limits
         # The run waits for an answer or runs elsewhere: never a gap in the log, so no wait limit.
         frames = tail(self.log, run.thread_id, run.run_id, 0, limits.ping_seconds, None)
         return frames if who is None else _Released(frames, lambda: counts.finish(who))
+
+    def _drop(self, stream: RunStream, who: str | None) -> None:
+        """Cancel a run never iterated and stop counting it toward ``who``'s running runs."""
+        stream.cancel()
+        if who is not None:
+            self.counts.finish(who)
 
     def run_detached(self, run: RunInput, protocol: str = "agui") -> None:
         """Start ``run`` in this process with no client (a run recovered after its process died, a run
