@@ -440,12 +440,9 @@ class _RunBody:
         self._detached: int | None = None  # the deadline key of a detached run
         self._lock = threading.Lock()
         self._done = [False, False]  # the run has ended, the response is closed: then release
-        self._pump = Pump(self._logged(), ping_seconds, self._end)
-
-    def _logged(self) -> Iterator[bytes]:
-        recorder = self._recorder
-        for frame in self._frames:
-            yield frame if recorder is None else recorder.frame(frame)
+        # Chosen once: the frames as they are, or each numbered and logged by the recorder.
+        source = self._frames if recorder is None else map(recorder.frame, self._frames)
+        self._pump = Pump(source, ping_seconds, self._end)
 
     def __iter__(self) -> Iterator[bytes]:
         # Chosen once: without log-then-send the server reads the pump itself, no per-frame check.
