@@ -7,7 +7,6 @@ adapter."""
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 from collections.abc import Iterator
@@ -24,22 +23,14 @@ from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream_server.limits import ServerLimits
 from hookstream_server.resume import Recorder
 from hookstream_server.runlog import MemoryRunLog
+from test_server_steering import call as post
 
 NEVER = 60.0  # only keeps a broken test from hanging; nothing is timed
 
 
 def call(app: Any, doc: Any, token: str = "tok-a") -> tuple[str, Any]:
-    """POST ``doc``; returns the status line and the response body (an iterable)."""
-    body = json.dumps(doc).encode()
-    env = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "CONTENT_LENGTH": str(len(body)),
-           "wsgi.input": io.BytesIO(body), "HTTP_AUTHORIZATION": f"Bearer {token}"}
-    got: dict[str, str] = {}
-
-    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
-        got["status"] = status
-
-    result = app(env, start_response)
-    return got["status"], result
+    """POST ``doc`` to ``/``; returns the status line and the response body (an iterable)."""
+    return post(app, "/", doc, token)
 
 
 def events_of(frames: bytes) -> list[dict[str, Any]]:

@@ -440,15 +440,13 @@ class _RunBody:
         self._detached: int | None = None  # the deadline key of a detached run
         self._lock = threading.Lock()
         self._done = [False, False]  # the run has ended, the response is closed: then release
-        self._pump = Pump(self._logged(), ping_seconds, self._end)
-
-    def _logged(self) -> Iterator[bytes]:
-        recorder = self._recorder
-        for frame in self._frames:
-            yield frame if recorder is None else recorder.frame(frame)
+        # Chosen once: the frames as they are, or each numbered and logged by the recorder.
+        source = self._frames if recorder is None else map(recorder.frame, self._frames)
+        self._pump = Pump(source, ping_seconds, self._end)
 
     def __iter__(self) -> Iterator[bytes]:
-        return self
+        # Chosen once: without log-then-send the server reads the pump itself, no per-frame check.
+        return self if self._recorder is not None and self._recorder.log_then_send else self._pump
 
     def __next__(self) -> bytes:
         frame = next(self._pump)
@@ -772,16 +770,13 @@ class _App:
             recorder = Recorder(self.log, self.limits, thread_id, run_id, who, protocol,
                                 log_then_send=self.options.log_then_send)
             if not recorder.opened:  # the ids are another principal's, or of a run still going
-                stream.cancel()
-                if who is not None:
-                    self.counts.finish(who)
+                self._drop(stream, who)
                 raise _Refused("409 Conflict", f"run {run_id!r} on thread {thread_id!r} cannot be started: "
                                                "its runId is in use")
         taken = self._taken_over(run, protocol, stream, who)
-        if taken is not None:
-            start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
-            return taken
         start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
+        if taken is not None:
+            return taken
         counts = self.counts
         # The run takes steering messages from its owner (POST /agui/threads/{id}/messages) while it streams.
         left = None if self.limits.max_message_bytes is None else self.limits.max_message_bytes - len(raw)
@@ -809,23 +804,25 @@ class _App:
         try:
             taken = hook(app=self, run=run, protocol=protocol)
         except BaseException:
-            stream.cancel()
-            if who is not None:
-                self.counts.finish(who)
+            self._drop(stream, who)
             raise
         if not taken:
             return None
-        stream.cancel()  # never iterated: nothing was sent or run
-        counts = self.counts
         if self.log is None:
-            if who is not None:
-                counts.finish(who)
+            self._drop(stream, who)
             raise _Refused("500 Internal Server Error", "a plugin took the run over, but the server keeps no "
                                                         "event log (make_app(resumable=False))")
-        limits = self.limits
+        stream.cancel()  # never iterated: nothing was sent or run
+        counts, limits = self.counts, self.limits
         # The run waits for an answer or runs elsewhere: never a gap in the log, so no wait limit.
         frames = tail(self.log, run.thread_id, run.run_id, 0, limits.ping_seconds, None)
         return frames if who is None else _Released(frames, lambda: counts.finish(who))
+
+    def _drop(self, stream: RunStream, who: str | None) -> None:
+        """Cancel a run never iterated and stop counting it toward ``who``'s running runs."""
+        stream.cancel()
+        if who is not None:
+            self.counts.finish(who)
 
     def run_detached(self, run: RunInput, protocol: str = "agui") -> None:
         """Start ``run`` in this process with no client (a run recovered after its process died, a run
@@ -972,16 +969,10 @@ class _App:
             raise _Refused("409 Conflict", f"the pending tool call on thread {thread_id!r} was answered already: "
                            "nothing was run", code=AlreadyAnsweredError.code)
 
-    def _stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
-                ) -> tuple[RunStream, _Frames, str]:
-        """The run's event stream (wrapped by the store's keeper when there is one, by the approval
-        signer when there is none), its framing and its run id; the thread is claimed last."""
-        stream, frames, run = self._run_stream(doc, principal, ui, who)
-        return stream, frames, run.run_id
-
     def _run_stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None
                     ) -> tuple[RunStream, _Frames, RunInput]:
-        """:meth:`_stream`, with the run's input."""
+        """The run's event stream (wrapped by the store's keeper when there is one, by the approval
+        signer when there is none), its framing and its input; the thread is claimed last."""
         keeper, factory, owned = self.keeper, self.factory, self.owned
         thread_id = doc.get("id" if ui else "threadId") if isinstance(doc, dict) else None
         if owned is not None and isinstance(thread_id, str) and thread_id:

@@ -724,7 +724,7 @@ class OpenAIHost(Protocol):
 
     def _check_messages(self, doc: Any, raw: bytes) -> None: ...
 
-    def _stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None) -> tuple[Any, Any, str]: ...
+    def _run_stream(self, doc: Any, principal: Principal | None, ui: bool, who: str | None) -> tuple[Any, Any, Any]: ...
 
 
 RunBody = Callable[..., Iterable[bytes]]
@@ -790,7 +790,7 @@ def _start(host: OpenAIHost, environ: Mapping[str, Any], parse: Callable[[Any], 
     if wait is not None:
         raise _Refused("429 Too Many Requests", "too many runs: try again later", ("Retry-After", retry_after(wait)))
     try:
-        stream, _, _ = host._stream(agui, principal, False, who)
+        stream, _, _ = host._run_stream(agui, principal, False, who)
     except BaseException:
         if who is not None:
             host.counts.finish(who)
@@ -826,29 +826,29 @@ def _answer(host: OpenAIHost, started: _Started, start_response: Callable[..., A
     return [data]
 
 
-def _completions(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
-                 cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
-    request, started = _start(host, environ, parse_completion_request)
-    completion_id = f"chatcmpl-{started.run_id[len('run_'):]}"
-    whole = _Whole()
-    frames = (_stream_frames(request, completion_id) if request.stream
-              else _whole_frames(request, completion_id, whole))
-    return _answer(host, started, start_response, cors, run_body, request.stream, frames, whole)
+_Framing = Callable[[Any], Generator[bytes, None, None]]
 
 
-def _responses(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
-               cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
-    request, started = _start(host, environ, parse_responses_request)
-    response_id = f"resp_{started.run_id[len('run_'):]}"
-    whole = _Whole()
-    frames = (_responses_stream(request, response_id) if request.stream
-              else _responses_whole(request, response_id, whole))
-    return _answer(host, started, start_response, cors, run_body, request.stream, frames, whole)
+def _route(parse: Callable[[Any], CompletionRequest], id_prefix: str,
+           streamed: Callable[[CompletionRequest, str], _Framing],
+           whole_frames: Callable[[CompletionRequest, str, _Whole], _Framing]) -> Callable[..., Iterable[bytes]]:
+    """A route that reads its request with ``parse``, names its answer ``<id_prefix><run id's hex>`` and
+    frames the run with ``streamed`` (``"stream": true``) or ``whole_frames`` (one JSON answer)."""
+
+    def route(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
+              cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
+        request, started = _start(host, environ, parse)
+        answer_id = id_prefix + started.run_id[len("run_"):]
+        whole = _Whole()
+        frames = streamed(request, answer_id) if request.stream else whole_frames(request, answer_id, whole)
+        return _answer(host, started, start_response, cors, run_body, request.stream, frames, whole)
+
+    return route
 
 
 _ROUTES: dict[str, Callable[..., Iterable[bytes]]] = {
-    "/v1/chat/completions": _completions,
-    "/v1/responses": _responses,
+    "/v1/chat/completions": _route(parse_completion_request, "chatcmpl-", _stream_frames, _whole_frames),
+    "/v1/responses": _route(parse_responses_request, "resp_", _responses_stream, _responses_whole),
 }
 
 

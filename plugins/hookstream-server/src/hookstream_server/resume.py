@@ -116,21 +116,23 @@ class Recorder:
 
     def frame(self, data: bytes) -> bytes:
         """``data`` (one SSE frame) with its ``id:`` line, logged."""
-        align, fix = self._align, self._fix
-        if align is not None and fix is None and self._seq >= len(align):
+        align = self._align
+        if align is not None and self._seq >= len(align):
             align = self._align = None  # every logged frame came again: what follows is new
-        if align is not None and fix is None:
-            if self._seq < len(align) and data == align[self._seq]:
-                self._seq += 1  # sent before the crash, and logged: not again
-                self._opened.see(data)
-                if self.log_then_send:
-                    self._tickets.append(0)
-                return _id_line(self._run_id, self._seq) + data
+        if align is None:  # a live run, or past the logged frames
+            fix = self._fix
+            out = self._one(data if fix is None else fix.rename(data))
+        elif data == align[self._seq]:
+            self._seq += 1  # sent before the crash, and logged: not again
+            self._opened.see(data)
+            if self.log_then_send:
+                self._tickets.append(0)
+            return _id_line(self._run_id, self._seq) + data
+        else:  # diverged: renamed from now on, nothing more to align
             fix = self._fix = _Divergence(align, self._opened.pending)
+            self._align = None
             self._seq = len(align)
             out = b"".join(self._one(f) for f in [*fix.closing(), *map(fix.rename, [*fix.resent, data])])
-        else:
-            out = self._one(data if fix is None else fix.rename(data))
         if self.log_then_send:
             self._tickets.append(self._log.ticket())  # type: ignore[attr-defined]
         return out
