@@ -31,7 +31,7 @@ if sys.platform == "win32":
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.faults import ChunkWriter
 from hookstream.testing.provider_bodies import provider_stream
-from test_durable_run import ANSWER, postgres, scripted_bodies
+from test_durable_run import ANSWER, db_url, scripted_bodies  # noqa: F401  (db_url: the fixture)
 
 HERE = Path(__file__).resolve().parent
 WAIT = 120.0  # seconds: a bound on a loaded machine, never a timing assertion
@@ -115,13 +115,10 @@ def _assert_one_run(got: list[tuple[str, dict[str, Any]]], run_id: str) -> None:
     assert results == [("call_a", "a1"), ("call_b", "b2")], results
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def durable_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'durable.sqlite'}"
-        return
-    with postgres() as url:
-        yield url
+@pytest.fixture
+def durable_db(db_url: str) -> str:  # noqa: F811
+    """The durable-run database, SQLite or PostgreSQL (``test_durable_run``'s ``db_url``)."""
+    return db_url
 
 
 def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(durable_db: str,

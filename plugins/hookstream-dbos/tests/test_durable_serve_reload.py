@@ -22,6 +22,7 @@ from test_durable_serve import (
     _frames,
     _run_input,
     _wait_for,
+    db_url,  # noqa: F401  (a fixture)
     durable_db,  # noqa: F401  (the fixture)
     scripted_server,
     serve,
