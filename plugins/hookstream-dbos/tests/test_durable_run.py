@@ -57,8 +57,10 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def _child(server: LoopbackServer, run_id: str, db: str, folder: Path, *mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(CHILD), server.url, run_id, db, str(folder), *mode],
+def _child(server: LoopbackServer, run_id: str, db: str, folder: Path, *mode: str,
+           script: Path = CHILD) -> subprocess.Popen[str]:
+    """``script`` (``durable_child.py`` unless told) on the run, in a process of its own."""
+    return subprocess.Popen([sys.executable, str(script), server.url, run_id, db, str(folder), *mode],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
