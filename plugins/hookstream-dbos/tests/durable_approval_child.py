@@ -17,8 +17,9 @@ import sys
 import threading
 from pathlib import Path
 
+from durable_kit import log_attempt
 from hookstream import chat, get_model, tool
-from hookstream_dbos import Durable, attempt
+from hookstream_dbos import Durable
 
 url, run_id, db, folder, mode = sys.argv[1:6]
 hold = "hold" in sys.argv[6:]
@@ -26,8 +27,7 @@ out = Path(folder)
 
 
 def _log(name: str) -> None:
-    with open(out / "tools.log", "a", encoding="utf-8") as f:
-        f.write(f"{name} {attempt()}\n")
+    log_attempt(out, name)
 
 
 @tool

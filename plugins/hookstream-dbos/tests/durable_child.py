@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from durable_kit import log_attempt
 from hookstream import chat, get_model, tool
 from hookstream_dbos import Durable, RerunRefused, attempt
 
@@ -23,8 +24,7 @@ out = Path(folder)
 
 
 def _log(name: str) -> None:
-    with open(out / "tools.log", "a", encoding="utf-8") as f:
-        f.write(f"{name} {attempt()}\n")
+    log_attempt(out, name)
 
 
 @tool

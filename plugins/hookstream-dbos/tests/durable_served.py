@@ -10,14 +10,14 @@ import os
 import threading
 from pathlib import Path
 
+from durable_kit import log_attempt
 from hookstream import tool
 from hookstream_dbos import attempt
 
 
 def _logged(name: str) -> Path:
     folder = Path(os.environ["DURABLE_KIT_DIR"])
-    with open(folder / "tools.log", "a", encoding="utf-8") as f:
-        f.write(f"{name} {attempt()}\n")
+    log_attempt(folder, name)
     return folder
 
 

@@ -23,7 +23,8 @@ from hookstream import chat, get_model, tool
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
 from hookstream_dbos import Durable, list_runs
-from test_durable_run import BARRIER_TIMEOUT, db_url  # noqa: F401  (the SQLite/PostgreSQL fixture)
+from test_durable_run import BARRIER_TIMEOUT, _finish, db_url  # noqa: F401  (db_url: the SQLite/PostgreSQL fixture)
+from test_durable_run import _child as durable_child
 
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "durable_approval_child.py"
@@ -40,14 +41,7 @@ def scripted_server() -> LoopbackServer:
 
 
 def _child(server: LoopbackServer, run_id: str, db: str, folder: Path, *mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(CHILD), server.url, run_id, db, str(folder), *mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish(proc: subprocess.Popen[str]) -> str:
-    out, err = proc.communicate(timeout=BARRIER_TIMEOUT)
-    assert proc.returncode == 0, err[-3000:]
-    return out
+    return durable_child(server, run_id, db, folder, *mode, script=CHILD)
 
 
 def _kill_at(proc: subprocess.Popen[str], barrier: Path) -> None:

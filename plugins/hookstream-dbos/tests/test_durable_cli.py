@@ -9,9 +9,8 @@ from pathlib import Path
 import durable_kit
 import pytest
 from hookstream.testing import LoopbackServer, Response, run_cli
-from hookstream.testing.provider_bodies import final_stream, provider_stream
+from test_durable_run import ANSWER, scripted_server
 
-ANSWER = "Both done: a1 and b2."
 PROMPT = "Run a then b."
 TOOLS = ["--tool", "durable_kit:tool_a", "--tool", "durable_kit:tool_b"]
 
@@ -21,18 +20,9 @@ def session_db() -> str:
     return durable_kit.session_url()
 
 
-def _server() -> LoopbackServer:
-    bodies = [
-        provider_stream("openai", text="First a. ", reasoning="", tool_name="tool_a", tool_args={"n": 1}).events,
-        provider_stream("openai", text="Now b. ", reasoning="", tool_name="tool_b", tool_args={"n": 2}).events,
-        final_stream("openai", text=ANSWER).events,
-    ]
-    return LoopbackServer([Response(pieces=b) for b in bodies]).start()
-
-
 def test_chat_durable_then_list_resume_and_export_replays(session_db: str, tmp_path: Path) -> None:
     durable_kit.CALLS.clear()
-    with _server() as server:
+    with scripted_server() as server:
         args = ["chat", PROMPT, "--model", "openai:gpt-4o-mini", "--base-url", server.url + "/v1", *TOOLS,
                 "--durable", "cli-1", "--durable-db", session_db]
         done = run_cli(args, env={"OPENAI_API_KEY": "test-key"})
@@ -93,7 +83,7 @@ def test_sigkill_of_chat_durable_then_runs_resume_does_nothing_twice(tmp_path: P
            "OPENAI_API_KEY": "test-key", "DBOS_SYSTEM_DATABASE_URL": db}
     hookstream = [sys.executable, "-m", "hookstream"]
     tools = ["--tool", "durable_logged:tool_a", "--tool", "durable_logged:tool_b"]
-    with _server() as server:
+    with scripted_server() as server:
         args = [*hookstream, "chat", PROMPT, "--model", "openai:gpt-4o-mini", "--base-url", server.url + "/v1",
                 *tools, "--durable", "cli-kill"]
         proc = subprocess.Popen(args, env={**env, "DURABLE_KIT_HOLD": "1"}, stdout=subprocess.PIPE,

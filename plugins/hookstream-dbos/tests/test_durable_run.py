@@ -9,14 +9,10 @@ the session (DBOS has one system database per process).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,8 +25,11 @@ from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
 from hookstream_dbos import Durable, RerunRefused, attempt
 
+sys.path.append(str(Path(__file__).resolve().parents[3] / "tests"))  # the core's test kits (as mcp_kit reaches them)
+
+from store_kit import postgres
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
 CHILD = HERE / "durable_child.py"
 ANSWER = "Both done: a1 and b2."
 BARRIER_TIMEOUT = 120.0  # seconds: a loaded CI machine starts a Python process with DBOS slowly
@@ -49,25 +48,6 @@ def scripted_server() -> LoopbackServer:
     return LoopbackServer([Response(pieces=events) for events in scripted_bodies()]).start()
 
 
-@contextlib.contextmanager
-def postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL (scripts/start-postgres); skips without it, fails when CI is set."""
-    where = tempfile.mkdtemp(prefix="hookstream-dbos-pg-")  # the postgres user must reach it
-    script = str(ROOT / "scripts" / "start-postgres")
-    done = subprocess.run([script, where], capture_output=True, text=True)
-    if done.returncode != 0:
-        shutil.rmtree(where, ignore_errors=True)
-        why = f"PostgreSQL did not start (scripts/install-postgres, scripts/start-postgres): {done.stderr.strip()}"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    try:
-        yield done.stdout.strip()
-    finally:
-        subprocess.run([script, "--stop", where], capture_output=True)
-        shutil.rmtree(where, ignore_errors=True)
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
@@ -77,8 +57,10 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def _child(server: LoopbackServer, run_id: str, db: str, folder: Path, *mode: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(CHILD), server.url, run_id, db, str(folder), *mode],
+def _child(server: LoopbackServer, run_id: str, db: str, folder: Path, *mode: str,
+           script: Path = CHILD) -> subprocess.Popen[str]:
+    """``script`` (``durable_child.py`` unless told) on the run, in a process of its own."""
+    return subprocess.Popen([sys.executable, str(script), server.url, run_id, db, str(folder), *mode],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -31,7 +31,7 @@ if sys.platform == "win32":
 from hookstream.testing import LoopbackServer, Response, check_events
 from hookstream.testing.faults import ChunkWriter
 from hookstream.testing.provider_bodies import provider_stream
-from test_durable_run import ANSWER, postgres, scripted_bodies
+from test_durable_run import ANSWER, db_url, scripted_bodies  # noqa: F401  (db_url: the fixture)
 
 HERE = Path(__file__).resolve().parent
 WAIT = 120.0  # seconds: a bound on a loaded machine, never a timing assertion
@@ -103,6 +103,34 @@ def _run_input(thread_id: str, run_id: str) -> dict[str, Any]:
             "forwardedProps": None, "messages": [{"id": "u1", "role": "user", "content": "Run a then b."}]}
 
 
+def _post_run(base: str, thread_id: str, run_id: str,
+              into: list[tuple[str, dict[str, Any]]]) -> tuple[requests.Response, threading.Thread]:
+    """POST the run; a thread reads its frames into ``into`` (the caller closes the response)."""
+    resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
+                         headers={"Accept": "text/event-stream"})
+    reader = threading.Thread(target=_frames, args=(resp, into))
+    reader.start()
+    return resp, reader
+
+
+@contextlib.contextmanager
+def _resumed(base: str, thread_id: str, run_id: str, last_id: str) -> Iterator[requests.Response]:
+    """The resume route's stream of the run after ``last_id`` (``Last-Event-ID``), its status checked."""
+    url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
+    with requests.get(url, headers={"Last-Event-ID": last_id, "Accept": "text/event-stream"},
+                      stream=True, timeout=WAIT) as again:
+        assert again.status_code == 200, again.text
+        yield again
+
+
+def _resume(base: str, thread_id: str, run_id: str, last_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every ``(id, event)`` the resume route sends after ``last_id``."""
+    after: list[tuple[str, dict[str, Any]]] = []
+    with _resumed(base, thread_id, run_id, last_id) as again:
+        _frames(again, after)
+    return after
+
+
 def _assert_one_run(got: list[tuple[str, dict[str, Any]]], run_id: str) -> None:
     ids = [i for i, _ in got]
     assert ids == [f"{run_id}:{n}" for n in range(1, len(got) + 1)], ids  # every event once, in order
@@ -115,13 +143,10 @@ def _assert_one_run(got: list[tuple[str, dict[str, Any]]], run_id: str) -> None:
     assert results == [("call_a", "a1"), ("call_b", "b2")], results
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def durable_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'durable.sqlite'}"
-        return
-    with postgres() as url:
-        yield url
+@pytest.fixture
+def durable_db(db_url: str) -> str:  # noqa: F811
+    """The durable-run database, SQLite or PostgreSQL (``test_durable_run``'s ``db_url``)."""
+    return db_url
 
 
 def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(durable_db: str,
@@ -133,11 +158,8 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
     with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
                                            "--durable-name", "test") as base:
         before: list[tuple[str, dict[str, Any]]] = []
-        resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
-                             headers={"Accept": "text/event-stream"})
+        resp, reader = _post_run(base, thread_id, run_id, before)
         assert resp.status_code == 200, resp.text
-        reader = threading.Thread(target=_frames, args=(resp, before))
-        reader.start()
         _wait_for(folder / "b-running", "tool_b's first run")
         pid = int((folder / "b-running").read_text("utf-8"))
         os.kill(pid, signal.SIGKILL)  # the worker that streams the run
@@ -147,12 +169,7 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
         assert before and before[-1][1]["type"] != "RUN_FINISHED", before
         assert len(model.requests) == 2  # tool_a's call and tool_b's call; tool_b was running
 
-        after: list[tuple[str, dict[str, Any]]] = []
-        url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
-        with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
-                          stream=True, timeout=WAIT) as again:
-            assert again.status_code == 200, again.text
-            _frames(again, after)
+        after = _resume(base, thread_id, run_id, before[-1][0])
         _assert_one_run(before + after, run_id)
         # Each model request once: the recovered run sent only the third (the answer to both results).
         assert len(model.requests) == 3
@@ -185,11 +202,8 @@ def test_a_worker_stopped_on_purpose_leaves_its_run_to_its_replacement(durable_d
     with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
                                            "--durable-name", "stop") as base:
         before: list[tuple[str, dict[str, Any]]] = []
-        resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
-                             headers={"Accept": "text/event-stream"})
+        resp, reader = _post_run(base, thread_id, run_id, before)
         assert resp.status_code == 200, resp.text
-        reader = threading.Thread(target=_frames, args=(resp, before))
-        reader.start()
         _wait_for(folder / "b-running", "tool_b's first run")
         pid = int((folder / "b-running").read_text("utf-8"))
         os.kill(pid, signal.SIGTERM)  # a graceful stop of the worker that streams the run
@@ -198,12 +212,7 @@ def test_a_worker_stopped_on_purpose_leaves_its_run_to_its_replacement(durable_d
         resp.close()
         assert before and before[-1][1]["type"] != "RUN_FINISHED", before
 
-        after: list[tuple[str, dict[str, Any]]] = []
-        url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
-        with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
-                          stream=True, timeout=WAIT) as again:
-            assert again.status_code == 200, again.text
-            _frames(again, after)
+        after = _resume(base, thread_id, run_id, before[-1][0])
         _assert_one_run(before + after, run_id)
         assert len(model.requests) == 3
         assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
@@ -222,22 +231,14 @@ def test_one_process_server_killed_then_started_again_recovers_its_run(stop: sig
         before: list[tuple[str, dict[str, Any]]] = []
         pid: list[int] = []
         with serve(model.url, store, folder, "--durable", "--durable-db", db, workers=1, pid=pid) as base:
-            resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
-                                 headers={"Accept": "text/event-stream"})
-            reader = threading.Thread(target=_frames, args=(resp, before))
-            reader.start()
+            resp, reader = _post_run(base, thread_id, run_id, before)
             _wait_for(folder / "b-running", "tool_b's first run")
             os.kill(pid[0], stop)
             reader.join(WAIT)
             resp.close()
         assert before and before[-1][1]["type"] != "RUN_FINISHED"
-        after: list[tuple[str, dict[str, Any]]] = []
         with serve(model.url, store, folder, "--durable", "--durable-db", db, workers=1) as base:
-            url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
-            with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
-                              stream=True, timeout=WAIT) as again:
-                assert again.status_code == 200, again.text
-                _frames(again, after)
+            after = _resume(base, thread_id, run_id, before[-1][0])
         _assert_one_run(before + after, run_id)
         assert len(model.requests) == 3
         assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
@@ -270,11 +271,8 @@ def test_a_model_call_in_flight_at_the_kill_that_says_something_else_again_leave
                                                    "--durable", "--durable-db",
                                                    f"sqlite:///{tmp_path / 'durable.sqlite'}", hold=False) as base:
         before: list[tuple[str, dict[str, Any]]] = []
-        resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
-                             headers={"Accept": "text/event-stream"})
+        resp, reader = _post_run(base, thread_id, run_id, before)
         assert resp.status_code == 200, resp.text
-        reader = threading.Thread(target=_frames, args=(resp, before))
-        reader.start()
         assert sent_part.wait(WAIT), "step 2's model call never started"
         waited = threading.Event()
         for _ in range(int(WAIT / 0.05)):  # until the client holds the first attempt's text
@@ -290,12 +288,7 @@ def test_a_model_call_in_flight_at_the_kill_that_says_something_else_again_leave
         assert not reader.is_alive(), "the killed worker's stream never ended"
         resp.close()
 
-        after: list[tuple[str, dict[str, Any]]] = []
-        url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
-        with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
-                          stream=True, timeout=WAIT) as resumed:
-            assert resumed.status_code == 200, resumed.text
-            _frames(resumed, after)
+        after = _resume(base, thread_id, run_id, before[-1][0])
         got = before + after
         _assert_one_run(got, run_id)
         events = [e for _, e in got]

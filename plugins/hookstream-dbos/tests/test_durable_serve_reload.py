@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
+from test_durable_run import db_url  # noqa: F401  (a fixture durable_db takes)
 from test_durable_serve import (
     WAIT,
     _assert_one_run,
     _frames,
-    _run_input,
+    _post_run,
+    _resumed,
     _wait_for,
     durable_db,  # noqa: F401  (the fixture)
     scripted_server,
@@ -37,11 +38,8 @@ def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp
     with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
                                            "--durable-name", "reload", pid=arbiter) as base:
         before: list[tuple[str, dict[str, Any]]] = []
-        resp = requests.post(base + "/", json=_run_input(thread_id, run_id), stream=True, timeout=WAIT,
-                             headers={"Accept": "text/event-stream"})
+        resp, reader = _post_run(base, thread_id, run_id, before)
         assert resp.status_code == 200, resp.text
-        reader = threading.Thread(target=_frames, args=(resp, before))
-        reader.start()
         _wait_for(folder / "b-running", "tool_b's first run")
         old = int((folder / "b-running").read_text("utf-8"))
         os.kill(arbiter[0], signal.SIGHUP)  # new workers (slots 2 and 3), then the old ones stop gracefully
@@ -51,10 +49,7 @@ def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp
         assert before and before[-1][1]["type"] != "RUN_FINISHED", before
 
         after: list[tuple[str, dict[str, Any]]] = []
-        url = f"{base}/agui/threads/{thread_id}/runs/{run_id}/events"
-        with requests.get(url, headers={"Last-Event-ID": before[-1][0], "Accept": "text/event-stream"},
-                          stream=True, timeout=WAIT) as again:
-            assert again.status_code == 200, again.text
+        with _resumed(base, thread_id, run_id, before[-1][0]) as again:
             gave_up = threading.Event()
 
             def give_up() -> None:  # the route keeps a stream alive: end the one of a run never recovered

@@ -20,6 +20,7 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
+from test_durable_run import db_url  # noqa: F401  (a fixture durable_db takes)
 from test_durable_serve import WAIT, _frames, _wait_for, durable_db, serve  # noqa: F401  (the db fixture)
 
 ANSWER = "Paid 5 after a1."
