@@ -52,7 +52,9 @@ tools = [tool_a, pay]
 first = chat(model, "Run a, then pay 5.", tools=tools, plugins=[Durable(run_id, db)]).result()
 if mode == "start":
     ids = " ".join(p.approval_id for p in first.pending_approvals)
-    (out / "waiting").write_text(f"{first.outcome} {ids}", "utf-8")
+    # Written whole, then renamed: the test kills this process as soon as the file exists.
+    (out / "waiting.tmp").write_text(f"{first.outcome} {ids}", "utf-8")
+    (out / "waiting.tmp").replace(out / "waiting")
     print(first.outcome, ids, flush=True)
     if hold:
         threading.Event().wait(600)  # killed here, long after its workflow detached
