@@ -334,7 +334,8 @@ UI_CHAT_PATH = "/api/chat"
 def _ui_run(doc: Any, keeper: ThreadKeeper | None
             ) -> tuple[RunInput, list[Message], list[Message], Callable[[RunStream], Generator[bytes, None, None]]]:
     """An AI SDK chat request (:func:`~hookstream_server.ui_message_stream.parse_chat_request`) as a :class:`RunInput`
-    (thread id = the chat ``id``, a fresh run id; with ``keeper``, the stored history plus the request's
+    (thread id = the chat ``id``, a fresh run id, ``message_id`` the assistant message the answer
+    continues or a fresh ``msg-<hex>``; with ``keeper``, the stored history plus the request's
     new messages, merged by id as for AG-UI), the request's messages as read, its new messages, and the
     framing of the answer. Approvals answered in the messages stay on their calls; the server's trust
     rule turns those of pending calls into the run's ``resume``. Raises :class:`AGUIInputError`,
