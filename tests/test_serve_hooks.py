@@ -1,7 +1,8 @@
 """The hooks ``hookstream serve`` offers plugins (hookstream_server.hookspecs) and the application's
 ``run_detached``: a trivial plugin sees each POSTed run's input, or takes a run over and starts it with
 no client (the POST then reads the run's event log); a continuing run's frames that equal the logged
-ones are not logged twice, and one that diverges leaves the log a valid AG-UI run. The WSGI application
+ones are not logged twice, and one that diverges leaves the log a valid run of its protocol (AG-UI, the
+AI SDK's UI message stream). The WSGI application
 is called in-process with a SQLite store; the model is a real loopback server through the OpenAI
 adapter."""
 
@@ -24,6 +25,7 @@ from hookstream_server.limits import ServerLimits
 from hookstream_server.resume import Recorder
 from hookstream_server.runlog import MemoryRunLog
 from test_server_steering import call as post
+from test_ui_message_stream import frames_to_chunks, rebuild
 
 NEVER = 60.0  # only keeps a broken test from hanging; nothing is timed
 
@@ -121,6 +123,32 @@ def test_a_plugin_takes_a_run_over_and_the_post_reads_its_log(plugin: Plugin, tm
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
 
 
+def test_a_plugin_takes_an_ai_sdk_chat_over_and_the_post_reads_its_ui_stream(plugin: Plugin, tmp_path: Path) -> None:
+    """``run_detached(run, "ui")``: the taken-over ``POST /api/chat`` reads the detached run's log, one
+    valid UI message stream whose ``start`` names the run's ``message_id`` (made from the input alone)."""
+    chat = {"id": "take-ui-1", "trigger": "submit-message",
+            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Look a up."}]}]}
+    with LoopbackServer(_responses()) as srv:
+        app = _app(srv, tmp_path)
+        status, body = post(app, "/api/chat", chat, "tok-a")
+        assert status == "200 OK"
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.extend(body))
+        reader.start()
+        reader.join(NEVER)
+        assert not reader.is_alive(), "the taken-over run's log never ended"
+        body.close()
+    [(run, protocol)] = plugin.seen
+    assert protocol == "ui" and run.message_id
+    chunks = frames_to_chunks(got)
+    assert chunks[0] == {"type": "start", "messageId": run.message_id} and chunks[-1] == "[DONE]"
+    assert chunks[-2]["type"] == "finish" and chunks[-2]["finishReason"] == "stop", chunks[-2]
+    message = rebuild(chunks)
+    assert "".join(p["text"] for p in message["parts"] if p["type"] == "text").endswith("value of a.")
+    assert [p["output"] for p in message["parts"] if p["type"] == "tool-lookup"] == ["value of a"]
+    assert len(srv.requests) == 2  # run once, detached
+
+
 def _frame(ev: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(ev, separators=(",", ":")).encode() + b"\n\n"
 
@@ -172,6 +200,48 @@ def test_a_continuing_run_that_diverges_leaves_a_valid_run() -> None:
     texts = [e for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
     assert [(e["messageId"], e["delta"]) for e in texts] == [("m1", "Hello"), ("m1-4", "Hi there")]
     assert [e["type"] for e in events[:4]] == [e["type"] for e in RUN[:4]]  # the logged part stays as it was
+
+
+UI_RUN = [
+    {"type": "start", "messageId": "msg-1"},
+    {"type": "start-step"},
+    {"type": "text-start", "id": "m1", "providerMetadata": {"hookstream": {"messageId": "m1"}}},
+    {"type": "text-delta", "id": "m1", "delta": "Hello"},
+    {"type": "tool-input-start", "toolCallId": "c1", "toolName": "lookup"},
+    {"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": "{}"},
+    {"type": "text-end", "id": "m1"},
+    {"type": "tool-input-available", "toolCallId": "c1", "toolName": "lookup", "input": {}},
+    {"type": "finish-step"},
+    {"type": "finish", "finishReason": "stop"},
+]
+
+
+def test_a_continuing_ai_sdk_run_that_diverges_leaves_a_valid_ui_message_stream() -> None:
+    """The AI SDK's chunks have their own grammar (resume._GRAMMARS["ui"]): what the logged part left open
+    (the text, the tool call's input, the step) is ended, and the second attempt's ids are renamed."""
+    frames = [_frame(e) for e in UI_RUN]
+    log = MemoryRunLog()
+    assert log.start("t", "r", "alice", "ui", 1e12)
+    for seq, f in enumerate(frames[:6], 1):  # the first attempt said "Hello", began a call and died
+        log.append("t", "r", seq, f)
+    rec = Recorder(log, ServerLimits(), "t", "r", "alice", "ui", continuing=True)
+    again = [*UI_RUN[:3], {**UI_RUN[3], "delta": "Hi there"}, *UI_RUN[4:]]
+    for ev in again:
+        rec.frame(_frame(ev))
+    rec.frame(b"data: [DONE]\n\n")
+    rec.end()
+    got = log.read("t", "r", 0)
+    assert got is not None
+    chunks = frames_to_chunks(d for _, d in got[1])
+    assert chunks[:6] == UI_RUN[:6]  # the logged part stays as it was
+    assert [c["type"] for c in chunks[6:9]] == ["tool-input-error", "text-end", "finish-step"], chunks[6:9]
+    message = rebuild(chunks)
+    texts = [(p["text"], p["providerMetadata"]["hookstream"]["messageId"]) for p in message["parts"]
+             if p["type"] == "text"]
+    assert texts == [("Hello", "m1"), ("Hi there", "m1-6")], message
+    calls = [(p["toolCallId"], p["state"]) for p in message["parts"] if p["type"] == "tool-lookup"]
+    assert calls == [("c1", "output-error"), ("c1-6", "input-available")], calls
+    assert chunks[-1] == "[DONE]" and chunks[-2]["type"] == "finish"
 
 
 def test_log_then_send_a_frame_is_in_the_sql_log_before_it_is_sent(tmp_path: Path) -> None:

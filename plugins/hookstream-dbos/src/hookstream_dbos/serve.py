@@ -1,6 +1,8 @@
-"""``hookstream serve --durable``: every AG-UI run the server streams is a durable run, and a run whose
-worker died (killed, crashed) is recovered by DBOS in a live worker and goes on; the client that
-reconnects to the resume route reads the rest of it (``docs/durable.md``, "Serving durable runs").
+"""``hookstream serve --durable``: every AG-UI run and AI SDK chat run (``POST /api/chat``) the server
+streams is a durable run, and a run whose worker died (killed, crashed) is recovered by DBOS in a live
+worker and goes on; the client that reconnects to the resume route reads the rest of it
+(``docs/durable.md``, "Serving durable runs"; the AI SDK's ``GET /api/chat/{id}/stream``: the whole
+stream, each part once).
 
 How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
 
@@ -10,7 +12,8 @@ How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
   replaces a dead one takes its slot, so its runs are recovered (by whichever live worker dequeues them);
 * each POSTed run's input (``hookstream_serve_run``) becomes its workflow's input: the messages (the
   store's codec, :func:`hookstream.stores.dumps_message`), frontend tools, resume, state, forwarded
-  props and the principal's id (never a credential nor a claim). Its id is derived from
+  props, the principal's id (never a credential nor a claim) and the route (``protocol``: the AI SDK
+  run's framing is made from its input alone, ``RunInput.message_id``). Its id is derived from
   ``(threadId, runId)`` (:func:`served_id`; a thread belongs to one principal);
 * a recovered workflow with no run in the process rebuilds the :class:`~hookstream.server.RunInput` and
   starts it with the application's ``run_detached``: the run adopts the executing workflow, its
@@ -44,7 +47,7 @@ from hookstream.plugin import RunContext, hookimpl
 
 from .durable import Durable
 from .journal import ensure_dbos, hand_over, log, on_recovery, open_runs
-from .serve_wait import ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
+from .serve_wait import SERVED_PROTOCOLS, ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
 
 __all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id", "shared_queue"]
 
@@ -94,14 +97,15 @@ class ServeDurable:
 
     @hookimpl
     def hookstream_serve_run(self, app: Any, run: Any, protocol: str) -> bool | None:
-        if protocol == "agui":  # the AI SDK's stream resumes from its start only: not durable
-            self.keep(run)
+        if protocol in SERVED_PROTOCOLS:  # not the OpenAI endpoints: no resume route to continue
+            self.keep(run, protocol)
         return None
 
-    def keep(self, run: Any) -> None:
-        """Keep ``run``'s input (a :class:`~hookstream.server.RunInput`) for its run plugin to take."""
+    def keep(self, run: Any, protocol: str) -> None:
+        """Keep ``run``'s input (a :class:`~hookstream.server.RunInput`) and its route's ``protocol`` for
+        its run plugin to take."""
         with self._lock:
-            self._inputs[(run.thread_id, run.run_id)] = encode_run(run)
+            self._inputs[(run.thread_id, run.run_id)] = encode_run(run, protocol)
             while len(self._inputs) > _MAX_INPUTS:
                 self._inputs.popitem(last=False)
 
@@ -136,20 +140,20 @@ class ServeDurable:
         served = meta.get("served")
         if not isinstance(served, dict) or self.app is None:
             return  # not a served run: its workflow cancels itself (it stays resumable)
-        run = decode_run(served)
+        run, protocol = decode_run(served)
         with self._lock:
             self._inputs[(run.thread_id, run.run_id)] = served
         try:
-            self.app.run_detached(run)
+            self.app.run_detached(run, protocol)
         except Exception:  # its workflow waits for it, then cancels itself: resumable, never lost
             log.exception("durable run %s could not be started again", run_id)
 
 
 @attrs.define(slots=True, eq=False)
 class ServedDurable(Durable):
-    """The run plugin of ``serve --durable``: a run whose input the server kept (an AG-UI POST, or a
-    recovered run) is the durable run :func:`served_id` of its ids; any other run (the AI SDK's, the
-    OpenAI endpoints') is not durable."""
+    """The run plugin of ``serve --durable``: a run whose input the server kept (an AG-UI or AI SDK POST,
+    or a recovered run) is the durable run :func:`served_id` of its ids; any other run (the OpenAI
+    endpoints') is not durable."""
 
     server: ServeDurable | None = None
 

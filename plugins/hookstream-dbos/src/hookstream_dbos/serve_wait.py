@@ -34,7 +34,8 @@ from hookstream.stores import dumps_message, loads_message
 from .journal import RESUMABLE, WORKFLOW_NAME, first_answer, log, queue_name, recorded_steps
 from .waits import TOPIC, canonical_answer, message_key, read_history
 
-__all__ = ["ServeAnswers", "answered_run", "decode_run", "encode_run", "find_waiting", "thread_prefix"]
+__all__ = ["SERVED_PROTOCOLS", "ServeAnswers", "answered_run", "decode_run", "encode_run", "find_waiting",
+           "thread_prefix"]
 
 _lock = threading.Lock()
 _starting: dict[tuple[str, str], str] = {}
@@ -47,21 +48,30 @@ def thread_prefix(thread_id: str) -> str:
     return "serve-" + hashlib.sha256(thread_id.encode()).hexdigest()[:16] + "-"
 
 
-def encode_run(run: Any) -> dict[str, Any]:
-    """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process: JSON values."""
+SERVED_PROTOCOLS = frozenset({"agui", "ui"})
+"""The routes whose runs ``serve --durable`` makes durable (``hookstream_serve_run``'s ``protocol``): AG-UI
+and the AI SDK's UI message stream, both resumed from the run event log."""
+
+
+def encode_run(run: Any, protocol: str = "agui") -> dict[str, Any]:
+    """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process, and the route
+    (``protocol``) whose frames it sends: JSON values."""
     return {"thread_id": run.thread_id, "run_id": run.run_id, "messages": [dumps_message(m) for m in run.messages],
             "tools": run.tools, "state": run.state, "resume": run.resume, "forwarded_props": run.forwarded_props,
-            "principal": run.principal.id if run.principal is not None else None}
+            "principal": run.principal.id if run.principal is not None else None, "protocol": protocol,
+            "message_id": run.message_id}
 
 
-def decode_run(doc: dict[str, Any]) -> Any:
-    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal without claims)."""
+def decode_run(doc: dict[str, Any]) -> tuple[Any, str]:
+    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal without claims), and
+    its protocol."""
     from hookstream.server import Principal, RunInput
 
     who = doc.get("principal")
-    return RunInput(doc["thread_id"], doc["run_id"], [loads_message(m) for m in doc["messages"]], list(doc["tools"]),
-                    doc.get("state"), doc.get("resume"), doc.get("forwarded_props"),
-                    Principal(who) if isinstance(who, str) else None)
+    run = RunInput(doc["thread_id"], doc["run_id"], [loads_message(m) for m in doc["messages"]], list(doc["tools"]),
+                   doc.get("state"), doc.get("resume"), doc.get("forwarded_props"),
+                   Principal(who) if isinstance(who, str) else None, doc.get("message_id"))
+    return run, str(doc.get("protocol", "agui"))
 
 
 def answered_run(thread_id: str, run_id: str) -> str | None:
@@ -113,8 +123,8 @@ def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, b
 class ServeAnswers:
     """The answer route of ``serve --durable`` (registered next to :class:`ServeDurable`)."""
 
-    keep: Callable[[Any], None]
-    """Keeps a run's input for its run plugin (``hookstream_dbos.serve.ServeDurable.keep``)."""
+    keep: Callable[[Any, str], None]
+    """Keeps a run's input (and protocol) for its run plugin (``hookstream_dbos.serve.ServeDurable.keep``)."""
     app: Any = None
 
     @hookimpl(tryfirst=True)
@@ -126,7 +136,7 @@ class ServeAnswers:
 
     @hookimpl(tryfirst=True)
     def hookstream_serve_run(self, app: Any, run: Any, protocol: str) -> bool | None:
-        if protocol != "agui" or not run.resume:
+        if protocol not in SERVED_PROTOCOLS or not run.resume:
             return None
         from dbos import DBOS
         from hookstream import Resume
@@ -136,7 +146,8 @@ class ServeAnswers:
         if found is None:
             return None
         run_id, wait, prefix = found
-        message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix, "run": encode_run(run)}
+        message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix,
+                   "run": encode_run(run, protocol)}
         DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
         # Then this worker resumes the detached workflow: it replays, takes the answer and starts its run.
         DBOS.resume_workflow(run_id, queue_name=queue_name())
@@ -145,11 +156,11 @@ class ServeAnswers:
 
     def drive(self, run_id: str, message: dict[str, Any]) -> None:
         """Start the run ``message`` brought (a waiting workflow of this process received it)."""
-        run = decode_run(message["run"])
+        run, protocol = decode_run(message["run"])
         with _lock:
             _starting[(run.thread_id, run.run_id)] = run_id
-        self.keep(run)  # for its run plugin
+        self.keep(run, protocol)  # for its run plugin
         try:
-            self.app.run_detached(run)
+            self.app.run_detached(run, protocol)
         except Exception:  # the workflow waits for the run, then detaches: still answered, resumable
             log.exception("durable run %s: the answering run %s could not start", run_id, run.run_id)

@@ -65,6 +65,7 @@ from hookstream import (
     Message,
     Part,
     Provider,
+    Resume,
     RunSettings,
     TextPart,
     ToolCallPart,
@@ -74,6 +75,7 @@ from hookstream import (
 )
 from hookstream.errors import AGUIInputError, AlreadyAnsweredError, SteeringLimitError
 from hookstream.events import BaseEvent, to_sse
+from hookstream.plugin import approval_id
 from hookstream.stores import ConversationStore, InMemoryStore, OwnedStore
 
 from .auth import Authenticator, Principal
@@ -136,6 +138,9 @@ class RunInput:
     forwarded_props: Any = None
     principal: Principal | None = None
     """Who asked (``None`` on a server without authentication)."""
+    message_id: str | None = None
+    """The AI SDK route's run: the id of the assistant message its stream answers (the ``start``
+    chunk's ``messageId``; kept so a run started again sends the same stream)."""
 
 
 def _text_content(content: Any, where: str) -> str:
@@ -329,7 +334,8 @@ UI_CHAT_PATH = "/api/chat"
 def _ui_run(doc: Any, keeper: ThreadKeeper | None
             ) -> tuple[RunInput, list[Message], list[Message], Callable[[RunStream], Generator[bytes, None, None]]]:
     """An AI SDK chat request (:func:`~hookstream_server.ui_message_stream.parse_chat_request`) as a :class:`RunInput`
-    (thread id = the chat ``id``, a fresh run id; with ``keeper``, the stored history plus the request's
+    (thread id = the chat ``id``, a fresh run id, ``message_id`` the assistant message the answer
+    continues or a fresh ``msg-<hex>``; with ``keeper``, the stored history plus the request's
     new messages, merged by id as for AG-UI), the request's messages as read, its new messages, and the
     framing of the answer. Approvals answered in the messages stay on their calls; the server's trust
     rule turns those of pending calls into the run's ``resume``. Raises :class:`AGUIInputError`,
@@ -341,14 +347,25 @@ def _ui_run(doc: Any, keeper: ThreadKeeper | None
         new = merge(history, chat.messages)
         messages = [*history, *new]
     # The approvals stay on the calls: the trust rule (hookstream_server.trust.vet) makes the resume.
-    run = RunInput(chat.chat_id, f"run_{uuid.uuid4().hex}", messages, [], None, None, chat.extra or None)
-    denied = chat.denied
+    # An answer to an approval continues the client's assistant message: same id in ``start``.
+    run = RunInput(chat.chat_id, f"run_{uuid.uuid4().hex}", messages, [], None, None, chat.extra or None,
+                   message_id=chat.continues or f"msg-{uuid.uuid4().hex}")
+    return run, chat.messages, new, _ui_frames(run)
+
+
+def _ui_frames(run: RunInput) -> Callable[[RunStream], Generator[bytes, None, None]]:
+    """The AI SDK framing of ``run``'s stream, made from ``run`` alone (so a run started again in another
+    process sends the same frames): ``start`` names ``run.message_id``; a call ``run.resume`` denies
+    (what the trust rule made of the request's answers, read when the run starts) ends
+    ``tool-output-denied``."""
 
     def frames(stream: RunStream) -> Generator[bytes, None, None]:
-        # An answer to an approval continues the client's assistant message: same id in ``start``.
-        return to_ui_message_stream(stream, message_id=chat.continues, denied=denied)
+        answers = Resume.coerce(run.resume or [])
+        prefix = approval_id("")
+        denied = {key.removeprefix(prefix) for key, approved in answers.approvals.items() if not approved}
+        return to_ui_message_stream(stream, message_id=run.message_id, denied=denied)
 
-    return run, chat.messages, new, frames
+    return frames
 
 
 # -- the WSGI application -----------------------------------------------------------------------------
@@ -669,6 +686,8 @@ class _Refused(Exception):
 
 
 _Frames = Callable[[RunStream], Generator[bytes, None, None]]
+_FRAMINGS: dict[str, Callable[[RunInput], _Frames]] = {"agui": lambda run: to_sse, "ui": _ui_frames}
+"""Per protocol (``hookstream_serve_run``'s): the framing of a run's events, made from its input."""
 
 
 @attrs.define(slots=True)
@@ -829,18 +848,22 @@ class _App:
         answered later): its frames go to the run event log under ``(run.thread_id, run.run_id)``,
         continuing what the log holds there (the frames it sends again equal to logged ones are not
         logged twice; :class:`~hookstream_server.resume.Recorder`, ``continuing``), so a client reads it
-        through the resume route (``GET /agui/threads/{threadId}/runs/{runId}/events``). With a store,
+        through the resume route (``GET /agui/threads/{threadId}/runs/{runId}/events``; an AI SDK run,
+        ``protocol`` ``"ui"``: ``GET /api/chat/{id}/stream`` while it runs). With a store,
         what the run adds to the thread is saved when it ends, as for a live run (``run.messages`` is the
         conversation it starts from, as the POST that started it had it). It counts toward
         ``run.principal``'s running runs until it ends (never refused: it was admitted before), ends after
         ``max_run_seconds`` at most, and its log ends and expires as a live run's does.
 
-        Returns once the run is started (it runs on a thread of the server's pool). ``protocol``: only
-        ``"agui"``. Raises :class:`ValueError` for another protocol, an application without an event log
+        Returns once the run is started (it runs on a thread of the server's pool). ``protocol``:
+        ``"agui"`` (AG-UI SSE) or ``"ui"`` (the AI SDK UI message stream, framed from ``run`` alone:
+        ``run.message_id``, the denials in ``run.resume``). Raises :class:`ValueError` for another
+        protocol, an application without an event log
         (``resumable=False``), or ids logged for another principal; what the stream factory raises (a bad
         input: :class:`~hookstream.errors.AGUIInputError`). Thread safety: call it from any thread."""
-        if protocol != "agui":
-            raise ValueError(f"run_detached serves AG-UI runs only, not {protocol!r}")
+        framing = _FRAMINGS.get(protocol)
+        if framing is None:
+            raise ValueError(f"run_detached serves AG-UI and AI SDK runs only, not {protocol!r}")
         if self.log is None:
             raise ValueError("run_detached needs the run event log (make_app(resumable=True))")
         who = run.principal.id if run.principal is not None else None
@@ -865,7 +888,7 @@ class _App:
             forget()
             counts.finish(who)
 
-        body = _RunBody(stream, release, self.limits.max_run_seconds, to_sse, recorder, None, None)
+        body = _RunBody(stream, release, self.limits.max_run_seconds, framing(run), recorder, None, None)
         body.close()  # no client: the run goes on detached until it ends
 
     def log_then_send(self, on: bool = True) -> None:

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 from hookstream.errors import AGUIInputError
 
 from .limits import ServerLimits
@@ -72,15 +73,16 @@ class Recorder:
     when absent), the run's frames that equal the logged ones, in order, are not logged again, and the
     first that differs (or follows them) is logged as the next ``seq``. A frame that differs from a
     logged one (the call in flight at the crash, run again, said something else): the logged part's
-    open messages, tool calls and reasoning are ended first (:func:`_closing_frames`), and the ids the
-    run reuses from the logged part are renamed, so the log stays one valid AG-UI run.
+    open messages, tool calls and reasoning are ended first (per ``protocol``: AG-UI events or AI SDK UI
+    message chunks, :data:`_GRAMMARS`), and the ids the run reuses from the logged part are renamed, so
+    the log stays one valid run of its protocol.
 
     ``log_then_send``: :meth:`sent` waits until the frame about to be sent is written to the log (a SQL
     log's :meth:`~hookstream_server.runlog.SQLRunLog.wait_written`), so a client never holds a frame a
     crash kept out of the log."""
 
-    __slots__ = ("_align", "_bytes", "_clock", "_ended", "_fix", "_limits", "_log", "_opened", "_run_id", "_seq",
-                 "_thread_id", "_tickets", "log_then_send", "opened", "truncated")
+    __slots__ = ("_align", "_bytes", "_clock", "_ended", "_fix", "_grammar", "_limits", "_log", "_opened", "_run_id",
+                 "_seq", "_thread_id", "_tickets", "log_then_send", "opened", "truncated")
 
     def __init__(self, log: RunLog, limits: ServerLimits, thread_id: str, run_id: str, owner: str | None,
                  protocol: str, clock: Callable[[], float] = time.time, *, continuing: bool = False,
@@ -93,7 +95,8 @@ class Recorder:
         self.truncated = False
         self._align: list[bytes] | None = None  # logged frames the run is expected to send again
         self._fix: _Divergence | None = None
-        self._opened = _Open()  # what the run's frames sent again have left open
+        self._grammar = _GRAMMARS.get(protocol, _GRAMMARS["agui"])
+        self._opened = _Open(self._grammar)  # what the run's frames sent again have left open
         self._tickets: collections.deque[int] = collections.deque()
         self.log_then_send = log_then_send and callable(getattr(log, "wait_written", None))
         # A run whose process dies is never marked ended: it expires once it could no longer be running.
@@ -129,7 +132,7 @@ class Recorder:
                 self._tickets.append(0)
             return _id_line(self._run_id, self._seq) + data
         else:  # diverged: renamed from now on, nothing more to align
-            fix = self._fix = _Divergence(align, self._opened.pending)
+            fix = self._fix = _Divergence(self._grammar, align, self._opened.pending)
             self._align = None
             self._seq = len(align)
             out = b"".join(self._one(f) for f in [*fix.closing(), *map(fix.rename, [*fix.resent, data])])
@@ -172,17 +175,67 @@ class Recorder:
                          expires_at=self._clock() + self._limits.event_log_seconds)
 
 
-_OPENS = {"TEXT_MESSAGE_START": ("messageId", "TEXT_MESSAGE_END"), "TOOL_CALL_START": ("toolCallId", "TOOL_CALL_END"),
-          "REASONING_START": ("messageId", "REASONING_END"),
-          "REASONING_MESSAGE_START": ("messageId", "REASONING_MESSAGE_END"),
-          "STEP_STARTED": ("stepName", "STEP_FINISHED")}
-"""AG-UI events that open something, the field naming it, and the event that ends it."""
-_CLOSES = {end: field for field, end in _OPENS.values()}
-_RENAMED = ("messageId", "toolCallId", "parentMessageId")
+@attrs.frozen
+class _Grammar:
+    """What a protocol's frames open and end, for a continuing run that diverged from its log: the
+    events that open something (their type -> the field naming it; ``None``: one at a time), the
+    events that end it (their type -> the opening type), the event that ends an open one (made from
+    its opening event), and the id fields renamed in the frames sent again."""
+
+    opens: dict[str, str | None]
+    closes: dict[str, str]
+    closing: Callable[[dict[str, Any]], dict[str, Any]]
+    renamed: tuple[tuple[str, ...], ...]  # paths of id fields
+
+    def ident(self, ev: dict[str, Any]) -> tuple[str, str] | None:
+        """``(opening type, id)`` of what ``ev`` opens or ends, else ``None``."""
+        kind = str(ev.get("type"))
+        opening = kind if kind in self.opens else self.closes.get(kind)
+        if opening is None:
+            return None
+        field = self.opens[opening]
+        return opening, "" if field is None else str(ev.get(field))
+
+
+_AGUI_ENDS = {"TEXT_MESSAGE_START": "TEXT_MESSAGE_END", "TOOL_CALL_START": "TOOL_CALL_END",
+              "REASONING_START": "REASONING_END", "REASONING_MESSAGE_START": "REASONING_MESSAGE_END",
+              "STEP_STARTED": "STEP_FINISHED"}
+_AGUI_FIELDS = {"TEXT_MESSAGE_START": "messageId", "TOOL_CALL_START": "toolCallId", "REASONING_START": "messageId",
+                "REASONING_MESSAGE_START": "messageId", "STEP_STARTED": "stepName"}
+
+
+def _agui_closing(ev: dict[str, Any]) -> dict[str, Any]:
+    field = _AGUI_FIELDS[ev["type"]]
+    return {"type": _AGUI_ENDS[ev["type"]], field: ev.get(field)}
+
+
+_UI_ENDS = {"text-start": "text-end", "reasoning-start": "reasoning-end", "start-step": "finish-step"}
+
+
+def _ui_closing(ev: dict[str, Any]) -> dict[str, Any]:
+    if ev["type"] == "tool-input-start":  # the AI SDK's end of a call whose input never completed
+        return {"type": "tool-input-error", "toolCallId": ev.get("toolCallId"), "toolName": ev.get("toolName"),
+                "input": "", "errorText": "the call was cut off: its model call was sent again"}
+    return {"type": _UI_ENDS[ev["type"]], **({"id": ev["id"]} if "id" in ev else {})}
+
+
+_GRAMMARS = {
+    "agui": _Grammar(dict(_AGUI_FIELDS), {end: start for start, end in _AGUI_ENDS.items()}, _agui_closing,
+                     (("messageId",), ("toolCallId",), ("parentMessageId",))),
+    # The AI SDK UI message stream (hookstream_server.ui_message_stream).
+    "ui": _Grammar({"text-start": "id", "reasoning-start": "id", "tool-input-start": "toolCallId",
+                    "start-step": None},
+                   {"text-end": "text-start", "reasoning-end": "reasoning-start",
+                    "tool-input-available": "tool-input-start", "tool-input-error": "tool-input-start",
+                    "finish-step": "start-step"}, _ui_closing,
+                   # A text part's hookstream message id names its step when a client sends it back.
+                   (("id",), ("toolCallId",), ("providerMetadata", "hookstream", "messageId"))),
+}
+"""Per protocol (the run event log's ``protocol``): what its frames open and end."""
 
 
 def _event(frame: bytes) -> dict[str, Any] | None:
-    """The AG-UI event of an SSE frame (``data: {json}``), ``None`` for another frame."""
+    """The event (or chunk) of an SSE frame (``data: {json}``), ``None`` for another frame."""
     data = b"".join(line[5:].lstrip() for line in frame.split(b"\n") if line.startswith(b"data:"))
     try:
         ev = json.loads(data) if data else None
@@ -196,23 +249,24 @@ def _sse(ev: dict[str, Any]) -> bytes:
 
 
 class _Open:
-    """What a run's frames left open (messages, tool calls, reasoning, steps: in the order opened), and
-    the frames since nothing was."""
+    """What a run's frames left open (messages, tool calls, reasoning, steps: in the order opened, each
+    by its opening event), and the frames since nothing was."""
 
-    __slots__ = ("opened", "pending")
+    __slots__ = ("grammar", "opened", "pending")
 
-    def __init__(self) -> None:
-        self.opened: dict[tuple[str, str], str] = {}  # (kind, id) -> the field naming it, in order
+    def __init__(self, grammar: _Grammar) -> None:
+        self.grammar = grammar
+        self.opened: dict[tuple[str, str], dict[str, Any]] = {}  # (opening type, id) -> the opening event
         self.pending: list[bytes] = []
 
     def see(self, frame: bytes) -> None:
         ev = _event(frame) or {}
-        kind = str(ev.get("type"))
-        if kind in _OPENS:
-            field, end = _OPENS[kind]
-            self.opened[(end, str(ev.get(field)))] = field
-        elif kind in _CLOSES:
-            self.opened.pop((kind, str(ev.get(_CLOSES[kind]))), None)
+        key = self.grammar.ident(ev)
+        if key is not None:
+            if key[0] == ev.get("type"):
+                self.opened[key] = ev
+            else:
+                self.opened.pop(key, None)
         self.pending = [*self.pending, frame] if self.opened else []
 
 
@@ -221,33 +275,51 @@ class _Divergence:
     open, then sends the run's frames since it last had nothing open again (``resent``), renaming every
     message and tool call id they start that the log already started (``<id>-<n>``)."""
 
-    def __init__(self, logged: list[bytes], resent: list[bytes]) -> None:
+    def __init__(self, grammar: _Grammar, logged: list[bytes], resent: list[bytes]) -> None:
+        self.grammar = grammar
         self.resent = resent
-        self._logged = _Open()
+        self._logged = _Open(grammar)
         self._started: set[str] = set()
         for frame in logged:
             self._logged.see(frame)
-            ev = _event(frame) or {}
-            if ev.get("type") in _OPENS:
-                self._started.add(str(ev.get(_OPENS[str(ev["type"])][0])))
+            key = grammar.ident(_event(frame) or {})
+            if key is not None:
+                self._started.add(key[1])
         self._names: dict[str, str] = {}
         self._suffix = f"-{len(logged)}"
 
     def closing(self) -> list[bytes]:
         """The events that end what the logged frames left open, the last opened first."""
-        return [_sse({"type": end, field: ident}) for (end, ident), field in reversed(self._logged.opened.items())]
+        return [_sse(self.grammar.closing(ev)) for ev in reversed(self._logged.opened.values())]
 
     def rename(self, frame: bytes) -> bytes:
         ev = _event(frame)
         if ev is None:
             return frame
-        kind = str(ev.get("type"))
-        if kind in _OPENS and kind != "STEP_STARTED":
-            ident = str(ev.get(_OPENS[kind][0]))
+        grammar = self.grammar
+        field = grammar.opens.get(str(ev.get("type")))
+        if field is not None and (field,) in grammar.renamed:
+            ident = str(ev.get(field))
             if ident in self._started:
                 self._names.setdefault(ident, ident + self._suffix)
-        changed = {k: self._names[v] for k in _RENAMED if isinstance(v := ev.get(k), str) and v in self._names}
-        return _sse({**ev, **changed}) if changed else frame
+        out = ev
+        for path in grammar.renamed:
+            value = _at(ev, path)
+            if isinstance(value, str) and value in self._names:
+                out = _replaced(out, path, self._names[value])
+        return frame if out is ev else _sse(out)
+
+
+def _at(doc: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    return doc
+
+
+def _replaced(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of ``doc`` with ``value`` at ``path`` (which exists)."""
+    head, *rest = path
+    return {**doc, head: _replaced(doc[head], tuple(rest), value) if rest else value}
 
 
 def parse_last_event_id(value: str | None, run_id: str) -> int:
