@@ -637,14 +637,14 @@ class Engine:
         try:
             # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
             for ev in source:
-                t = type(ev)
-                if t is TextMessageContent and plain:
+                if type(ev) is TextMessageContent and plain:
                     # The bulk of a stream: folded into the step and passed on; acc.add would return it
                     # unchanged, and blocks.see, Raw and the structured-output tracker do not concern it.
                     add_text(ev)
                     content = True
                     yield ev
                     continue
+                t = type(ev)
                 if t is RunStarted:
                     continue
                 if t is RunError and not content and not last:

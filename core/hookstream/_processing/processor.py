@@ -534,9 +534,9 @@ class StreamProcessor:
                     and not self._finalized and not self.subagents):
                 # Most events of a stream: none of the routing below or in _apply concerns them.
                 target = self._targets.get(event.message_id)
-                part = target.seg_part if target is not None else None
                 delta = event.delta
-                if (part is not None and delta and not self._pending and target.message is not None
+                if (target is not None and (part := target.seg_part) is not None
+                        and (message := target.message) is not None and delta and not self._pending
                         and type(self.strategy) is ImmediateStrategy):
                     # The usual delta: _text_content then _publish and _changed, without their calls and
                     # checks (the immediate strategy holds nothing back, so the delta goes on the open part).
@@ -546,7 +546,7 @@ class StreamProcessor:
                     text += delta
                     part.content = text
                     if self.on_text_update is not None:
-                        self.on_text_update(target.message.id, text)
+                        self.on_text_update(message.id, text)
                     self._dirty = False
                     if self.on_messages_change is not None:
                         self.on_messages_change(self.messages)
