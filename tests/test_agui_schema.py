@@ -174,6 +174,21 @@ def test_the_validator_catches_what_clients_reject() -> None:
                                         metadata={"anthropic": {"message_id": "x"}})]) == []
 
 
+def test_the_builder_names_its_open_text_message() -> None:
+    # text_message_id lets an adapter's hot loop build the TEXT_MESSAGE_CONTENT text() would return.
+    b = StreamBuilder(CallContext("t", "r"))
+    assert b.text_message_id is None
+    start, first = b.text("a")
+    assert b.text_message_id == start.message_id == first.message_id
+    assert b.text("b") == [TextMessageContent(b.text_message_id, "b")]
+    b.reasoning("hm")  # another block closes the text message
+    assert b.text_message_id is None
+    _end_r, _end_rm, restart, _c = b.text("c")
+    assert b.text_message_id == restart.message_id != start.message_id
+    b.end_text()
+    assert b.text_message_id is None
+
+
 def test_the_builder_sends_no_empty_content_and_always_sends_arguments() -> None:
     b = StreamBuilder(CallContext("t", "r"))
     assert b.text("") == [] and b.reasoning("") == [] and b.text("", metadata={"k": 1}) == []

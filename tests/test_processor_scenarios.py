@@ -7,7 +7,7 @@ the granular callbacks with their arguments.
 from __future__ import annotations
 
 import pytest
-from hookstream import ApprovalRequest, ToolInputRequest
+from hookstream import ApprovalRequest, TextUIPart, ToolInputRequest, UIMessage
 from hookstream import events as E
 from hookstream.errors import UnknownToolCallError
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
@@ -280,3 +280,39 @@ def test_args_for_unknown_id_are_dropped_and_counted() -> None:
     assert p.stats.dropped_args == 2  # unknown id, and args after TOOL_CALL_END
     assert r.tool_calls[0].arguments == {}
     assert rec.messages_changes == 3
+
+
+class _EveryDelta:
+    """Publishes every delta, as the default strategy does, but is not it: the processor's general path."""
+
+    def should_emit(self, chunk: str, accumulated: str) -> bool:
+        return True
+
+    def reset(self) -> None:
+        pass
+
+
+def test_default_strategy_fast_path_matches_the_general_path() -> None:
+    # The default (immediate) strategy's text deltas skip _text_content/_publish; every callback, part
+    # and result must be what the general path gives for a strategy that also publishes every delta.
+    def events() -> list[E.BaseEvent]:
+        return [
+            run_start(), E.TextMessageContent("m0", "resumed "), E.TextMessageContent("m0", "text"),
+            *text("m1", "Hel", "", "lo"), E.ReasoningStart("r1"), E.ReasoningMessageStart("r1"),
+            E.ReasoningMessageContent("r1", "think"), E.ReasoningMessageEnd("r1"), E.ReasoningEnd("r1"),
+            E.TextMessageContent("m2", "implied start"), E.TextMessageStart("m3"),
+            E.TextMessageContent("m3", "inter"), E.TextMessageContent("m2", " more"),
+            E.TextMessageContent("m3", "leaved"), E.TextMessageEnd("m3"), E.TextMessageEnd("m2"),
+            *tool("t1", "get", '{"a":', "1}"), *text("m4", "after", " tool"), run_end(),
+        ]
+
+    def earlier() -> list[UIMessage]:
+        return [UIMessage("m0", "assistant", [TextUIPart("earlier ")])]
+
+    fast, general = Recorder(), Recorder()
+    pf, pg = fast.processor(messages=earlier()), general.processor(strategy=_EveryDelta(), messages=earlier())
+    rf, rg = pf.process(events()), pg.process(events())
+    assert fast.text_updates == general.text_updates and len(fast.text_updates) > 8
+    assert fast.messages_changes == general.messages_changes
+    assert shape(pf.messages) == shape(pg.messages)
+    assert (rf.content, rf.reasoning, len(rf.tool_calls)) == (rg.content, rg.reasoning, len(rg.tool_calls))

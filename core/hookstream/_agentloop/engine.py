@@ -632,9 +632,18 @@ class Engine:
         self._tracker = None  # a retried answer starts from nothing
         content = False  # an event of this call reached the caller: no fallback any more
         failed: RunError | None = None
+        add_text = acc.add_text
+        plain = on_chunk is None and held is None and fmt is None  # text needs no per-event check but its class
         try:
             # Hot path: one type() and a few identity tests per event; nothing locked, nothing timed.
             for ev in source:
+                if type(ev) is TextMessageContent and plain:
+                    # The bulk of a stream: folded into the step and passed on; acc.add would return it
+                    # unchanged, and blocks.see, Raw and the structured-output tracker do not concern it.
+                    add_text(ev)
+                    content = True
+                    yield ev
+                    continue
                 t = type(ev)
                 if t is RunStarted:
                     continue

@@ -533,6 +533,24 @@ class StreamProcessor:
             if (type(event) is TextMessageContent and event.subagent_run_id is None and self._chunk is None
                     and not self._finalized and not self.subagents):
                 # Most events of a stream: none of the routing below or in _apply concerns them.
+                target = self._targets.get(event.message_id)
+                delta = event.delta
+                if (target is not None and (part := target.seg_part) is not None
+                        and (message := target.message) is not None and delta and not self._pending
+                        and type(self.strategy) is ImmediateStrategy):
+                    # The usual delta: _text_content then _publish and _changed, without their calls and
+                    # checks (the immediate strategy holds nothing back, so the delta goes on the open part).
+                    self._pending_to = target
+                    text = part.content
+                    part.content = ""  # drop the part's reference so += resizes in place
+                    text += delta
+                    part.content = text
+                    if self.on_text_update is not None:
+                        self.on_text_update(message.id, text)
+                    self._dirty = False
+                    if self.on_messages_change is not None:
+                        self.on_messages_change(self.messages)
+                    return
                 self._text_content(event)
                 self._changed()
                 return

@@ -172,13 +172,15 @@ class StepAccumulator:
             return event
         return handler(self, event) or event
 
-    # -- handlers, one per event class (see _HANDLERS) --------------------------------------------
-    def _text_content(self, event: TextMessageContent) -> None:
+    def add_text(self, event: TextMessageContent) -> None:
+        """:meth:`add` for a ``TEXT_MESSAGE_CONTENT`` (it returns ``event``): the bulk of a stream, for
+        a caller that already knows the event's class."""
         block = self._text.get(event.message_id)
         if block is None:
             block = self._open_text(event.message_id, None)
         block.chunks.append(event.delta)
 
+    # -- handlers, one per event class (see _HANDLERS) --------------------------------------------
     def _tool_args(self, event: ToolCallArgs) -> None:
         block = self._tools.get(event.tool_call_id)
         if block is not None:
@@ -342,7 +344,7 @@ class StepAccumulator:
 # One typed handler per event class the result holds; TOOL_CALL_RESULT and lifecycle events belong to
 # the engine's bookkeeping, not to the model's answer, so they have none.
 _HANDLERS: dict[type[BaseEvent], Callable[[StepAccumulator, Any], BaseEvent | None]] = {
-    TextMessageContent: StepAccumulator._text_content,
+    TextMessageContent: StepAccumulator.add_text,
     ToolCallArgs: StepAccumulator._tool_args,
     ReasoningMessageContent: StepAccumulator._reasoning_content,
     TextMessageStart: StepAccumulator._text_start,

@@ -177,6 +177,14 @@ class StreamBuilder:
         """Whether a text message is open."""
         return self._text_id is not None
 
+    @property
+    def text_message_id(self) -> str | None:
+        """The ``message_id`` of the open text message, or ``None`` when none is open. While it stays
+        open, :meth:`text` of a non-empty delta returns exactly ``[TextMessageContent(text_message_id,
+        delta)]``: an adapter's hot loop may build that event itself (it changes only through this
+        builder's own methods)."""
+        return self._text_id
+
     # -- tool calls -----------------------------------------------------------------------------
     def tool_start(self, tool_call_id: str, name: str, metadata: dict[str, Any] | None = None) -> list[BaseEvent]:
         """``TOOL_CALL_START`` for the call ``tool_call_id`` (the provider's id) to the tool ``name``, with

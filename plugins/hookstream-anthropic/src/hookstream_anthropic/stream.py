@@ -54,7 +54,7 @@ from typing import Any
 
 from hookstream import SourcePart
 from hookstream.errors import MalformedChunkError
-from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, Usage
+from hookstream.events import BaseEvent, Custom, ReasoningEncryptedValue, TextMessageContent, Usage
 from hookstream.plugin import CallContext, StreamBuilder, json_loads, new_id
 
 from .request import PROVIDER_KEY
@@ -191,9 +191,11 @@ class MessageStreamParser:
         when a ``stop_reason`` arrived; otherwise the generator returns without a terminal event and
         the core reports ``connection_closed``.
         """
-        yield from self.builder.start()
+        builder = self.builder
+        yield from builder.start()
         blocks = self.blocks
-        text = self.builder.text
+        text = builder.text
+        mid = None  # the open text message's id, read again after anything but a text delta
         for sse in events:
             data = sse.data
             try:
@@ -217,11 +219,17 @@ class MessageStreamParser:
                     if type(index) is int and index in blocks and type(piece) is str:
                         if piece:
                             self.text_len += len(piece)
-                            yield from text(piece)
+                            if mid is not None:  # what text(piece) returns then, without its list
+                                yield TextMessageContent(mid, piece)
+                            else:
+                                yield from text(piece)
+                                mid = builder.text_message_id
                         continue
                 yield from self._delta(doc, data)
+                mid = builder.text_message_id
                 continue
             yield from self.handle(kind, doc, data)
+            mid = builder.text_message_id
             if self.done:
                 return
         if self.stop_reason is not None:
