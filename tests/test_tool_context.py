@@ -115,3 +115,40 @@ def test_a_context_that_does_not_pickle_is_a_clear_error_result() -> None:
                                     "(chat(context=...), a Db) cannot be pickled: TypeError:"), failed.output
     # a tool that takes no ToolContext is not sent the context, so it runs
     assert not other.is_error and other.output["label"] == "x"
+
+
+def test_a_tool_call_hook_sees_what_its_tool_streams_and_can_stream_in_its_place() -> None:
+    """``ToolCallContext.on_stream`` gets each event and usage the run took from the tool, in order;
+    ``ToolCallContext.emit`` streams in the tool's place (a plugin answering from a journal)."""
+    from hookstream import ToolResultPart
+    from hookstream.events import Custom, Usage
+    from hookstream.plugin import ToolCallContext, hookimpl
+
+    tapped: list[Any] = []
+
+    def work(step: str, ctx: ToolContext[Any]) -> str:
+        """Work and tell how it goes.
+
+        Args:
+            step: what to do.
+        """
+        ctx.emit(Custom("progress", {"step": step}))
+        ctx.add_usage(Usage(1, 2, 3))
+        return "worked"
+
+    class Journal:
+        @hookimpl(tryfirst=True)
+        def hookstream_tool_call(self, call: ToolCallContext) -> ToolResultPart | None:
+            if call.call_id == "c2":  # answered in the tool's place, its progress streamed again
+                assert call.emit(Custom("progress", {"step": "replayed"}))
+                return ToolResultPart(call.call_id, call.name, "from the journal")
+            call.on_stream.append(tapped.append)
+            return None
+
+    with LoopbackServer([Response(tool_body(("c1", "work", {"step": "one"}))),
+                         Response(tool_body(("c2", "work", {"step": "two"}))), Response(text_body("done"))]) as srv:
+        events, stream = run(srv.url, tools=[work], plugins=[Journal()])
+    assert tapped == [Custom("progress", {"step": "one"}), Usage(1, 2, 3)]
+    progress = [e.value["step"] for e in events if e.type == "CUSTOM" and e.name == "progress"]
+    assert progress == ["one", "replayed"]
+    assert [r.output for s in stream.result().steps for r in s.tool_results] == ["worked", "from the journal"]

@@ -346,7 +346,10 @@ def hookstream_tool_call(call: ToolCallContext) -> ToolResultPart | None:
     * **change the arguments**: a wrapper assigns ``call.arguments = {...}`` before its ``yield``;
     * **replace the result**: a wrapper returns another part after ``result = yield``;
     * **refuse the call**: a plain ``@hookimpl(tryfirst=True)`` returns ``call.refuse("why")`` (an error
-      result; the tool does not run).
+      result; the tool does not run);
+    * **see what the tool streams** while it runs (``ToolContext.emit``): append a callable to
+      ``call.on_stream`` before the tool runs; one that answers in the tool's place streams with
+      ``call.emit(event)`` (a journal replaying the call).
 
     Every wrapper, installed or the run's own, sees the call and gets the result of whichever
     implementation answered: a refusal is a result like any other (``result.is_error``).

@@ -261,9 +261,10 @@ def _in_process(req: ToolCallRequest, cancel: CancellationToken) -> ToolResultPa
 
     def runner(ctx: ToolCallContext) -> ToolResultPart:
         return run_tool_guarded(t, ctx.with_arguments(req.call), list(req.messages), cancel, req.timeout, req.deps,
-                                req.channel)
+                                ctx.tool_channel())
 
-    return hooks.tool_call(ToolCallContext(None, req.call.id, req.call.name, req.call.arguments, t, runner=runner))
+    return hooks.tool_call(ToolCallContext(None, req.call.id, req.call.name, req.call.arguments, t, runner=runner,
+                                           channel=req.channel))
 
 
 class ThreadExecutor:

@@ -30,7 +30,7 @@ import attrs
 import pluggy
 
 from .._errors import CallbackError, CancelledError, PluginError
-from .._events import BaseEvent, RunError, RunFinished, RunStarted
+from .._events import BaseEvent, RunError, RunFinished, RunStarted, Usage
 from .._markers import hookimpl
 from .._messages import Message, ToolCallPart, ToolResultPart
 from .._stream.call import CallOptions, ModelCall
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from .._stream.accumulate import StepResult
     from .._stream.transport import HTTPRequest
-    from .tools import Tool
+    from .tools import Tool, ToolChannel
 
 __all__ = [
     "BUILTIN",
@@ -259,7 +259,13 @@ def _closing(events: Iterable[BaseEvent], session: requests.Session) -> Iterator
 class ToolCallContext:
     """One tool call, as :func:`hookstream_tool_call` sees it: ``run``, ``call_id``, ``name``,
     ``arguments`` (the parsed JSON object; a wrapper may assign changed ones before its ``yield``) and
-    ``tool`` (the :class:`~hookstream.Tool`, ``None`` when it runs elsewhere by reference)."""
+    ``tool`` (the :class:`~hookstream.Tool`, ``None`` when it runs elsewhere by reference).
+
+    What a tool streams while it runs (:meth:`hookstream.ToolContext.emit`, ``add_usage``; in-process
+    executors only): ``on_stream`` holds callables each given every AG-UI event and
+    :class:`~hookstream.events.Usage` the run took from this call's tool, in order, on the tool's thread
+    (a plugin appends one before the tool runs); :meth:`emit` and :meth:`add_usage` stream in the run as the
+    tool would (a plugin that answers the call in the tool's place, e.g. from a journal)."""
 
     run: RunContext | None
     call_id: str
@@ -268,6 +274,24 @@ class ToolCallContext:
     tool: Tool | None = None
     state: dict[str, Any] = attrs.Factory(dict)
     _runner: Callable[[ToolCallContext], ToolResultPart] | None = None
+    on_stream: list[Callable[[BaseEvent | Usage], None]] = attrs.Factory(list)
+    _channel: ToolChannel | None = None
+
+    def emit(self, event: BaseEvent) -> bool:
+        """Stream ``event`` in the run now, before this call's ``TOOL_CALL_RESULT`` (``on_stream`` is not
+        called); ``False`` when this call has no way to the run: its tool takes no
+        :class:`~hookstream.ToolContext`, runs in another process, or the run stopped waiting for it."""
+        return self._channel.emit(event) if self._channel is not None else False
+
+    def add_usage(self, usage: Usage) -> bool:
+        """Add ``usage`` to the run's (as :meth:`hookstream.ToolContext.add_usage`); ``False`` as for :meth:`emit`."""
+        return self._channel.add_usage(usage) if self._channel is not None else False
+
+    def tool_channel(self) -> ToolChannel | None:
+        """The channel to hand the tool: the run's, tapped for ``on_stream`` when a plugin asked."""
+        if self._channel is None or not self.on_stream:
+            return self._channel
+        return self._channel.tapped(self.on_stream)
 
     @property
     def call(self) -> ToolCallPart:

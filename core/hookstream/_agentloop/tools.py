@@ -150,6 +150,44 @@ class ToolChannel:
         """Stop accepting items (the reader is done)."""
         self._closed = True
 
+    def tapped(self, taps: list[Callable[[Any], None]]) -> ToolChannel:
+        """A view of this channel for one tool call: what the run took from it (an event, a
+        :class:`~hookstream.events.Usage`) is also handed to each of ``taps``, in order, on the caller's
+        thread (``ToolCallContext.on_stream``). A tap that raises is logged; the tool goes on."""
+        return _TappedChannel(self, taps)
+
+
+class _TappedChannel(ToolChannel):
+    __slots__ = ("_inner", "_taps")
+
+    def __init__(self, inner: ToolChannel, taps: list[Callable[[Any], None]]) -> None:
+        super().__init__(inner.run_id, inner.thread_id)
+        self._inner, self._taps = inner, taps
+
+    def _took(self, item: Any, took: bool) -> bool:
+        if took:  # only what the run streams: a replay must not add what nobody saw
+            for tap in self._taps:
+                try:
+                    tap(item)
+                except Exception:
+                    logging.getLogger("hookstream.tools").exception("a tool call's stream tap %r failed", tap)
+        return took
+
+    def emit(self, event: BaseEvent) -> bool:
+        return self._took(event, self._inner.emit(event))
+
+    def add_usage(self, usage: Usage) -> bool:
+        return self._took(usage, self._inner.add_usage(usage))
+
+    def get(self, timeout: float | None = None) -> Any:
+        return self._inner.get(timeout)
+
+    def put_marker(self, marker: object) -> None:
+        self._inner.put_marker(marker)
+
+    def close(self) -> None:
+        self._inner.close()
+
 
 @attrs.define(slots=True)
 class ToolContext(Generic[DepsT]):

@@ -1,8 +1,8 @@
 """The tools of the served crash test (``hookstream serve --durable --tool durable_served:tool_a``): each
 appends its name and :func:`hookstream_dbos.attempt` to ``$DURABLE_KIT_DIR/tools.log``; ``tool_a`` writes
-its worker's pid to ``worker.pid``; with ``$DURABLE_KIT_HOLD``, ``tool_b``'s first
-attempt writes its worker's pid to ``b-running`` there (the test's barrier: it SIGKILLs that worker) and
-waits to be killed."""
+its worker's pid to ``worker.pid`` and streams two progress events (``CUSTOM`` ``progress``); with
+``$DURABLE_KIT_HOLD``, ``tool_b``'s first attempt writes its worker's pid to ``b-running`` there (the
+test's barrier: it SIGKILLs that worker) and waits to be killed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import threading
 from pathlib import Path
 
 from durable_kit import log_attempt
-from hookstream import tool
+from hookstream import ToolContext, tool
+from hookstream.events import Custom
 from hookstream_dbos import attempt
 
 
@@ -21,9 +22,11 @@ def _logged(name: str) -> Path:
     return folder
 
 
-def tool_a(n: int) -> str:
-    """First tool (writes its worker's pid to ``worker.pid``)."""
+def tool_a(n: int, ctx: ToolContext) -> str:
+    """First tool (writes its worker's pid to ``worker.pid``; streams two progress events)."""
     folder = _logged("tool_a")
+    for done in (1, 2):
+        ctx.emit(Custom("progress", {"done": done, "of": 2}))
     (folder / "worker.pid.tmp").write_text(str(os.getpid()), "utf-8")
     (folder / "worker.pid.tmp").rename(folder / "worker.pid")
     return f"a{n}"

@@ -20,7 +20,8 @@ from typing import Any
 
 import durable_kit
 import pytest
-from hookstream import LoopSettings, chat, get_model, tool
+from hookstream import Agent, LoopSettings, chat, get_model, tool
+from hookstream.events import to_json
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
 from hookstream_dbos import Durable, RerunRefused, attempt
@@ -86,6 +87,11 @@ def _kill_at_barrier(proc: subprocess.Popen[str], barrier: Path) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+def _events(folder: Path, attempt: int) -> list[str]:
+    """The AG-UI JSON lines ``durable_child.py``'s run number ``attempt`` (from 0) streamed."""
+    return (folder / f"events-{attempt}.jsonl").read_text("utf-8").splitlines()
+
+
 def _tool_log(folder: Path) -> list[str]:
     return (folder / "tools.log").read_text("utf-8").splitlines()
 
@@ -106,12 +112,19 @@ def test_sigkill_while_the_second_tool_runs_then_resume(db_url: str, tmp_path: P
         assert bodies[2]["messages"][-1]["content"] == "b2"
         # tool_a ran once; tool_b, in flight at the kill, ran again and knew it (attempt 2).
         assert _tool_log(folder) == ["tool_a 1", "tool_b 1", "tool_b 2"]
+        # The resumed run streamed again, byte for byte, what the killed one had streamed, tool_a's
+        # progress events (journaled with its result) included, each once and in order.
+        killed, resumed = _events(folder, 0), _events(folder, 1)
+        assert resumed[:len(killed)] == killed
+        progress = [json.loads(e)["value"] for e in resumed if '"name":"progress"' in e]
+        assert progress == [{"done": 1, "of": 2}, {"done": 2, "of": 2}]
 
-        # A finished id: the recorded answer, nothing sent, nothing run.
+        # A finished id: the recorded answer, nothing sent, nothing run; the same events.
         out = _finish(_child(server, "order-42", db_url, folder))
         assert out.strip() == f"success {ANSWER}"
         assert len(server.requests) == 3
         assert _tool_log(folder) == ["tool_a 1", "tool_b 1", "tool_b 2"]
+        assert _events(folder, 2) == resumed
 
 
 def test_a_tool_refuses_to_run_again_after_a_crash(tmp_path: Path) -> None:
@@ -185,6 +198,37 @@ def test_a_finished_id_replays_the_same_events_without_a_request(session_db: str
         assert second.text == result.text
         assert second.usage == result.usage
         assert [s.tool_calls for s in second.steps] == [s.tool_calls for s in result.steps]
+
+
+def _nested_run(session_db: str, run_id: str, **durable: Any) -> tuple[list[str], Any, int]:
+    """An agent used as a tool (its run streams in the parent's: ``SUBAGENT_*`` events, its usage added),
+    as durable run ``run_id`` twice (the second time a finished id): both runs' AG-UI JSON, the second
+    result, and the requests the agent's model server got."""
+    parent = [provider_stream("openai", text="", reasoning="", tool_name="research", tool_args={"prompt": "x?"}).events,
+              final_stream("openai", text="x is 42.").events]
+    with LoopbackServer([Response(pieces=b) for b in parent]) as server, \
+            LoopbackServer([Response(pieces=final_stream("openai", text="Found: x=42.").events)]) as sub:
+        research = Agent(_model(sub), name="researcher").as_tool("research", "Research a question.")
+        runs = []
+        for _ in range(2):
+            stream = chat(_model(server), "What is x?", tools=[research], thread_id=f"thread-{run_id}",
+                          loop=LoopSettings(run_id=run_id), plugins=[Durable(run_id, session_db, **durable)])
+            runs.append([to_json(ev) for ev in stream])
+        return runs[0] + ["--"] + runs[1], stream.result(), len(sub.requests)
+
+
+def test_a_finished_id_replays_what_a_tool_streamed(session_db: str) -> None:
+    got, result, sub_calls = _nested_run(session_db, "nested-1")
+    first, again = got[:got.index("--")], got[got.index("--") + 1:]
+    assert sub_calls == 1 and result.text == "x is 42."
+    assert again == first  # the nested run's events and usage too, from the journal
+    assert sum('"SUBAGENT_STARTED"' in e for e in again) == 1 and '"SUBAGENT_FINISHED"' in "".join(again)
+
+    # Past the bound, the call's result is journaled alone: a replay streams nothing of it.
+    got, result, sub_calls = _nested_run(session_db, "nested-2", max_tool_stream=100)
+    first, again = got[:got.index("--")], got[got.index("--") + 1:]
+    assert sub_calls == 1 and result.text == "x is 42."
+    assert '"SUBAGENT_STARTED"' in "".join(first) and '"SUBAGENT_STARTED"' not in "".join(again)
 
 
 def test_another_prompt_under_a_finished_id_is_refused(session_db: str) -> None:

@@ -141,6 +141,9 @@ def _assert_one_run(got: list[tuple[str, dict[str, Any]]], run_id: str) -> None:
     assert text.endswith(ANSWER), text
     results = [(e["toolCallId"], e["content"]) for e in events if e["type"] == "TOOL_CALL_RESULT"]
     assert results == [("call_a", "a1"), ("call_b", "b2")], results
+    # tool_a's progress, once and in order: a recovered run streams it again from the journal.
+    progress = [e["value"] for e in events if e["type"] == "CUSTOM" and e["name"] == "progress"]
+    assert progress == [{"done": 1, "of": 2}, {"done": 2, "of": 2}], progress
 
 
 @pytest.fixture
@@ -171,6 +174,9 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
 
         after = _resume(base, thread_id, run_id, before[-1][0])
         _assert_one_run(before + after, run_id)
+        # The replayed steps (tool_a's progress too) equal the logged frames: no divergence repair (no
+        # message ended early and sent again under a new id).
+        assert [e["type"] for _, e in before + after].count("TEXT_MESSAGE_START") == 3
         # Each model request once: the recovered run sent only the third (the answer to both results).
         assert len(model.requests) == 3
         assert [len(r.json()["messages"]) for r in model.requests] == [1, 3, 5]

@@ -8,8 +8,10 @@ What is exactly once and what is at least once (``docs/durable.md``):
   by the same adapter (``ModelCallContext.parse_body``), so the run gets the same events, text, tool
   calls and usage, and the same message ids (derived from the run id and the step, not made up by the
   adapter: a replay regenerates the very frames a served run logged);
-* a **tool call that completed** (any result, an error result too) is journaled with its result; run
-  again, the tool does not run and the stored result is used;
+* a **tool call that completed** (any result, an error result too) is journaled with its result and
+  the events its tool streamed while it ran (``ToolContext.emit``, ``add_usage``: progress, a nested
+  agent's run; as AG-UI JSON, up to ``Durable.max_tool_stream`` bytes); run again, the tool does not run:
+  the stored events are streamed again, in order, and the stored result is used;
 * the **call in flight** when the process died (sent but not journaled) runs again: at least once. A
   tool that must not run twice reads :func:`attempt` (``2`` when its start, but not its result, was
   journaled) and raises :class:`~hookstream_dbos.RerunRefused` instead;
@@ -29,6 +31,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from functools import partial
@@ -36,17 +39,22 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
-from hookstream.events import BaseEvent, RunError, RunFinished
+from hookstream.events import BaseEvent, RunError, RunFinished, Usage, from_json, to_json
 from hookstream.plugin import ModelCallContext, RunContext, ToolCallContext, hookimpl
 
 from .errors import RunDivergedError
-from .journal import Journal, open_run
+from .journal import Journal, log, open_run
 from .waits import DEFAULT_WAIT, canonical_answer
 
 __all__ = ["Durable", "attempt", "request_key"]
 
 STATE = "hookstream_dbos"
 """The key of this plugin's values in ``RunContext.state`` and ``ModelCallContext.state``."""
+
+MAX_TOOL_STREAM = 1_000_000
+"""Bytes of AG-UI JSON (:func:`hookstream.events.to_json`) a tool call's streamed events may take in the
+journal by default (``Durable.max_tool_stream``)."""
+
 
 _attempt: contextvars.ContextVar[int] = contextvars.ContextVar("hookstream_dbos_attempt", default=1)
 
@@ -119,6 +127,9 @@ class Durable:
     command line there, for ``hookstream runs resume``). ``wait`` is how long, in seconds, a run that
     ends waiting for approvals waits for its answer (default a week; then it ends, and an answer is
     refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
+    ``max_tool_stream`` bounds, in bytes of AG-UI JSON, what one tool call's streamed events
+    (:meth:`hookstream.ToolContext.emit`) take in the journal: past it that call's result is journaled
+    alone, and a replay of it streams nothing (``docs/durable.md``).
 
     A run that ends with outcome ``interrupt`` waits durably: ``chat(model, resume=result.resume({...}),
     plugins=[Durable(id)])``, in this process or another one, answers it and goes on as the next part of
@@ -134,6 +145,7 @@ class Durable:
     db: str | None = None
     meta: dict[str, Any] = attrs.Factory(dict)
     wait: float | None = attrs.field(default=DEFAULT_WAIT)
+    max_tool_stream: int = MAX_TOOL_STREAM
 
     @wait.validator
     def _positive(self, _attribute: Any, value: float | None) -> None:
@@ -231,31 +243,90 @@ class Durable:
     # -- tool calls -----------------------------------------------------------------------------------------
     @hookimpl(tryfirst=True)
     def hookstream_tool_call(self, call: ToolCallContext) -> Any:
-        """A journaled result: returned, the tool does not run. A new call: its start is journaled (so a
-        crash while it runs is known on resume: :func:`attempt`) and ``None`` lets it run."""
+        """A journaled result: what its tool streamed is streamed again, in order, and the result returned;
+        the tool does not run. A new call: its start is journaled (so a crash while it runs is known on
+        resume: :func:`attempt`), what its tool streams is collected, and ``None`` lets it run."""
         journal = call.run.state.get(STATE) if call.run is not None else None
         if not isinstance(journal, Journal):
             return None
         # Keyed by step too: a provider may reuse a call id in a later step.
         where = f"{journal.step}:{call.call_id}"
-        found, part = journal.get(f"tool_call:{where}")
+        found, payload = journal.get(f"tool_call:{where}")
         if found:
-            return part
+            return _replay_tool(call, payload)
         started, _ = journal.get(f"tool_started:{where}")
         if started:
             _attempt.set(2)
         else:
             journal.write(f"tool_started:{where}", {"name": call.name})
         call.state[STATE] = where
+        streamed = _Streamed(self.max_tool_stream)
+        call.state[_STREAMED] = streamed
+        call.on_stream.append(streamed.take)
         return None
 
     @hookimpl(wrapper=True, specname="hookstream_tool_call")
     def watch_tool_call(self, call: ToolCallContext) -> Generator[None, Any, Any]:
-        """Journal a new call's result (whatever it is) before the engine sees it."""
+        """Journal a new call's result (whatever it is), with what its tool streamed, before the engine
+        sees it."""
         result = yield
         where = call.state.get(STATE)
         journal = call.run.state.get(STATE) if call.run is not None else None
         if isinstance(where, str) and isinstance(journal, Journal) and result is not None:
-            journal.write(f"tool_call:{where}", result)
+            streamed = call.state.get(_STREAMED)
+            items = streamed.close(journal.run_id, where) if isinstance(streamed, _Streamed) else None
+            journal.write(f"tool_call:{where}", {"result": result, "stream": items} if items else result)
         return result
+
+
+_STREAMED = STATE + ":stream"
+"""The key of a new tool call's :class:`_Streamed` in ``ToolCallContext.state``."""
+
+@attrs.define(slots=True, eq=False)
+class _Streamed:
+    """What one tool call streamed in the run, in order: each event as its AG-UI JSON text (the public
+    codec), each :class:`~hookstream.events.Usage` as it is. Past ``limit`` bytes of JSON nothing is kept
+    (the step journals its result alone). Thread safety: :meth:`take` may be called from any thread."""
+
+    limit: int
+    items: list[str | Usage] = attrs.Factory(list)
+    size: int = 0
+    over: bool = False
+    closed: bool = False
+    _lock: threading.Lock = attrs.Factory(threading.Lock)
+
+    def take(self, item: BaseEvent | Usage) -> None:
+        with self._lock:
+            if self.over or self.closed:
+                return
+            if isinstance(item, Usage):
+                self.items.append(item)
+                return
+            text = to_json(item)
+            self.size += len(text.encode("utf-8"))
+            if self.size > self.limit:
+                self.over, self.items = True, []
+            else:
+                self.items.append(text)
+
+    def close(self, run_id: str, where: str) -> list[str | Usage]:
+        """What to journal with the result (what the tool streams later is not journaled)."""
+        with self._lock:
+            self.closed = True
+            if self.over:
+                log.warning("durable run %s: tool call %s streamed more than %d bytes of events; its result is "
+                            "journaled without them", run_id, where, self.limit)
+            return self.items
+
+
+def _replay_tool(call: ToolCallContext, payload: Any) -> Any:
+    """A journaled tool call's result, after streaming again what its tool streamed."""
+    if not isinstance(payload, dict):
+        return payload  # journaled with nothing streamed
+    for item in payload.get("stream") or ():
+        if isinstance(item, Usage):
+            call.add_usage(item)
+        else:
+            call.emit(from_json(item))
+    return payload["result"]
 

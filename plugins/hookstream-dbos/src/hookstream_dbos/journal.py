@@ -469,7 +469,9 @@ class Journal:
 
     Step names: ``model_call:N`` (the model call of step N; its output a dict with the raw ``body``,
     its ``key`` and the request), ``tool_started:N:ID`` and ``tool_call:N:ID`` (the start and the
-    :class:`~hookstream.ToolResultPart` of tool call ``ID`` of step ``N``), each behind ``prefix``: empty
+    :class:`~hookstream.ToolResultPart` of tool call ``ID`` of step ``N``; when its tool streamed events,
+    ``{"result": part, "stream": [...]}``, each event its AG-UI JSON text, each usage a
+    :class:`~hookstream.events.Usage`), each behind ``prefix``: empty
     for the run's first segment, ``sK:`` for the run that answered its ``K``-th wait
     (``hookstream_dbos.waits``); ``wait:N`` for its waits."""
 

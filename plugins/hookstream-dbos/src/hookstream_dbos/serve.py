@@ -12,9 +12,9 @@ How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
   replaces a dead one takes its slot, so its runs are recovered (by whichever live worker dequeues them);
 * each POSTed run's input (``hookstream_serve_run``) becomes its workflow's input: the messages (the
   store's codec, :func:`hookstream.stores.dumps_message`), frontend tools, resume, state, forwarded
-  props, the principal's id (never a credential nor a claim) and the route (``protocol``: the AI SDK
-  run's framing is made from its input alone, ``RunInput.message_id``). Its id is derived from
-  ``(threadId, runId)`` (:func:`served_id`; a thread belongs to one principal);
+  props, the principal's id and verified claims (never a credential: :mod:`hookstream_dbos.claims`) and
+  the route (``protocol``: the AI SDK run's framing is made from its input alone, ``RunInput.message_id``).
+  Its id is derived from ``(threadId, runId)`` (:func:`served_id`; a thread belongs to one principal);
 * a recovered workflow with no run in the process rebuilds the :class:`~hookstream.server.RunInput` and
   starts it with the application's ``run_detached``: the run adopts the executing workflow, its
   completed model and tool calls replay from the journal and regenerate the frames already logged (the

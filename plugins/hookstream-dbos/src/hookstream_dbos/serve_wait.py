@@ -31,6 +31,7 @@ import attrs
 from hookstream.plugin import hookimpl
 from hookstream.stores import dumps_message, loads_message
 
+from .claims import kept_claims
 from .journal import RESUMABLE, WORKFLOW_NAME, first_answer, log, queue_name, recorded_steps
 from .waits import TOPIC, canonical_answer, message_key, read_history
 
@@ -55,22 +56,25 @@ and the AI SDK's UI message stream, both resumed from the run event log."""
 
 def encode_run(run: Any, protocol: str = "agui") -> dict[str, Any]:
     """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process, and the route
-    (``protocol``) whose frames it sends: JSON values."""
+    (``protocol``) whose frames it sends: JSON values. The principal's verified claims go with it, never
+    a credential (:func:`~hookstream_dbos.claims.kept_claims`)."""
     return {"thread_id": run.thread_id, "run_id": run.run_id, "messages": [dumps_message(m) for m in run.messages],
             "tools": run.tools, "state": run.state, "resume": run.resume, "forwarded_props": run.forwarded_props,
             "principal": run.principal.id if run.principal is not None else None, "protocol": protocol,
-            "message_id": run.message_id}
+            "message_id": run.message_id,
+            "claims": kept_claims(run.principal.claims) if run.principal is not None else {}}
 
 
 def decode_run(doc: dict[str, Any]) -> tuple[Any, str]:
-    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal without claims), and
-    its protocol."""
+    """The :class:`~hookstream.server.RunInput` :func:`encode_run` kept (the principal with the claims
+    :func:`~hookstream_dbos.claims.kept_claims` kept), and its protocol."""
     from hookstream.server import Principal, RunInput
 
     who = doc.get("principal")
     run = RunInput(doc["thread_id"], doc["run_id"], [loads_message(m) for m in doc["messages"]], list(doc["tools"]),
                    doc.get("state"), doc.get("resume"), doc.get("forwarded_props"),
-                   Principal(who) if isinstance(who, str) else None, doc.get("message_id"))
+                   Principal(who, dict(doc.get("claims") or {})) if isinstance(who, str) else None,
+                   doc.get("message_id"))
     return run, str(doc.get("protocol", "agui"))
 
 
