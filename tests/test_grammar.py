@@ -49,3 +49,14 @@ def test_violations_are_named(events: list[ev.BaseEvent], message: str) -> None:
 def test_run_error_may_leave_blocks_open() -> None:
     check_events([ev.RunStarted("t", "r"), ev.ToolCallStart("c", "f"), ev.ToolCallArgs("c", '{"a'),
                   ev.RunError("cut", code="connection_closed")], form="call")
+
+
+def test_activity_events_are_accepted_anywhere_in_a_run() -> None:
+    # AG-UI 1.0 activity events (a tool's progress) stand alone like CUSTOM: the checker once refused
+    # them as unknown, so tools that streamed progress could only use CUSTOM events.
+    run = [ev.RunStarted("t", "r"), ev.ActivitySnapshot("a1", "progress", {"done": 0}),
+           ev.StepStarted("step-1"), ev.ActivityDelta("a1", "progress", [{"op": "replace", "path": "/done",
+                                                                          "value": 1}]),
+           ev.StepFinished("step-1"), ev.RunFinished("t", "r")]
+    check_events(run)
+    check_events([ev.to_dict(e) for e in run], form="run")
