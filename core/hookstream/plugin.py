@@ -21,7 +21,8 @@ authors subclass it). For the first-party applications: :func:`approval_id`, :cl
 :func:`run_settings`, :func:`configured`, :func:`print_notes`, :func:`full_model_name` (the server);
 :func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command` (budget);
 :func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction); :func:`read_inputs`,
-:func:`batch_progress`, :func:`run_tool`, :func:`body_session` (provider batch).
+:func:`batch_progress`, :func:`run_tool`, :func:`body_session` (provider batch); :func:`load_manifest`,
+:func:`bytes_response` (the replay provider).
 Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from ._processing.processor import resolve_strategy
     from ._processing.strategies import TimedChunkStrategy
     from ._ratelimit import Limiter, Permit
+    from ._record import load_manifest
     from ._registry import PluginFailure, PluginInfo, Registry, reset_registry
     from ._secrets import SECRET_HEADERS, Secret
     from ._settings import CLIRun
@@ -87,7 +89,7 @@ if TYPE_CHECKING:
     from ._stream.credentials import RefreshingToken
     from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
     from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
-    from ._stream.tee import body_session
+    from ._stream.tee import body_session, bytes_response
     from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
     from ._userdir import private_dirs, user_dir
 
@@ -102,7 +104,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._agentloop.tools": ("run_tool",),
     "hookstream._batch_file": ("read_inputs",),
     "hookstream._cli.batch": ("batch_progress",),
-    "hookstream._stream.tee": ("body_session",),
+    "hookstream._stream.tee": ("body_session", "bytes_response"),
+    "hookstream._record": ("load_manifest",),
     "hookstream._errors": ("error_for_status",),
     "hookstream._estimate": ("estimate_request_tokens", "estimate_tokens"),
     "hookstream._stores.history": ("summary_request",),
@@ -198,6 +201,7 @@ __all__ = [
     "approval_id",
     "batch_progress",
     "body_session",
+    "bytes_response",
     "coerce_messages",
     "configured",
     "count_request",
@@ -214,6 +218,7 @@ __all__ = [
     "install_command",
     "json_loads",
     "lazy_attributes",
+    "load_manifest",
     "local_count",
     "media_type",
     "merge_metadata",
