@@ -182,7 +182,8 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
                                    "server": "hookstream-server",
                                    "budget": "hookstream-budget",
                                    "provider-batch": "hookstream-provider-batch",
-                                   "timing": "hookstream-timing", "process": "hookstream-process"}
+                                   "timing": "hookstream-timing", "process": "hookstream-process",
+                                   "batch": "hookstream-batch"}
         assert set(PLUGINS) <= set(dists_by_plugin.values())
         _chat_each_new_provider_on_loopback(core_venv, tmp_path)
     finally:

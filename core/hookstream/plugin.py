@@ -21,7 +21,7 @@ authors subclass it). For the first-party applications: :func:`approval_id`, :cl
 :func:`run_settings`, :func:`configured`, :func:`print_notes`, :func:`full_model_name` (the server);
 :func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command` (budget);
 :func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction); :func:`read_inputs`,
-:func:`batch_progress`, :func:`run_tool`, :func:`body_session` (provider batch); :func:`load_manifest`,
+:func:`run_tool`, :func:`body_session` (provider batch); :func:`load_manifest`,
 :func:`bytes_response` (the replay provider).
 Nothing else in hookstream is needed or promised to plugins.
 
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._batch_file import read_inputs
     from ._capabilities import ModelCapabilities
-    from ._cli.batch import batch_progress
     from ._cli.defaults import full_model_name
     from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
@@ -103,7 +102,6 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo", "response_ids"),
     "hookstream._agentloop.tools": ("run_tool",),
     "hookstream._batch_file": ("read_inputs",),
-    "hookstream._cli.batch": ("batch_progress",),
     "hookstream._stream.tee": ("body_session", "bytes_response"),
     "hookstream._record": ("load_manifest",),
     "hookstream._errors": ("error_for_status",),
@@ -199,7 +197,6 @@ __all__ = [
     "ToolInfo",
     "ToolSpec",
     "approval_id",
-    "batch_progress",
     "body_session",
     "bytes_response",
     "coerce_messages",

@@ -28,7 +28,6 @@ atexit.register(gc.freeze)
 # Command name -> (module of this package, attribute holding the click command).
 _COMMANDS = {
     "aliases": ("aliases", "command"),
-    "batch": ("batch", "command"),
     "chat": ("chat", "command"),
     "demo": ("demo", "command"),
     "install": ("install", "install_command"),
@@ -41,7 +40,8 @@ _COMMANDS = {
     "uninstall": ("install", "uninstall_command"),
 }
 
-PLUGIN_COMMANDS = {"serve": "hookstream-server", "process": "hookstream-process", "cache": "hookstream-cache"}
+PLUGIN_COMMANDS = {"serve": "hookstream-server", "process": "hookstream-process", "cache": "hookstream-cache",
+                   "batch": "hookstream-batch"}
 """Commands first-party plugins add -> the distribution, for the hint when one is used without it."""
 
 
