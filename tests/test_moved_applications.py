@@ -1,7 +1,7 @@
 """Applications that left the core for plugins (issue 39): ``batch --provider-batch``, ``chat --timing``,
-``hookstream process``, ``hookstream batch`` and the ``replay`` provider. Without their plugin the flag, the
-command or the provider names what to install (a usage error, no traceback). In a subprocess with the
-plugin blocked (``HOOKSTREAM_BLOCK_PLUGINS``)."""
+``hookstream process``, ``hookstream batch``, ``hookstream tokens`` and the ``replay`` provider. Without
+their plugin the flag, the command or the provider names what to install (a usage error, no traceback).
+In a subprocess with the plugin blocked (``HOOKSTREAM_BLOCK_PLUGINS``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def _blocked(plugin: str, *args: str) -> subprocess.CompletedProcess[str]:
     ("timing", ["chat", "hi", "-m", "test", "--no-log", "--timing"], "hookstream-timing"),
     ("process", ["process", "EVENTS"], "hookstream-process"),
     ("batch", ["batch", "IN", "-m", "test", "--output", "OUT"], "hookstream-batch"),
+    ("budget", ["tokens", "hello", "-m", "test"], "hookstream-budget"),
 ])
 def test_without_the_plugin_the_cli_names_it(tmp_path: Path, plugin: str, args: list[str], dist: str) -> None:
     inp = tmp_path / "in.jsonl"

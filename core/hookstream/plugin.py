@@ -19,7 +19,8 @@ events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, 
 name on both faces is :class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin
 authors subclass it). For the first-party applications: :func:`approval_id`, :class:`RunCommand` and its
 :func:`run_settings`, :func:`configured`, :func:`print_notes`, :func:`full_model_name` (the server);
-:func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command` (budget);
+:func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command`,
+:func:`chat_model` (budget, ``hookstream tokens``);
 :func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction); :func:`read_inputs`,
 :func:`run_tool`, :func:`body_session` (provider batch); :func:`load_manifest`,
 :func:`bytes_response` (the replay provider).
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._batch_file import read_inputs
     from ._capabilities import ModelCapabilities
-    from ._cli.defaults import full_model_name
+    from ._cli.defaults import chat_model, full_model_name
     from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
     from ._estimate import estimate_request_tokens, estimate_tokens
@@ -133,7 +134,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._userdir": ("private_dirs", "user_dir"),
     "hookstream._ratelimit": ("Limiter", "Permit"),
     "hookstream._agentloop.values": ("approval_id",),
-    "hookstream._cli.defaults": ("full_model_name",),
+    "hookstream._cli.defaults": ("chat_model", "full_model_name"),
     "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
     "hookstream._stream.count": ("count_request", "local_count"),
 }
@@ -199,6 +200,7 @@ __all__ = [
     "approval_id",
     "body_session",
     "bytes_response",
+    "chat_model",
     "coerce_messages",
     "configured",
     "count_request",

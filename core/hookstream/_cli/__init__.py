@@ -36,12 +36,11 @@ _COMMANDS = {
     "models": ("models", "command"),
     "plugins": ("plugins", "command"),
     "replay": ("replay", "command"),
-    "tokens": ("tokens", "command"),
     "uninstall": ("install", "uninstall_command"),
 }
 
 PLUGIN_COMMANDS = {"serve": "hookstream-server", "process": "hookstream-process", "cache": "hookstream-cache",
-                   "batch": "hookstream-batch"}
+                   "batch": "hookstream-batch", "tokens": "hookstream-budget"}
 """Commands first-party plugins add -> the distribution, for the hint when one is used without it."""
 
 
