@@ -413,7 +413,7 @@ def _child_cpu(cmd: list[str], env: dict[str, str]) -> float:
 
 
 # Entry points of the core distribution itself: loaded in every process, never blocked here.
-CORE_PLUGINS = ("builtins", "replay")
+CORE_PLUGINS = ("builtins",)
 
 
 def installed_plugins() -> list[str]:

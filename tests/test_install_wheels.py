@@ -118,7 +118,7 @@ def test_install_and_uninstall_a_plugin_folder_in_a_core_only_environment(
 ) -> None:
     src, _ = dists
     hookstream = core_venv / "hookstream"
-    assert plugin_names(core_venv) == {"builtins", "replay"}
+    assert plugin_names(core_venv) == {"builtins"}
     missing = run([hookstream, "chat", "hi", "--model", "gemini:gemini-2.0-flash"], tmp_path)
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
     assert "install it with: hookstream install hookstream-gemini" in missing.stderr, missing.stderr
@@ -132,7 +132,7 @@ def test_install_and_uninstall_a_plugin_folder_in_a_core_only_environment(
     removed = run([hookstream, "uninstall", "hookstream-gemini"], tmp_path)
     assert removed.returncode == 0, removed.stdout + removed.stderr
     assert "Successfully uninstalled hookstream-gemini-0.1.0" in removed.stdout
-    assert plugin_names(core_venv) == {"builtins", "replay"}
+    assert plugin_names(core_venv) == {"builtins"}
 
 
 def test_without_pip_install_says_how_to_get_it(core_venv: Path, tmp_path: Path) -> None:
@@ -169,8 +169,9 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
         doc = json.loads(ok([core_venv / "hookstream", "plugins", "--json"], tmp_path))
         assert doc["failures"] == []
         dists_by_plugin = {p["name"]: p["distribution"] for p in doc["plugins"]}
-        assert dists_by_plugin == {"builtins": "hookstream", "replay": "hookstream", "openai": "hookstream-openai",
-                                   "anthropic": "hookstream-anthropic", "gemini": "hookstream-gemini",
+        assert dists_by_plugin == {"builtins": "hookstream", "replay": "hookstream-replay",
+                                   "openai": "hookstream-openai", "anthropic": "hookstream-anthropic",
+                                   "gemini": "hookstream-gemini",
                                    "strategies": "hookstream-strategies", "otel": "hookstream-otel",
                                    "mcp": "hookstream-mcp", "ray": "hookstream-ray",
                                    "azure": "hookstream-azure", "vertex": "hookstream-vertex",
@@ -181,12 +182,13 @@ def test_installed_wheels_run_the_demo_and_list_every_plugin(
                                    "server": "hookstream-server",
                                    "budget": "hookstream-budget",
                                    "provider-batch": "hookstream-provider-batch",
-                                   "timing": "hookstream-timing", "process": "hookstream-process"}
+                                   "timing": "hookstream-timing", "process": "hookstream-process",
+                                   "batch": "hookstream-batch"}
         assert set(PLUGINS) <= set(dists_by_plugin.values())
         _chat_each_new_provider_on_loopback(core_venv, tmp_path)
     finally:
         ok([core_venv / "hookstream", "uninstall", *PLUGINS], tmp_path)
-    assert plugin_names(core_venv) == {"builtins", "replay"}
+    assert plugin_names(core_venv) == {"builtins"}
 
 
 def test_the_serve_extra_gives_the_server(dists: tuple[Path, Path], tmp_path: Path) -> None:

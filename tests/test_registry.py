@@ -91,7 +91,7 @@ def test_loading_every_entry_point_imports_no_provider_adapter() -> None:
     loaded: list[str] = json.loads(out.stdout)
     # A plugin's package and its entry point (``hookstream_x.plugin``), nothing else of it.
     assert [m for m in loaded if m.startswith("hookstream_") and m.count(".") and not m.endswith(".plugin")] == []
-    for core in ("hookstream_server._agui_client", "hookstream._replay_provider", "hookstream._agentloop.executors",
+    for core in ("hookstream_server._agui_client", "hookstream_replay.provider", "hookstream._agentloop.executors",
                  "hookstream._agentloop.stop", "hookstream._processing.processor"):
         assert core not in loaded
 

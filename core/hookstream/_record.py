@@ -16,7 +16,7 @@ are dropped, the URL loses its query string (Gemini's ``key=``) through
 in the request is replaced by ``***``. The manifest is rewritten after every call, so a run that fails
 midway still leaves a usable recording of the calls before the failure.
 
-The ``replay`` provider (``hookstream._replay_provider``) plays a directory back: ``chat("replay:DIR",
+The ``replay`` provider (the hookstream-replay plugin) plays a directory back: ``chat("replay:DIR",
 ...)``.
 
 Thread safety: one Recorder may serve the session of one run at a time; its calls are numbered under a

@@ -80,6 +80,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
         "bedrock": "hookstream-bedrock",
         "ollama": "hookstream-ollama",
         "agui": "hookstream-server",
+        "replay": "hookstream-replay",
     },
     "chunk_strategies": {
         name: "hookstream-strategies"

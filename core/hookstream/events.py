@@ -85,20 +85,9 @@ if TYPE_CHECKING:
         to_sse,
     )
 
-_EVENTS = ("MESSAGE_ROLES", "PROTOCOL_VERSION", "AGUIFunctionCall", "AGUIMessage", "AGUIToolCall", "ActivityDelta",
-           "ActivitySnapshot", "MessagesSnapshot", "ReasoningMessageChunk", "TextMessageChunk", "ToolCallChunk",
-           "BaseEvent", "Cost", "Custom", "Event", "FinishReason", "Interrupt", "Outcome", "Raw",
-           "ReasoningEncryptedValue", "ReasoningEnd", "ReasoningMessageContent", "ReasoningMessageEnd",
-           "ReasoningMessageStart", "ReasoningStart", "RunError", "RunFinished", "RunStarted", "StateDelta",
-           "StateSnapshot", "StepFinished", "StepStarted", "SubagentError", "SubagentFinished", "SubagentStarted",
-           "TextMessageContent", "TextMessageEnd", "TextMessageStart", "ToolCallArgs", "ToolCallEnd",
-           "ToolCallResult", "ToolCallStart", "Usage", "from_dict", "from_json", "to_dict", "to_json", "to_sse")
 _PAYLOADS = ("ApprovalRequestedPayload", "ApprovalRespondedPayload", "CustomPayload", "FilePayload",
              "LoopStoppedPayload", "MessageAddedPayload", "SourcePayload", "ToolCallRepairedPayload",
              "ToolCallsUnansweredPayload", "ToolInputAvailablePayload", "parse_custom")
-
-__getattr__, __dir__ = lazy_attributes(__name__, {**{name: "hookstream._events" for name in _EVENTS},
-                                                  **{name: "hookstream._custom" for name in _PAYLOADS}})
 
 __all__ = [
     "MESSAGE_ROLES",
@@ -161,3 +150,7 @@ __all__ = [
     "to_json",
     "to_sse",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    name: "hookstream._custom" if name in _PAYLOADS else "hookstream._events" for name in __all__
+})

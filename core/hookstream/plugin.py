@@ -19,9 +19,11 @@ events from :mod:`hookstream.events`, exceptions from :mod:`hookstream.errors`, 
 name on both faces is :class:`Provider` (users annotate what :func:`hookstream.get_model` returns; plugin
 authors subclass it). For the first-party applications: :func:`approval_id`, :class:`RunCommand` and its
 :func:`run_settings`, :func:`configured`, :func:`print_notes`, :func:`full_model_name` (the server);
-:func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command` (budget);
+:func:`count_request`, :func:`local_count`, :func:`prices_available`, :func:`install_command`,
+:func:`chat_model` (budget, ``hookstream tokens``);
 :func:`estimate_tokens`, :func:`estimate_request_tokens`, :func:`summary_request` (compaction); :func:`read_inputs`,
-:func:`batch_progress`, :func:`run_tool`, :func:`body_session` (provider batch).
+:func:`run_tool`, :func:`body_session` (provider batch); :func:`load_manifest`,
+:func:`bytes_response` (the replay provider).
 Nothing else in hookstream is needed or promised to plugins.
 
 Thread safety: each name documents its own; providers are shared between threads, builders are not.
@@ -62,8 +64,7 @@ if TYPE_CHECKING:
     from ._batch import BatchJob, ChatRunner, Runner, open_output
     from ._batch_file import read_inputs
     from ._capabilities import ModelCapabilities
-    from ._cli.batch import batch_progress
-    from ._cli.defaults import full_model_name
+    from ._cli.defaults import chat_model, full_model_name
     from ._cli.runs import RunCommand, configured, print_notes, run_settings
     from ._errors import error_for_status
     from ._estimate import estimate_request_tokens, estimate_tokens
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from ._processing.processor import resolve_strategy
     from ._processing.strategies import TimedChunkStrategy
     from ._ratelimit import Limiter, Permit
+    from ._record import load_manifest
     from ._registry import PluginFailure, PluginInfo, Registry, reset_registry
     from ._secrets import SECRET_HEADERS, Secret
     from ._settings import CLIRun
@@ -87,7 +89,7 @@ if TYPE_CHECKING:
     from ._stream.credentials import RefreshingToken
     from ._stream.framing import NDJSON, SSE, Framing, NDJSONFraming, SSEFraming, media_type
     from ._stream.provider import CallContext, ModelRequest, OutputFormat, Provider, ToolSpec
-    from ._stream.tee import body_session
+    from ._stream.tee import body_session, bytes_response
     from ._stream.transport import DEFAULT_MAX_EVENT_BYTES, HTTPRequest, SSEEvent, default_error_reader
     from ._userdir import private_dirs, user_dir
 
@@ -101,8 +103,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._agentloop.observe": ("ModelCallInfo", "RetryInfo", "RunInfo", "ToolInfo", "response_ids"),
     "hookstream._agentloop.tools": ("run_tool",),
     "hookstream._batch_file": ("read_inputs",),
-    "hookstream._cli.batch": ("batch_progress",),
-    "hookstream._stream.tee": ("body_session",),
+    "hookstream._stream.tee": ("body_session", "bytes_response"),
+    "hookstream._record": ("load_manifest",),
     "hookstream._errors": ("error_for_status",),
     "hookstream._estimate": ("estimate_request_tokens", "estimate_tokens"),
     "hookstream._stores.history": ("summary_request",),
@@ -132,7 +134,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "hookstream._userdir": ("private_dirs", "user_dir"),
     "hookstream._ratelimit": ("Limiter", "Permit"),
     "hookstream._agentloop.values": ("approval_id",),
-    "hookstream._cli.defaults": ("full_model_name",),
+    "hookstream._cli.defaults": ("chat_model", "full_model_name"),
     "hookstream._cli.runs": ("RunCommand", "configured", "print_notes", "run_settings"),
     "hookstream._stream.count": ("count_request", "local_count"),
 }
@@ -196,8 +198,9 @@ __all__ = [
     "ToolInfo",
     "ToolSpec",
     "approval_id",
-    "batch_progress",
     "body_session",
+    "bytes_response",
+    "chat_model",
     "coerce_messages",
     "configured",
     "count_request",
@@ -214,6 +217,7 @@ __all__ = [
     "install_command",
     "json_loads",
     "lazy_attributes",
+    "load_manifest",
     "local_count",
     "media_type",
     "merge_metadata",

@@ -28,7 +28,6 @@ atexit.register(gc.freeze)
 # Command name -> (module of this package, attribute holding the click command).
 _COMMANDS = {
     "aliases": ("aliases", "command"),
-    "batch": ("batch", "command"),
     "chat": ("chat", "command"),
     "demo": ("demo", "command"),
     "install": ("install", "install_command"),
@@ -37,16 +36,11 @@ _COMMANDS = {
     "models": ("models", "command"),
     "plugins": ("plugins", "command"),
     "replay": ("replay", "command"),
-    "tokens": ("tokens", "command"),
     "uninstall": ("install", "uninstall_command"),
 }
 
-# Commands that a first-party plugin adds -> that distribution, named when the command is asked for
-# without the plugin.
-_PLUGIN_COMMANDS = {"serve": "hookstream-server", "process": "hookstream-process"}
-
-
-PLUGIN_COMMANDS = {"cache": "hookstream-cache"}
+PLUGIN_COMMANDS = {"serve": "hookstream-server", "process": "hookstream-process", "cache": "hookstream-cache",
+                   "batch": "hookstream-batch", "tokens": "hookstream-budget"}
 """Commands first-party plugins add -> the distribution, for the hint when one is used without it."""
 
 
@@ -73,11 +67,6 @@ class _Group(click.Group):
         elif command is None and not self._plugins_asked:
             self._plugin_commands()
             command = super().get_command(ctx, cmd_name)
-        if command is None and cmd_name in _PLUGIN_COMMANDS:
-            from .._install_hint import install_command
-
-            dist = _PLUGIN_COMMANDS[cmd_name]
-            raise click.UsageError(f"`hookstream {cmd_name}` needs the {dist} plugin: {install_command(dist)}")
         return command
 
     def resolve_command(self, ctx: click.Context, args: list[str]

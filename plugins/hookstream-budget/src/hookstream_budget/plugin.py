@@ -1,5 +1,6 @@
-"""The ``hookstream`` entry point: registers the ``budget`` run plugin and the ``--max-input-tokens`` and
-``--max-cost-usd`` options of the run commands. Importing this module does not import the plugin itself.
+"""The ``hookstream`` entry point: registers the ``budget`` run plugin, the ``--max-input-tokens`` and
+``--max-cost-usd`` options of the run commands, and ``hookstream tokens`` (the input tokens a prompt would
+take). Importing this module does not import the plugin itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ _RUN_COMMANDS = ("chat", "batch", "serve")
 def hookstream_register_run_plugins(register: RunPluginRegistrar) -> None:
     # Off until a run asks for it (plugins=["budget"] or ("budget", {limits})): other runs never load it.
     register("budget", "hookstream_budget._budget:Budget")
+
+
+@hookimpl
+def hookstream_register_commands(cli: click.Group) -> None:
+    from .tokens import command
+
+    cli.add_command(command, "tokens")
 
 
 @hookimpl

@@ -80,7 +80,8 @@ def _main(run: CLIRun, options: dict[str, Any]) -> None:
 def _drive(run: CLIRun, inputs: list[BatchInput], options: dict[str, Any]) -> None:
     import click
     from hookstream import BatchResult
-    from hookstream.plugin import BatchStatus, batch_progress
+    from hookstream.plugin import BatchStatus
+    from hookstream_batch import batch_progress
 
     from ._provider_batch import dry_run, pending_count, run_provider_batch
 

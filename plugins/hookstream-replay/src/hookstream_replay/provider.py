@@ -8,8 +8,8 @@ transport. The transport adapter checks that each request the run sends still ma
 run ends with ``RUN_ERROR`` code ``bad_request`` and the test that replays it fails with a reason
 instead of passing on stale data.
 
-Registered through the ``hookstream`` entry-point group by :mod:`hookstream._replay` (``replay =
-hookstream._replay``), which names this module without importing it.
+Registered through the ``hookstream`` entry-point group by :mod:`hookstream_replay.plugin` (``replay =
+hookstream_replay.plugin``), which names this module without importing it.
 
 Thread safety: a ReplayProvider owns one position in the recording: share it only across the calls of
 one run (``chat`` creates a new one per run).
@@ -27,13 +27,17 @@ from urllib.parse import urlsplit
 import attrs
 import requests
 import requests.adapters
-
-from ._events import BaseEvent
-from ._record import load_manifest
-from ._secrets import Secret
-from ._stream.provider import CallContext, ModelRequest, Provider
-from ._stream.tee import bytes_response
-from ._stream.transport import HTTPRequest
+from hookstream import get_registry
+from hookstream.events import BaseEvent
+from hookstream.plugin import (
+    CallContext,
+    HTTPRequest,
+    ModelRequest,
+    Provider,
+    Secret,
+    bytes_response,
+    load_manifest,
+)
 
 __all__ = ["ReplayProvider", "first_difference"]
 
@@ -116,8 +120,6 @@ class ReplayProvider(Provider):
         api_key: str | Secret | None = None,
         session: requests.Session | None = None,
     ) -> None:
-        from ._registry import get_registry
-
         self.directory = Path(model)
         self.manifest = load_manifest(self.directory)
         self.calls: list[dict[str, Any]] = list(self.manifest["calls"])

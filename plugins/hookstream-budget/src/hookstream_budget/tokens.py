@@ -2,7 +2,8 @@
 prompt would take (:func:`hookstream.count_tokens`), and where the count came from.
 
 Text output is ``N tokens (SOURCE)``; ``--json`` prints ``{"input_tokens": N, "source": SOURCE, "model":
-"PROVIDER:MODEL"}``. ``-`` (or no PROMPT) reads the prompt from standard input.
+"PROVIDER:MODEL"}``. ``-`` (or no PROMPT) reads the prompt from standard input. The command line imports
+this module to list its commands: the counting loads when the command runs.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ import json
 import sys
 
 import click
-
-from .._errors import HookstreamError
-from .._tokens import count_tokens
-from .defaults import chat_model
+from hookstream.errors import HookstreamError
+from hookstream.plugin import chat_model
 
 
 @click.command("tokens")
@@ -32,6 +31,8 @@ def command(prompt: str, model: str | None, base_url: str | None, system: str | 
     Vertex AI Gemini, OpenAI Responses, Bedrock); otherwise tiktoken counts OpenAI models when
     hookstream[tokens] is installed (source "tokenizer"); otherwise 4 characters a token (source
     "estimate")."""
+    from hookstream import count_tokens
+
     model = chat_model(model)
     text = sys.stdin.read() if prompt == "-" else prompt
     try:
