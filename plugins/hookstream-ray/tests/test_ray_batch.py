@@ -15,13 +15,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cluster_kit import ray_cluster_fixture  # noqa: F401  (the session fixture `ray_cluster`)
-from hookstream import batch
+from hookstream import BatchRun, batch
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 from hookstream_ray.batch import batch as ray_batch
 
@@ -165,33 +166,53 @@ def test_the_rate_limit_holds_across_worker_processes_over_every_10_second_windo
 
 @pytest.mark.parametrize("rpm", [None, 100_000], ids=["no-caps", "caps"])
 def test_a_429_pauses_every_worker_process(ray_cluster: str, tmp_path: Path, rpm: int | None) -> None:
+    # Causal, not timed: the limiter counts the 429 in `pauses` only once every worker process holds the
+    # pause, and the server holds every request after the 429 until the test has seen that count (at
+    # t_ack), so no worker thread can run ahead meanwhile. A request that arrives after t_ack and
+    # before the pause ends must then have passed its limiter check before its process held the pause:
+    # at most one per worker thread other than the one that got the 429 (which paused itself first).
+    # Without the pause reaching every worker (or the limiter, with caps), the other threads would go
+    # on sending right after t_ack.
+    concurrency, retry_after = 4, 2.0
     stamps: list[tuple[int, float]] = []
+    acked = threading.Event()
+    t_ack: list[float] = []
 
     def stamp(index: int, req: CapturedRequest) -> None:
         stamps.append((index, time.monotonic()))
+        if index > 0:
+            acked.wait(NEVER)
         return None
 
+    def watch(run: BatchRun) -> None:
+        deadline = time.monotonic() + NEVER
+        while run.limiter.pauses < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        t_ack.append(time.monotonic())
+        acked.set()
+
     refused = Response(b'{"error": {"message": "slow down", "type": "rate_limit_exceeded"}}', status=429,
-                       headers={"Retry-After": "2"}, content_type="application/json")
+                       headers={"Retry-After": f"{retry_after:g}"}, content_type="application/json")
     inputs = [{"id": f"p{i}", "prompt": f"item p{i}"} for i in range(40)]
     with LoopbackServer([refused, Response(pieces=text_pieces("ok"), delay=0.01)], check=stamp) as srv:
-        run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=4, workers=2, rpm=rpm,
-                        init_options=INIT)
-        results = list(run)
+        run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=concurrency,
+                        workers=2, rpm=rpm, init_options=INIT)
+        watcher = threading.Thread(target=watch, args=(run,), daemon=True)
+        watcher.start()
+        try:
+            results = list(run)
+        finally:
+            acked.set()
+            watcher.join(NEVER)
     assert all(r.error is None for r in results) and len(results) == 40
     assert run.limiter.pauses == 1
     assert len(stamps) == 41  # 40 chats and the one retry
     t429 = dict(stamps)[0]
-    after = [t for i, t in stamps if i > 0 and t429 < t < t429 + 2.0]
-    if rpm is not None:
-        # Every request asks the limiter actor, which paused at once: only the other three chats'
-        # requests already on their way arrive within the Retry-After.
-        assert len(after) <= 3
-    else:
-        # Without caps no request asks the actor; the pause reaches the workers in an actor call or
-        # two (milliseconds; half a second allowed here), and then nothing is sent until it ends.
-        assert not [t for t in after if t > t429 + 0.5]
-    assert any(t >= t429 + 2.0 for _, t in stamps), "the batch went on after the pause"
+    assert t_ack and t_ack[0] > t429
+    # Every process noted the pause after the server sent the 429, so it holds until t429 + 2 at least.
+    late = [t for i, t in stamps if i > 0 and t_ack[0] < t < t429 + retry_after]
+    assert len(late) <= concurrency - 1, late
+    assert any(t >= t429 + retry_after for _, t in stamps), "the batch went on after the pause"
 
 
 def test_a_killed_driver_resumes_with_every_id_once_and_no_repeated_requests(
