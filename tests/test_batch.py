@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 from engine_kit import text_body, text_pieces, tool_body, usage
-from hookstream import BatchInput, BatchResult, Callbacks, RateLimiter, RunSettings, batch
+from holdkit import NEVER
+from hookstream import BatchInput, BatchResult, BatchRun, Callbacks, RateLimiter, RunSettings, batch
 from hookstream.errors import BatchInputError
 from hookstream.plugin import BatchJob, ChatRunner, Permit, open_output
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, run_cli
@@ -371,25 +372,50 @@ def test_limiter_rejects_bad_caps() -> None:
 
 
 def test_a_429_with_retry_after_pauses_every_worker(tmp_path: Path) -> None:
+    # Causal, not timed: the server holds every request after the 429 until the test has seen the
+    # limiter count the pause (at t_ack), so no worker can run ahead meanwhile. A request that arrives
+    # after t_ack and before Retry-After ends must have passed the limiter before the pause: at most
+    # one per worker other than the one that got the 429. A limiter that ignored the 429 would let the
+    # other workers go on sending right after t_ack.
+    concurrency, retry_after = 4, 1.0
     stamps: list[tuple[int, float]] = []
+    acked = threading.Event()
+    t_ack: list[float] = []
 
     def stamp(index: int, req: CapturedRequest) -> None:
         stamps.append((index, time.monotonic()))
+        if index > 0:
+            acked.wait(NEVER)
         return None
 
+    def watch(run: BatchRun) -> None:
+        deadline = time.monotonic() + NEVER
+        while run.limiter.pauses < 1 and time.monotonic() < deadline:
+            time.sleep(0.002)
+        t_ack.append(time.monotonic())
+        acked.set()
+
     refused = Response(b'{"error": {"message": "slow down", "type": "rate_limit_exceeded"}}', status=429,
-                       headers={"Retry-After": "1"}, content_type="application/json")
+                       headers={"Retry-After": f"{retry_after:g}"}, content_type="application/json")
     with LoopbackServer([refused, Response(text_body("ok"))], check=stamp) as srv:
         run = batch([{"id": f"r{i}", "prompt": f"item r{i}"} for i in range(12)], MODEL,
-                    base_url=srv.url + "/v1", output=tmp_path / "out.jsonl", concurrency=4)
-        results = list(run)
+                    base_url=srv.url + "/v1", output=tmp_path / "out.jsonl", concurrency=concurrency)
+        watcher = threading.Thread(target=watch, args=(run,), daemon=True)
+        watcher.start()
+        try:
+            results = list(run)
+        finally:
+            acked.set()
+            watcher.join(NEVER)
     assert all(r.error is None for r in results) and len(results) == 12
     assert run.limiter.pauses == 1
     assert len(stamps) == 13  # 12 chats and the one retry
-    # Requests sent after the client saw the 429 waited for Retry-After; only the 3 other workers'
-    # requests already on their way could arrive within that second.
     t429 = dict(stamps)[0]
-    assert sum(1 for i, t in stamps if i > 0 and t < t429 + 1.0) <= 3
+    assert t_ack and t_ack[0] > t429
+    # The pause began when the client read the 429, after the server stamped it.
+    late = [t for i, t in stamps if i > 0 and t_ack[0] < t < t429 + retry_after]
+    assert len(late) <= concurrency - 1, late
+    assert any(t >= t429 + retry_after for _, t in stamps), "the batch went on after the pause"
 
 
 def test_the_limiter_counts_every_request_with_its_real_tokens(tmp_path: Path) -> None:
