@@ -175,7 +175,16 @@ def test_resume_after_sigkill_writes_every_id_once_without_asking_finished_ids_a
         return [sys.executable, "-m", "hookstream", "batch", str(tmp_path / "in.jsonl"), "--model", MODEL,
                 "--base-url", url + "/v1", "--output", str(out), "--concurrency", "4", "--no-progress"]
 
-    with LoopbackServer(slow) as srv:
+    # The server answers the first 14 requests only and holds the rest until the kill: the kill comes
+    # after 10 lines and before the 15th, however the machine is loaded.
+    answered, release = 14, threading.Event()
+
+    def hold_late(index: int, req: CapturedRequest) -> None:
+        if index >= answered:
+            release.wait(NEVER)
+        return None
+
+    with LoopbackServer(slow, check=hold_late) as srv:
         proc = subprocess.Popen(command(srv.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 120  # a hang guard, not a speed assertion
@@ -185,11 +194,12 @@ def test_resume_after_sigkill_writes_every_id_once_without_asking_finished_ids_a
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.wait()
+            release.set()
             if proc.stderr:
                 proc.stderr.close()
     first = read_lines(out)
     finished = {d["id"] for d in first}
-    assert 10 <= len(finished) < len(ids), "the kill came too late to test a resume"
+    assert 10 <= len(finished) <= answered
     assert len(first) == len(finished)
     # A write cut by a crash elsewhere (power loss) leaves a partial last line: the re-run drops it.
     with open(out, "ab") as f:
@@ -213,7 +223,17 @@ def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path: Path) -> None:
     write_inputs(tmp_path / "in.jsonl", ids)
     out = tmp_path / "out.jsonl"
     slow = Response(pieces=text_pieces("done"), delay=0.05)
-    with LoopbackServer(slow) as srv:
+    # The server answers the first 6 requests only and holds the rest until the batch has exited, so
+    # Ctrl-C comes after 4 lines and before the 7th, however the machine is loaded, and the exit does
+    # not wait for requests in flight.
+    answered, release = 6, threading.Event()
+
+    def hold_late(index: int, req: CapturedRequest) -> None:
+        if index >= answered:
+            release.wait(NEVER)
+        return None
+
+    with LoopbackServer(slow, check=hold_late) as srv:
         cmd = [sys.executable, "-m", "hookstream", "batch", str(tmp_path / "in.jsonl"), "--model", MODEL,
                "--base-url", srv.url + "/v1", "--output", str(out), "--concurrency", "2", "--no-progress"]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
@@ -222,11 +242,14 @@ def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path: Path) -> None:
         while (not out.exists() or out.read_bytes().count(b"\n") < 4) and time.monotonic() < deadline:
             time.sleep(0.005)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate()
+        try:
+            _, err = proc.communicate(timeout=NEVER)
+        finally:
+            release.set()
         assert proc.returncode == 130, err
         assert "interrupted" in err
         first = {d["id"] for d in read_lines(out)}
-        assert out.read_bytes().endswith(b"\n")
+        assert out.read_bytes().endswith(b"\n") and 4 <= len(first) <= answered
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
     lines = read_lines(out)
