@@ -48,7 +48,7 @@ def serve(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
         yield line.split("listening on ", 1)[1].split()[0].rstrip("/")
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
 
 
 def tokens_file(tmp: Path) -> str:
