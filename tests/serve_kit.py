@@ -21,7 +21,7 @@ def serve_demo_process(*extra: str) -> Iterator[str]:
         yield line.split("listening on ", 1)[1].split()[0]  # the URL, also before "(2 workers)" with --workers
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
 
 
 @contextlib.contextmanager
@@ -37,7 +37,7 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[str
         yield line.split("listening on ", 1)[1].split()[0]
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
 
 
 def messages_after(messages: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:

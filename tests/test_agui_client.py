@@ -257,7 +257,7 @@ def test_cli_chat_against_the_demo_app_gives_the_demo_answer():
         assert done.stdout.strip() == DEMO_ANSWER
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
 
 
 def test_cli_chat_against_hookstream_serve_demo_shows_the_remote_interrupt():

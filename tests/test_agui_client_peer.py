@@ -34,7 +34,7 @@ def peer() -> Iterator[str]:
         yield line.rsplit(" ", 1)[-1].strip()
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
 
 
 def add(a: int, b: int) -> int:

@@ -120,7 +120,7 @@ def test_http_agent_runs_the_demo_through_enforce_and_verify(serve_demo: str, tm
 def test_bad_run_input_gets_400(serve_demo: str) -> None:
     import requests
 
-    resp = requests.post(serve_demo, data=b'{"threadId": "t"}', timeout=10)
+    resp = requests.post(serve_demo, data=b'{"threadId": "t"}', timeout=60)
     assert resp.status_code == 400 and "runId" in resp.json()["error"]["message"]
 
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 from engine_kit import text_body, text_pieces, tool_body, usage
-from hookstream import BatchInput, BatchResult, Callbacks, RateLimiter, RunSettings, batch
+from holdkit import NEVER
+from hookstream import BatchInput, BatchResult, BatchRun, Callbacks, RateLimiter, RunSettings, batch
 from hookstream.errors import BatchInputError
 from hookstream.plugin import BatchJob, ChatRunner, Permit, open_output
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, run_cli
@@ -174,7 +175,16 @@ def test_resume_after_sigkill_writes_every_id_once_without_asking_finished_ids_a
         return [sys.executable, "-m", "hookstream", "batch", str(tmp_path / "in.jsonl"), "--model", MODEL,
                 "--base-url", url + "/v1", "--output", str(out), "--concurrency", "4", "--no-progress"]
 
-    with LoopbackServer(slow) as srv:
+    # The server answers the first 14 requests only and holds the rest until the kill: the kill comes
+    # after 10 lines and before the 15th, however the machine is loaded.
+    answered, release = 14, threading.Event()
+
+    def hold_late(index: int, req: CapturedRequest) -> None:
+        if index >= answered:
+            release.wait(NEVER)
+        return None
+
+    with LoopbackServer(slow, check=hold_late) as srv:
         proc = subprocess.Popen(command(srv.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 120  # a hang guard, not a speed assertion
@@ -184,11 +194,12 @@ def test_resume_after_sigkill_writes_every_id_once_without_asking_finished_ids_a
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.wait()
+            release.set()
             if proc.stderr:
                 proc.stderr.close()
     first = read_lines(out)
     finished = {d["id"] for d in first}
-    assert 10 <= len(finished) < len(ids), "the kill came too late to test a resume"
+    assert 10 <= len(finished) <= answered
     assert len(first) == len(finished)
     # A write cut by a crash elsewhere (power loss) leaves a partial last line: the re-run drops it.
     with open(out, "ab") as f:
@@ -212,7 +223,17 @@ def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path: Path) -> None:
     write_inputs(tmp_path / "in.jsonl", ids)
     out = tmp_path / "out.jsonl"
     slow = Response(pieces=text_pieces("done"), delay=0.05)
-    with LoopbackServer(slow) as srv:
+    # The server answers the first 6 requests only and holds the rest until the batch has exited, so
+    # Ctrl-C comes after 4 lines and before the 7th, however the machine is loaded, and the exit does
+    # not wait for requests in flight.
+    answered, release = 6, threading.Event()
+
+    def hold_late(index: int, req: CapturedRequest) -> None:
+        if index >= answered:
+            release.wait(NEVER)
+        return None
+
+    with LoopbackServer(slow, check=hold_late) as srv:
         cmd = [sys.executable, "-m", "hookstream", "batch", str(tmp_path / "in.jsonl"), "--model", MODEL,
                "--base-url", srv.url + "/v1", "--output", str(out), "--concurrency", "2", "--no-progress"]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
@@ -221,11 +242,14 @@ def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path: Path) -> None:
         while (not out.exists() or out.read_bytes().count(b"\n") < 4) and time.monotonic() < deadline:
             time.sleep(0.005)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate()
+        try:
+            _, err = proc.communicate(timeout=NEVER)
+        finally:
+            release.set()
         assert proc.returncode == 130, err
         assert "interrupted" in err
         first = {d["id"] for d in read_lines(out)}
-        assert out.read_bytes().endswith(b"\n")
+        assert out.read_bytes().endswith(b"\n") and 4 <= len(first) <= answered
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
     lines = read_lines(out)
@@ -371,25 +395,50 @@ def test_limiter_rejects_bad_caps() -> None:
 
 
 def test_a_429_with_retry_after_pauses_every_worker(tmp_path: Path) -> None:
+    # Causal, not timed: the server holds every request after the 429 until the test has seen the
+    # limiter count the pause (at t_ack), so no worker can run ahead meanwhile. A request that arrives
+    # after t_ack and before Retry-After ends must have passed the limiter before the pause: at most
+    # one per worker other than the one that got the 429. A limiter that ignored the 429 would let the
+    # other workers go on sending right after t_ack.
+    concurrency, retry_after = 4, 1.0
     stamps: list[tuple[int, float]] = []
+    acked = threading.Event()
+    t_ack: list[float] = []
 
     def stamp(index: int, req: CapturedRequest) -> None:
         stamps.append((index, time.monotonic()))
+        if index > 0:
+            acked.wait(NEVER)
         return None
 
+    def watch(run: BatchRun) -> None:
+        deadline = time.monotonic() + NEVER
+        while run.limiter.pauses < 1 and time.monotonic() < deadline:
+            time.sleep(0.002)
+        t_ack.append(time.monotonic())
+        acked.set()
+
     refused = Response(b'{"error": {"message": "slow down", "type": "rate_limit_exceeded"}}', status=429,
-                       headers={"Retry-After": "1"}, content_type="application/json")
+                       headers={"Retry-After": f"{retry_after:g}"}, content_type="application/json")
     with LoopbackServer([refused, Response(text_body("ok"))], check=stamp) as srv:
         run = batch([{"id": f"r{i}", "prompt": f"item r{i}"} for i in range(12)], MODEL,
-                    base_url=srv.url + "/v1", output=tmp_path / "out.jsonl", concurrency=4)
-        results = list(run)
+                    base_url=srv.url + "/v1", output=tmp_path / "out.jsonl", concurrency=concurrency)
+        watcher = threading.Thread(target=watch, args=(run,), daemon=True)
+        watcher.start()
+        try:
+            results = list(run)
+        finally:
+            acked.set()
+            watcher.join(NEVER)
     assert all(r.error is None for r in results) and len(results) == 12
     assert run.limiter.pauses == 1
     assert len(stamps) == 13  # 12 chats and the one retry
-    # Requests sent after the client saw the 429 waited for Retry-After; only the 3 other workers'
-    # requests already on their way could arrive within that second.
     t429 = dict(stamps)[0]
-    assert sum(1 for i, t in stamps if i > 0 and t < t429 + 1.0) <= 3
+    assert t_ack and t_ack[0] > t429
+    # The pause began when the client read the 429, after the server stamped it.
+    late = [t for i, t in stamps if i > 0 and t_ack[0] < t < t429 + retry_after]
+    assert len(late) <= concurrency - 1, late
+    assert any(t >= t429 + retry_after for _, t in stamps), "the batch went on after the pause"
 
 
 def test_the_limiter_counts_every_request_with_its_real_tokens(tmp_path: Path) -> None:

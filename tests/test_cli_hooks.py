@@ -185,7 +185,7 @@ def test_serve_builds_its_runs_from_the_same_run_options(cliplug: Path) -> None:
             answer = requests.post(line.rsplit(" ", 1)[-1].strip(), json=body, timeout=60)
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
         messages = srv.requests[0].json()["messages"]
     assert answer.status_code == 200 and "served" in answer.text
     assert messages[0] == {"role": "system", "content": "Serve briefly."}

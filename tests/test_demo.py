@@ -10,9 +10,13 @@ import pytest
 
 pytest.importorskip("hookstream_openai", reason="the demo needs the hookstream-openai plugin installed")
 
+import functools
 import threading
+from typing import Any
 
-from hookstream import Observer, ToolResultPart, chat, get_model
+import attrs
+from holdkit import NEVER
+from hookstream import Observer, Tool, ToolResultPart, chat, get_model
 from hookstream.events import from_dict
 from hookstream.plugin import ToolInfo
 from hookstream.testing import DEMO_MODEL, DEMO_PROMPT, CapturedRequest, check_events, demo_server, demo_tools
@@ -29,11 +33,28 @@ class ToolLog(Observer):
         self.calls.append((tool.name, threading.current_thread().name, tool.started_at, tool.ended_at))
 
 
+def meeting(tools: list[Tool], barrier: threading.Barrier) -> list[Tool]:
+    """``tools`` whose calls each first wait at ``barrier``: they pass only if all of them run at once."""
+
+    def gated(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            barrier.wait()
+            return fn(*args, **kwargs)
+
+        return call
+
+    return [attrs.evolve(t, fn=gated(t.fn)) for t in tools]
+
+
 def test_demo_runs_two_steps_with_parallel_tools() -> None:
     log = ToolLog()
     server = demo_server()
     model = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
-    stream = chat(model, DEMO_PROMPT, tools=demo_tools(), max_steps=4, observers=[log])
+    # The two tool calls meet at a barrier before the demo's own bodies run: if the engine ran them one
+    # after the other, the first would wait there alone until the barrier broke (an error result).
+    barrier = threading.Barrier(2, timeout=NEVER)
+    stream = chat(model, DEMO_PROMPT, tools=meeting(demo_tools(), barrier), max_steps=4, observers=[log])
     try:
         events = list(stream)
         result = stream.result()
@@ -52,9 +73,9 @@ def test_demo_runs_two_steps_with_parallel_tools() -> None:
     assert len(server.requests) == 2
     tool_msgs = [m for m in server.requests[1].json()["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == ["call_hsdemo_weather01", "call_hsdemo_currency02"]
-    # The two tools ran on different threads at the same time.
-    (_, t1, s1, e1), (_, t2, s2, e2) = sorted(log.calls)
-    assert t1 != t2 and max(s1, s2) < min(e1, e2)
+    # The two tools ran on different threads at the same time (both met at the barrier, unbroken).
+    (_, t1, _, _), (_, t2, _, _) = sorted(log.calls)
+    assert t1 != t2 and not barrier.broken
     # The conversation keeps each assistant tool-call message paired with its results.
     roles = [m.role for m in result.messages]
     assert roles == ["user", "assistant", "tool", "assistant"]

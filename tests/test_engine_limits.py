@@ -152,8 +152,10 @@ def test_slow_consumer_is_not_idle() -> None:
         from engine_kit import MODEL
         from hookstream import chat
 
-        # The whole body is already sent: only the consumer is slow, and that time is not idle time.
-        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi", timeouts={"idle": 0.5})
+        # The whole body is already sent: only the consumer is slow, and that time is not idle time. The
+        # first event has a hang bound of its own: only the gaps after it (none on the wire) are timed.
+        stream = chat(get_model(MODEL, base_url=srv.url + "/v1", api_key="k"), "hi",
+                      timeouts={"idle": 0.5, "first_event": NEVER})
         for ev in stream:
             if ev.type == "TEXT_MESSAGE_CONTENT":
                 time.sleep(0.6)

@@ -40,6 +40,7 @@ ERROR_CODE = {
     "http_503": "server_error",
     "http_503_retry_after": "server_error",
 }
+STALL_READ_TIMEOUT = {"stall_silent": 0.3, "stall_keepalive": 1.0}
 CUT_AT = {"close_mid_text": "mid_text", "close_mid_frame": "mid_text", "close_mid_args": "mid_args",
           "reset_mid_text": "mid_text"}
 
@@ -74,10 +75,15 @@ def test_fault_matrix(provider: str, fault: str, caplog: pytest.LogCaptureFixtur
     rec, get_weather = recording_tool()
     script = provider_stream(provider)
     threads0, sockets0 = running_threads(), open_sockets()
-    srv = FaultServer(provider, fault, script=script, stall_seconds=0.6, keepalive_every=0.1, slow_bytes=60)
+    # A silent stall lasts until the test ends, so the read timeout is the only way out, however loaded
+    # the machine. A stall with keepalives outlasts the read timeout (its pauses only lengthen under
+    # load), with keepalives 50 times as often as that timeout: only a 1-second scheduling gap could
+    # make the client see it idle.
+    stall = NEVER if fault == "stall_silent" else 1.2
+    srv = FaultServer(provider, fault, script=script, stall_seconds=stall, keepalive_every=0.02, slow_bytes=60)
     with srv:
         events, stream = run_chat(provider, srv.base_url, [get_weather],
-                                  read_timeout=0.3 if fault.startswith("stall") else 5.0)
+                                  read_timeout=STALL_READ_TIMEOUT.get(fault, NEVER))
         n_requests = len(srv.requests)
     result = stream.result()
 

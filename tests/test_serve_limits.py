@@ -48,7 +48,7 @@ def serve(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
         yield line.split("listening on ", 1)[1].split()[0].rstrip("/")
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
 
 
 def tokens_file(tmp: Path) -> str:
@@ -183,10 +183,25 @@ def answered(s: socket.socket) -> bytes:
 
 def test_the_fifth_slow_body_of_a_principal_is_refused_at_once_on_gunicorn(tmp_path: Path) -> None:
     pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
+    from hookstream_server.limits import MIN_BODY_RATE
+
     with serve("--demo", "--workers", "2", "--threads", "4", "--auth-tokens", tokens_file(tmp_path)) as url:
         slow = [slow_body(url, "alice") for _ in range(4)]
         answers: dict[int, bytes] = {}
         refused: list[bytes] = []
+        # Alice's four go on sending at twice the least body rate, so the read deadline (about 5 s for a
+        # body that stops) never frees her threads while the test runs, however slowly it runs.
+        stop = threading.Event()
+
+        def keep_sending() -> None:
+            while not stop.wait(0.25):
+                for s in slow[:4]:
+                    try:
+                        s.sendall(b"[" * (MIN_BODY_RATE // 2))
+                    except OSError:
+                        pass
+
+        threading.Thread(target=keep_sending, daemon=True).start()
         try:
             # Alice's next slow bodies, one at a time: once her four are counted (each as a thread takes it,
             # before its body is read) the next is answered 429 without its body. Requests sent at the same
@@ -217,6 +232,7 @@ def test_the_fifth_slow_body_of_a_principal_is_refused_at_once_on_gunicorn(tmp_p
                 assert ok.status_code == 200 and events(ok)[-1]["type"] == "RUN_FINISHED"
             assert not _answers(slow[:4], answers)  # alice's four are still held, unanswered
         finally:
+            stop.set()
             for s in slow:
                 s.close()
 

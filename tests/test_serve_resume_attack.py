@@ -298,7 +298,7 @@ def test_another_principals_run_is_answered_as_none(server: Server, sim: SimProv
                 run_log = run_log_of(open_store(server.store))
                 while run_log.latest(chat_id, "ui", "alice") is None:
                     time.sleep(0.02)
-            with requests.get(f"{server.url}/api/chat/{chat_id}/stream", headers=ALICE, timeout=5,
+            with requests.get(f"{server.url}/api/chat/{chat_id}/stream", headers=ALICE, timeout=60,
                               stream=True) as own:
                 assert own.status_code == 200  # alice's chat is streaming
             for chat_of in (chat_id, f"chat-none-{tag}"):

@@ -23,6 +23,7 @@ from hookstream_guardrails import (
 )
 
 KEY = "sk-test-SECRET-0123456789"
+NEVER = 60.0  # only keeps a broken test from hanging; never bounds how fast the code is
 PROMPT = "What's the weather in San Francisco?"
 TEXT = ("I'm unable to provide real-time weather updates. To get the current weather in San Francisco, I "
         "recommend checking a reliable weather website or a weather app.")
@@ -71,6 +72,23 @@ def weather_tool(written: Path) -> Any:
 # -- input guards --------------------------------------------------------------------------------------------
 
 
+def held_after(data: bytes, events: int, release: threading.Event) -> Response:
+    """``data`` (an SSE body) whose first ``events`` events are sent at once and the rest only once
+    ``release`` is set (or the client left): a run that ends with part of the text ended by itself."""
+    pieces = [p + b"\n\n" for p in data.split(b"\n\n") if p.strip()]
+
+    def write(wfile: Any, _sock: Any) -> None:
+        for i, piece in enumerate(pieces):
+            if i == events:
+                release.wait(NEVER)
+            wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            wfile.flush()
+        wfile.write(b"0\r\n\r\n")
+        wfile.flush()
+
+    return Response(writer=write)
+
+
 def test_an_input_guard_on_its_thread_aborts_the_call_in_flight_and_keeps_what_streamed() -> None:
     first_text = threading.Event()
     seen: list[list[Message]] = []
@@ -79,16 +97,20 @@ def test_an_input_guard_on_its_thread_aborts_the_call_in_flight_and_keeps_what_s
     def off_topic(messages: list[Message]) -> str:
         seen.append(messages)
         threads.append(threading.current_thread().name)
-        first_text.wait(10)  # trip once the model has started answering: the call is in flight
+        first_text.wait(NEVER)  # trip once the model has started answering: the call is in flight
         return "weather questions are off-topic here"
 
     def on_chunk(ev: BaseEvent) -> None:
         if isinstance(ev, TextMessageContent):
             first_text.set()
 
-    slow = Response(body("openai-chat__text"), split="events", delay=0.05)  # about 1.7 s in all
-    with LoopbackServer([slow]) as srv:
-        events, result = run(srv, Guardrails(input=[off_topic]), callbacks=Callbacks(on_chunk=on_chunk))
+    # The server sends the first four events (some text) and holds the rest until the run has ended.
+    release = threading.Event()
+    try:
+        with LoopbackServer([held_after(body("openai-chat__text"), 4, release)]) as srv:
+            events, result = run(srv, Guardrails(input=[off_topic]), callbacks=Callbacks(on_chunk=on_chunk))
+    finally:
+        release.set()
     assert run_error(events).code == "input_guardrail_tripped"
     assert run_error(events).message == "weather questions are off-topic here"
     assert isinstance(result.error, InputGuardrailTripped) and result.error.guard == "off_topic"

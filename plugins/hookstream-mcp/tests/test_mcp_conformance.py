@@ -5,7 +5,7 @@ on, the ``node`` package; both installed by scripts/install-mcp-servers) starts 
 (an MCP server, and for ``auth/*`` an OAuth authorization server) and runs ``conformance_client.py``
 against it: hookstream-mcp's public API (``MCPServer.http`` with ``OAuth``, ``ClientCredentials`` and an
 ``elicitation`` callback). The suite judges what the client sent; a scenario passes when none of its
-checks failed or warned.
+checks failed or warned (but for sse-retry's "slightly late" reconnect, which measures the scheduler).
 
 The suite runs once per module (its scenarios in parallel, in one Node process); sse-retry, which times
 the client's reconnection, runs alone first so that the others' load does not make it late. One OAuth
@@ -107,6 +107,16 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "log": suite / "runner.log", "cli": (cli_checks, cli_out, cli / "runner.log")}
 
 
+def _scheduling_late(check: dict[str, Any]) -> bool:
+    """sse-retry's timing check warning that the client came back "slightly late": more than 200 ms past
+    the retry field's 500 ms but within twice it (the suite calls that acceptable). It measures how soon
+    the client's reconnect thread ran, which a loaded CI runner can delay; reconnecting early (not
+    waiting as told) and very late (another backoff) are still failures."""
+    details = check.get("details") or {}
+    return (check["id"] == "client-sse-retry-timing" and details.get("slightlyLate") is True
+            and details.get("tooEarly") is False and details.get("veryLate") is False)
+
+
 @pytest.mark.parametrize("scenario", [
     pytest.param(s, marks=pytest.mark.xfail(reason=XFAIL[s], strict=True)) if s in XFAIL else s
     for s in SCENARIOS])
@@ -114,7 +124,7 @@ def test_scenario(results: dict[str, Any], scenario: str) -> None:
     checks = results["checks"].get(scenario)
     assert checks is not None, f"no result for {scenario}: {results['log'].read_text()[-3000:]}"
     bad = [f"{c['id']}: {c['status']} {c.get('errorMessage') or c.get('description')}" for c in checks
-           if c["status"] in ("FAILURE", "WARNING")]
+           if c["status"] == "FAILURE" or (c["status"] == "WARNING" and not _scheduling_late(c))]
     assert not bad, bad
     # The client's own verdict: the session it was asked for went through, or was rightly refused.
     assert results["done"][scenario] is (scenario not in MUST_REFUSE)

@@ -40,7 +40,7 @@ def http_server(*extra: str) -> Iterator[str]:
         yield line.split("listening on ", 1)[1].strip()
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)  # a hang bound: gunicorn alone may wait 10 s for requests in flight
 
 
 @asynccontextmanager

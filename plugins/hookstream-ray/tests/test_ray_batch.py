@@ -1,8 +1,7 @@
 """``batch --ray`` on a local two-node Ray cluster (loopback, one CPU per node): the same output lines as a
 batch on threads, worker processes on both nodes, a tool from the current directory shipped to the
-workers, the rate limit held across worker processes over every 10-second window, a 429 pausing every
-worker, a SIGKILLed driver resumed with every id written once, and the API key never written to Ray's
-files.
+workers, one rate limit held across worker processes, a 429 pausing every worker, a SIGKILLed driver
+resumed with every id written once, and the API key never written to Ray's files.
 
 Chats go through a real loopback OpenAI Chat Completions server in this process; each prompt names its
 id, so the server's captured requests tell how often each id was asked.
@@ -15,14 +14,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cluster_kit import ray_cluster_fixture  # noqa: F401  (the session fixture `ray_cluster`)
-from hookstream import batch
+from hookstream import BatchRun, batch
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
+from hookstream_ray.batch import DEFAULT_MARGIN
 from hookstream_ray.batch import batch as ray_batch
 
 pytestmark = pytest.mark.slow
@@ -142,8 +143,7 @@ def max_in_window(times: list[float], width: float) -> int:
     return best
 
 
-def test_the_rate_limit_holds_across_worker_processes_over_every_10_second_window(
-        ray_cluster: str, tmp_path: Path) -> None:
+def test_the_rate_limit_holds_across_worker_processes(ray_cluster: str, tmp_path: Path) -> None:
     arrivals: list[float] = []
 
     def stamp(index: int, req: CapturedRequest) -> None:
@@ -153,45 +153,69 @@ def test_the_rate_limit_holds_across_worker_processes_over_every_10_second_windo
     rpm = 240  # 40 requests in any 10-second window
     inputs = [{"id": f"r{i:02d}", "prompt": f"item r{i:02d}"} for i in range(70)]
     with LoopbackServer(Response(pieces=text_pieces("ok")), check=stamp) as srv:
+        t_start = time.monotonic()  # before the limiter admits anything
         run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=8, workers=2, rpm=rpm,
                         init_options=INIT)
         results = list(run)
     assert len(results) == 70 and all(r.error is None for r in results)
     assert len(arrivals) == 70
-    assert max_in_window(arrivals, 10.0) <= rpm / 6 * 1.05
-    # Not a trickle either: the first window was filled at once, by both workers.
-    assert max_in_window(arrivals, 10.0) == 40
+    # Causal, whatever the load: the limiter admits its 41st request no sooner than window + margin
+    # (10.25 s) after its first, which came after t_start, and a request arrives after its admission.
+    # Two workers each with a limiter of their own would admit all 70 at once.
+    assert sum(1 for t in arrivals if t < t_start + 10.0 + DEFAULT_MARGIN) <= 40
+    # Not a trickle either: the first 40 requests (eight at a time) all arrived within 10 s.
+    assert max_in_window(arrivals, 10.0) >= 40
 
 
 @pytest.mark.parametrize("rpm", [None, 100_000], ids=["no-caps", "caps"])
 def test_a_429_pauses_every_worker_process(ray_cluster: str, tmp_path: Path, rpm: int | None) -> None:
+    # Causal, not timed: the limiter counts the 429 in `pauses` only once every worker process holds the
+    # pause, and the server holds every request after the 429 until the test has seen that count (at
+    # t_ack), so no worker thread can run ahead meanwhile. A request that arrives after t_ack and
+    # before the pause ends must then have passed its limiter check before its process held the pause:
+    # at most one per worker thread other than the one that got the 429 (which paused itself first).
+    # Without the pause reaching every worker (or the limiter, with caps), the other threads would go
+    # on sending right after t_ack.
+    concurrency, retry_after = 4, 2.0
     stamps: list[tuple[int, float]] = []
+    acked = threading.Event()
+    t_ack: list[float] = []
 
     def stamp(index: int, req: CapturedRequest) -> None:
         stamps.append((index, time.monotonic()))
+        if index > 0:
+            acked.wait(NEVER)
         return None
 
+    def watch(run: BatchRun) -> None:
+        deadline = time.monotonic() + NEVER
+        while run.limiter.pauses < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        t_ack.append(time.monotonic())
+        acked.set()
+
     refused = Response(b'{"error": {"message": "slow down", "type": "rate_limit_exceeded"}}', status=429,
-                       headers={"Retry-After": "2"}, content_type="application/json")
+                       headers={"Retry-After": f"{retry_after:g}"}, content_type="application/json")
     inputs = [{"id": f"p{i}", "prompt": f"item p{i}"} for i in range(40)]
     with LoopbackServer([refused, Response(pieces=text_pieces("ok"), delay=0.01)], check=stamp) as srv:
-        run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=4, workers=2, rpm=rpm,
-                        init_options=INIT)
-        results = list(run)
+        run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=concurrency,
+                        workers=2, rpm=rpm, init_options=INIT)
+        watcher = threading.Thread(target=watch, args=(run,), daemon=True)
+        watcher.start()
+        try:
+            results = list(run)
+        finally:
+            acked.set()
+            watcher.join(NEVER)
     assert all(r.error is None for r in results) and len(results) == 40
     assert run.limiter.pauses == 1
     assert len(stamps) == 41  # 40 chats and the one retry
     t429 = dict(stamps)[0]
-    after = [t for i, t in stamps if i > 0 and t429 < t < t429 + 2.0]
-    if rpm is not None:
-        # Every request asks the limiter actor, which paused at once: only the other three chats'
-        # requests already on their way arrive within the Retry-After.
-        assert len(after) <= 3
-    else:
-        # Without caps no request asks the actor; the pause reaches the workers in an actor call or
-        # two (milliseconds; half a second allowed here), and then nothing is sent until it ends.
-        assert not [t for t in after if t > t429 + 0.5]
-    assert any(t >= t429 + 2.0 for _, t in stamps), "the batch went on after the pause"
+    assert t_ack and t_ack[0] > t429
+    # Every process noted the pause after the server sent the 429, so it holds until t429 + 2 at least.
+    late = [t for i, t in stamps if i > 0 and t_ack[0] < t < t429 + retry_after]
+    assert len(late) <= concurrency - 1, late
+    assert any(t >= t429 + retry_after for _, t in stamps), "the batch went on after the pause"
 
 
 def test_a_killed_driver_resumes_with_every_id_once_and_no_repeated_requests(
@@ -205,7 +229,16 @@ def test_a_killed_driver_resumes_with_every_id_once_and_no_repeated_requests(
         return cli(str(tmp_path / "in.jsonl"), "--model", MODEL, "--base-url", url + "/v1", "--output", str(out),
                    "--concurrency", "4", "--ray", ray_cluster, "--workers", "2")
 
-    with LoopbackServer(slow) as srv:
+    # The server answers the first 14 requests only and holds the rest until the kill: the kill comes
+    # after 10 lines and before the 15th, however the machine is loaded.
+    answered, release = 14, threading.Event()
+
+    def hold_late(index: int, req: CapturedRequest) -> None:
+        if index >= answered:
+            release.wait(NEVER)
+        return None
+
+    with LoopbackServer(slow, check=hold_late) as srv:
         proc = subprocess.Popen(command(srv.url), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + NEVER
@@ -215,11 +248,12 @@ def test_a_killed_driver_resumes_with_every_id_once_and_no_repeated_requests(
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.wait()
+            release.set()
             if proc.stderr:
                 proc.stderr.close()
     first = read_lines(out)
     finished = {d["id"] for d in first}
-    assert 10 <= len(finished) < len(ids), "the kill came too late to test a resume"
+    assert 10 <= len(finished) <= answered
     assert len(first) == len(finished)
     with LoopbackServer(slow) as srv2:
         res = subprocess.run(command(srv2.url), env=env(), capture_output=True, text=True, timeout=NEVER * 2,

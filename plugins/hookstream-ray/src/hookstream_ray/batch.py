@@ -17,7 +17,11 @@ request of the cluster) for a permit, one actor call (a loopback round trip on o
 one across machines), so at very high rates the limiter actor, not the provider, bounds requests per
 second; token counts are settled with one more call when ``tpm`` is set. A 429 in any worker pauses
 the limiter, which passes the pause on to every worker, so all of them wait out its ``Retry-After``;
-without caps that is all the limiter does, and requests cost no actor call.
+without caps that is all the limiter does, and requests cost no actor call. The limiter counts a 429
+in :attr:`RemoteLimiter.pauses` once every worker process holds its pause (each worker notes it on a
+thread of its own, so a pause never queues behind chats): from then on, only a request already past
+its limiter check in some worker thread (at most one per thread) can still go out before the pause
+ends.
 
 API key: taken from ``api_key``, else the driver's environment (the provider's variable, such as
 ``OPENAI_API_KEY``), else the driver's stored key (``hookstream keys set``), and handed to the worker
@@ -59,6 +63,10 @@ loopback two-node test cluster, their gap varied by up to 0.2 s between a worker
 later ones, which put 43 requests in one 10-second window at a cap of 40 without it."""
 
 _MAX_WAIT = 0.5  # seconds a worker sleeps between permit requests at most: bounds how late a stop is seen
+_PAUSE_GROUP = "pause"  # the worker actors' concurrency group that notes pauses, apart from chats and close
+# Seconds the limiter waits for the workers to note a pause at most: a dead worker fails at once, so only
+# a hung one (a stopped process) costs this; the pause then counts without it.
+_ACK_LIMIT = 30.0
 
 
 class _SealedKey:
@@ -84,6 +92,7 @@ class LimiterActor:
         self._permits: dict[int, Permit] = {}
         self._ids = itertools.count(1)
         self._workers: list[Any] = []
+        self._pauses = 0
 
     def add_workers(self, workers: list[Any]) -> None:
         """The worker actors a 429's pause is passed on to."""
@@ -113,14 +122,22 @@ class LimiterActor:
             self._limiter.settle(permit, tokens)
 
     def pause(self, seconds: float) -> None:
+        """Pause the limiter for ``seconds`` and every worker with it; returns once each worker has
+        noted the pause (a dead worker is skipped), and only then counts it in :meth:`stats`."""
         self._limiter.pause(seconds)
-        for worker in self._workers:  # workers without caps do not ask per request: tell them
-            worker.note_pause.remote(seconds)
+        import ray
+
+        # Workers without caps do not ask per request: tell them, in their own concurrency group so the
+        # note never waits for a thread busy with a chat (whose next permit would wait for this call).
+        notes = [w.note_pause.options(concurrency_group=_PAUSE_GROUP).remote(seconds) for w in self._workers]
+        if notes:
+            ray.wait(notes, num_returns=len(notes), timeout=_ACK_LIMIT)  # a failed note is ready too
+        self._pauses += 1
 
     def stats(self) -> tuple[int, int, int]:
-        """``(pauses, requests in the window, tokens in the window)``."""
+        """``(pauses every worker holds, requests in the window, tokens in the window)``."""
         requests, tokens = self._limiter.usage()
-        return self._limiter.pauses, requests, tokens
+        return self._pauses, requests, tokens
 
 
 class RemoteLimiter:
@@ -196,7 +213,8 @@ class RemoteLimiter:
 
     @property
     def pauses(self) -> int:
-        """How many 429s paused the limiter (asks the actor; after the batch closed, its last figure)."""
+        """How many 429s paused the limiter, each counted once every worker process holds its pause
+        (asks the actor; after the batch closed, its last figure)."""
         return self._stats()[0]
 
     def usage(self) -> tuple[int, int]:
@@ -232,6 +250,7 @@ class ChatWorker:
         self._runner.stop()
 
     def note_pause(self, seconds: float) -> None:
+        """Called by the limiter actor in the ``"pause"`` concurrency group (one thread of its own)."""
         self._limiter.note_pause(seconds)
 
     def close(self) -> None:
@@ -433,12 +452,12 @@ class RayRunner:
         threads = math.ceil(job.concurrency / workers)
         # One thread more than the driver ever gives a worker at once: stop() must not queue behind chats.
         spec = {"num_cpus": 0, **(self.worker_options or {}), "max_concurrency": threads + 1, "max_restarts": 0}
-        worker_cls = ray.remote(ChatWorker)
+        worker_cls = ray.remote(concurrency_groups={_PAUSE_GROUP: 1})(ChatWorker)
         pool = [worker_cls.options(**options).remote(model, limiter, job.base_url, key, threads,
                                                       job.first_output_estimate, job.settings)
                 for options in _worker_options(ray, spec, workers)]
         actors.extend(pool)
-        limiter_actor.add_workers.remote(pool)
+        ray.get(limiter_actor.add_workers.remote(pool))  # before any chat runs, hence before any 429
         return RayBatchRunner(pool, owns_ray, limiter)
 
 
