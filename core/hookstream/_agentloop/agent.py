@@ -142,7 +142,9 @@ class Agent:
         ``ctx``; add its usage; return its final text or raise :class:`AgentToolError`."""
         sub_run = new_id("run")
         overrides: dict[str, Any] = {}
-        overrides["loop"] = attrs.evolve(self.settings.loop, run_id=sub_run, parent_run_id=ctx.run_id)
+        # The agent's run is for the calling run's caller: its tools and plugins see the same principal.
+        overrides["loop"] = attrs.evolve(self.settings.loop, run_id=sub_run, parent_run_id=ctx.run_id,
+                                         principal=ctx.principal or self.settings.loop.principal)
         if self.settings.context is None:
             overrides["context"] = ctx.deps
         stream = self.chat(prompt, **overrides)

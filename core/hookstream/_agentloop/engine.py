@@ -509,7 +509,8 @@ class Engine:
         hooks = cfg.hooks
         if hooks is not None:
             self._run_ctx = RunContext(cfg.thread_id, cfg.run_id, self.provider.name, cfg.model, self.messages,
-                                       self.settings, self.settings.loop.parent_run_id, resume=cfg.resume)
+                                       self.settings, self.settings.loop.parent_run_id, resume=cfg.resume,
+                                       principal=self.settings.loop.principal)
             try:
                 hooks.start_run(self._run_ctx)
             except Exception as exc:  # reported as the run's RUN_ERROR by _run
@@ -904,7 +905,7 @@ class Engine:
         cfg, s = self.plan, self.settings
         phase = ToolPhase(
             ToolPhaseSettings(cfg.executor, s.timeouts.tool, s.loop.repair_tool_call, s.approve, s.callbacks.on_chunk,
-                              s.context, cfg.run_id, cfg.thread_id, self._add_usage),
+                              s.context, cfg.run_id, cfg.thread_id, self._add_usage, s.loop.principal),
             self.messages, self._token, self._cancelled, lambda: self._failure,
         )
         # The run's result shows what waits, also when a callback fails halfway through the phase.

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from .._messages import Message, ToolCallPart, ToolResultPart
+from .._principal import Principal
 from .hooks import ToolCallContext, current_hooks
 from .tools import CancellationToken, Tool, ToolChannel, ToolContext, _read_function, run_tool, run_tool_guarded
 
@@ -84,6 +85,8 @@ class ToolCallRequest:
     way (:func:`~hookstream.run_tool`): the output size limit and whether arguments are structured into
     the function's annotations. ``channel`` (in-process only, dropped by :meth:`for_wire`) is how a tool
     streams events and adds usage to the run while it runs (:meth:`~hookstream.ToolContext.emit`).
+    ``principal`` is who the run is for (:attr:`~hookstream.ToolContext.principal`), kept like ``deps``
+    (only for a tool that takes a ``ToolContext``; a worker receives a pickled copy).
     """
 
     call: ToolCallPart
@@ -97,6 +100,7 @@ class ToolCallRequest:
     tool: Tool | None = attrs.field(default=None, eq=False, repr=False)
     deps: Any = attrs.field(default=None, eq=False, repr=False)
     channel: ToolChannel | None = attrs.field(default=None, eq=False, repr=False)
+    principal: Principal | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -108,13 +112,14 @@ class ToolCallRequest:
 
     @classmethod
     def of(cls, t: Tool, call: ToolCallPart, messages: Sequence[Message] = (),
-           timeout: float | None = None, deps: Any = None, channel: ToolChannel | None = None
-           ) -> ToolCallRequest:
-        """The request to run ``call`` with ``t``; ``timeout`` defaults to the tool's own; ``deps`` is kept
-        only when the tool takes a :class:`~hookstream.ToolContext`."""
+           timeout: float | None = None, deps: Any = None, channel: ToolChannel | None = None,
+           principal: Principal | None = None) -> ToolCallRequest:
+        """The request to run ``call`` with ``t``; ``timeout`` defaults to the tool's own; ``deps``,
+        ``channel`` and ``principal`` are kept only when the tool takes a :class:`~hookstream.ToolContext`."""
+        takes = t.context_param is not None
         return cls(call, tool_ref(t), t.timeout if timeout is None else timeout, time.time(), tuple(messages),
                    t.max_output_chars, bool(t.argument_types), dict(t.resources), t,
-                   deps if t.context_param else None, channel if t.context_param else None)
+                   deps if takes else None, channel if takes else None, principal if takes else None)
 
     def for_wire(self) -> ToolCallRequest:
         """This request without what stays in this process: the :class:`Tool` (its function may not
@@ -212,7 +217,8 @@ def run_request(req: ToolCallRequest) -> ToolResultPart:
         t = resolve_tool(req)
     except Exception as exc:
         return error_part(req, str(exc))
-    return run_tool(t, req.call, ToolContext(req.id, list(req.messages), CancellationToken(), req.deps))
+    return run_tool(t, req.call, ToolContext(req.id, list(req.messages), CancellationToken(), req.deps,
+                                             principal=req.principal))
 
 
 # -- running calls ------------------------------------------------------------------------------------
@@ -257,11 +263,12 @@ def _in_process(req: ToolCallRequest, cancel: CancellationToken) -> ToolResultPa
         return error_part(req, str(exc))
     hooks = current_hooks()
     if hooks is None:
-        return run_tool_guarded(t, req.call, list(req.messages), cancel, req.timeout, req.deps, req.channel)
+        return run_tool_guarded(t, req.call, list(req.messages), cancel, req.timeout, req.deps, req.channel,
+                                req.principal)
 
     def runner(ctx: ToolCallContext) -> ToolResultPart:
         return run_tool_guarded(t, ctx.with_arguments(req.call), list(req.messages), cancel, req.timeout, req.deps,
-                                ctx.tool_channel())
+                                ctx.tool_channel(), req.principal)
 
     return hooks.tool_call(ToolCallContext(None, req.call.id, req.call.name, req.call.arguments, t, runner=runner,
                                            channel=req.channel))

@@ -40,6 +40,7 @@ from .._stream.tee import Sink, body_session, tee_session
 if TYPE_CHECKING:
     import requests
 
+    from .._principal import Principal
     from .._stream.accumulate import StepResult
     from .._stream.transport import HTTPRequest
     from .tools import Tool, ToolChannel
@@ -88,7 +89,10 @@ class RunContext:
     from: a ``hookstream_run_start`` implementation may change the list in place), ``settings`` (the
     :class:`~hookstream.RunSettings` it was started with, when it came from one), ``state`` (a dict for
     plugins' own per-run values, keyed by plugin name), ``resume`` (the :class:`~hookstream.Resume` it
-    continues, when given one) and ``started_at``/``ended_at`` in ``time.monotonic()`` seconds."""
+    continues, when given one), ``started_at``/``ended_at`` in ``time.monotonic()`` seconds and
+    ``principal``, who the run is for (``LoopSettings.principal``: the
+    :class:`~hookstream.server.Principal` a server verified, the one a durable run kept for its recovered
+    copy; ``None`` outside a server; read-only by convention, immutable itself)."""
 
     thread_id: str
     run_id: str
@@ -101,6 +105,7 @@ class RunContext:
     resume: Any = None
     started_at: float = attrs.Factory(time.monotonic)
     ended_at: float | None = None
+    principal: Principal | None = None
 
 
 @attrs.define(slots=True, eq=False)
@@ -265,7 +270,8 @@ class ToolCallContext:
     executors only): ``on_stream`` holds callables each given every AG-UI event and
     :class:`~hookstream.events.Usage` the run took from this call's tool, in order, on the tool's thread
     (a plugin appends one before the tool runs); :meth:`emit` and :meth:`add_usage` stream in the run as the
-    tool would (a plugin that answers the call in the tool's place, e.g. from a journal)."""
+    tool would (a plugin that answers the call in the tool's place, e.g. from a journal). :attr:`principal`
+    is the run's (``None`` outside a server)."""
 
     run: RunContext | None
     call_id: str
@@ -292,6 +298,11 @@ class ToolCallContext:
         if self._channel is None or not self.on_stream:
             return self._channel
         return self._channel.tapped(self.on_stream)
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the run is for: ``run.principal`` (``None`` outside a server or before the run is set)."""
+        return self.run.principal if self.run is not None else None
 
     @property
     def call(self) -> ToolCallPart:

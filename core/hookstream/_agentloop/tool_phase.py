@@ -64,6 +64,7 @@ from .._events import (
     Usage,
 )
 from .._messages import Message, ToolCallPart, ToolResultPart, tool_output_text
+from .._principal import Principal
 from .._stream.accumulate import StepResult
 from .executors import ToolCallRequest, ToolExecutor
 from .thread_pool import POOL
@@ -97,6 +98,8 @@ class ToolPhaseSettings:
     """With ``run_id`` and ``thread_id``: tools that take a ``ToolContext`` get a
     :class:`~hookstream._agentloop.tools.ToolChannel`; the events they emit are streamed while they run and the
     usage they add goes to ``on_usage`` (the run's usage)."""
+    principal: Principal | None = None
+    """Who the run is for (``LoopSettings.principal``), for tools that take a ``ToolContext``."""
 
 
 @attrs.define(slots=True, frozen=True)
@@ -249,7 +252,7 @@ class ToolPhase:
                                                                                   for _, tl in runnable):
             channel = ToolChannel(settings.run_id, settings.thread_id)
         requests = [ToolCallRequest.of(tl, c, history, tl.timeout if tl.timeout is not None else default_timeout,
-                                       deps, channel)
+                                       deps, channel, settings.principal)
                     for c, tl in runnable]
         if channel is None:
             ran = settings.executor.run(requests, self._token)

@@ -39,6 +39,7 @@ import attrs
 from .._errors import ToolDefinitionError
 from .._events import BaseEvent, Usage
 from .._messages import FilePart, Message, ToolCallPart, ToolResultPart
+from .._principal import Principal
 from .._stream.provider import ToolSpec
 from .thread_pool import POOL
 from .tool_schema import Unsupported, describe, doc_params, json_default, schema_for
@@ -206,6 +207,13 @@ class ToolContext(Generic[DepsT]):
     while it runs (:meth:`emit`) and add token usage to the run's (:meth:`add_usage`), as an agent used
     as a tool does (:meth:`hookstream.Agent.as_tool`); ``run_id``/``thread_id`` are then the run's. In
     another process both return ``False`` and ``run_id`` is ``None``.
+
+    ``principal`` is who the run is for: the :class:`~hookstream.server.Principal` (``id`` and verified
+    ``claims``: roles, tenant...) the server authenticated for a served run, the one a durable run kept
+    for its recovered copy; ``None`` outside a server (a plain ``chat()``, ``LoopSettings.principal``
+    unset) or on a server without authentication. It comes from the server's authenticator only, never
+    from the request body. Immutable, so safe to share between the run's threads; ``process`` and
+    ``ray`` executors get a pickled copy, as with ``deps``.
     """
 
     tool_call_id: str
@@ -213,6 +221,7 @@ class ToolContext(Generic[DepsT]):
     cancellation: CancellationToken
     deps: DepsT = attrs.field(default=cast("Any", None))
     channel: ToolChannel | None = attrs.field(default=None, repr=False)
+    principal: Principal | None = attrs.field(default=None, repr=False)
 
     @property
     def run_id(self) -> str | None:
@@ -570,7 +579,7 @@ _POLL = 0.01  # seconds between checks of the run's token while a tool runs: bou
 
 def run_tool_guarded(
     t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None,
-    deps: Any = None, channel: ToolChannel | None = None,
+    deps: Any = None, channel: ToolChannel | None = None, principal: Principal | None = None,
 ) -> ToolResultPart:
     """Run ``call`` on a daemon thread (of :data:`~hookstream._agentloop.thread_pool.POOL`) and wait for it
     at most ``timeout`` seconds (``None``: no limit).
@@ -583,14 +592,14 @@ def run_tool_guarded(
     span is the parent there too). The run's ``hookstream_tool_call`` hooks go around it on the caller's
     thread (:mod:`hookstream._agentloop.executors`). ``deps`` is
     the run's application context (:attr:`ToolContext.deps`), ``channel`` the run's
-    :class:`ToolChannel` (:meth:`ToolContext.emit`).
+    :class:`ToolChannel` (:meth:`ToolContext.emit`), ``principal`` who it is for (:attr:`ToolContext.principal`).
     """
-    return _run_guarded(t, call, messages, run_token, timeout, deps, channel)
+    return _run_guarded(t, call, messages, run_token, timeout, deps, channel, principal)
 
 
 def _run_guarded(
     t: Tool, call: ToolCallPart, messages: list[Message], run_token: CancellationToken, timeout: float | None,
-    deps: Any, channel: ToolChannel | None,
+    deps: Any, channel: ToolChannel | None, principal: Principal | None,
 ) -> ToolResultPart:
     token = CancellationToken()
     done = threading.Event()
@@ -598,7 +607,7 @@ def _run_guarded(
 
     def target() -> None:
         try:
-            box.append(run_tool(t, call, ToolContext(call.id, messages, token, deps, channel)))
+            box.append(run_tool(t, call, ToolContext(call.id, messages, token, deps, channel, principal)))
         finally:
             done.set()
 

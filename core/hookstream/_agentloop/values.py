@@ -26,6 +26,7 @@ from .._stream.accumulate import StepResult
 from .._stream.transport import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
+    from .._principal import Principal
     from .._stream.provider import Provider
     from .tools import Tool
 
@@ -237,6 +238,10 @@ class LoopSettings:
       output gets (default 0: an invalid output ends the run with ``RUN_ERROR`` ``output_invalid``). Each
       retry sends the validation problems back to the model (a user message, or an error tool result in
       the forced-tool form) and calls it again; retries are not counted against ``max_steps``.
+    * ``principal``: who the run is for, a :class:`~hookstream.server.Principal` its server verified (the
+      server's stream factory sets it from ``RunInput.principal``, never from the request body); tools see
+      it as :attr:`hookstream.ToolContext.principal`, run hooks as ``RunContext.principal``. ``None``
+      (the default) outside a server.
     """
 
     prepare_step: Callable[[StepStart], StepSettings | dict[str, Any] | None] | None = None
@@ -248,6 +253,7 @@ class LoopSettings:
     include_raw: bool = False
     output_retries: int = 0
     parent_run_id: str | None = None
+    principal: Principal | None = None
 
     @classmethod
     def coerce(cls, value: LoopSettings | dict[str, Any] | None) -> LoopSettings:

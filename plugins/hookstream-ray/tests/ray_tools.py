@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
+
+from hookstream import ToolContext
 
 
 def _node() -> str | None:
@@ -24,6 +27,12 @@ def where(label: str) -> dict[str, object]:
         label: echoed back.
     """
     return {"label": label, "pid": os.getpid(), "node": _node()}
+
+
+def whoami(ctx: ToolContext[Any]) -> dict[str, object]:
+    """Say who the run is for (``ToolContext.principal``) and where the call ran."""
+    who = ctx.principal
+    return {"id": who.id if who else None, "claims": dict(who.claims) if who else None, "pid": os.getpid()}
 
 
 def meet(label: str, folder: str, count: int) -> dict[str, object]:

@@ -97,6 +97,18 @@ def test_results_in_call_order_for_many_calls(executor: RayExecutor) -> None:
     assert [r.output["label"] for r in results] == [str(i) for i in range(5)]
 
 
+def test_the_principal_reaches_the_task(executor: RayExecutor) -> None:
+    from hookstream.server import Principal
+
+    alice = Principal("alice", {"roles": ["refunds"], "tenant": "acme"})
+    t = tool(ray_tools.whoami)
+    (result,) = executor.run([ToolCallRequest.of(t, ToolCallPart("c1", t.name, {}), principal=alice)],
+                             CancellationToken())
+    assert not result.is_error, result.output
+    assert result.output["id"] == "alice" and result.output["claims"] == {"roles": ["refunds"], "tenant": "acme"}
+    assert result.output["pid"] != os.getpid()
+
+
 def test_timeout_is_an_error_result_and_cancels_the_task(executor: RayExecutor, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     [result] = executor.run([request(ray_tools.hang, "c1", {"pid_file": str(pid_file)}, timeout=3)],

@@ -396,7 +396,9 @@ def chat_factory(
     :class:`~hookstream.RunSettings` (``settings``, and/or its fields as keywords: ``tools``, ``system``,
     ``max_steps``, ``plugins``...), the request's frontend tools added as client tools. ``base_url`` and
     ``api_key`` build the one provider every run shares. Raises :class:`ValueError` at build time for a
-    malformed ``model`` or duplicate server tool names, :class:`TypeError` for an unknown field."""
+    malformed ``model`` or duplicate server tool names, :class:`TypeError` for an unknown field. Each run's
+    ``LoopSettings.principal`` is ``RunInput.principal`` (what the server's authenticator verified), so its
+    tools see it as :attr:`hookstream.ToolContext.principal` and its run hooks as ``RunContext.principal``."""
     run_settings = RunSettings.of(settings, **fields)
     server_tools = {t.name: t for t in run_settings.tools}
     # One provider object for every run the server starts: one connection pool to the model's API.
@@ -408,7 +410,9 @@ def chat_factory(
         if clash:
             raise AGUIInputError(f"tools {clash} are defined by both the server and the frontend")
         return chat(provider, run.messages, settings=run_settings, tools=[*server_tools.values(), *run.tools],
-                    thread_id=run.thread_id, loop=attrs.evolve(loop, run_id=run.run_id), resume=run.resume)
+                    thread_id=run.thread_id, resume=run.resume,
+                    # The authenticated caller, never the body's word: tools read it as ToolContext.principal.
+                    loop=attrs.evolve(loop, run_id=run.run_id, principal=run.principal))
 
     return start
 

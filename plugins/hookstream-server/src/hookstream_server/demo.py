@@ -87,7 +87,7 @@ def demo_factory(*, delay: float = 0.03, approval: bool = True, **chat_options: 
         try:
             provider = get_model(DEMO_MODEL, base_url=server.url + "/v1", api_key="demo-key")
             stream = chat(provider, messages, tools=[*tools, *run.tools], max_steps=4, thread_id=run.thread_id,
-                          loop=LoopSettings(run_id=run.run_id), **extra)
+                          loop=LoopSettings(run_id=run.run_id, principal=run.principal), **extra)
         except BaseException:
             server.stop()
             raise
