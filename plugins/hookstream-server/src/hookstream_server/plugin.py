@@ -82,7 +82,10 @@ class ServeHookSpecs:
         Return ``True`` to take the run over: it will run elsewhere (this process or another, through
         ``app.run_detached(run, protocol)``), its frames logged under ``(run.thread_id, run.run_id)``; the
         server then answers the POST with the run's log as it fills (as the resume route does) and does not
-        run it. ``None`` (or ``False``): the server runs it as usual (a plugin may keep the input).
+        run it. ``None`` (or ``False``): the server runs it as usual (a plugin may keep the input). The
+        POST counts toward its principal's ``max_concurrent_runs`` until its answer ends; a run the plugin
+        starts in this process under the same ids is that POST's run and shares its count (one, dropped
+        when the later of the two is done); started in another process, it counts there.
 
         :param app: the WSGI application.
         :param run: the run's :class:`~hookstream.server.RunInput` (do not change it).
