@@ -182,6 +182,27 @@ def hand_over(shared_queue: str) -> list[str]:
     return ids
 
 
+def hand_over_left(url: str, executor_id: str, shared_queue: str) -> list[str]:
+    """Hand the runs a dead process of ``executor_id`` left ``PENDING`` in the system database ``url`` to
+    the processes that dequeue from ``shared_queue``, as :func:`hand_over` does for a live one (each
+    ``ENQUEUED`` there: one live process takes it and recovers it). For a process that knows no process
+    of ``executor_id`` lives and none will start before this returns (``serve --durable``'s gunicorn
+    arbiter, a worker just reaped): a run still going on under that id would run twice. Through a
+    ``DBOSClient``, closed before it returns (no thread, no connection left: the caller may fork).
+    Returns the ids handed; raises what the database raises."""
+    from dbos import DBOSClient
+
+    client = DBOSClient(system_database_url=url)
+    try:
+        ids = [status.workflow_id for status in client.list_workflows(
+            status="PENDING", executor_id=executor_id, name=WORKFLOW_NAME, load_input=False, load_output=False)]
+        for run_id in ids:
+            client.resume_workflow(run_id, queue_name=shared_queue)
+    finally:
+        client.destroy()
+    return ids
+
+
 def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:
     """Have ``recover(run_id, meta)`` rebuild and start the run of each workflow DBOS recovers in this
     process with no run to drive it (``None``: such a workflow is cancelled, staying resumable)."""

@@ -71,6 +71,22 @@ class ServeHookSpecs:
         """
 
     @staticmethod
+    @hookspec
+    def hookstream_serve_exited(app: Any, slot: int) -> None:
+        """The process of worker slot ``slot`` exited, however it ended (killed, crashed, or stopped on
+        purpose after :func:`hookstream_serve_stop`), and no process holds the slot now.
+
+        Called with ``--workers N`` (gunicorn) only, in the arbiter (the parent of the workers), once the
+        worker is reaped and before any worker takes the slot again (gunicorn starts no replacement while a
+        reload's new workers run under other slots): a plugin hands what the dead holder of the slot left to
+        the live workers. Keep it short (the arbiter waits for it) and start no thread (the arbiter forks).
+
+        :param app: the WSGI application, as the arbiter built it (no worker state).
+        :param slot: the worker slot, from 0.
+        :returns: nothing (an exception is logged; the server goes on).
+        """
+
+    @staticmethod
     @hookspec(firstresult=True)
     def hookstream_serve_run(app: Any, run: RunInput, protocol: str) -> bool | None:
         """A POST is about to start ``run`` (its input as the server parsed it: the thread's history and
