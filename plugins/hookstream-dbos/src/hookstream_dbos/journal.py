@@ -36,6 +36,7 @@ calls of one step write their steps at once); a run id is open in one run of a p
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -74,14 +75,33 @@ RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
 
 
 def default_url() -> str:
-    """``$DBOS_SYSTEM_DATABASE_URL``, else SQLite in the user data directory
-    (``sqlite:///~/.local/share/hookstream/durable.sqlite`` on Linux, platformdirs' ``user_data_dir``)."""
+    """``$DBOS_SYSTEM_DATABASE_URL``, else SQLite ``durable.sqlite`` in hookstream's user directory
+    (:func:`hookstream.plugin.user_dir`: ``$HOOKSTREAM_USER_DIR``, else platformdirs' ``user_data_dir``,
+    ``~/.local/share/hookstream`` on Linux). One exception keeps runs journaled before
+    ``$HOOKSTREAM_USER_DIR`` was set resumable (a run of an id the journal does not hold would start
+    anew, and pay again): while no journal is in ``$HOOKSTREAM_USER_DIR`` and one is in platformdirs'
+    directory, that one, with a warning (move the file to use the new place)."""
     env = os.environ.get(ENV_URL)
     if env:
         return env
-    import platformdirs
+    from hookstream.plugin import user_dir
 
-    return f"sqlite:///{Path(platformdirs.user_data_dir('hookstream', appauthor=False)) / DB_FILE}"
+    path = user_dir() / DB_FILE
+    if not path.exists():
+        import platformdirs
+
+        old = Path(platformdirs.user_data_dir("hookstream", appauthor=False)) / DB_FILE
+        if old != path and old.exists():
+            _warn_old_journal(old, path)
+            path = old
+    return f"sqlite:///{path}"
+
+
+@functools.cache
+def _warn_old_journal(old: Path, new: Path) -> None:
+    """Once a process: say which journal is used, and how to move it."""
+    log.warning("durable runs: using the journal at %s, made before $HOOKSTREAM_USER_DIR was set; move it "
+                "to %s (with its -wal and -shm files, no run going on) to keep it there", old, new)
 
 
 def redact_url(url: str) -> str:
