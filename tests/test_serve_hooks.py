@@ -149,6 +149,40 @@ def test_a_plugin_takes_an_ai_sdk_chat_over_and_the_post_reads_its_ui_stream(plu
     assert len(srv.requests) == 2  # run once, detached
 
 
+def test_a_taken_over_post_and_the_run_it_starts_here_count_once(plugin: Plugin, tmp_path: Path) -> None:
+    """The POST a plugin took over (tailing the log) and the run the plugin starts in this process under
+    its ids are one run toward ``max_concurrent_runs``: counted once while either goes on, then not."""
+    entered, release = threading.Event(), threading.Event()
+
+    def lookup(key: str) -> str:
+        """Look up a key (once the test lets it)."""
+        entered.set()
+        release.wait(NEVER)
+        return f"value of {key}"
+
+    with LoopbackServer(_responses()) as srv:
+        model = get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test")
+        app = make_app(model, tools=[lookup], authenticate=TokenAuthenticator({"tok-a": "alice"}), serve_page=False,
+                       store=open_store(f"sqlite:///{tmp_path / 'threads.db'}"))
+        status, body = call(app, _input("take-once"))
+        assert status == "200 OK"
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.extend(body))
+        reader.start()
+        assert entered.wait(NEVER)
+        assert app.counts.running("alice") == 1  # the POST and its run: one
+        release.set()
+        reader.join(NEVER)
+        body.close()
+        assert events_of(b"".join(got))[-1]["type"] == "RUN_FINISHED"
+        done = threading.Event()
+        for _ in range(int(NEVER / 0.01)):  # the run's count goes just after its last frame is logged
+            if app.counts.running("alice") == 0:
+                break
+            done.wait(0.01)
+        assert app.counts.running("alice") == 0
+
+
 def _frame(ev: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(ev, separators=(",", ":")).encode() + b"\n\n"
 

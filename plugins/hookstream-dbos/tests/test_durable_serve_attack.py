@@ -368,3 +368,50 @@ def test_a_taken_over_answer_and_a_recovered_run_count_toward_the_limit(tmp_path
 
         _until("alice's count freed", again)
         assert after[-1][0] == 200 and after[-1][1][-1]["outcome"]["type"] == "success", after[-1]
+
+
+def test_an_answer_in_flight_counts_once(tmp_path: Path) -> None:
+    """The answering POST (tailing the log) and the run it resumes in its worker are one run: at
+    ``--max-concurrent-runs 2`` alice runs one more beside it (as without ``--durable``), and once it ended
+    her count is back to 0 (two runs fit at once)."""
+    with _server(tmp_path, "once", "--max-concurrent-runs", "2") as srv:
+        thread, _, _, interrupt = _waiting(srv, "alice", "pay_slow", 66)
+        lines: list[bytes] = []
+        with requests.post(srv.base + "/", json=_body(thread, _new("run"), [], resume=_approve(interrupt["id"])),
+                           headers=_headers("alice"), stream=True, timeout=WAIT) as answer:
+            assert answer.status_code == 200, answer.text
+            reader = threading.Thread(target=_read_raw, args=(answer, lines))
+            reader.start()
+            _wait_for(srv.folder / "started-66-1", "the approved pay_slow's start")
+            srv.script(_final(), _final())  # alice's second run, then the answer's last model call
+            assert _post_ok(srv, "alice", _body(_new("thread"), _new("run"), _ask("Hi.")))[-1]["outcome"]["type"] \
+                == "success"
+            (srv.folder / "release-66").write_text("", "utf-8")
+            reader.join(WAIT)
+        _answered([json.loads(line[6:]) for line in lines if line.startswith(b"data: ")], 66)
+
+        # Back to 0: a blocking run fits, and one more beside it (a slot left counted would refuse it).
+        thread, run = _new("thread"), _new("run")
+        srv.script(_tool_call(_new("call"), "block", 67), _final(), _final())
+        held: list[requests.Response] = []
+
+        def blocking() -> bool:
+            resp = requests.post(srv.base + "/", json=_body(thread, run, _ask("Block 67.")), headers=_headers("alice"),
+                                 stream=True, timeout=WAIT)
+            if resp.status_code == 200:
+                held.append(resp)
+            else:
+                resp.close()  # the answer's count is dropped just after its last frame is logged
+            return bool(held)
+
+        _until("the blocking run admitted", blocking)
+        block_lines: list[bytes] = []
+        block_reader = threading.Thread(target=_read_raw, args=(held[0], block_lines))
+        block_reader.start()
+        _wait_for(srv.folder / "started-67-1", "block's start")
+        assert _post_ok(srv, "alice", _body(_new("thread"), _new("run"), _ask("Beside.")))[-1]["outcome"]["type"] \
+            == "success"
+        (srv.folder / "release-67").write_text("", "utf-8")
+        block_reader.join(WAIT)
+        held[0].close()
+        assert [json.loads(x[6:]) for x in block_lines if x.startswith(b"data: ")][-1]["type"] == "RUN_FINISHED"

@@ -29,7 +29,25 @@ from test_durable_serve import (
 )
 
 
-def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp_path: Path) -> None:  # noqa: F811
+def _new_workers(arbiter: int, old: set[int], count: int) -> None:
+    """Wait until ``arbiter`` has ``count`` children that are not in ``old`` (the reload's new workers)."""
+    import psutil
+
+    pause = threading.Event()
+    for _ in range(int(WAIT / 0.05)):
+        if len({p.pid for p in psutil.Process(arbiter).children()} - old) >= count:
+            return
+        pause.wait(0.05)
+    pytest.fail("the reload's new workers never started")
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["graceful", "killed-during-reload"])
+def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp_path: Path,  # noqa: F811
+                                                            kill: bool) -> None:
+    """``killed-during-reload``: the old worker is SIGKILLed once the new workers run, before its graceful
+    stop hands its run over; no replacement takes its slot, and the arbiter hands the run over instead."""
+    import psutil
+
     folder = tmp_path / "run"
     folder.mkdir()
     store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
@@ -42,7 +60,11 @@ def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp
         assert resp.status_code == 200, resp.text
         _wait_for(folder / "b-running", "tool_b's first run")
         old = int((folder / "b-running").read_text("utf-8"))
+        workers = {p.pid for p in psutil.Process(arbiter[0]).children()}
         os.kill(arbiter[0], signal.SIGHUP)  # new workers (slots 2 and 3), then the old ones stop gracefully
+        if kill:
+            _new_workers(arbiter[0], workers, 2)
+            os.kill(old, signal.SIGKILL)  # within its graceful wait for the stream in flight
         reader.join(WAIT)
         assert not reader.is_alive(), "the old worker's stream never ended"
         resp.close()

@@ -11,8 +11,8 @@ import click
 __all__ = ["argv_of", "runs"]
 
 _DB = click.option("--durable-db", "db", default=None, metavar="URL",
-                   help="The DBOS system database (default: $DBOS_SYSTEM_DATABASE_URL, else SQLite in the user "
-                        "data directory).")
+                   help="The DBOS system database (default: $DBOS_SYSTEM_DATABASE_URL, else SQLite in "
+                        "$HOOKSTREAM_USER_DIR or the user data directory).")
 
 _SECRET_WORDS = ("key", "token", "secret", "password", "auth")
 """An option whose name holds one of these is never kept with a run (the journal is no place for a

@@ -123,8 +123,9 @@ class Durable:
     """Run ``chat(...)`` as the DBOS workflow ``id`` (any string; the same id after a crash resumes the
     run, the id of a finished run returns its recorded answer without calling anything, another id is a
     new run). ``db`` is the DBOS system database URL (default ``$DBOS_SYSTEM_DATABASE_URL``, else SQLite
-    in the user data directory; one per process). ``meta`` is kept with the run (the CLI keeps its
-    command line there, for ``hookstream runs resume``). ``wait`` is how long, in seconds, a run that
+    in ``$HOOKSTREAM_USER_DIR`` or the user data directory: ``hookstream_dbos.default_url``; one per
+    process). ``meta`` is kept with the run (the CLI keeps its command line there, for ``hookstream runs
+    resume``). ``wait`` is how long, in seconds, a run that
     ends waiting for approvals waits for its answer (default a week; then it ends, and an answer is
     refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
     ``max_tool_stream`` bounds, in bytes of AG-UI JSON, what one tool call's streamed events

@@ -36,6 +36,7 @@ calls of one step write their steps at once); a run id is open in one run of a p
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -74,14 +75,33 @@ RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
 
 
 def default_url() -> str:
-    """``$DBOS_SYSTEM_DATABASE_URL``, else SQLite in the user data directory
-    (``sqlite:///~/.local/share/hookstream/durable.sqlite`` on Linux, platformdirs' ``user_data_dir``)."""
+    """``$DBOS_SYSTEM_DATABASE_URL``, else SQLite ``durable.sqlite`` in hookstream's user directory
+    (:func:`hookstream.plugin.user_dir`: ``$HOOKSTREAM_USER_DIR``, else platformdirs' ``user_data_dir``,
+    ``~/.local/share/hookstream`` on Linux). One exception keeps runs journaled before
+    ``$HOOKSTREAM_USER_DIR`` was set resumable (a run of an id the journal does not hold would start
+    anew, and pay again): while no journal is in ``$HOOKSTREAM_USER_DIR`` and one is in platformdirs'
+    directory, that one, with a warning (move the file to use the new place)."""
     env = os.environ.get(ENV_URL)
     if env:
         return env
-    import platformdirs
+    from hookstream.plugin import user_dir
 
-    return f"sqlite:///{Path(platformdirs.user_data_dir('hookstream', appauthor=False)) / DB_FILE}"
+    path = user_dir() / DB_FILE
+    if not path.exists():
+        import platformdirs
+
+        old = Path(platformdirs.user_data_dir("hookstream", appauthor=False)) / DB_FILE
+        if old != path and old.exists():
+            _warn_old_journal(old, path)
+            path = old
+    return f"sqlite:///{path}"
+
+
+@functools.cache
+def _warn_old_journal(old: Path, new: Path) -> None:
+    """Once a process: say which journal is used, and how to move it."""
+    log.warning("durable runs: using the journal at %s, made before $HOOKSTREAM_USER_DIR was set; move it "
+                "to %s (with its -wal and -shm files, no run going on) to keep it there", old, new)
 
 
 def redact_url(url: str) -> str:
@@ -179,6 +199,27 @@ def hand_over(shared_queue: str) -> list[str]:
     client = DBOSClient(system_database_url=url)
     for run_id in ids:
         client.resume_workflow(run_id, queue_name=shared_queue)
+    return ids
+
+
+def hand_over_left(url: str, executor_id: str, shared_queue: str) -> list[str]:
+    """Hand the runs a dead process of ``executor_id`` left ``PENDING`` in the system database ``url`` to
+    the processes that dequeue from ``shared_queue``, as :func:`hand_over` does for a live one (each
+    ``ENQUEUED`` there: one live process takes it and recovers it). For a process that knows no process
+    of ``executor_id`` lives and none will start before this returns (``serve --durable``'s gunicorn
+    arbiter, a worker just reaped): a run still going on under that id would run twice. Through a
+    ``DBOSClient``, closed before it returns (no thread, no connection left: the caller may fork).
+    Returns the ids handed; raises what the database raises."""
+    from dbos import DBOSClient
+
+    client = DBOSClient(system_database_url=url)
+    try:
+        ids = [status.workflow_id for status in client.list_workflows(
+            status="PENDING", executor_id=executor_id, name=WORKFLOW_NAME, load_input=False, load_output=False)]
+        for run_id in ids:
+            client.resume_workflow(run_id, queue_name=shared_queue)
+    finally:
+        client.destroy()
     return ids
 
 

@@ -39,7 +39,8 @@ def hookstream_cli_options(command: str) -> list[click.Option] | None:
                           "a finished ID prints its recorded answer. See `hookstream runs list`."),
         click.Option(["--durable-db"], "durable_db", default=None, metavar="URL",
                      help="The DBOS system database of durable runs (default: $DBOS_SYSTEM_DATABASE_URL, else "
-                          "SQLite in the user data directory); postgresql://... serves several processes."),
+                          "SQLite in $HOOKSTREAM_USER_DIR or the user data directory); postgresql://... serves "
+                          "several processes."),
     ]
 
 
@@ -52,7 +53,8 @@ def _serve_options() -> list[click.Option]:
                           "recovered by a live worker and goes on; its client reconnects to the resume route."),
         click.Option(["--durable-db"], "durable_db", default=None, metavar="URL",
                      help="--durable: the DBOS system database (default: $DBOS_SYSTEM_DATABASE_URL, else SQLite in "
-                          "the user data directory); postgresql://... for servers on several machines."),
+                          "$HOOKSTREAM_USER_DIR or the user data directory); postgresql://... for servers on "
+                          "several machines."),
         click.Option(["--durable-name"], "durable_name", default=None, metavar="NAME",
                      help="--durable: this server's name in its workers' DBOS executor ids (default: the host "
                           "name); give each server on one machine sharing a --durable-db its own."),

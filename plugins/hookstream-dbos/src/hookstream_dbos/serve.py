@@ -46,7 +46,7 @@ import attrs
 from hookstream.plugin import RunContext, hookimpl
 
 from .durable import Durable
-from .journal import ensure_dbos, hand_over, log, on_recovery, open_runs
+from .journal import default_url, ensure_dbos, hand_over, hand_over_left, log, on_recovery, open_runs
 from .serve_wait import SERVED_PROTOCOLS, ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
 
 __all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id", "shared_queue"]
@@ -130,6 +130,16 @@ class ServeDurable:
             log.exception("durable runs left to worker slot %d's next holder instead: %d", slot, left)
         logging.shutdown()  # flush what is logged; nothing else of this process may wait
         os._exit(0)
+
+    @hookimpl
+    def hookstream_serve_exited(self, app: Any, slot: int) -> None:
+        """In gunicorn's arbiter, a worker reaped (killed, or stopped and its hand-over failed): the runs
+        it left ``PENDING`` under its slot's executor id go to the server's shared queue at once, where a
+        live worker recovers each; no replacement need take the slot (none does while a reload's new
+        workers run). Nothing else runs under that executor id until the slot is given again, after this."""
+        left = hand_over_left(self.db or default_url(), executor_id(self.name, slot), shared_queue(self.name))
+        if left:
+            log.warning("durable runs of dead worker slot %d handed to the live workers: %d", slot, len(left))
 
     def take(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """The kept input of the run about to start, once."""

@@ -47,6 +47,7 @@ with ``make_app(resumable=False)`` the run is cancelled at once.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -725,6 +726,7 @@ class _App:
     signer: ApprovalSigner | None  # a server without a store signs the approvals it hands out
     log: RunLog | None  # every run's frames, for a client that reconnects (hookstream_server.resume)
     running: _RunningRuns = attrs.field(factory=lambda: _RunningRuns())
+    handed: _HandedCounts = attrs.field(factory=lambda: _HandedCounts())  # taken-over POSTs' counts
     used: UsedApprovals | None = None  # a stateless server's used approval ids (shared by its workers)
     answers: InMemoryStore = attrs.field(factory=InMemoryStore)  # claims, for a store without claim_answers
     options: _Options = attrs.field(factory=lambda: _Options())  # what plugins switch on (log_then_send)
@@ -824,22 +826,27 @@ class _App:
         flush = getattr(self.log, "flush", None)
         if callable(flush):
             flush()  # the entry is in a shared log before any process may go on with the run
+        counts, limits = self.counts, self.limits
+        # Offered before the hook runs: the plugin may start the run here before the hook returns.
+        key = (run.thread_id, run.run_id, who)
+        done = self.handed.hold(key, lambda: counts.finish(who)) if who is not None else None
         try:
             taken = hook(app=self, run=run, protocol=protocol)
         except BaseException:
+            self.handed.drop(key)
             self._drop(stream, who)
             raise
         if not taken:
+            self.handed.drop(key)
             return None
         if self.log is None:
             self._drop(stream, who)
             raise _Refused("500 Internal Server Error", "a plugin took the run over, but the server keeps no "
                                                         "event log (make_app(resumable=False))")
         stream.cancel()  # never iterated: nothing was sent or run
-        counts, limits = self.counts, self.limits
         # The run waits for an answer or runs elsewhere: never a gap in the log, so no wait limit.
         frames = tail(self.log, run.thread_id, run.run_id, 0, limits.ping_seconds, None)
-        return frames if who is None else _Released(frames, lambda: counts.finish(who))
+        return frames if done is None else _Released(frames, done)
 
     def _drop(self, stream: RunStream, who: str | None) -> None:
         """Cancel a run never iterated and stop counting it toward ``who``'s running runs."""
@@ -857,7 +864,9 @@ class _App:
         what the run adds to the thread is saved when it ends, as for a live run (``run.messages`` is the
         conversation it starts from, as the POST that started it had it). It counts toward
         ``run.principal``'s running runs until it ends (never refused: it was admitted before), ends after
-        ``max_run_seconds`` at most, and its log ends and expires as a live run's does.
+        ``max_run_seconds`` at most, and its log ends and expires as a live run's does. A run started
+        under the ids of a POST of this process that a plugin took over (``hookstream_serve_run``) is that
+        POST's run: the two count once, until the later of them is done.
 
         Returns once the run is started (it runs on a thread of the server's pool). ``protocol``:
         ``"agui"`` (AG-UI SSE) or ``"ui"`` (the AI SDK UI message stream, framed from ``run`` alone:
@@ -871,7 +880,11 @@ class _App:
         if self.log is None:
             raise ValueError("run_detached needs the run event log (make_app(resumable=True))")
         who = run.principal.id if run.principal is not None else None
-        self.counts.hold_always(who)
+        counts = self.counts
+        done = self.handed.adopt((run.thread_id, run.run_id, who)) if who is not None else None
+        if done is None:
+            counts.hold_always(who)
+            done = functools.partial(counts.finish, who)
         try:
             stream: RunStream = self.factory(run)
             if self.signer is not None:
@@ -883,14 +896,13 @@ class _App:
                 stream.cancel()
                 raise ValueError(f"run {run.run_id!r} on thread {run.thread_id!r} is logged for another principal")
         except BaseException:
-            self.counts.finish(who)
+            done()
             raise
         forget = self.running.add(run.thread_id, who, stream, None)
-        counts = self.counts
 
         def release() -> None:
             forget()
-            counts.finish(who)
+            done()
 
         body = _RunBody(stream, release, self.limits.max_run_seconds, framing(run), recorder, None, None)
         body.close()  # no client: the run goes on detached until it ends
@@ -1051,6 +1063,49 @@ class _App:
 STEER_PATH = "/agui/threads/{threadId}/messages"
 """Where the owner of a thread POSTs a steering message for its running run (``make_app``)."""
 _STEER_PATH = re.compile(r"^/agui/threads/(?P<thread>[^/]+)/messages$")
+
+
+class _HandedCounts:
+    """The running-run counts of this process's POSTs that a plugin took over, by ``(thread id, run id,
+    principal)``: the run a plugin then starts here under the same ids (``run_detached``) shares its
+    POST's count instead of taking another (one answer, one count, as without the plugin), and the
+    count is dropped once, when the later of the two is done. A process that dies takes its counts with
+    it (:class:`~hookstream_server.limits.SharedCounts`). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, str, str | None], list[Any]] = {}  # key -> [holders, release]
+
+    def hold(self, key: tuple[str, str, str | None], release: Callable[[], None]) -> Callable[[], None]:
+        """Offer the POST's count under ``key``; returns what the POST calls, once, when it is done."""
+        entry: list[Any] = [1, release]
+        with self._lock:
+            self._held[key] = entry
+        return functools.partial(self._done, key, entry)
+
+    def drop(self, key: tuple[str, str, str | None]) -> None:
+        """The POST was not taken over: its count is released as a run's (nothing shares it later)."""
+        with self._lock:
+            self._held.pop(key, None)
+
+    def adopt(self, key: tuple[str, str, str | None]) -> Callable[[], None] | None:
+        """Share the count a POST offered under ``key`` (once): what the run calls, once, when it is done;
+        ``None`` when none is offered (or its POST is done)."""
+        with self._lock:
+            entry = self._held.pop(key, None)
+            if entry is None:
+                return None
+            entry[0] += 1
+        return functools.partial(self._done, key, entry)
+
+    def _done(self, key: tuple[str, str, str | None], entry: list[Any]) -> None:
+        with self._lock:
+            entry[0] -= 1
+            if entry[0]:
+                return
+            if self._held.get(key) is entry:
+                del self._held[key]
+        entry[1]()
 
 
 @attrs.define(eq=False)

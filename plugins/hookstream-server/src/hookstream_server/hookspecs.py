@@ -6,6 +6,8 @@ call them through ``hookstream.get_registry().pm.hook``).
   process, slot 0; gunicorn: each worker after the fork, with its worker slot).
 * :func:`hookstream_serve_stop`: each serving process stopped on purpose, once, before it exits (gunicorn:
   a worker after its graceful wait; waitress: after Ctrl-C).
+* :func:`hookstream_serve_exited`: in gunicorn's arbiter, each worker reaped (killed or stopped), before
+  any other worker takes its slot.
 * :func:`hookstream_serve_run`: each run a POST starts, after every check and claim, before it runs;
   a plugin may take the run over (it runs elsewhere: the server answers by tailing its event log).
 
@@ -15,7 +17,8 @@ What they are for: a plugin that keeps runs somewhere that outlives a process (h
 
 Thread safety: :func:`hookstream_serve_process` runs on the serving process's main thread before any
 request, :func:`hookstream_serve_stop` on it after the last one it waited for;
-:func:`hookstream_serve_run` runs on the request's thread, for several requests at once.
+:func:`hookstream_serve_run` runs on the request's thread, for several requests at once;
+:func:`hookstream_serve_exited` on the arbiter's main thread.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["serve_process", "serve_stop"]
+__all__ = ["serve_exited", "serve_process", "serve_stop"]
 
 
 def serve_process(app: Any, slot: int) -> None:
@@ -48,3 +51,17 @@ def serve_stop(app: Any, slot: int) -> None:
         hook(app=app, slot=slot)
     except Exception:  # the process exits all the same
         logging.getLogger("hookstream_server").exception("a hookstream_serve_stop hook failed")
+
+
+def serve_exited(app: Any, slot: int) -> None:
+    """Tell the plugins, in gunicorn's arbiter, that worker ``slot``'s process exited and no process holds
+    the slot (``hookstream_serve_exited``); what a plugin raises is logged, not raised."""
+    from hookstream import get_registry
+
+    hook = getattr(get_registry().pm.hook, "hookstream_serve_exited", None)
+    if hook is None:
+        return
+    try:
+        hook(app=app, slot=slot)
+    except Exception:  # the arbiter serves on all the same
+        logging.getLogger("hookstream_server").exception("a hookstream_serve_exited hook failed")

@@ -71,6 +71,22 @@ class ServeHookSpecs:
         """
 
     @staticmethod
+    @hookspec
+    def hookstream_serve_exited(app: Any, slot: int) -> None:
+        """The process of worker slot ``slot`` exited, however it ended (killed, crashed, or stopped on
+        purpose after :func:`hookstream_serve_stop`), and no process holds the slot now.
+
+        Called with ``--workers N`` (gunicorn) only, in the arbiter (the parent of the workers), once the
+        worker is reaped and before any worker takes the slot again (gunicorn starts no replacement while a
+        reload's new workers run under other slots): a plugin hands what the dead holder of the slot left to
+        the live workers. Keep it short (the arbiter waits for it) and start no thread (the arbiter forks).
+
+        :param app: the WSGI application, as the arbiter built it (no worker state).
+        :param slot: the worker slot, from 0.
+        :returns: nothing (an exception is logged; the server goes on).
+        """
+
+    @staticmethod
     @hookspec(firstresult=True)
     def hookstream_serve_run(app: Any, run: RunInput, protocol: str) -> bool | None:
         """A POST is about to start ``run`` (its input as the server parsed it: the thread's history and
@@ -82,7 +98,10 @@ class ServeHookSpecs:
         Return ``True`` to take the run over: it will run elsewhere (this process or another, through
         ``app.run_detached(run, protocol)``), its frames logged under ``(run.thread_id, run.run_id)``; the
         server then answers the POST with the run's log as it fills (as the resume route does) and does not
-        run it. ``None`` (or ``False``): the server runs it as usual (a plugin may keep the input).
+        run it. ``None`` (or ``False``): the server runs it as usual (a plugin may keep the input). The
+        POST counts toward its principal's ``max_concurrent_runs`` until its answer ends; a run the plugin
+        starts in this process under the same ids is that POST's run and shares its count (one, dropped
+        when the later of the two is done); started in another process, it counts there.
 
         :param app: the WSGI application.
         :param run: the run's :class:`~hookstream.server.RunInput` (do not change it).

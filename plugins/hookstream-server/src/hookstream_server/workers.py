@@ -30,7 +30,8 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
     slot)`` (``served``: make_app's application, default ``app``) with its worker slot: the smallest of
     ``0..workers-1`` no live worker holds, given in the arbiter before the fork, so the worker replacing a
     dead one takes its slot; a worker that stops on purpose calls ``hookstream_serve_stop`` before it
-    exits. Raises :class:`click.ClickException` when gunicorn is not installed."""
+    exits, and the arbiter calls ``hookstream_serve_exited(served, slot)`` once it reaped a worker, before
+    another takes its slot. Raises :class:`click.ClickException` when gunicorn is not installed."""
     try:
         from gunicorn.app.base import BaseApplication
 
@@ -65,6 +66,12 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
 
             serve_stop(served, getattr(worker, SLOT, 0))
 
+    def child_exit(server: Any, worker: Any) -> None:
+        # In the arbiter, after the reap and before manage_workers forks a worker into the free slot.
+        from .hookspecs import serve_exited
+
+        serve_exited(served, getattr(worker, SLOT, 0))
+
     options: dict[str, Any] = {
         "bind": f"{host}:{port}",
         "workers": workers,
@@ -83,6 +90,7 @@ def run_workers(app: Callable[..., Any], host: str, port: int, workers: int, thr
         "pre_fork": pre_fork,
         "post_worker_init": post_worker_init,
         "worker_exit": worker_exit,
+        "child_exit": child_exit,
         "loglevel": "warning",
     }
 
