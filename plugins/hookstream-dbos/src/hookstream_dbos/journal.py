@@ -18,7 +18,9 @@ State of a run id, as DBOS keeps it:
 * waiting (``CANCELLED``, the journal ending with ``wait:N``): the run ended interrupted for approvals and
   its workflow detached at once, so a wait holds no thread; the run that answers
   (``hookstream_dbos.waits``) sends the answer, then resumes the same workflow, which takes the answer with
-  ``DBOS.recv`` as it replays and goes on with that run's steps, under a prefix;
+  ``DBOS.recv`` as it replays and goes on with that run's steps, under a prefix; a served one recovered
+  ``PENDING`` (its worker died between journaling the wait and detaching) first ends its interrupted run
+  again (:func:`_finish_interrupted`), then detaches;
 * ``SUCCESS``: finished (or resumed past its wait's deadline), its steps replay and nothing is sent or run;
 * ``ERROR``: the workflow itself failed (never from this plugin's own runs): refused.
 
@@ -69,6 +71,9 @@ ENV_URL = "DBOS_SYSTEM_DATABASE_URL"
 DB_FILE = "durable.sqlite"
 START_TIMEOUT = 120.0
 """Seconds a run waits for DBOS to start (or resume) its workflow before its first new step fails."""
+FINISH_TIMEOUT = 30.0
+"""Seconds a recovered waiting workflow waits for its interrupted run, started again, to end before it
+detaches anyway (less than ``serve_wait.RECOVERY_SETTLE``: an answer never resumes it while it runs)."""
 POLL = 0.5
 """Seconds between an open run's workflow's checks that the process is not exiting (so it never holds exit)."""
 RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
@@ -410,7 +415,7 @@ def _finish_interrupted(run_id: str, meta: dict[str, Any], steps: list[tuple[str
     it replays from the journal to its interrupt (nothing is sent, no tool runs, nothing is journaled),
     so the server saves its messages and ends its log as the dead worker would have (saving and logging
     what is there already are no-ops: stable message ids). Returns once that run's journal has ended
-    (at most :data:`START_TIMEOUT` seconds); the workflow then detaches, so an answer (which waits for
+    (at most :data:`FINISH_TIMEOUT` seconds); the workflow then detaches, so an answer (which waits for
     the detach: ``serve_wait.find_waiting``) finds the thread whole."""
     last: dict[str, Any] | None = None
     waits = 0
@@ -430,8 +435,8 @@ def _finish_interrupted(run_id: str, meta: dict[str, Any], steps: list[tuple[str
         _finishing[run_id] = done
     try:
         threading.Thread(target=start, args=(run_id, arg), name="hookstream-durable-finish").start()
-        if not done.wait(START_TIMEOUT):
-            log.warning("durable run %s: its interrupted run did not end again within %.0f s", run_id, START_TIMEOUT)
+        if not done.wait(FINISH_TIMEOUT):
+            log.warning("durable run %s: its interrupted run did not end again within %.0f s", run_id, FINISH_TIMEOUT)
     finally:
         with _lock:
             _finishing.pop(run_id, None)
