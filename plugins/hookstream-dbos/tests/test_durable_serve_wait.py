@@ -95,7 +95,8 @@ def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_dur
         assert len(model.requests) == 3
 
 
-def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_once(tmp_path: Path) -> None:
+def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_once(
+        durable_db: str, tmp_path: Path) -> None:  # noqa: F811
     """The worker that streamed the run dies after it journaled its wait, before it detached (the workflow
     still PENDING under its slot; its client read the approval request, not yet RUN_FINISHED; the thread
     in the store without the run's tool call). A live worker recovers the waiting workflow, ends the
@@ -109,10 +110,11 @@ def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_o
     asking = provider_stream("openai", text="Now pay. ", reasoning="", tool_name="pay", tool_args={"amount": 5})
     bodies = [asking.events, final_stream("openai", text=ANSWER).events]
     bodies[0] = [e.replace(b"call_fault1", b"call_p") for e in bodies[0]]
-    db = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    db = durable_db
+    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
     thread_id, run_1, run_2 = "thread-k", f"run-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
     with LoopbackServer([Response(pieces=b) for b in bodies]) as model, \
-            serve(model.url, f"sqlite:///{tmp_path / 'threads.db'}", folder, "--tool", "durable_detach_hold:pay",
+            serve(model.url, store, folder, "--tool", "durable_detach_hold:pay",
                   "--durable", "--durable-db", db, "--durable-name", "window", hold=False) as base:
         got: list[tuple[str, dict[str, Any]]] = []
         ask = [{"id": "u1", "role": "user", "content": "Pay 5."}]
@@ -149,7 +151,7 @@ def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_o
         # The thread in the store: the question, the call, its result, the answer (each once, in order).
         from hookstream.stores import open_store
 
-        kept = open_store(f"sqlite:///{tmp_path / 'threads.db'}").load(thread_id)
+        kept = open_store(store).load(thread_id)
         assert [(m.role, [c.id for c in m.tool_calls], [r.tool_call_id for r in m.tool_results]) for m in kept] == [
             ("user", [], []), ("assistant", ["call_p"], []), ("tool", [], ["call_p"]), ("assistant", [], [])], kept
 
