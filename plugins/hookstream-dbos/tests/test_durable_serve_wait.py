@@ -22,7 +22,7 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
 from test_durable_run import db_url  # noqa: F401  (a fixture durable_db takes)
-from test_durable_serve import WAIT, _frames, _wait_for, durable_db, serve  # noqa: F401  (the db fixture)
+from test_durable_serve import WAIT, _frames, _resume, _wait_for, durable_db, serve  # noqa: F401  (the db fixture)
 
 ANSWER = "Paid 5 after a1."
 
@@ -95,25 +95,26 @@ def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_dur
         assert len(model.requests) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: the run never ended, so the thread in the store lacks its "
-                   "tool call; the answering run starts from the store and the approved tool never runs")
-def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_once(tmp_path: Path) -> None:
+def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_once(
+        durable_db: str, tmp_path: Path) -> None:  # noqa: F811
     """The worker that streamed the run dies after it journaled its wait, before it detached (the workflow
-    still PENDING under its slot; its client read the approval request, not yet RUN_FINISHED): the answer
-    should continue the same durable run, the approved tool running once. Today the answer is taken (the
-    wait is found once the run is handed over or after ``serve_wait.SETTLE``), but the answering run's
-    history comes from the thread in the store, which a run saves when it ends: this one never ended, so
-    it lacks the tool call and the approval is dropped (the run answers without running ``pay``)."""
+    still PENDING under its slot; its client read the approval request, not yet RUN_FINISHED; the thread
+    in the store without the run's tool call). A live worker recovers the waiting workflow, ends the
+    interrupted run again from the journal (its messages saved, its log ended) and detaches it; the
+    answer, which waits for the detach (one execution of the workflow at a time), continues the same
+    durable run from the journaled conversation: the approved tool runs once, each model request is
+    sent once, and the first run's client reads the rest of its run on the resume route, each event once."""
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "hold-detach").write_text("", "utf-8")
     asking = provider_stream("openai", text="Now pay. ", reasoning="", tool_name="pay", tool_args={"amount": 5})
     bodies = [asking.events, final_stream("openai", text=ANSWER).events]
     bodies[0] = [e.replace(b"call_fault1", b"call_p") for e in bodies[0]]
-    db = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    db = durable_db
+    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
     thread_id, run_1, run_2 = "thread-k", f"run-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
     with LoopbackServer([Response(pieces=b) for b in bodies]) as model, \
-            serve(model.url, f"sqlite:///{tmp_path / 'threads.db'}", folder, "--tool", "durable_detach_hold:pay",
+            serve(model.url, store, folder, "--tool", "durable_detach_hold:pay",
                   "--durable", "--durable-db", db, "--durable-name", "window", hold=False) as base:
         got: list[tuple[str, dict[str, Any]]] = []
         ask = [{"id": "u1", "role": "user", "content": "Pay 5."}]
@@ -136,6 +137,23 @@ def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_o
             [("call_p", "paid 5")]
         assert len(model.requests) == 2
         assert (folder / "tools.log").read_text("utf-8").splitlines() == ["pay 1"]
+        # The answering request carries the call and its result: the conversation went on whole.
+        sent = model.requests[1].json()["messages"]
+        assert [c["id"] for m in sent for c in m.get("tool_calls") or ()] == ["call_p"], sent
+        assert [m["content"] for m in sent if m["role"] == "tool"] == ["paid 5"], sent
+        # The first run's client reconnects: the rest of its interrupted run, each event once.
+        rest = _resume(base, thread_id, run_1, got[-1][0])
+        whole = [*got, *rest]
+        assert [i for i, _ in whole] == [f"{run_1}:{n}" for n in range(1, len(whole) + 1)], whole
+        end = whole[-1][1]
+        assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "interrupt", end
+        assert [i["id"] for i in end["outcome"]["interrupts"]] == [interrupt["id"]], end
+        # The thread in the store: the question, the call, its result, the answer (each once, in order).
+        from hookstream.stores import open_store
+
+        kept = open_store(store).load(thread_id)
+        assert [(m.role, [c.id for c in m.tool_calls], [r.tool_call_id for r in m.tool_results]) for m in kept] == [
+            ("user", [], []), ("assistant", ["call_p"], []), ("tool", [], ["call_p"]), ("assistant", [], [])], kept
 
         from hookstream_dbos import list_runs
         from hookstream_dbos.serve import served_id

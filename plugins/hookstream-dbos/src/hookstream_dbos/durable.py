@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 import attrs
 from hookstream.events import BaseEvent, RunError, RunFinished, Usage, from_json, to_json
 from hookstream.plugin import ModelCallContext, RunContext, ToolCallContext, hookimpl
+from hookstream.stores import dumps_message
 
 from .errors import RunDivergedError
 from .journal import Journal, log, open_run
@@ -171,7 +172,8 @@ class Durable:
             summary = {"outcome": result.outcome, "text": result.text, "steps": len(result.steps),
                        "total_tokens": result.usage.total_tokens}
             pending = [p.call.id for p in result.pending_approvals] + [c.id for c in result.pending_tool_calls]
-            journal.end(result.outcome, summary, pending, self.wait)
+            messages = _conversation(result.messages) if pending else None
+            journal.end(result.outcome, summary, pending, self.wait, messages)
 
     # -- model calls ----------------------------------------------------------------------------------------
     @hookimpl(tryfirst=True)
@@ -278,6 +280,15 @@ class Durable:
             items = streamed.close(journal.run_id, where) if isinstance(streamed, _Streamed) else None
             journal.write(f"tool_call:{where}", {"result": result, "stream": items} if items else result)
         return result
+
+
+def _conversation(messages: Iterable[Any]) -> list[str] | None:
+    """``messages`` in the store's codec (:func:`hookstream.stores.dumps_message`), or ``None`` when one
+    cannot be encoded (a tool output that is not JSON: the store could not keep it either)."""
+    try:
+        return [dumps_message(m) for m in messages]
+    except (TypeError, ValueError):
+        return None
 
 
 _STREAMED = STATE + ":stream"

@@ -18,7 +18,9 @@ State of a run id, as DBOS keeps it:
 * waiting (``CANCELLED``, the journal ending with ``wait:N``): the run ended interrupted for approvals and
   its workflow detached at once, so a wait holds no thread; the run that answers
   (``hookstream_dbos.waits``) sends the answer, then resumes the same workflow, which takes the answer with
-  ``DBOS.recv`` as it replays and goes on with that run's steps, under a prefix;
+  ``DBOS.recv`` as it replays and goes on with that run's steps, under a prefix; a served one recovered
+  ``PENDING`` (its worker died between journaling the wait and detaching) first ends its interrupted run
+  again (:func:`_finish_interrupted`), then detaches;
 * ``SUCCESS``: finished (or resumed past its wait's deadline), its steps replay and nothing is sent or run;
 * ``ERROR``: the workflow itself failed (never from this plugin's own runs): refused.
 
@@ -69,6 +71,9 @@ ENV_URL = "DBOS_SYSTEM_DATABASE_URL"
 DB_FILE = "durable.sqlite"
 START_TIMEOUT = 120.0
 """Seconds a run waits for DBOS to start (or resume) its workflow before its first new step fails."""
+FINISH_TIMEOUT = 30.0
+"""Seconds a recovered waiting workflow waits for its interrupted run, started again, to end before it
+detaches anyway (less than ``serve_wait.RECOVERY_SETTLE``: an answer never resumes it while it runs)."""
 POLL = 0.5
 """Seconds between an open run's workflow's checks that the process is not exiting (so it never holds exit)."""
 RESUMABLE = frozenset({"PENDING", "ENQUEUED", "CANCELLED"})
@@ -299,8 +304,8 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
         steps = _outside(recorded_steps, run_id)
         if read_history(meta.get("answer"), steps).waiting:
             # A waiting run recovered (its worker died before it detached) or resumed by a served answer:
-            # it takes the answer sent before it was resumed, else detaches again.
-            return _go_on(run_id, steps, None)
+            # it takes the answer sent before it was resumed, else ends its interrupted run and detaches.
+            return _go_on(run_id, steps, None, functools.partial(_finish_interrupted, run_id, meta, steps))
     if recover is not None:
         # Recovered by DBOS (its process died) with no run here to drive it: a server rebuilds the run.
         _start_adopting(run_id, recover, meta, "hookstream-durable-recover")
@@ -311,13 +316,14 @@ def durable_run(meta: dict[str, Any]) -> dict[str, Any] | None:
     return _go_on(run_id, bridge.preload, bridge)
 
 
-def _go_on(run_id: str, steps: list[tuple[str, Any]], bridge: Bridge | None) -> dict[str, Any] | None:
+def _go_on(run_id: str, steps: list[tuple[str, Any]], bridge: Bridge | None,
+           finish: Callable[[], None] | None = None) -> dict[str, Any] | None:
     """Replay ``steps``, then drive ``bridge``'s run. When the journal ends waiting, the answer decides
     (:func:`_answered`): the run that brought it is driven (``bridge`` when known), or the workflow ends
-    with its result (the wait expired) or detached (no answer)."""
+    with its result (the wait expired) or detached (no answer; ``finish`` first, when given)."""
     waiting = _replay(steps)
     if waiting is not None:
-        answered = _answered(run_id, waiting, bridge)
+        answered = _answered(run_id, waiting, bridge, finish)
         if not isinstance(answered, Bridge):
             return answered
         bridge = answered
@@ -367,7 +373,8 @@ def _drive(bridge: Bridge) -> dict[str, Any] | None:
     return None
 
 
-def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None) -> Bridge | dict[str, Any] | None:
+def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None,
+              finish: Callable[[], None] | None = None) -> Bridge | dict[str, Any] | None:
     """Take the answer to ``wait``, sent before this workflow was resumed (so ``DBOS.recv`` never waits:
     no thread is held for a wait); returns the bridge of the run that answered (``bridge`` when known, else
     the one registered for the id, or the one the answer brought: a served POST's run), or the workflow's
@@ -379,6 +386,8 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None) -> Bridg
             return {**dict(wait.get("summary") or {}), "expired": True}
         if bridge is not None:
             bridge.refused = DurableError(f"durable run {run_id!r}: its answer did not reach the workflow")
+        elif finish is not None:
+            finish()
         _detach(run_id)
         return None
     driver = _answer_driver if bridge is None and message.get("run") is not None else None
@@ -392,6 +401,45 @@ def _answered(run_id: str, wait: dict[str, Any], bridge: Bridge | None) -> Bridg
     if nxt is None:
         _detach(run_id)
     return nxt
+
+
+_finishing: dict[str, threading.Event] = {}
+"""Run ids whose interrupted run :func:`_finish_interrupted` started again -> set when that run ends."""
+
+
+def _finish_interrupted(run_id: str, meta: dict[str, Any], steps: list[tuple[str, Any]]) -> None:
+    """A served run recovered waiting, with no answer: its worker died after it journaled its wait and
+    before its run ended (the run's messages never saved to the thread, its event log without
+    ``RUN_FINISHED``). The run of the segment that waits is started again here, from its kept input (the
+    workflow's ``served`` input for the first segment, else the POST's input the segment's answer brought):
+    it replays from the journal to its interrupt (nothing is sent, no tool runs, nothing is journaled),
+    so the server saves its messages and ends its log as the dead worker would have (saving and logging
+    what is there already are no-ops: stable message ids). Returns once that run's journal has ended
+    (at most :data:`FINISH_TIMEOUT` seconds); the workflow then detaches, so an answer (which waits for
+    the detach: ``serve_wait.find_waiting``) finds the thread whole."""
+    last: dict[str, Any] | None = None
+    waits = 0
+    for name, output in steps:
+        if name.startswith("wait:"):
+            waits += 1
+        elif name == "DBOS.recv" and is_answer(output, waits - 1):
+            last = output
+    with _lock:
+        recover, driver = _recover, _answer_driver
+    start: Callable[[str, dict[str, Any]], None] | None
+    start, arg = (recover, meta) if last is None else (driver, last)
+    if start is None or (last is not None and last.get("run") is None):
+        return  # not a served run: nothing to finish here
+    done = threading.Event()
+    with _lock:
+        _finishing[run_id] = done
+    try:
+        threading.Thread(target=start, args=(run_id, arg), name="hookstream-durable-finish").start()
+        if not done.wait(FINISH_TIMEOUT):
+            log.warning("durable run %s: its interrupted run did not end again within %.0f s", run_id, FINISH_TIMEOUT)
+    finally:
+        with _lock:
+            _finishing.pop(run_id, None)
 
 
 def _detach(run_id: str) -> None:
@@ -581,13 +629,19 @@ class Journal:
         return value
 
     def end(self, outcome: str, summary: dict[str, Any], pending: list[str] | None = None,
-            wait: float | None = None) -> None:
+            wait: float | None = None, messages: list[str] | None = None) -> None:
         """The run ended: with an answer (``outcome`` ``success``), the workflow completes with ``summary``;
         waiting for approvals (``interrupt``, ``pending`` call ids), the workflow journals ``wait:N`` (the
         answer is due within ``wait`` seconds) and is cancelled, like a run that ends otherwise: it stays
-        resumable under the same id, and the answer resumes it (no thread waits for it)."""
+        resumable under the same id, and the answer resumes it (no thread waits for it). ``messages``: the
+        conversation at the interrupt (:func:`hookstream.stores.dumps_message` of each), kept with the
+        wait: an answer whose thread lacks the pending calls continues from it."""
         with self._lock:
             bridge, self.bridge, self.attach = self.bridge, None, None
+        with _lock:
+            finishing = _finishing.get(self.run_id)
+        if finishing is not None:
+            finishing.set()  # the run _finish_interrupted started again has ended (it journals nothing)
         if bridge is None:
             return
         try:
@@ -597,15 +651,16 @@ class Journal:
                 handle.get_result()  # SUCCESS is on disk before the run ends
                 return
             if outcome == "interrupt" and pending and wait is not None:
-                self._journal_wait(bridge, summary, pending, wait)
+                self._journal_wait(bridge, summary, pending, wait, messages)
             _cancel(self.run_id)  # before the run ends: an answer right after it resumes a detached workflow
             bridge.items.put(_DETACH)
         finally:
             _release(bridge)
 
-    def _journal_wait(self, bridge: Bridge, summary: dict[str, Any], pending: list[str], wait: float) -> None:
+    def _journal_wait(self, bridge: Bridge, summary: dict[str, Any], pending: list[str], wait: float,
+                      messages: list[str] | None) -> None:
         payload = {"wait": self.waits, "pending": pending, "deadline": time.time() + wait, "prefix": self.prefix,
-                   "answer": self.answer, "summary": summary}
+                   "answer": self.answer, "summary": summary, "messages": messages}
         step = _Step(f"wait:{self.waits}", payload)
         bridge.items.put(step)
         try:  # journaled before the run ends, so `hookstream runs list` says waiting from then on

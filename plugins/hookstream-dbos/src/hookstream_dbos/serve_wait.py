@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -91,21 +92,30 @@ def _answered_ids(answer: dict[str, Any]) -> set[str]:
 SETTLE = 3.0
 """Seconds an answer looks again for its wait while a run of the thread is still ending: the interrupted
 run journals its wait when it ends, just after its client read ``RUN_FINISHED``."""
+RECOVERY_SETTLE = 60.0
+"""Seconds an answer waits for its wait's workflow to detach when it has not (its worker died between
+journaling the wait and detaching): DBOS recovers it in a live worker (handed over by gunicorn's
+arbiter, or by the slot's next holder), which ends the interrupted run again and detaches it. Past
+this (no live worker recovered it) the answer resumes it itself."""
 
 
 def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str] | None:
     """The durable run of thread ``thread_id`` that waits for the calls ``answer`` answers: ``(run id,
     wait number, the answering segment's prefix)``, or ``None``. Reads the thread's runs (their ids share
     the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds while one of them is
-    still ending (about to journal its wait, or journaled it and about to detach)."""
+    still ending (about to journal its wait), and up to :data:`RECOVERY_SETTLE` seconds while the waiting
+    one has not detached (``PENDING`` or ``ENQUEUED``: being recovered). It is resumed only once detached:
+    ``DBOS.resume_workflow`` of a workflow another process executes does not stop that execution (it
+    re-enqueues the workflow, and the older execution is fenced out only at its next step write), so an
+    earlier resume could run the answer twice."""
     pause = threading.Event()
+    start = time.monotonic()
     found = None
-    for _ in range(int(SETTLE / 0.1)):
+    while True:
         found, ending = _find(thread_id, _answered_ids(answer))
-        if not ending:
+        if not ending or time.monotonic() - start >= (SETTLE if found is None else RECOVERY_SETTLE):
             return found
         pause.wait(0.1)
-    return found  # still PENDING: its worker died before it detached; resuming it here is right
 
 
 def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, bool]:
@@ -117,10 +127,24 @@ def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, b
     for status in statuses:
         history = read_history(first_answer(status), recorded_steps(status.workflow_id))
         if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
-            # A run detaches (CANCELLED) as it ends: until then its answer would race its own cancel.
-            return (status.workflow_id, *history.next_segment()), status.status == "PENDING"
+            # A run detaches (CANCELLED) as it ends: until then its answer would race its own cancel, or
+            # the execution recovering it.
+            return (status.workflow_id, *history.next_segment()), status.status != "CANCELLED"
         ending = ending or (status.status == "PENDING" and not history.waiting)
     return None, ending
+
+
+def _conversation(run_id: str, wait: int, messages: list[Any]) -> list[str] | None:
+    """The conversation the answer to wait ``wait`` of ``run_id`` continues, when ``messages`` (the
+    answering POST's, from the thread in the store) lack a call the wait is pending for: the one
+    journaled with the wait (the run that waited never saved its messages: its worker died first).
+    ``None`` when ``messages`` hold every pending call."""
+    payload = dict(read_history(None, recorded_steps(run_id)).waits[wait])
+    held = {call.id for m in messages for call in m.tool_calls}
+    journaled = payload.get("messages")
+    if set(payload.get("pending", ())) <= held or not isinstance(journaled, list):
+        return None
+    return [str(m) for m in journaled]
 
 
 @attrs.define(slots=True, eq=False)
@@ -150,8 +174,13 @@ class ServeAnswers:
         if found is None:
             return None
         run_id, wait, prefix = found
-        message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix,
-                   "run": encode_run(run, protocol)}
+        doc = encode_run(run, protocol)
+        journaled = _conversation(run_id, wait, run.messages)
+        if journaled is not None:
+            log.warning("durable run %s: the thread lacks the calls wait %d is for; the answer continues the "
+                        "journaled conversation", run_id, wait)
+            doc["messages"] = journaled
+        message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix, "run": doc}
         DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
         # Then this worker resumes the detached workflow: it replays, takes the answer and starts its run.
         DBOS.resume_workflow(run_id, queue_name=queue_name())
