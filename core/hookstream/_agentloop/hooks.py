@@ -295,9 +295,7 @@ class ToolCallContext:
 
     def tool_channel(self) -> ToolChannel | None:
         """The channel to hand the tool: the run's, tapped for ``on_stream`` when a plugin asked."""
-        if self._channel is None or not self.on_stream:
-            return self._channel
-        return self._channel.tapped(self.on_stream)
+        return self._channel.tapped(self.on_stream) if self._channel is not None and self.on_stream else self._channel
 
     @property
     def principal(self) -> Principal | None:
