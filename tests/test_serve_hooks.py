@@ -80,6 +80,17 @@ def _app(srv: LoopbackServer, tmp_path: Path) -> Any:
                     store=open_store(f"sqlite:///{tmp_path / 'threads.db'}"))
 
 
+def _read_whole(body: Any) -> list[bytes]:
+    """A taken-over POST's answer, read to its end on a thread of its own (``NEVER``: a hang guard)."""
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.extend(body))
+    reader.start()
+    reader.join(NEVER)
+    assert not reader.is_alive(), "the taken-over run's log never ended"
+    body.close()
+    return got
+
+
 def _responses() -> list[Response]:
     return [Response(tool_body(("c1", "lookup", {"key": "a"}))), Response(text_body("It is ", "value of a."))]
 
@@ -105,13 +116,7 @@ def test_a_plugin_takes_a_run_over_and_the_post_reads_its_log(plugin: Plugin, tm
         app = _app(srv, tmp_path)
         status, body = call(app, _input("take-1"))
         assert status == "200 OK"
-        got: list[bytes] = []
-        reader = threading.Thread(target=lambda: got.extend(body))
-        reader.start()
-        reader.join(NEVER)
-        assert not reader.is_alive(), "the taken-over run's log never ended"
-        body.close()
-        frames = b"".join(got)
+        frames = b"".join(_read_whole(body))
     events = events_of(frames)
     check_events(events, "run")
     assert events[-1]["type"] == "RUN_FINISHED"
@@ -132,12 +137,7 @@ def test_a_plugin_takes_an_ai_sdk_chat_over_and_the_post_reads_its_ui_stream(plu
         app = _app(srv, tmp_path)
         status, body = post(app, "/api/chat", chat, "tok-a")
         assert status == "200 OK"
-        got: list[bytes] = []
-        reader = threading.Thread(target=lambda: got.extend(body))
-        reader.start()
-        reader.join(NEVER)
-        assert not reader.is_alive(), "the taken-over run's log never ended"
-        body.close()
+        got = _read_whole(body)
     [(run, protocol)] = plugin.seen
     assert protocol == "ui" and run.message_id
     chunks = frames_to_chunks(got)
