@@ -92,7 +92,7 @@ class RunContext:
     continues, when given one), ``started_at``/``ended_at`` in ``time.monotonic()`` seconds and
     ``principal``, who the run is for (``LoopSettings.principal``: the
     :class:`~hookstream.server.Principal` a server verified, the one a durable run kept for its recovered
-    copy; ``None`` outside a server; read-only by convention, immutable itself)."""
+    copy; ``None`` outside a server; frozen, its ``claims`` shared: read them, never change them)."""
 
     thread_id: str
     run_id: str
