@@ -304,3 +304,29 @@ def test_without_log_then_send_sent_waits_for_nothing(tmp_path: Path) -> None:
     rec.frame(_frame(RUN[0]))
     rec.sent()
     assert not rec.log_then_send
+
+
+def test_a_take_over_on_a_server_without_an_event_log_is_refused_and_holds_nothing(tmp_path: Path) -> None:
+    """``make_app(resumable=False)``: a plugin that takes the run over gets the POST a ``500`` (nothing
+    could tail the run); the POST's count is released and nothing is left offered under its ids."""
+
+    class Taker:
+        @hookimpl
+        def hookstream_serve_run(self, app: Any, run: RunInput, protocol: str) -> bool | None:
+            return True
+
+    pm = get_registry().pm
+    pm.register(Taker(), name="test-serve-hooks-taker")
+    try:
+        with LoopbackServer(_responses()) as srv:
+            model = get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test")
+            app = make_app(model, authenticate=TokenAuthenticator({"tok-a": "alice"}), serve_page=False,
+                           resumable=False)
+            status, body = call(app, _input("take-no-log"))
+            b"".join(body)
+        assert status.startswith("500"), status
+        assert app.counts.running("alice") == 0
+        assert app.handed.adopt(("take-no-log", "run-take-no-log", "alice")) is None
+        assert srv.requests == []
+    finally:
+        pm.unregister(name="test-serve-hooks-taker")
