@@ -266,12 +266,12 @@ class ToolCallContext:
     ``arguments`` (the parsed JSON object; a wrapper may assign changed ones before its ``yield``) and
     ``tool`` (the :class:`~hookstream.Tool`, ``None`` when it runs elsewhere by reference).
 
-    What a tool streams while it runs (:meth:`hookstream.ToolContext.emit`, ``add_usage``; in-process
-    executors only): ``on_stream`` holds callables each given every AG-UI event and
-    :class:`~hookstream.events.Usage` the run took from this call's tool, in order, on the tool's thread
-    (a plugin appends one before the tool runs); :meth:`emit` and :meth:`add_usage` stream in the run as the
-    tool would (a plugin that answers the call in the tool's place, e.g. from a journal). :attr:`principal`
-    is the run's (``None`` outside a server)."""
+    What a tool streams while it runs (:meth:`hookstream.ToolContext.emit`, ``add_usage``; in-process executors
+    only): ``on_stream`` holds callables each given every AG-UI event and :class:`~hookstream.events.Usage` the run
+    took from this call's tool, in order, on the thread that sent it (the tool's; thread-safe if the tool sends from
+    threads of its own); a plugin appends one before the tool runs. :meth:`emit` and :meth:`add_usage` stream in the
+    run as the tool would (a plugin that answers the call in the tool's place, e.g. from a journal).
+    :attr:`principal` is the run's (``None`` outside a server)."""
 
     run: RunContext | None
     call_id: str
