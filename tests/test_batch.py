@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 from engine_kit import text_body, text_pieces, tool_body, usage
-from holdkit import NEVER
-from hookstream import BatchInput, BatchResult, BatchRun, Callbacks, RateLimiter, RunSettings, batch
+from holdkit import NEVER, PauseWatch, hold_after, kill_after_lines
+from hookstream import BatchInput, BatchResult, Callbacks, RateLimiter, RunSettings, batch
 from hookstream.errors import BatchInputError
 from hookstream.plugin import BatchJob, ChatRunner, Permit, open_output
 from hookstream.testing import CapturedRequest, LoopbackServer, Response, run_cli
@@ -178,25 +178,8 @@ def test_resume_after_sigkill_writes_every_id_once_without_asking_finished_ids_a
     # The server answers the first 14 requests only and holds the rest until the kill: the kill comes
     # after 10 lines and before the 15th, however the machine is loaded.
     answered, release = 14, threading.Event()
-
-    def hold_late(index: int, req: CapturedRequest) -> None:
-        if index >= answered:
-            release.wait(NEVER)
-        return None
-
-    with LoopbackServer(slow, check=hold_late) as srv:
-        proc = subprocess.Popen(command(srv.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 120  # a hang guard, not a speed assertion
-            while (not out.exists() or out.read_bytes().count(b"\n") < 10) and time.monotonic() < deadline:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                time.sleep(0.005)
-            proc.send_signal(signal.SIGKILL)
-        finally:
-            proc.wait()
-            release.set()
-            if proc.stderr:
-                proc.stderr.close()
+    with LoopbackServer(slow, check=hold_after(answered, release)) as srv:
+        kill_after_lines(command(srv.url), env, out, 10, release, limit=120)
     first = read_lines(out)
     finished = {d["id"] for d in first}
     assert 10 <= len(finished) <= answered
@@ -227,13 +210,7 @@ def test_ctrl_c_exits_130_and_the_rerun_finishes(tmp_path: Path) -> None:
     # Ctrl-C comes after 4 lines and before the 7th, however the machine is loaded, and the exit does
     # not wait for requests in flight.
     answered, release = 6, threading.Event()
-
-    def hold_late(index: int, req: CapturedRequest) -> None:
-        if index >= answered:
-            release.wait(NEVER)
-        return None
-
-    with LoopbackServer(slow, check=hold_late) as srv:
+    with LoopbackServer(slow, check=hold_after(answered, release)) as srv:
         cmd = [sys.executable, "-m", "hookstream", "batch", str(tmp_path / "in.jsonl"), "--model", MODEL,
                "--base-url", srv.url + "/v1", "--output", str(out), "--concurrency", "2", "--no-progress"]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
@@ -401,42 +378,22 @@ def test_a_429_with_retry_after_pauses_every_worker(tmp_path: Path) -> None:
     # one per worker other than the one that got the 429. A limiter that ignored the 429 would let the
     # other workers go on sending right after t_ack.
     concurrency, retry_after = 4, 1.0
-    stamps: list[tuple[int, float]] = []
-    acked = threading.Event()
-    t_ack: list[float] = []
-
-    def stamp(index: int, req: CapturedRequest) -> None:
-        stamps.append((index, time.monotonic()))
-        if index > 0:
-            acked.wait(NEVER)
-        return None
-
-    def watch(run: BatchRun) -> None:
-        deadline = time.monotonic() + NEVER
-        while run.limiter.pauses < 1 and time.monotonic() < deadline:
-            time.sleep(0.002)
-        t_ack.append(time.monotonic())
-        acked.set()
-
+    w = PauseWatch()
     refused = Response(b'{"error": {"message": "slow down", "type": "rate_limit_exceeded"}}', status=429,
                        headers={"Retry-After": f"{retry_after:g}"}, content_type="application/json")
-    with LoopbackServer([refused, Response(text_body("ok"))], check=stamp) as srv:
+    with LoopbackServer([refused, Response(text_body("ok"))], check=w.check) as srv:
         run = batch([{"id": f"r{i}", "prompt": f"item r{i}"} for i in range(12)], MODEL,
                     base_url=srv.url + "/v1", output=tmp_path / "out.jsonl", concurrency=concurrency)
-        watcher = threading.Thread(target=watch, args=(run,), daemon=True)
-        watcher.start()
-        try:
+        with w.watching(run, poll=0.002):
             results = list(run)
-        finally:
-            acked.set()
-            watcher.join(NEVER)
+    stamps = w.stamps
     assert all(r.error is None for r in results) and len(results) == 12
     assert run.limiter.pauses == 1
     assert len(stamps) == 13  # 12 chats and the one retry
     t429 = dict(stamps)[0]
-    assert t_ack and t_ack[0] > t429
+    assert w.t_ack is not None and w.t_ack > t429
     # The pause began when the client read the 429, after the server stamped it.
-    late = [t for i, t in stamps if i > 0 and t_ack[0] < t < t429 + retry_after]
+    late = [t for i, t in stamps if i > 0 and w.t_ack < t < t429 + retry_after]
     assert len(late) <= concurrency - 1, late
     assert any(t >= t429 + retry_after for _, t in stamps), "the batch went on after the pause"
 

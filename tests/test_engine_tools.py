@@ -261,3 +261,32 @@ def test_usage_per_step_and_summed() -> None:
     assert (u.input_tokens, u.output_tokens, u.reasoning_tokens, u.cached_input_tokens) == (250, 30, 10, 160)
     assert events[-1].usage == u
 
+
+
+def test_the_text_fast_path_streams_and_keeps_what_the_general_path_does() -> None:
+    # Without on_chunk (nor held output, nor a structured output) a text delta skips acc.add and the
+    # per-event checks; with on_chunk every event takes the general path. Same events, steps, messages.
+    def lookup(key: str) -> str:
+        """Look up a key.
+
+        Args:
+            key: the key.
+        """
+        return f"value of {key}"
+
+    def once(**kw: Any) -> tuple[list[tuple[str, Any]], Any]:
+        responses = [Response(tool_body(("c1", "lookup", {"key": "a"}), text="Let me look.")),
+                     Response(text_body("It is ", "value ", "of a."))]
+        with LoopbackServer(responses) as srv:
+            events, stream = run(srv.url, tools=[lookup], **kw)
+        return [(e.type, getattr(e, "delta", None)) for e in events], stream.result()
+
+    seen: list[Any] = []
+    fast, fast_result = once()
+    general, general_result = once(on_chunk=seen.append)
+    assert ("TEXT_MESSAGE_CONTENT", "value ") in fast and any(e.type == "TEXT_MESSAGE_CONTENT" for e in seen)
+    assert fast == general
+    assert [s.text for s in fast_result.steps] == [s.text for s in general_result.steps] == ["Let me look.",
+                                                                                            "It is value of a."]
+    assert [(m.role, m.text) for m in fast_result.messages] == [(m.role, m.text) for m in general_result.messages]
+    assert fast_result.usage == general_result.usage

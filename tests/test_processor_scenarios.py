@@ -7,7 +7,7 @@ the granular callbacks with their arguments.
 from __future__ import annotations
 
 import pytest
-from hookstream import ApprovalRequest, TextUIPart, ToolInputRequest, UIMessage
+from hookstream import ApprovalRequest, StreamProcessor, TextUIPart, ToolInputRequest, UIMessage
 from hookstream import events as E
 from hookstream.errors import UnknownToolCallError
 from processor_kit import Recorder, run_end, run_start, shape, text, tool
@@ -316,3 +316,28 @@ def test_default_strategy_fast_path_matches_the_general_path() -> None:
     assert fast.messages_changes == general.messages_changes
     assert shape(pf.messages) == shape(pg.messages)
     assert (rf.content, rf.reasoning, len(rf.tool_calls)) == (rg.content, rg.reasoning, len(rg.tool_calls))
+
+
+def test_a_failing_text_callback_leaves_the_same_change_to_report_on_both_paths() -> None:
+    # on_text_update raises for one delta (the exception reaches the caller): the part did grow, so the
+    # next event reports the messages changed, on the fast path as on the general one.
+    def run(strategy: object | None) -> int:
+        changes: list[int] = []
+        failing = [True]
+
+        def on_text(message_id: str, text: str) -> None:
+            if text.endswith("boom") and failing.pop():
+                raise RuntimeError("the UI callback failed")
+
+        kw = {} if strategy is None else {"strategy": strategy}
+        p = StreamProcessor(on_text_update=on_text, on_messages_change=lambda m: changes.append(1), **kw)
+        for ev in [run_start(), E.TextMessageStart("m1"), E.TextMessageContent("m1", "a")]:
+            p.process_chunk(ev)
+        before = len(changes)
+        with pytest.raises(RuntimeError):
+            p.process_chunk(E.TextMessageContent("m1", "boom"))
+        p.process_chunk(E.TextMessageEnd("m1"))
+        assert p.messages[-1].parts[-1].content == "aboom"  # type: ignore[union-attr]
+        return len(changes) - before
+
+    assert run(None) == run(_EveryDelta()) == 1

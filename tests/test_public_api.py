@@ -68,7 +68,8 @@ PLUGIN_PACKAGES = ("hookstream_openai", "hookstream_anthropic", "hookstream_gemi
                    "hookstream_otel", "hookstream_mcp", "hookstream_azure", "hookstream_vertex", "hookstream_bedrock",
                    "hookstream_ollama", "hookstream_ray", "hookstream_cache", "hookstream_guardrails",
                    "hookstream_compaction", "hookstream_toolsearch", "hookstream_dbos",
-                   "hookstream_provider_batch", "hookstream_timing", "hookstream_process")
+                   "hookstream_provider_batch", "hookstream_timing", "hookstream_process", "hookstream_replay",
+                   "hookstream_batch")
 
 
 def plugin_names() -> set[str]:

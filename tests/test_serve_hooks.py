@@ -80,6 +80,17 @@ def _app(srv: LoopbackServer, tmp_path: Path) -> Any:
                     store=open_store(f"sqlite:///{tmp_path / 'threads.db'}"))
 
 
+def _read_whole(body: Any) -> list[bytes]:
+    """A taken-over POST's answer, read to its end on a thread of its own (``NEVER``: a hang guard)."""
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.extend(body))
+    reader.start()
+    reader.join(NEVER)
+    assert not reader.is_alive(), "the taken-over run's log never ended"
+    body.close()
+    return got
+
+
 def _responses() -> list[Response]:
     return [Response(tool_body(("c1", "lookup", {"key": "a"}))), Response(text_body("It is ", "value of a."))]
 
@@ -105,13 +116,7 @@ def test_a_plugin_takes_a_run_over_and_the_post_reads_its_log(plugin: Plugin, tm
         app = _app(srv, tmp_path)
         status, body = call(app, _input("take-1"))
         assert status == "200 OK"
-        got: list[bytes] = []
-        reader = threading.Thread(target=lambda: got.extend(body))
-        reader.start()
-        reader.join(NEVER)
-        assert not reader.is_alive(), "the taken-over run's log never ended"
-        body.close()
-        frames = b"".join(got)
+        frames = b"".join(_read_whole(body))
     events = events_of(frames)
     check_events(events, "run")
     assert events[-1]["type"] == "RUN_FINISHED"
@@ -132,12 +137,7 @@ def test_a_plugin_takes_an_ai_sdk_chat_over_and_the_post_reads_its_ui_stream(plu
         app = _app(srv, tmp_path)
         status, body = post(app, "/api/chat", chat, "tok-a")
         assert status == "200 OK"
-        got: list[bytes] = []
-        reader = threading.Thread(target=lambda: got.extend(body))
-        reader.start()
-        reader.join(NEVER)
-        assert not reader.is_alive(), "the taken-over run's log never ended"
-        body.close()
+        got = _read_whole(body)
     [(run, protocol)] = plugin.seen
     assert protocol == "ui" and run.message_id
     chunks = frames_to_chunks(got)
@@ -304,3 +304,29 @@ def test_without_log_then_send_sent_waits_for_nothing(tmp_path: Path) -> None:
     rec.frame(_frame(RUN[0]))
     rec.sent()
     assert not rec.log_then_send
+
+
+def test_a_take_over_on_a_server_without_an_event_log_is_refused_and_holds_nothing(tmp_path: Path) -> None:
+    """``make_app(resumable=False)``: a plugin that takes the run over gets the POST a ``500`` (nothing
+    could tail the run); the POST's count is released and nothing is left offered under its ids."""
+
+    class Taker:
+        @hookimpl
+        def hookstream_serve_run(self, app: Any, run: RunInput, protocol: str) -> bool | None:
+            return True
+
+    pm = get_registry().pm
+    pm.register(Taker(), name="test-serve-hooks-taker")
+    try:
+        with LoopbackServer(_responses()) as srv:
+            model = get_model(MODEL, base_url=srv.url + "/v1", api_key="sk-test")
+            app = make_app(model, authenticate=TokenAuthenticator({"tok-a": "alice"}), serve_page=False,
+                           resumable=False)
+            status, body = call(app, _input("take-no-log"))
+            b"".join(body)
+        assert status.startswith("500"), status
+        assert app.counts.running("alice") == 0
+        assert app.handed.adopt(("take-no-log", "run-take-no-log", "alice")) is None
+        assert srv.requests == []
+    finally:
+        pm.unregister(name="test-serve-hooks-taker")

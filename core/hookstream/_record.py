@@ -46,8 +46,9 @@ _SECRET_QUERY = frozenset({"key", "api_key", "api-key", "access_token"})
 
 
 def load_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
-    """The manifest of a recording directory. Raises :class:`FileNotFoundError` when there is none and
-    :class:`ValueError` for a manifest of another format."""
+    """The manifest of a recording directory, ``DIR/manifest.json`` as this module's docstring shows it
+    (``format``, ``provider``, ``model``, ``calls``). Raises :class:`FileNotFoundError` when there is none and
+    :class:`ValueError` for one that is not JSON or of another format."""
     path = Path(directory) / "manifest.json"
     try:
         text = path.read_text("utf-8")

@@ -92,7 +92,7 @@ class RunContext:
     continues, when given one), ``started_at``/``ended_at`` in ``time.monotonic()`` seconds and
     ``principal``, who the run is for (``LoopSettings.principal``: the
     :class:`~hookstream.server.Principal` a server verified, the one a durable run kept for its recovered
-    copy; ``None`` outside a server; read-only by convention, immutable itself)."""
+    copy; ``None`` outside a server; frozen, its ``claims`` shared: read them, never change them)."""
 
     thread_id: str
     run_id: str
@@ -266,12 +266,12 @@ class ToolCallContext:
     ``arguments`` (the parsed JSON object; a wrapper may assign changed ones before its ``yield``) and
     ``tool`` (the :class:`~hookstream.Tool`, ``None`` when it runs elsewhere by reference).
 
-    What a tool streams while it runs (:meth:`hookstream.ToolContext.emit`, ``add_usage``; in-process
-    executors only): ``on_stream`` holds callables each given every AG-UI event and
-    :class:`~hookstream.events.Usage` the run took from this call's tool, in order, on the tool's thread
-    (a plugin appends one before the tool runs); :meth:`emit` and :meth:`add_usage` stream in the run as the
-    tool would (a plugin that answers the call in the tool's place, e.g. from a journal). :attr:`principal`
-    is the run's (``None`` outside a server)."""
+    What a tool streams while it runs (:meth:`hookstream.ToolContext.emit`, ``add_usage``; in-process executors
+    only): ``on_stream`` holds callables each given every AG-UI event and :class:`~hookstream.events.Usage` the run
+    took from this call's tool, in order, on the thread that sent it (the tool's; thread-safe if the tool sends from
+    threads of its own); a plugin appends one before the tool runs. :meth:`emit` and :meth:`add_usage` stream in the
+    run as the tool would (a plugin that answers the call in the tool's place, e.g. from a journal).
+    :attr:`principal` is the run's (``None`` outside a server)."""
 
     run: RunContext | None
     call_id: str
@@ -295,9 +295,7 @@ class ToolCallContext:
 
     def tool_channel(self) -> ToolChannel | None:
         """The channel to hand the tool: the run's, tapped for ``on_stream`` when a plugin asked."""
-        if self._channel is None or not self.on_stream:
-            return self._channel
-        return self._channel.tapped(self.on_stream)
+        return self._channel.tapped(self.on_stream) if self._channel is not None and self.on_stream else self._channel
 
     @property
     def principal(self) -> Principal | None:

@@ -212,8 +212,8 @@ class ToolContext(Generic[DepsT]):
     ``claims``: roles, tenant...) the server authenticated for a served run, the one a durable run kept
     for its recovered copy; ``None`` outside a server (a plain ``chat()``, ``LoopSettings.principal``
     unset) or on a server without authentication. It comes from the server's authenticator only, never
-    from the request body. Immutable, so safe to share between the run's threads; ``process`` and
-    ``ray`` executors get a pickled copy, as with ``deps``.
+    from the request body. Frozen, but ``claims`` is the authenticator's mapping (a dict), shared by the
+    run's threads: read it, never change it. ``process`` and ``ray`` executors get a pickled copy.
     """
 
     tool_call_id: str

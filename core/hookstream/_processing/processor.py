@@ -538,13 +538,14 @@ class StreamProcessor:
                 if (target is not None and (part := target.seg_part) is not None
                         and (message := target.message) is not None and delta and not self._pending
                         and type(self.strategy) is ImmediateStrategy):
-                    # The usual delta: _text_content then _publish and _changed, without their calls and
-                    # checks (the immediate strategy holds nothing back, so the delta goes on the open part).
+                    # The usual delta: _text_content, _publish, _changed without their calls and checks (the
+                    # immediate strategy holds nothing back); dirty until reported, should on_text_update raise.
                     self._pending_to = target
                     text = part.content
                     part.content = ""  # drop the part's reference so += resizes in place
                     text += delta
                     part.content = text
+                    self._dirty = True
                     if self.on_text_update is not None:
                         self.on_text_update(message.id, text)
                     self._dirty = False

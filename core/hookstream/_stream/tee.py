@@ -130,7 +130,7 @@ def tee_session(open_sink: Callable[[requests.PreparedRequest, requests.Response
 
 def bytes_response(request: requests.PreparedRequest, data: bytes, status: int, content_type: str,
                    reason: str = "OK") -> requests.Response:
-    """A streaming ``requests.Response`` to ``request`` whose body is ``data`` (no socket)."""
+    """A streaming ``requests.Response`` to ``request`` with body ``data``, HTTP ``status`` (no socket)."""
     raw = urllib3.HTTPResponse(body=io.BytesIO(data), headers={"content-type": content_type}, status=status,
                                preload_content=False, decode_content=False, request_url=request.url)
     response = requests.Response()

@@ -15,7 +15,7 @@ all function-scoped and cleaned up after the test:
     pass ``recorder.session()`` to ``get_model(..., session=...)``.
 ``hookstream_replay(directory, messages, **chat_kwargs) -> (events, RunResult)``
     Runs ``chat("replay:DIRECTORY", ...)`` to the end: the recording played through its real adapter,
-    each request checked against the recorded one.
+    each request checked against the recorded one (the provider is the hookstream-replay plugin's).
 ``hookstream_check_events(events, form="auto") -> list``
     The event grammar checker (:func:`~hookstream.testing.check_events`); raises ``GrammarError``.
 ``hookstream_conformance(provider, prefixes, *, fragment=None, seed=0) -> dict[str, list[str]]``

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +20,10 @@ from typing import Any
 
 import pytest
 from cluster_kit import ray_cluster_fixture  # noqa: F401  (the session fixture `ray_cluster`)
-from hookstream import BatchRun, batch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))  # the core's test kits
+from holdkit import PauseWatch, hold_after, kill_after_lines
+from hookstream import batch
 from hookstream.testing import CapturedRequest, LoopbackServer, Response
 from hookstream_ray.batch import DEFAULT_MARGIN
 from hookstream_ray.batch import batch as ray_batch
@@ -177,43 +179,23 @@ def test_a_429_pauses_every_worker_process(ray_cluster: str, tmp_path: Path, rpm
     # Without the pause reaching every worker (or the limiter, with caps), the other threads would go
     # on sending right after t_ack.
     concurrency, retry_after = 4, 2.0
-    stamps: list[tuple[int, float]] = []
-    acked = threading.Event()
-    t_ack: list[float] = []
-
-    def stamp(index: int, req: CapturedRequest) -> None:
-        stamps.append((index, time.monotonic()))
-        if index > 0:
-            acked.wait(NEVER)
-        return None
-
-    def watch(run: BatchRun) -> None:
-        deadline = time.monotonic() + NEVER
-        while run.limiter.pauses < 1 and time.monotonic() < deadline:
-            time.sleep(0.005)
-        t_ack.append(time.monotonic())
-        acked.set()
-
+    w = PauseWatch(NEVER)
     refused = Response(b'{"error": {"message": "slow down", "type": "rate_limit_exceeded"}}', status=429,
                        headers={"Retry-After": f"{retry_after:g}"}, content_type="application/json")
     inputs = [{"id": f"p{i}", "prompt": f"item p{i}"} for i in range(40)]
-    with LoopbackServer([refused, Response(pieces=text_pieces("ok"), delay=0.01)], check=stamp) as srv:
+    with LoopbackServer([refused, Response(pieces=text_pieces("ok"), delay=0.01)], check=w.check) as srv:
         run = ray_batch(inputs, MODEL, base_url=srv.url + "/v1", api_key=KEY, concurrency=concurrency,
                         workers=2, rpm=rpm, init_options=INIT)
-        watcher = threading.Thread(target=watch, args=(run,), daemon=True)
-        watcher.start()
-        try:
+        with w.watching(run, poll=0.005):
             results = list(run)
-        finally:
-            acked.set()
-            watcher.join(NEVER)
+    stamps = w.stamps
     assert all(r.error is None for r in results) and len(results) == 40
     assert run.limiter.pauses == 1
     assert len(stamps) == 41  # 40 chats and the one retry
     t429 = dict(stamps)[0]
-    assert t_ack and t_ack[0] > t429
+    assert w.t_ack is not None and w.t_ack > t429
     # Every process noted the pause after the server sent the 429, so it holds until t429 + 2 at least.
-    late = [t for i, t in stamps if i > 0 and t_ack[0] < t < t429 + retry_after]
+    late = [t for i, t in stamps if i > 0 and w.t_ack < t < t429 + retry_after]
     assert len(late) <= concurrency - 1, late
     assert any(t >= t429 + retry_after for _, t in stamps), "the batch went on after the pause"
 
@@ -232,25 +214,8 @@ def test_a_killed_driver_resumes_with_every_id_once_and_no_repeated_requests(
     # The server answers the first 14 requests only and holds the rest until the kill: the kill comes
     # after 10 lines and before the 15th, however the machine is loaded.
     answered, release = 14, threading.Event()
-
-    def hold_late(index: int, req: CapturedRequest) -> None:
-        if index >= answered:
-            release.wait(NEVER)
-        return None
-
-    with LoopbackServer(slow, check=hold_late) as srv:
-        proc = subprocess.Popen(command(srv.url), env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + NEVER
-            while (not out.exists() or out.read_bytes().count(b"\n") < 10) and time.monotonic() < deadline:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                time.sleep(0.005)
-            proc.send_signal(signal.SIGKILL)
-        finally:
-            proc.wait()
-            release.set()
-            if proc.stderr:
-                proc.stderr.close()
+    with LoopbackServer(slow, check=hold_after(answered, release, NEVER)) as srv:
+        kill_after_lines(command(srv.url), env(), out, 10, release, NEVER)
     first = read_lines(out)
     finished = {d["id"] for d in first}
     assert 10 <= len(finished) <= answered

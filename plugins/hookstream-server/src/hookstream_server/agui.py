@@ -827,9 +827,10 @@ class _App:
         if callable(flush):
             flush()  # the entry is in a shared log before any process may go on with the run
         counts, limits = self.counts, self.limits
-        # Offered before the hook runs: the plugin may start the run here before the hook returns.
+        # Offered before the hook runs: the plugin may start the run here before the hook returns (never
+        # without a log: run_detached needs one, and the POST is then refused, its offer never taken).
         key = (run.thread_id, run.run_id, who)
-        done = self.handed.hold(key, lambda: counts.finish(who)) if who is not None else None
+        done = self.handed.hold(key, lambda: counts.finish(who)) if who is not None and self.log is not None else None
         try:
             taken = hook(app=self, run=run, protocol=protocol)
         except BaseException:

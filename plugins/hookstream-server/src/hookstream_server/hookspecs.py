@@ -42,26 +42,24 @@ def serve_process(app: Any, slot: int) -> None:
 def serve_stop(app: Any, slot: int) -> None:
     """Tell the plugins this process (worker ``slot``) stops serving ``app`` on purpose and is about to
     exit (``hookstream_serve_stop``); what a plugin raises is logged, not raised."""
-    from hookstream import get_registry
-
-    hook = getattr(get_registry().pm.hook, "hookstream_serve_stop", None)
-    if hook is None:
-        return
-    try:
-        hook(app=app, slot=slot)
-    except Exception:  # the process exits all the same
-        logging.getLogger("hookstream_server").exception("a hookstream_serve_stop hook failed")
+    _tell("hookstream_serve_stop", app, slot)
 
 
 def serve_exited(app: Any, slot: int) -> None:
     """Tell the plugins, in gunicorn's arbiter, that worker ``slot``'s process exited and no process holds
     the slot (``hookstream_serve_exited``); what a plugin raises is logged, not raised."""
+    _tell("hookstream_serve_exited", app, slot)
+
+
+def _tell(hook_name: str, app: Any, slot: int) -> None:
+    """Call the plugins' ``hook_name(app, slot)``; what one raises is logged (logger ``hookstream_server``),
+    not raised: the process exits, or the arbiter serves on, all the same."""
     from hookstream import get_registry
 
-    hook = getattr(get_registry().pm.hook, "hookstream_serve_exited", None)
+    hook = getattr(get_registry().pm.hook, hook_name, None)
     if hook is None:
         return
     try:
         hook(app=app, slot=slot)
-    except Exception:  # the arbiter serves on all the same
-        logging.getLogger("hookstream_server").exception("a hookstream_serve_exited hook failed")
+    except Exception:
+        logging.getLogger("hookstream_server").exception("a %s hook failed", hook_name)
