@@ -78,3 +78,46 @@ def test_without_authentication_a_tool_sees_no_principal(tmp_path: Path) -> None
                 return await _whoami(client, {"ctx": {"id": "root"}})
 
         assert anyio.run(over_http) is None
+
+
+def test_a_jwts_verified_claims_reach_the_tool() -> None:
+    from test_server_auth import _Issuer  # the core's loopback OIDC issuer (discovery, JWKS, a minter)
+
+    issuer = _Issuer()
+    try:
+        with http_server(*WHOAMI, "--jwt-issuer", issuer.url, "--jwt-audience", "hookstream-mcp") as url:
+            async def main() -> Any:
+                async with http_client_session(url, issuer.token(sub="dave", aud="hookstream-mcp")) as client:
+                    return await _whoami(client, {"ctx": {"id": "root", "claims": {"sub": "root"}}})
+
+            who = anyio.run(main)
+    finally:
+        issuer.close()
+    assert who["id"] == "dave"
+    assert who["claims"]["sub"] == "dave" and who["claims"]["aud"] == "hookstream-mcp"
+    assert who["claims"]["iss"] == issuer.url
+
+
+def test_an_ask_waiting_for_approval_is_resumed_only_by_its_principal(tmp_path: Path) -> None:
+    """On a 2026-07-28 session ``ask`` answers with the approval question and a ``request_state``; bob
+    retrying with alice's state and an approval is refused, and alice's own retry still resumes her run."""
+    import mcp_types as types
+
+    with http_server("--tool", "served_tools:delete_file", "--auth-tokens", _tokens(tmp_path)) as url:
+        async def main() -> tuple[Any, Any]:
+            async with http_client_session(url, "alice-key") as alice, http_client_session(url, "bob-key") as bob:
+                asked = await alice.session.call_tool("ask", {"prompt": "clean up"}, allow_input_required=True)
+                assert isinstance(asked, types.InputRequiredResult), asked
+                yes = {ident: types.ElicitResult(action="accept", content={"approve": True})
+                       for ident in asked.input_requests or {}}
+                stolen = await bob.session.call_tool("ask", {"prompt": "clean up"}, request_state=asked.request_state,
+                                                     input_responses=yes, allow_input_required=True)
+                own = await alice.session.call_tool("ask", {"prompt": "clean up"}, request_state=asked.request_state,
+                                                    input_responses=yes, allow_input_required=True)
+                return stolen, own
+
+        stolen, own = anyio.run(main)
+    assert isinstance(stolen, types.CallToolResult) and stolen.is_error, stolen
+    assert "already answered or has expired" in stolen.content[0].text  # type: ignore[union-attr]
+    assert isinstance(own, types.CallToolResult) and not own.is_error, own
+    assert "delete_file returned deleted" in own.content[0].text  # type: ignore[union-attr]
