@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hookstream import tool
+import json
+
+from hookstream import ToolContext, tool
 
 
 def add(a: int, b: int) -> int:
@@ -31,3 +33,13 @@ def _delete_file(path: str) -> str:
 
 delete_file = tool(_delete_file, name="delete_file", needs_approval=True)
 """A tool that needs approval: ``ask`` asks the client (MCP elicitation) before the agent may run it."""
+
+
+def whoami(ctx: ToolContext, note: str = "") -> str:
+    """Say who calls: the id and claims of ``ctx.principal`` as JSON, ``null`` without one.
+
+    Args:
+        note: anything; ignored.
+    """
+    who = ctx.principal
+    return json.dumps(None if who is None else {"id": who.id, "claims": dict(who.claims)})

@@ -19,6 +19,12 @@ Over HTTP the endpoint is ``/mcp``; with ``authenticate`` (``--auth-tokens FILE`
 ``Authorization: Bearer TOKEN`` (``401`` with ``WWW-Authenticate: Bearer`` otherwise); on a loopback host
 the SDK's DNS-rebinding protection checks ``Host`` and ``Origin``.
 
+Who calls: over HTTP with ``authenticate``, a tool that takes a :class:`hookstream.ToolContext` gets the
+principal the authenticator verified for that very request as ``ctx.principal`` (the agent behind ``ask``
+runs for it, so its tools see it too), as under ``hookstream serve``; over stdio or without
+authentication it is ``None``. It comes from the authenticator alone, never from the call's
+``arguments`` or ``_meta``. A 2026-era ``ask`` retry is resumed only for the principal that started it.
+
 Thread safety: the tools are called on worker threads (``anyio.to_thread``), several at once when a
 client sends concurrent calls; a tool must be thread-safe, as for the engine's thread executor.
 """
@@ -38,8 +44,9 @@ import anyio.from_thread
 import anyio.to_thread
 import attrs
 import mcp_types as types
-from hookstream import CancellationToken, Tool, ToolContext, chat
+from hookstream import CancellationToken, LoopSettings, Tool, ToolContext, chat
 from hookstream.events import Interrupt, RunError, RunFinished, StepStarted, ToolCallStart
+from hookstream.server import Principal
 from mcp.server.lowlevel import Server
 
 from ._version import __version__
@@ -64,11 +71,27 @@ def _text(output: Any) -> str:
         return str(output)
 
 
-def _call_tool(t: Tool, arguments: Mapping[str, Any]) -> types.CallToolResult:
-    """Run one hookstream tool (on a worker thread): its output, or its error as ``isError``."""
+# Where _Authenticated keeps the verified principal in the ASGI scope's per-request state (a server-side
+# dict the client cannot write), and where the tool handler reads it back through the SDK's request.
+_PRINCIPAL_STATE = "hookstream.principal"
+
+
+def _principal(ctx: Any) -> Principal | None:
+    """The principal ``_Authenticated`` verified for the HTTP request carrying this MCP request (the SDK's
+    ``ServerRequestContext.request``, a Starlette request); ``None`` over stdio or without authentication."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    state = scope.get("state") if isinstance(scope, Mapping) else None
+    found = state.get(_PRINCIPAL_STATE) if isinstance(state, Mapping) else None
+    return found if isinstance(found, Principal) else None
+
+
+def _call_tool(t: Tool, arguments: Mapping[str, Any], principal: Principal | None = None) -> types.CallToolResult:
+    """Run one hookstream tool (on a worker thread) for ``principal``: its output, or its error as
+    ``isError``."""
     kwargs = dict(arguments)
     if t.context_param:
-        kwargs[t.context_param] = ToolContext(f"call_{uuid.uuid4().hex}", [], CancellationToken())
+        kwargs[t.context_param] = ToolContext(f"call_{uuid.uuid4().hex}", [], CancellationToken(),
+                                              principal=principal)
     if t.fn is None:
         return types.CallToolResult(content=[types.TextContent(text=f"tool {t.name!r} has no function")],
                                     is_error=True)
@@ -102,13 +125,16 @@ class _Waiting:
 
     messages: list[Any]
     interrupts: list[Interrupt]
+    principal: Principal | None = None
 
 
 def _run_agent(model: Any, tools: Sequence[Tool], system: str | None, conversation: Any,
-               resume: list[dict[str, Any]] | None, progress: Callable[[str], None]) -> types.CallToolResult | _Waiting:
-    """One agent run (on a worker thread): its final text, its error, or what it waits for."""
+               resume: list[dict[str, Any]] | None, progress: Callable[[str], None],
+               principal: Principal | None = None) -> types.CallToolResult | _Waiting:
+    """One agent run for ``principal`` (on a worker thread): its final text, its error, or what it waits for."""
     fields: dict[str, Any] = {"system": system} if system else {}
-    stream = chat(model, conversation, tools=list(tools), resume=resume, **fields)
+    stream = chat(model, conversation, tools=list(tools), resume=resume, loop=LoopSettings(principal=principal),
+                  **fields)
     waiting: list[Interrupt] = []
     try:
         for ev in stream:
@@ -123,7 +149,7 @@ def _run_agent(model: Any, tools: Sequence[Tool], system: str | None, conversati
         stream.cancel()
     result = stream.result()
     if waiting:
-        return _Waiting(list(result.messages), waiting)
+        return _Waiting(list(result.messages), waiting, principal)
     return types.CallToolResult(content=[types.TextContent(text=result.text or "")])
 
 
@@ -180,9 +206,13 @@ class _Agent:
             self._pending[token] = waiting
         return token
 
-    def _take(self, token: str) -> _Waiting | None:
+    def _take(self, token: str, principal: Principal | None) -> _Waiting | None:
+        """The run waiting under ``token``, claimed once, and only by the principal it runs for."""
         with self._lock:
-            return self._pending.pop(token, None)
+            waiting = self._pending.get(token)
+            if waiting is None or waiting.principal != principal:
+                return None
+            return self._pending.pop(token)
 
     async def call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult | Any:
         count = [0]
@@ -191,10 +221,11 @@ class _Agent:
             count[0] += 1
             anyio.from_thread.run(ctx.session.report_progress, count[0], None, message)
 
+        principal = _principal(ctx)
         conversation: Any = (params.arguments or {}).get("prompt")
         resume: list[dict[str, Any]] | None = None
         if params.request_state is not None:  # a 2026-era retry carrying the answers to our questions
-            waiting = self._take(params.request_state)
+            waiting = self._take(params.request_state, principal)
             if waiting is None:
                 return _error("this question was already answered or has expired: ask again")
             answers = params.input_responses or {}
@@ -204,7 +235,7 @@ class _Agent:
             return _error("prompt must be a non-empty string")
         for _ in range(_MAX_APPROVAL_ROUNDS):
             outcome = await anyio.to_thread.run_sync(_run_agent, self.model, self.tools, self.system, conversation,
-                                                     resume, progress)
+                                                     resume, progress, principal)
             if not isinstance(outcome, _Waiting):
                 return outcome
             if str(getattr(ctx, "protocol_version", "")) >= _MODERN:
@@ -241,7 +272,7 @@ def build_server(tools: Sequence[Tool], *, agent_model: Any = None, system: str 
         t = by_name.get(params.name)
         if t is None:
             return _error(f"unknown tool {params.name!r}")
-        return await anyio.to_thread.run_sync(_call_tool, t, params.arguments or {})
+        return await anyio.to_thread.run_sync(_call_tool, t, params.arguments or {}, _principal(ctx))
 
     return Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
                   get_tool_input_schema=schemas.get)
@@ -260,7 +291,8 @@ def serve_stdio(server: Server[Any]) -> None:
 
 class _Authenticated:
     """ASGI middleware: every HTTP request must name a principal of ``authenticate`` (a
-    :data:`hookstream.server.Authenticator`, called with a WSGI-style environ of the request's headers)."""
+    :data:`hookstream.server.Authenticator`, called with a WSGI-style environ of the request's headers),
+    kept for the tools in a copy of the request's ``scope["state"]`` (see :func:`_principal`)."""
 
     def __init__(self, app: Any, authenticate: Callable[[Mapping[str, Any]], Any]) -> None:
         self.app = app
@@ -271,13 +303,19 @@ class _Authenticated:
             environ: dict[str, Any] = {"REQUEST_METHOD": scope.get("method", "GET"), "PATH_INFO": scope.get("path")}
             for key, value in scope.get("headers") or ():
                 environ["HTTP_" + key.decode("latin-1").upper().replace("-", "_")] = value.decode("latin-1")
-            if self.authenticate(environ) is None:
+            principal = self.authenticate(environ)
+            if principal is None:
                 body = b'{"error": "authentication required"}'
                 await send({"type": "http.response.start", "status": 401, "headers": [
                     (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                     (b"www-authenticate", b'Bearer realm="hookstream"')]})
                 await send({"type": "http.response.body", "body": body})
                 return
+            # A fresh dict: uvicorn's per-request state is a copy of the lifespan state, but ours must
+            # never leak into another request whatever the server does.
+            state = scope.get("state")
+            scope = {**scope, "state": {**(state if isinstance(state, Mapping) else {}), _PRINCIPAL_STATE:
+                                        principal if isinstance(principal, Principal) else None}}
         await self.app(scope, receive, send)
 
 
