@@ -108,6 +108,7 @@ def test_the_journal_keeps_claims_but_no_credential() -> None:
     claims = {"sub": "carol", "iss": "https://id.example", "aud": ["a", "b"], "exp": 1, "auth_time": 2,
               "roles": ["admin"], "tenant": {"id": "acme", "plan": "gold"}, "email": "first.lastname.x@acme.example",
               "access_token": "opaque", "idToken": "opaque", "client-secret": "s", "api_key": "k", "jwt": "j",
+              "passphrase": "p", "ssh_privkey": "k", "signingKey": "k",
               "nested": {"refresh_token": "r"}, "upstream": [jws], "wrapped": f"Bearer {jws}", "blob": b"\x00",
               "when": object()}
     assert kept_claims(claims) == {"sub": "carol", "iss": "https://id.example", "aud": ["a", "b"], "exp": 1,
