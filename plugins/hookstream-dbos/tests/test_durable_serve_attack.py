@@ -301,6 +301,26 @@ def _until(what: str, check: Callable[[], bool]) -> None:
     pytest.fail(f"{what} never happened")
 
 
+@contextlib.contextmanager
+def _answering(srv: Served, amount: int) -> Iterator[tuple[str, list[bytes]]]:
+    """Alice's run of a new thread waiting on ``pay_slow(amount)``, and her answer POSTed: inside, the
+    approved tool has started and the answering POST is being read (yields the thread id and the POST's raw
+    lines, a list that grows as they come); on leaving, the tool is released and the POST's stream, read to
+    its end, must be the answer (:func:`_answered`)."""
+    thread, _, _, interrupt = _waiting(srv, "alice", "pay_slow", amount)
+    lines: list[bytes] = []
+    with requests.post(srv.base + "/", json=_body(thread, _new("run"), [], resume=_approve(interrupt["id"])),
+                       headers=_headers("alice"), stream=True, timeout=WAIT) as answer:
+        assert answer.status_code == 200, answer.text
+        reader = threading.Thread(target=_read_raw, args=(answer, lines))
+        reader.start()
+        _wait_for(srv.folder / f"started-{amount}-1", "the approved pay_slow's start")
+        yield thread, lines
+        (srv.folder / f"release-{amount}").write_text("", "utf-8")
+        reader.join(WAIT)
+    _answered([json.loads(line[6:]) for line in lines if line.startswith(b"data: ")], amount)
+
+
 def _refused_at_limit(srv: Served, who: str) -> None:
     status, _, error = _post(srv, who, _body(_new("thread"), _new("run"), _ask("One more.")))
     assert status == 429 and error["retry_after"], (status, error)
@@ -308,14 +328,7 @@ def _refused_at_limit(srv: Served, who: str) -> None:
 
 def test_a_taken_over_answer_and_a_recovered_run_count_toward_the_limit(tmp_path: Path) -> None:
     with _server(tmp_path, "limits", "--max-concurrent-runs", "1") as srv:
-        thread, _, _, interrupt = _waiting(srv, "alice", "pay_slow", 44)
-        lines: list[bytes] = []
-        with requests.post(srv.base + "/", json=_body(thread, _new("run"), [], resume=_approve(interrupt["id"])),
-                           headers=_headers("alice"), stream=True, timeout=WAIT) as answer:
-            assert answer.status_code == 200, answer.text
-            reader = threading.Thread(target=_read_raw, args=(answer, lines))
-            reader.start()
-            _wait_for(srv.folder / "started-44-1", "the approved pay_slow's start")
+        with _answering(srv, 44) as (thread, lines):
             _refused_at_limit(srv, "alice")  # the taken-over POST (which only tails the log) counts
             _no_steering(srv, "bob", thread)  # her answering run goes on detached: not bob's to steer
             srv.script(_final(), _final())  # bob's run, then alice's answer's last model call
@@ -323,10 +336,6 @@ def test_a_taken_over_answer_and_a_recovered_run_count_toward_the_limit(tmp_path
                 == "success"
             seen = len(lines)
             _until("a ': ping' on the quiet taken-over stream", lambda: b": ping" in lines[seen:])
-            (srv.folder / "release-44").write_text("", "utf-8")
-            reader.join(WAIT)
-        events = [json.loads(line[6:]) for line in lines if line.startswith(b"data: ")]
-        _answered(events, 44)
 
         # A run recovered after its worker was killed counts too.
         thread, run, call = _new("thread"), _new("run"), _new("call")
@@ -375,20 +384,10 @@ def test_an_answer_in_flight_counts_once(tmp_path: Path) -> None:
     ``--max-concurrent-runs 2`` alice runs one more beside it (as without ``--durable``), and once it ended
     her count is back to 0 (two runs fit at once)."""
     with _server(tmp_path, "once", "--max-concurrent-runs", "2") as srv:
-        thread, _, _, interrupt = _waiting(srv, "alice", "pay_slow", 66)
-        lines: list[bytes] = []
-        with requests.post(srv.base + "/", json=_body(thread, _new("run"), [], resume=_approve(interrupt["id"])),
-                           headers=_headers("alice"), stream=True, timeout=WAIT) as answer:
-            assert answer.status_code == 200, answer.text
-            reader = threading.Thread(target=_read_raw, args=(answer, lines))
-            reader.start()
-            _wait_for(srv.folder / "started-66-1", "the approved pay_slow's start")
+        with _answering(srv, 66):
             srv.script(_final(), _final())  # alice's second run, then the answer's last model call
             assert _post_ok(srv, "alice", _body(_new("thread"), _new("run"), _ask("Hi.")))[-1]["outcome"]["type"] \
                 == "success"
-            (srv.folder / "release-66").write_text("", "utf-8")
-            reader.join(WAIT)
-        _answered([json.loads(line[6:]) for line in lines if line.startswith(b"data: ")], 66)
 
         # Back to 0: a blocking run fits, and one more beside it (a slot left counted would refuse it).
         thread, run = _new("thread"), _new("run")
