@@ -131,7 +131,7 @@ class Durable:
     refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
     ``max_tool_stream`` bounds, in bytes of AG-UI JSON, what one tool call's streamed events
     (:meth:`hookstream.ToolContext.emit`) take in the journal: past it that call's result is journaled
-    alone, and a replay of it streams nothing (``docs/durable.md``).
+    with its usage alone (summed), and a replay of it streams no event (``docs/durable.md``).
 
     A run that ends with outcome ``interrupt`` waits durably: ``chat(model, resume=result.resume({...}),
     plugins=[Durable(id)])``, in this process or another one, answers it and goes on as the next part of
@@ -297,8 +297,10 @@ _STREAMED = STATE + ":stream"
 @attrs.define(slots=True, eq=False)
 class _Streamed:
     """What one tool call streamed in the run, in order: each event as its AG-UI JSON text (the public
-    codec), each :class:`~hookstream.events.Usage` as it is. Past ``limit`` bytes of JSON nothing is kept
-    (the step journals its result alone). Thread safety: :meth:`take` may be called from any thread."""
+    codec), each :class:`~hookstream.events.Usage` as it is. Past ``limit`` bytes of JSON no event is kept,
+    only the usage, summed into one (the step journals its result with it: a replay counts the tokens the
+    call spent, a few integers whatever the call streamed). Thread safety: :meth:`take` may be called from
+    any thread."""
 
     limit: int
     items: list[str | Usage] = attrs.Factory(list)
@@ -309,15 +311,21 @@ class _Streamed:
 
     def take(self, item: BaseEvent | Usage) -> None:
         with self._lock:
-            if self.over or self.closed:
+            if self.closed:
                 return
             if isinstance(item, Usage):
-                self.items.append(item)
+                if self.over:
+                    self.items = [_summed([*self.items, item])]
+                else:
+                    self.items.append(item)
+                return
+            if self.over:
                 return
             text = to_json(item)
             self.size += len(text.encode("utf-8"))
             if self.size > self.limit:
-                self.over, self.items = True, []
+                self.over = True
+                self.items = [_summed(self.items)] if any(isinstance(i, Usage) for i in self.items) else []
             else:
                 self.items.append(text)
 
@@ -327,8 +335,17 @@ class _Streamed:
             self.closed = True
             if self.over:
                 log.warning("durable run %s: tool call %s streamed more than %d bytes of events; its result is "
-                            "journaled without them", run_id, where, self.limit)
+                            "journaled without them (with its usage)", run_id, where, self.limit)
             return self.items
+
+
+def _summed(items: Iterable[str | Usage]) -> Usage:
+    """The sum of the :class:`~hookstream.events.Usage` among ``items``."""
+    total = Usage()
+    for item in items:
+        if isinstance(item, Usage):
+            total = total + item
+    return total
 
 
 def _replay_tool(call: ToolCallContext, payload: Any) -> Any:
