@@ -234,6 +234,13 @@ def test_a_finished_id_replays_what_a_tool_streamed(session_db: str) -> None:
     assert ran.usage.total_tokens and result.usage == ran.usage, (ran.usage, result.usage)
 
 
+@pytest.mark.parametrize("bound", [-1, "1000", 1.5])
+def test_a_bad_max_tool_stream_is_refused_at_once(bound: Any) -> None:
+    # Not later, inside a tool's emit on the tool's thread.
+    with pytest.raises((TypeError, ValueError)):
+        Durable("bad-bound", max_tool_stream=bound)
+
+
 def test_another_prompt_under_a_finished_id_is_refused(session_db: str) -> None:
     with scripted_server() as server:
         chat(_model(server), "Run a then b.", tools=[tool_a, tool_b], plugins=[Durable("diverge", session_db)]).result()

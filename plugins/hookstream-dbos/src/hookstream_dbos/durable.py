@@ -131,7 +131,9 @@ class Durable:
     refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
     ``max_tool_stream`` bounds, in bytes of AG-UI JSON, what one tool call's streamed events
     (:meth:`hookstream.ToolContext.emit`) take in the journal: past it that call's result is journaled
-    with its usage alone (summed), and a replay of it streams no event (``docs/durable.md``).
+    with its usage alone (summed), and a replay of it streams no event (``docs/durable.md``). A ``wait``
+    that is not positive raises :class:`ValueError`, a ``max_tool_stream`` that is not an ``int`` ``>= 0``
+    :class:`TypeError` or :class:`ValueError` (attrs' validators, as the other plugins' settings).
 
     A run that ends with outcome ``interrupt`` waits durably: ``chat(model, resume=result.resume({...}),
     plugins=[Durable(id)])``, in this process or another one, answers it and goes on as the next part of
@@ -147,7 +149,9 @@ class Durable:
     db: str | None = None
     meta: dict[str, Any] = attrs.Factory(dict)
     wait: float | None = attrs.field(default=DEFAULT_WAIT)
-    max_tool_stream: int = MAX_TOOL_STREAM
+    # Checked here: a bad bound would otherwise fail inside a tool's emit, from the tool's thread.
+    max_tool_stream: int = attrs.field(default=MAX_TOOL_STREAM, validator=[attrs.validators.instance_of(int),
+                                                                           attrs.validators.ge(0)])
 
     @wait.validator
     def _positive(self, _attribute: Any, value: float | None) -> None:
