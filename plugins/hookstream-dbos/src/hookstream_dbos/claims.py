@@ -34,9 +34,10 @@ CREDENTIAL_NAME = re.compile(r"token|secret|passw|pass_?phrase|pwd|api_?key|priv
                              r"|credential|authoriz|cookie|jwt|bearer", re.IGNORECASE)
 """A claim (or nested key) name that looks like a credential: ``-`` is read as ``_``."""
 
-JWT_LIKE = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+JWT_LIKE = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(?:[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|\.[A-Za-z0-9_-]{8,}\.)")
 """A string that holds a compact JWT, JWS or JWE (base64url segments joined by dots, the first a JSON
-object's: ``eyJ``)."""
+object's: ``eyJ``). A JWE whose key is agreed, not sent (``alg`` ``dir``, ``ECDH-ES``: RFC 7516 section
+7.1), has an empty second segment: ``header..iv.ciphertext.tag``."""
 
 _DEPTH = 32
 """Nesting deeper than this is not kept (a JWT's payload is never that deep)."""
