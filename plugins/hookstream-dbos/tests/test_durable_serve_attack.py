@@ -21,7 +21,7 @@ import os
 import signal
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
-from test_durable_serve import WAIT, _frames, _wait_for, serve
+from test_durable_serve import WAIT, _frames, _until, _wait_for, serve
 
 ANSWER = "Done, as asked."
 TOKENS = {"alice": "alice-token-" + "a" * 20, "bob": "bob-token-" + "b" * 20}
@@ -290,15 +290,6 @@ def _read_raw(resp: requests.Response, into: list[bytes]) -> None:
     with contextlib.suppress(requests.RequestException):
         for line in resp.iter_lines():
             into.append(line)
-
-
-def _until(what: str, check: Callable[[], bool]) -> None:
-    pause = threading.Event()
-    for _ in range(int(WAIT / 0.05)):
-        if check():
-            return
-        pause.wait(0.05)
-    pytest.fail(f"{what} never happened")
 
 
 @contextlib.contextmanager
