@@ -200,35 +200,45 @@ def test_a_finished_id_replays_the_same_events_without_a_request(session_db: str
         assert [s.tool_calls for s in second.steps] == [s.tool_calls for s in result.steps]
 
 
-def _nested_run(session_db: str, run_id: str, **durable: Any) -> tuple[list[str], Any, int]:
+def _nested_run(session_db: str, run_id: str, **durable: Any) -> tuple[list[str], list[Any], int]:
     """An agent used as a tool (its run streams in the parent's: ``SUBAGENT_*`` events, its usage added),
-    as durable run ``run_id`` twice (the second time a finished id): both runs' AG-UI JSON, the second
-    result, and the requests the agent's model server got."""
+    as durable run ``run_id`` twice (the second time a finished id): both runs' AG-UI JSON, both results,
+    and the requests the agent's model server got."""
     parent = [provider_stream("openai", text="", reasoning="", tool_name="research", tool_args={"prompt": "x?"}).events,
               final_stream("openai", text="x is 42.").events]
     with LoopbackServer([Response(pieces=b) for b in parent]) as server, \
             LoopbackServer([Response(pieces=final_stream("openai", text="Found: x=42.").events)]) as sub:
         research = Agent(_model(sub), name="researcher").as_tool("research", "Research a question.")
-        runs = []
+        runs, results = [], []
         for _ in range(2):
             stream = chat(_model(server), "What is x?", tools=[research], thread_id=f"thread-{run_id}",
                           loop=LoopSettings(run_id=run_id), plugins=[Durable(run_id, session_db, **durable)])
             runs.append([to_json(ev) for ev in stream])
-        return runs[0] + ["--"] + runs[1], stream.result(), len(sub.requests)
+            results.append(stream.result())
+        return runs[0] + ["--"] + runs[1], results, len(sub.requests)
 
 
 def test_a_finished_id_replays_what_a_tool_streamed(session_db: str) -> None:
-    got, result, sub_calls = _nested_run(session_db, "nested-1")
+    got, (_, result), sub_calls = _nested_run(session_db, "nested-1")
     first, again = got[:got.index("--")], got[got.index("--") + 1:]
     assert sub_calls == 1 and result.text == "x is 42."
     assert again == first  # the nested run's events and usage too, from the journal
     assert sum('"SUBAGENT_STARTED"' in e for e in again) == 1 and '"SUBAGENT_FINISHED"' in "".join(again)
 
-    # Past the bound, the call's result is journaled alone: a replay streams nothing of it.
-    got, result, sub_calls = _nested_run(session_db, "nested-2", max_tool_stream=100)
+    # Past the bound, the call's result is journaled with its usage alone: a replay streams none of its
+    # events, but the nested run's tokens still count (the same usage as the run that spent them).
+    got, (ran, result), sub_calls = _nested_run(session_db, "nested-2", max_tool_stream=100)
     first, again = got[:got.index("--")], got[got.index("--") + 1:]
     assert sub_calls == 1 and result.text == "x is 42."
     assert '"SUBAGENT_STARTED"' in "".join(first) and '"SUBAGENT_STARTED"' not in "".join(again)
+    assert ran.usage.total_tokens and result.usage == ran.usage, (ran.usage, result.usage)
+
+
+@pytest.mark.parametrize("bound", [-1, "1000", 1.5])
+def test_a_bad_max_tool_stream_is_refused_at_once(bound: Any) -> None:
+    # Not later, inside a tool's emit on the tool's thread.
+    with pytest.raises((TypeError, ValueError)):
+        Durable("bad-bound", max_tool_stream=bound)
 
 
 def test_another_prompt_under_a_finished_id_is_refused(session_db: str) -> None:

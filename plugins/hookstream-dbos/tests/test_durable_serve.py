@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +89,19 @@ def _frames(resp: requests.Response, into: list[tuple[str, dict[str, Any]]]) -> 
                 into.append((ident, json.loads(line[6:])))
 
 
-def _wait_for(path: Path, what: str) -> None:
-    done = threading.Event()
+def _until(what: str, check: Callable[[], bool], why: str = "") -> None:
+    """Look at ``check`` every 50 ms until it holds (a barrier on what another process did); the test
+    fails, saying ``what`` never happened (and ``why``), after :data:`WAIT` seconds."""
+    pause = threading.Event()
     for _ in range(int(WAIT / 0.05)):
-        if path.exists():
+        if check():
             return
-        done.wait(0.05)
-    pytest.fail(f"{what} never happened ({path} missing)")
+        pause.wait(0.05)
+    pytest.fail(f"{what} never happened{why}")
+
+
+def _wait_for(path: Path, what: str) -> None:
+    _until(what, path.exists, f" ({path} missing)")
 
 
 def _run_input(thread_id: str, run_id: str) -> dict[str, Any]:

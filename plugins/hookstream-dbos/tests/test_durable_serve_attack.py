@@ -21,7 +21,7 @@ import os
 import signal
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
-from test_durable_serve import WAIT, _frames, _wait_for, serve
+from test_durable_serve import WAIT, _frames, _until, _wait_for, serve
 
 ANSWER = "Done, as asked."
 TOKENS = {"alice": "alice-token-" + "a" * 20, "bob": "bob-token-" + "b" * 20}
@@ -292,13 +292,24 @@ def _read_raw(resp: requests.Response, into: list[bytes]) -> None:
             into.append(line)
 
 
-def _until(what: str, check: Callable[[], bool]) -> None:
-    pause = threading.Event()
-    for _ in range(int(WAIT / 0.05)):
-        if check():
-            return
-        pause.wait(0.05)
-    pytest.fail(f"{what} never happened")
+@contextlib.contextmanager
+def _answering(srv: Served, amount: int) -> Iterator[tuple[str, list[bytes]]]:
+    """Alice's run of a new thread waiting on ``pay_slow(amount)``, and her answer POSTed: inside, the
+    approved tool has started and the answering POST is being read (yields the thread id and the POST's raw
+    lines, a list that grows as they come); on leaving, the tool is released and the POST's stream, read to
+    its end, must be the answer (:func:`_answered`)."""
+    thread, _, _, interrupt = _waiting(srv, "alice", "pay_slow", amount)
+    lines: list[bytes] = []
+    with requests.post(srv.base + "/", json=_body(thread, _new("run"), [], resume=_approve(interrupt["id"])),
+                       headers=_headers("alice"), stream=True, timeout=WAIT) as answer:
+        assert answer.status_code == 200, answer.text
+        reader = threading.Thread(target=_read_raw, args=(answer, lines))
+        reader.start()
+        _wait_for(srv.folder / f"started-{amount}-1", "the approved pay_slow's start")
+        yield thread, lines
+        (srv.folder / f"release-{amount}").write_text("", "utf-8")
+        reader.join(WAIT)
+    _answered([json.loads(line[6:]) for line in lines if line.startswith(b"data: ")], amount)
 
 
 def _refused_at_limit(srv: Served, who: str) -> None:
@@ -308,14 +319,7 @@ def _refused_at_limit(srv: Served, who: str) -> None:
 
 def test_a_taken_over_answer_and_a_recovered_run_count_toward_the_limit(tmp_path: Path) -> None:
     with _server(tmp_path, "limits", "--max-concurrent-runs", "1") as srv:
-        thread, _, _, interrupt = _waiting(srv, "alice", "pay_slow", 44)
-        lines: list[bytes] = []
-        with requests.post(srv.base + "/", json=_body(thread, _new("run"), [], resume=_approve(interrupt["id"])),
-                           headers=_headers("alice"), stream=True, timeout=WAIT) as answer:
-            assert answer.status_code == 200, answer.text
-            reader = threading.Thread(target=_read_raw, args=(answer, lines))
-            reader.start()
-            _wait_for(srv.folder / "started-44-1", "the approved pay_slow's start")
+        with _answering(srv, 44) as (thread, lines):
             _refused_at_limit(srv, "alice")  # the taken-over POST (which only tails the log) counts
             _no_steering(srv, "bob", thread)  # her answering run goes on detached: not bob's to steer
             srv.script(_final(), _final())  # bob's run, then alice's answer's last model call
@@ -323,10 +327,6 @@ def test_a_taken_over_answer_and_a_recovered_run_count_toward_the_limit(tmp_path
                 == "success"
             seen = len(lines)
             _until("a ': ping' on the quiet taken-over stream", lambda: b": ping" in lines[seen:])
-            (srv.folder / "release-44").write_text("", "utf-8")
-            reader.join(WAIT)
-        events = [json.loads(line[6:]) for line in lines if line.startswith(b"data: ")]
-        _answered(events, 44)
 
         # A run recovered after its worker was killed counts too.
         thread, run, call = _new("thread"), _new("run"), _new("call")
@@ -375,20 +375,10 @@ def test_an_answer_in_flight_counts_once(tmp_path: Path) -> None:
     ``--max-concurrent-runs 2`` alice runs one more beside it (as without ``--durable``), and once it ended
     her count is back to 0 (two runs fit at once)."""
     with _server(tmp_path, "once", "--max-concurrent-runs", "2") as srv:
-        thread, _, _, interrupt = _waiting(srv, "alice", "pay_slow", 66)
-        lines: list[bytes] = []
-        with requests.post(srv.base + "/", json=_body(thread, _new("run"), [], resume=_approve(interrupt["id"])),
-                           headers=_headers("alice"), stream=True, timeout=WAIT) as answer:
-            assert answer.status_code == 200, answer.text
-            reader = threading.Thread(target=_read_raw, args=(answer, lines))
-            reader.start()
-            _wait_for(srv.folder / "started-66-1", "the approved pay_slow's start")
+        with _answering(srv, 66):
             srv.script(_final(), _final())  # alice's second run, then the answer's last model call
             assert _post_ok(srv, "alice", _body(_new("thread"), _new("run"), _ask("Hi.")))[-1]["outcome"]["type"] \
                 == "success"
-            (srv.folder / "release-66").write_text("", "utf-8")
-            reader.join(WAIT)
-        _answered([json.loads(line[6:]) for line in lines if line.startswith(b"data: ")], 66)
 
         # Back to 0: a blocking run fits, and one more beside it (a slot left counted would refuse it).
         thread, run = _new("thread"), _new("run")

@@ -105,11 +105,13 @@ def test_a_recovered_run_sees_its_principals_claims_and_the_journal_no_token(tmp
 
 def test_the_journal_keeps_claims_but_no_credential() -> None:
     jws = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
+    jwe_dir = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..MTIzNDU2Nzg5MDEy.Y2lwaGVydGV4dA.MDEyMzQ1Njc4OWFiY2RlZg"
     claims = {"sub": "carol", "iss": "https://id.example", "aud": ["a", "b"], "exp": 1, "auth_time": 2,
               "roles": ["admin"], "tenant": {"id": "acme", "plan": "gold"}, "email": "first.lastname.x@acme.example",
               "access_token": "opaque", "idToken": "opaque", "client-secret": "s", "api_key": "k", "jwt": "j",
-              "nested": {"refresh_token": "r"}, "upstream": [jws], "wrapped": f"Bearer {jws}", "blob": b"\x00",
-              "when": object()}
+              "passphrase": "p", "ssh_privkey": "k", "signingKey": "k",
+              "nested": {"refresh_token": "r"}, "upstream": [jws], "wrapped": f"Bearer {jws}", "sealed": jwe_dir,
+              "blob": b"\x00", "when": object()}
     assert kept_claims(claims) == {"sub": "carol", "iss": "https://id.example", "aud": ["a", "b"], "exp": 1,
                                    "auth_time": 2, "roles": ["admin"], "tenant": {"id": "acme", "plan": "gold"},
                                    "email": "first.lastname.x@acme.example"}

@@ -22,6 +22,7 @@ from test_durable_serve import (
     _frames,
     _post_run,
     _resumed,
+    _until,
     _wait_for,
     durable_db,  # noqa: F401  (the fixture)
     scripted_server,
@@ -33,12 +34,8 @@ def _new_workers(arbiter: int, old: set[int], count: int) -> None:
     """Wait until ``arbiter`` has ``count`` children that are not in ``old`` (the reload's new workers)."""
     import psutil
 
-    pause = threading.Event()
-    for _ in range(int(WAIT / 0.05)):
-        if len({p.pid for p in psutil.Process(arbiter).children()} - old) >= count:
-            return
-        pause.wait(0.05)
-    pytest.fail("the reload's new workers never started")
+    _until("the reload's new workers' start",
+           lambda: len({p.pid for p in psutil.Process(arbiter).children()} - old) >= count)
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["graceful", "killed-during-reload"])

@@ -7,8 +7,9 @@ the tools and plugins that authorize on them. The journal must never hold a cred
 :func:`kept_claims` drops, whatever the authenticator put there:
 
 * a claim whose name looks like a credential (:data:`CREDENTIAL_NAME`: ``token``, ``secret``,
-  ``password``, ``api_key``, ``private_key``, ``credential``, ``authorization``, ``cookie``, ``jwt``,
-  ``bearer``... anywhere in the name, any case: ``access_token``, ``idToken``, ``client_secret``);
+  ``password``, ``passphrase``, ``api_key``, ``private_key``, ``privkey``, ``signing_key``, ``credential``,
+  ``authorization``, ``cookie``, ``jwt``, ``bearer``... anywhere in the name, any case: ``access_token``,
+  ``idToken``, ``client_secret``);
 * a claim that holds, at any depth, a string shaped like a JWT, JWS or JWE (:data:`JWT_LIKE`), or a key
   of such a name;
 * a claim whose value is not plain JSON (``None``, ``bool``, ``int``, ``float``, ``str``, lists and
@@ -29,13 +30,14 @@ from typing import Any
 
 __all__ = ["CREDENTIAL_NAME", "JWT_LIKE", "kept_claims"]
 
-CREDENTIAL_NAME = re.compile(r"token|secret|passw|pwd|api_?key|apikey|private_?key|credential|authoriz|cookie"
-                             r"|jwt|bearer", re.IGNORECASE)
+CREDENTIAL_NAME = re.compile(r"token|secret|passw|pass_?phrase|pwd|api_?key|priv(ate)?_?key|signing_?key"
+                             r"|credential|authoriz|cookie|jwt|bearer", re.IGNORECASE)
 """A claim (or nested key) name that looks like a credential: ``-`` is read as ``_``."""
 
-JWT_LIKE = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
+JWT_LIKE = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(?:[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*|\.[A-Za-z0-9_-]{8,}\.)")
 """A string that holds a compact JWT, JWS or JWE (base64url segments joined by dots, the first a JSON
-object's: ``eyJ``)."""
+object's: ``eyJ``). A JWE whose key is agreed, not sent (``alg`` ``dir``, ``ECDH-ES``: RFC 7516 section
+7.1), has an empty second segment: ``header..iv.ciphertext.tag``."""
 
 _DEPTH = 32
 """Nesting deeper than this is not kept (a JWT's payload is never that deep)."""

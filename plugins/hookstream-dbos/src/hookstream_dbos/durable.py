@@ -131,7 +131,9 @@ class Durable:
     refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
     ``max_tool_stream`` bounds, in bytes of AG-UI JSON, what one tool call's streamed events
     (:meth:`hookstream.ToolContext.emit`) take in the journal: past it that call's result is journaled
-    alone, and a replay of it streams nothing (``docs/durable.md``).
+    with its usage alone (summed), and a replay of it streams no event (``docs/durable.md``). A ``wait``
+    that is not positive raises :class:`ValueError`, a ``max_tool_stream`` that is not an ``int`` ``>= 0``
+    :class:`TypeError` or :class:`ValueError` (attrs' validators, as the other plugins' settings).
 
     A run that ends with outcome ``interrupt`` waits durably: ``chat(model, resume=result.resume({...}),
     plugins=[Durable(id)])``, in this process or another one, answers it and goes on as the next part of
@@ -147,7 +149,9 @@ class Durable:
     db: str | None = None
     meta: dict[str, Any] = attrs.Factory(dict)
     wait: float | None = attrs.field(default=DEFAULT_WAIT)
-    max_tool_stream: int = MAX_TOOL_STREAM
+    # Checked here: a bad bound would otherwise fail inside a tool's emit, from the tool's thread.
+    max_tool_stream: int = attrs.field(default=MAX_TOOL_STREAM, validator=[attrs.validators.instance_of(int),
+                                                                           attrs.validators.ge(0)])
 
     @wait.validator
     def _positive(self, _attribute: Any, value: float | None) -> None:
@@ -297,8 +301,10 @@ _STREAMED = STATE + ":stream"
 @attrs.define(slots=True, eq=False)
 class _Streamed:
     """What one tool call streamed in the run, in order: each event as its AG-UI JSON text (the public
-    codec), each :class:`~hookstream.events.Usage` as it is. Past ``limit`` bytes of JSON nothing is kept
-    (the step journals its result alone). Thread safety: :meth:`take` may be called from any thread."""
+    codec), each :class:`~hookstream.events.Usage` as it is. Past ``limit`` bytes of JSON no event is kept,
+    only the usage, summed into one (the step journals its result with it: a replay counts the tokens the
+    call spent, a few integers whatever the call streamed). Thread safety: :meth:`take` may be called from
+    any thread."""
 
     limit: int
     items: list[str | Usage] = attrs.Factory(list)
@@ -309,15 +315,21 @@ class _Streamed:
 
     def take(self, item: BaseEvent | Usage) -> None:
         with self._lock:
-            if self.over or self.closed:
+            if self.closed:
                 return
             if isinstance(item, Usage):
-                self.items.append(item)
+                if self.over:
+                    self.items = [_summed([*self.items, item])]
+                else:
+                    self.items.append(item)
+                return
+            if self.over:
                 return
             text = to_json(item)
             self.size += len(text.encode("utf-8"))
             if self.size > self.limit:
-                self.over, self.items = True, []
+                self.over = True
+                self.items = [_summed(self.items)] if any(isinstance(i, Usage) for i in self.items) else []
             else:
                 self.items.append(text)
 
@@ -327,8 +339,17 @@ class _Streamed:
             self.closed = True
             if self.over:
                 log.warning("durable run %s: tool call %s streamed more than %d bytes of events; its result is "
-                            "journaled without them", run_id, where, self.limit)
+                            "journaled without them (with its usage)", run_id, where, self.limit)
             return self.items
+
+
+def _summed(items: Iterable[str | Usage]) -> Usage:
+    """The sum of the :class:`~hookstream.events.Usage` among ``items``."""
+    total = Usage()
+    for item in items:
+        if isinstance(item, Usage):
+            total = total + item
+    return total
 
 
 def _replay_tool(call: ToolCallContext, payload: Any) -> Any:

@@ -25,10 +25,15 @@ How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
 * a process stopped on purpose (``hookstream_serve_stop``: a reload, ``--max-requests``, Ctrl-C) with
   runs still going on hands them to the server's live workers (the server's shared DBOS queue,
   :func:`shared_queue`, which every worker dequeues from; :func:`~hookstream_dbos.journal.hand_over`)
-  and ends at once: a live worker (or the restarted server) recovers each as after a kill.
+  and ends at once: a live worker (or the restarted server) recovers each as after a kill;
+* gunicorn's arbiter, once it reaped a worker (``hookstream_serve_exited``: killed, or its hand-over
+  failed), hands the runs that worker's slot left ``PENDING`` to the shared queue through a
+  ``DBOSClient`` (:func:`~hookstream_dbos.journal.hand_over_left`), before any worker takes the slot.
 
-Thread safety: the hooks run on any request thread at once; the inputs waiting for their run are kept
-under a lock.
+Thread safety: ``hookstream_serve_run`` runs on any request thread at once; the inputs waiting for their
+run are kept under a lock. ``hookstream_serve_process`` and ``hookstream_serve_stop`` run on the worker's
+main thread, ``hookstream_serve_exited`` on the arbiter's (no DBOS launched there: the client it opens is
+closed before it returns).
 """
 
 from __future__ import annotations

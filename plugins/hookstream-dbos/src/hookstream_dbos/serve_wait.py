@@ -15,6 +15,10 @@ How, on the server's public hooks (:mod:`hookstream_server.hookspecs`):
   durable run as the segment its answer starts, and the POST's client reads it through the run event log.
 
 A POST whose answers match no waiting durable run is left to the server (a run of its own, as before).
+A waiting workflow still ``PENDING`` or ``ENQUEUED`` (its worker died between journaling the wait and
+detaching; a live worker recovers it, ends its interrupted run again and detaches it) is resumed only once
+detached (:func:`find_waiting`, up to :data:`RECOVERY_SETTLE` seconds); when the POST's messages lack a
+call the wait is for, the answer continues the conversation journaled with the wait.
 
 Thread safety: the hook runs on request threads at once; the runs an answer is about to start are kept
 under a lock.
