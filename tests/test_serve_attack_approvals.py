@@ -260,17 +260,24 @@ def test_another_principal_cannot_answer_the_pending_call(stored: Server) -> Non
     assert stored.spent().count(803) == 1
 
 
-def test_a_forged_entry_next_to_the_real_answer_uses_nothing_up(stored: Server) -> None:
-    """A resume naming the pending call and an interrupt of no pending call is refused before the answer
-    is claimed (400 ``invalid_resume``): the owner's own answer afterwards still runs the tool, once."""
-    client = Client(stored.base, f"mix{uuid.uuid4().hex[:6]}", full=True, token=ALICE)
-    client.say("pay 804")
+def _forged_entry_refused(server: Server, amount: int) -> Client:
+    """Alice's ``pay AMOUNT`` waits for its approval; a resume naming that interrupt and one of no pending
+    call is refused (400 ``invalid_resume``). Returns alice's client, still waiting."""
+    client = Client(server.base, f"mix{uuid.uuid4().hex[:6]}", full=True, token=ALICE)
+    client.say(f"pay {amount}")
     [interrupt] = client.interrupts
     resume = [{"interruptId": i, "status": "resolved", "payload": {"approved": True}}
               for i in (interrupt["id"], "approval_call_never_made")]
-    resp = requests.post(stored.base + "/", json=agui(client.thread_id, client.messages, resume=resume),
+    resp = requests.post(server.base + "/", json=agui(client.thread_id, client.messages, resume=resume),
                          headers=headers(), timeout=60)
     assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_resume", resp.text
+    return client
+
+
+def test_a_forged_entry_next_to_the_real_answer_uses_nothing_up(stored: Server) -> None:
+    """A resume naming the pending call and an interrupt of no pending call is refused before the answer
+    is claimed (400 ``invalid_resume``): the owner's own answer afterwards still runs the tool, once."""
+    client = _forged_entry_refused(stored, 804)
     assert stored.spent().count(804) == 0
     client.approve()
     assert stored.spent().count(804) == 1
@@ -323,14 +330,7 @@ def test_another_principal_cannot_use_an_unused_approval(stateless: Server) -> N
 
 
 def test_a_forged_entry_next_to_a_signed_approval_uses_nothing_up(stateless: Server) -> None:
-    client = Client(stateless.base, f"mix{uuid.uuid4().hex[:6]}", full=True, token=ALICE)
-    client.say("pay 814")
-    [interrupt] = client.interrupts
-    resume = [{"interruptId": i, "status": "resolved", "payload": {"approved": True}}
-              for i in (interrupt["id"], "approval_call_never_made")]
-    resp = requests.post(stateless.base + "/", json=agui(client.thread_id, client.messages, resume=resume),
-                         headers=headers(), timeout=60)
-    assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_resume", resp.text
+    client = _forged_entry_refused(stateless, 814)
     client.approve()
     assert stateless.spent().count(814) == 1
 
