@@ -119,6 +119,27 @@ def _post_run(base: str, thread_id: str, run_id: str,
     return resp, reader
 
 
+def thread_store(durable_db: str, tmp_path: Path) -> str:
+    """The served threads' store: the durable database's own PostgreSQL, else a SQLite file of the test."""
+    return durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+
+
+def _stopped_in_tool_b(base: str, folder: Path, thread_id: str, run_id: str,
+                       stop: Callable[[int], None]) -> list[tuple[str, dict[str, Any]]]:
+    """POST the run, wait until ``tool_b`` runs, ``stop(pid of the worker running it)``; once the client's
+    stream has ended, unfinished, the ``(id, event)`` pairs it got."""
+    before: list[tuple[str, dict[str, Any]]] = []
+    resp, reader = _post_run(base, thread_id, run_id, before)
+    assert resp.status_code == 200, resp.text
+    _wait_for(folder / "b-running", "tool_b's first run")
+    stop(int((folder / "b-running").read_text("utf-8")))
+    reader.join(WAIT)
+    assert not reader.is_alive(), "the stopped worker's stream never ended"
+    resp.close()
+    assert before and before[-1][1]["type"] != "RUN_FINISHED", before
+    return before
+
+
 @contextlib.contextmanager
 def _resumed(base: str, thread_id: str, run_id: str, last_id: str) -> Iterator[requests.Response]:
     """The resume route's stream of the run after ``last_id`` (``Last-Event-ID``), its status checked."""
@@ -162,20 +183,12 @@ def test_a_killed_workers_run_is_recovered_and_the_client_gets_every_event_once(
                                                                                  tmp_path: Path) -> None:
     folder = tmp_path / "run"
     folder.mkdir()
-    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    store = thread_store(durable_db, tmp_path)
     thread_id, run_id = "thread-1", f"run-{uuid.uuid4().hex}"
     with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
                                            "--durable-name", "test") as base:
-        before: list[tuple[str, dict[str, Any]]] = []
-        resp, reader = _post_run(base, thread_id, run_id, before)
-        assert resp.status_code == 200, resp.text
-        _wait_for(folder / "b-running", "tool_b's first run")
-        pid = int((folder / "b-running").read_text("utf-8"))
-        os.kill(pid, signal.SIGKILL)  # the worker that streams the run
-        reader.join(WAIT)
-        assert not reader.is_alive(), "the killed worker's stream never ended"
-        resp.close()
-        assert before and before[-1][1]["type"] != "RUN_FINISHED", before
+        # SIGKILL of the worker that streams the run
+        before = _stopped_in_tool_b(base, folder, thread_id, run_id, lambda pid: os.kill(pid, signal.SIGKILL))
         assert len(model.requests) == 2  # tool_a's call and tool_b's call; tool_b was running
 
         after = _resume(base, thread_id, run_id, before[-1][0])
@@ -209,20 +222,12 @@ def test_a_worker_stopped_on_purpose_leaves_its_run_to_its_replacement(durable_d
     recovers it, and the client that reconnects gets every event once."""
     folder = tmp_path / "run"
     folder.mkdir()
-    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    store = thread_store(durable_db, tmp_path)
     thread_id, run_id = "thread-5", f"run-{uuid.uuid4().hex}"
     with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
                                            "--durable-name", "stop") as base:
-        before: list[tuple[str, dict[str, Any]]] = []
-        resp, reader = _post_run(base, thread_id, run_id, before)
-        assert resp.status_code == 200, resp.text
-        _wait_for(folder / "b-running", "tool_b's first run")
-        pid = int((folder / "b-running").read_text("utf-8"))
-        os.kill(pid, signal.SIGTERM)  # a graceful stop of the worker that streams the run
-        reader.join(WAIT)
-        assert not reader.is_alive(), "the stopped worker's stream never ended"
-        resp.close()
-        assert before and before[-1][1]["type"] != "RUN_FINISHED", before
+        # a graceful stop of the worker that streams the run
+        before = _stopped_in_tool_b(base, folder, thread_id, run_id, lambda pid: os.kill(pid, signal.SIGTERM))
 
         after = _resume(base, thread_id, run_id, before[-1][0])
         _assert_one_run(before + after, run_id)

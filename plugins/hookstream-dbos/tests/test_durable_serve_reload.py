@@ -20,13 +20,13 @@ from test_durable_serve import (
     WAIT,
     _assert_one_run,
     _frames,
-    _post_run,
     _resumed,
+    _stopped_in_tool_b,
     _until,
-    _wait_for,
     durable_db,  # noqa: F401  (the fixture)
     scripted_server,
     serve,
+    thread_store,
 )
 
 
@@ -47,25 +47,22 @@ def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp
 
     folder = tmp_path / "run"
     folder.mkdir()
-    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    store = thread_store(durable_db, tmp_path)
     thread_id, run_id = "thread-6", f"run-{uuid.uuid4().hex}"
     arbiter: list[int] = []
+    old: list[int] = []  # the worker that ran the run first
     with scripted_server() as model, serve(model.url, store, folder, "--durable", "--durable-db", durable_db,
                                            "--durable-name", "reload", pid=arbiter) as base:
-        before: list[tuple[str, dict[str, Any]]] = []
-        resp, reader = _post_run(base, thread_id, run_id, before)
-        assert resp.status_code == 200, resp.text
-        _wait_for(folder / "b-running", "tool_b's first run")
-        old = int((folder / "b-running").read_text("utf-8"))
-        workers = {p.pid for p in psutil.Process(arbiter[0]).children()}
-        os.kill(arbiter[0], signal.SIGHUP)  # new workers (slots 2 and 3), then the old ones stop gracefully
-        if kill:
-            _new_workers(arbiter[0], workers, 2)
-            os.kill(old, signal.SIGKILL)  # within its graceful wait for the stream in flight
-        reader.join(WAIT)
-        assert not reader.is_alive(), "the old worker's stream never ended"
-        resp.close()
-        assert before and before[-1][1]["type"] != "RUN_FINISHED", before
+
+        def reload(pid: int) -> None:
+            old.append(pid)
+            workers = {p.pid for p in psutil.Process(arbiter[0]).children()}
+            os.kill(arbiter[0], signal.SIGHUP)  # new workers (slots 2 and 3), then the old ones stop gracefully
+            if kill:
+                _new_workers(arbiter[0], workers, 2)
+                os.kill(pid, signal.SIGKILL)  # within its graceful wait for the stream in flight
+
+        before = _stopped_in_tool_b(base, folder, thread_id, run_id, reload)
 
         after: list[tuple[str, dict[str, Any]]] = []
         with _resumed(base, thread_id, run_id, before[-1][0]) as again:
@@ -85,4 +82,4 @@ def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp
         assert len(model.requests) == 3
         assert (folder / "tools.log").read_text("utf-8").splitlines() == ["tool_a 1", "tool_b 1", "tool_b 2"]
         with pytest.raises(ProcessLookupError):  # the old worker is gone: a new one finished the run
-            os.kill(old, 0)
+            os.kill(old[0], 0)

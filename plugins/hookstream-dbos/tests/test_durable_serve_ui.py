@@ -33,7 +33,7 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import provider_stream
 from test_durable_run import ANSWER, db_url, scripted_bodies  # noqa: F401  (db_url: the fixture)
-from test_durable_serve import WAIT, _wait_for, durable_db, serve  # noqa: F401  (durable_db: the fixture)
+from test_durable_serve import WAIT, _wait_for, durable_db, serve, thread_store  # noqa: F401  (durable_db: the fixture)
 from test_ui_message_stream import answer_approvals, frames_to_chunks, rebuild  # the core's AI SDK stream checks
 
 E2E = Path(__file__).resolve().parents[3] / "tests" / "e2e"
@@ -115,7 +115,7 @@ def test_a_killed_workers_ai_sdk_chat_is_recovered_and_its_stream_resumes_whole(
     folder.mkdir()
     tokens = tmp_path / "tokens.txt"
     tokens.write_text("".join(f"{t} {who}\n" for who, t in TOKENS.items()), "utf-8")
-    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    store = thread_store(durable_db, tmp_path)
     chat_id = f"chat-{uuid.uuid4().hex[:12]}"
     chat = {"id": chat_id, "trigger": "submit-message",
             "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Run a then b."}]}]}

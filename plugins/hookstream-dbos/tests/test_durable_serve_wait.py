@@ -22,7 +22,7 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
 from test_durable_run import db_url  # noqa: F401  (a fixture durable_db takes)
-from test_durable_serve import WAIT, _frames, _resume, _wait_for, durable_db, serve  # noqa: F401  (the db fixture)
+from test_durable_serve import WAIT, _frames, _resume, _wait_for, durable_db, serve, thread_store  # noqa: F401  (the db fixture)
 
 ANSWER = "Paid 5 after a1."
 
@@ -53,7 +53,7 @@ def test_a_served_wait_survives_its_worker_and_the_answer_continues_the_same_dur
     ]
     bodies[0] = [e.replace(b"call_fault1", b"call_a") for e in bodies[0]]
     bodies[1] = [e.replace(b"call_fault1", b"call_p") for e in bodies[1]]
-    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    store = thread_store(durable_db, tmp_path)
     thread_id, run_1, run_2 = "thread-w", f"run-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
     with LoopbackServer([Response(pieces=b) for b in bodies]) as model, \
             serve(model.url, store, folder, "--tool", "durable_served:pay",
@@ -111,7 +111,7 @@ def test_a_worker_killed_between_journaling_its_wait_and_detaching_is_answered_o
     bodies = [asking.events, final_stream("openai", text=ANSWER).events]
     bodies[0] = [e.replace(b"call_fault1", b"call_p") for e in bodies[0]]
     db = durable_db
-    store = durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"
+    store = thread_store(durable_db, tmp_path)
     thread_id, run_1, run_2 = "thread-k", f"run-{uuid.uuid4().hex}", f"run-{uuid.uuid4().hex}"
     with LoopbackServer([Response(pieces=b) for b in bodies]) as model, \
             serve(model.url, store, folder, "--tool", "durable_detach_hold:pay",
