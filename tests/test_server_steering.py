@@ -18,11 +18,14 @@ from hookstream.testing import LoopbackServer, Response
 NEVER = 60.0  # only keeps a broken test from hanging; nothing is timed
 
 
-def call(app: Any, path: str, doc: Any, token: str) -> tuple[str, Any]:
-    """POST ``doc`` to ``path``; returns the status line and the response body (an iterable)."""
+def call(app: Any, path: str, doc: Any, token: str | None) -> tuple[str, Any]:
+    """POST ``doc`` to ``path`` (with ``token`` as a bearer token, if any); returns the status line and the
+    response body (an iterable)."""
     body = json.dumps(doc).encode()
-    env = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "CONTENT_LENGTH": str(len(body)),
-           "wsgi.input": io.BytesIO(body), "HTTP_AUTHORIZATION": f"Bearer {token}"}
+    env: dict[str, Any] = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "CONTENT_LENGTH": str(len(body)),
+                           "wsgi.input": io.BytesIO(body)}
+    if token is not None:
+        env["HTTP_AUTHORIZATION"] = f"Bearer {token}"
     got: dict[str, str] = {}
 
     def start_response(status: str, headers: list[tuple[str, str]]) -> None:

@@ -6,7 +6,6 @@ messages or a top-level ``principal``)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import time
@@ -23,6 +22,7 @@ from hookstream.plugin import RunContext, ToolCallContext, hookimpl
 from hookstream.server import Principal, TokenAuthenticator, make_app
 from hookstream.testing import LoopbackServer, Response
 from serve_kit import serve_process
+from test_server_steering import call as post
 
 TESTS = Path(__file__).parent
 ALICE, BOB = "tok-alice-" + "a" * 24, "tok-bob-" + "b" * 24
@@ -181,19 +181,12 @@ def test_served_tool_sees_its_jwt_claims() -> None:
 
 
 def _call(app: Any, body: dict[str, Any], token: str | None = None) -> str:
-    raw = json.dumps(body).encode()
-    environ: dict[str, Any] = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "CONTENT_LENGTH": str(len(raw)),
-                               "CONTENT_TYPE": "application/json", "HTTP_ACCEPT": "text/event-stream",
-                               "wsgi.input": io.BytesIO(raw), "REMOTE_ADDR": "127.0.0.1"}
-    if token is not None:
-        environ["HTTP_AUTHORIZATION"] = f"Bearer {token}"
-    status: list[str] = []
-    result = app(environ, lambda s, _headers: status.append(s))
+    status, result = post(app, "/", body, token)
     try:
         out = b"".join(result).decode()
     finally:
         getattr(result, "close", lambda: None)()
-    assert status == ["200 OK"], (status, out)
+    assert status == "200 OK", (status, out)
     return out
 
 
