@@ -44,9 +44,13 @@ class _Tally:
         self.errors += r.error is not None
         self.tokens += r.total_tokens
 
+    @property
+    def rate(self) -> float:
+        """Chats done per second since the start."""
+        return self.done / max(time.monotonic() - self.start, 1e-9)
+
     def line(self) -> str:
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        rate = self.done / elapsed
+        rate = self.rate
         eta = f"{(self.total - self.done) / rate:.0f} s" if rate > 0 else "?"
         return (f"batch: {self.done}/{self.total} done, {self.errors} errors, {rate:.1f} chats/s, "
                 f"{self.tokens} tokens, ETA {eta}")
@@ -78,8 +82,7 @@ class _Display:
     def update(self) -> None:
         t = self.tally
         if self._progress is not None and self._task is not None:
-            rate = t.done / max(time.monotonic() - t.start, 1e-9)
-            self._progress.update(self._task, completed=t.done, rate=rate, tokens=t.tokens, errors=t.errors)
+            self._progress.update(self._task, completed=t.done, rate=t.rate, tokens=t.tokens, errors=t.errors)
         elif time.monotonic() - self._last >= _PLAIN_EVERY:
             self._last = time.monotonic()
             print(t.line(), file=self.stream, flush=True)

@@ -124,8 +124,9 @@ class ReplayProvider(Provider):
         self.manifest = load_manifest(self.directory)
         self.calls: list[dict[str, Any]] = list(self.manifest["calls"])
         replay_session = requests.Session()
-        replay_session.mount("http://", _ReplayAdapter(self))
-        replay_session.mount("https://", _ReplayAdapter(self))
+        adapter = _ReplayAdapter(self)  # one position in the recording, whatever the scheme
+        replay_session.mount("http://", adapter)
+        replay_session.mount("https://", adapter)
         super().__init__(model, base_url=None, api_key="replay", session=replay_session)
         self._own_session = True
         inner_cls = get_registry().provider(self.manifest["provider"])
