@@ -103,13 +103,13 @@ arbiter, or by the slot's next holder), which ends the interrupted run again and
 this (no live worker recovered it) the answer resumes it itself."""
 
 
-def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str] | None:
-    """The durable run of thread ``thread_id`` that waits for the calls ``answer`` answers: ``(run id,
-    wait number, the answering segment's prefix)``, or ``None``. Reads the thread's runs (their ids share
-    the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds while one of them is
-    still ending (about to journal its wait), and up to :data:`RECOVERY_SETTLE` seconds while the waiting
-    one has not detached (``PENDING`` or ``ENQUEUED``: being recovered). It is resumed only once detached:
-    ``DBOS.resume_workflow`` of a workflow another process executes does not stop that execution (it
+def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str, dict[str, Any]] | None:
+    """The durable run of thread ``thread_id`` that waits for the calls ``answer`` answers: ``(run id, wait
+    number, the answering segment's prefix, what the wait journaled)``, or ``None``. Reads the thread's runs
+    (their ids share the thread's digest), newest first; looks again for up to :data:`SETTLE` seconds while
+    one of them is still ending (about to journal its wait), and up to :data:`RECOVERY_SETTLE` seconds while
+    the waiting one has not detached (``PENDING`` or ``ENQUEUED``: being recovered). It is resumed only once
+    detached: ``DBOS.resume_workflow`` of a workflow another process executes does not stop that execution (it
     re-enqueues the workflow, and the older execution is fenced out only at its next step write), so an
     earlier resume could run the answer twice."""
     pause = threading.Event()
@@ -122,7 +122,7 @@ def find_waiting(thread_id: str, answer: dict[str, Any]) -> tuple[str, int, str]
         pause.wait(0.1)
 
 
-def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, bool]:
+def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str, dict[str, Any]] | None, bool]:
     from dbos import DBOS
 
     statuses = DBOS.list_workflows(workflow_id_prefix=thread_prefix(thread_id), name=WORKFLOW_NAME,
@@ -133,17 +133,16 @@ def _find(thread_id: str, ids: set[str]) -> tuple[tuple[str, int, str] | None, b
         if history.waiting and ids <= set(history.waits[-1].get("pending", ())):
             # A run detaches (CANCELLED) as it ends: until then its answer would race its own cancel, or
             # the execution recovering it.
-            return (status.workflow_id, *history.next_segment()), status.status != "CANCELLED"
+            return (status.workflow_id, *history.next_segment(), history.waits[-1]), status.status != "CANCELLED"
         ending = ending or (status.status == "PENDING" and not history.waiting)
     return None, ending
 
 
-def _conversation(run_id: str, wait: int, messages: list[Any]) -> list[str] | None:
-    """The conversation the answer to wait ``wait`` of ``run_id`` continues, when ``messages`` (the
-    answering POST's, from the thread in the store) lack a call the wait is pending for: the one
+def _conversation(payload: dict[str, Any], messages: list[Any]) -> list[str] | None:
+    """The conversation the answer to a wait (``payload``: what it journaled) continues, when ``messages``
+    (the answering POST's, from the thread in the store) lack a call the wait is pending for: the one
     journaled with the wait (the run that waited never saved its messages: its worker died first).
     ``None`` when ``messages`` hold every pending call."""
-    payload = dict(read_history(None, recorded_steps(run_id)).waits[wait])
     held = {call.id for m in messages for call in m.tool_calls}
     journaled = payload.get("messages")
     if set(payload.get("pending", ())) <= held or not isinstance(journaled, list):
@@ -177,9 +176,10 @@ class ServeAnswers:
         found = find_waiting(run.thread_id, answer) if answer is not None else None
         if found is None:
             return None
-        run_id, wait, prefix = found
+        run_id, wait, prefix, payload = found
         doc = encode_run(run, protocol)
-        journaled = _conversation(run_id, wait, run.messages)
+        # The wait as find_waiting read it: the journal is not read again.
+        journaled = _conversation(payload, run.messages)
         if journaled is not None:
             log.warning("durable run %s: the thread lacks the calls wait %d is for; the answer continues the "
                         "journaled conversation", run_id, wait)

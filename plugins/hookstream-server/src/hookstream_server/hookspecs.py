@@ -32,9 +32,7 @@ __all__ = ["serve_exited", "serve_process", "serve_stop"]
 def serve_process(app: Any, slot: int) -> None:
     """Tell the plugins this process is about to serve ``app`` (make_app's application) as worker
     ``slot`` (``hookstream_serve_process``, :mod:`hookstream_server.hookspecs`)."""
-    from hookstream import get_registry
-
-    hook = getattr(get_registry().pm.hook, "hookstream_serve_process", None)
+    hook = _hook("hookstream_serve_process")
     if hook is not None:
         hook(app=app, slot=slot)
 
@@ -54,12 +52,17 @@ def serve_exited(app: Any, slot: int) -> None:
 def _tell(hook_name: str, app: Any, slot: int) -> None:
     """Call the plugins' ``hook_name(app, slot)``; what one raises is logged (logger ``hookstream_server``),
     not raised: the process exits, or the arbiter serves on, all the same."""
-    from hookstream import get_registry
-
-    hook = getattr(get_registry().pm.hook, hook_name, None)
+    hook = _hook(hook_name)
     if hook is None:
         return
     try:
         hook(app=app, slot=slot)
     except Exception:
         logging.getLogger("hookstream_server").exception("a %s hook failed", hook_name)
+
+
+def _hook(hook_name: str) -> Any:
+    """The plugins' hook ``hook_name``, ``None`` when no plugin declares it."""
+    from hookstream import get_registry
+
+    return getattr(get_registry().pm.hook, hook_name, None)

@@ -225,9 +225,8 @@ _GRAMMARS = {
     # The AI SDK UI message stream (hookstream_server.ui_message_stream).
     "ui": _Grammar({"text-start": "id", "reasoning-start": "id", "tool-input-start": "toolCallId",
                     "start-step": None},
-                   {"text-end": "text-start", "reasoning-end": "reasoning-start",
-                    "tool-input-available": "tool-input-start", "tool-input-error": "tool-input-start",
-                    "finish-step": "start-step"}, _ui_closing,
+                   {**{end: start for start, end in _UI_ENDS.items()},
+                    "tool-input-available": "tool-input-start", "tool-input-error": "tool-input-start"}, _ui_closing,
                    # A text part's hookstream message id names its step when a client sends it back.
                    (("id",), ("toolCallId",), ("providerMetadata", "hookstream", "messageId"))),
 }
