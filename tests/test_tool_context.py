@@ -152,3 +152,29 @@ def test_a_tool_call_hook_sees_what_its_tool_streams_and_can_stream_in_its_place
     progress = [e.value["step"] for e in events if e.type == "CUSTOM" and e.name == "progress"]
     assert progress == ["one", "replayed"]
     assert [r.output for s in stream.result().steps for r in s.tool_results] == ["worked", "from the journal"]
+
+
+def test_a_tapped_channel_is_a_view_that_holds_no_queue_of_its_own() -> None:
+    """The per-call view ``on_stream`` puts over the run's channel passes items through to it and keeps
+    no queue of its own (one was built for every tapped call, and never used)."""
+    import gc
+    import queue
+
+    from hookstream._agentloop.tools import ToolChannel
+    from hookstream.events import Custom, Usage
+
+    def queues(obj: object) -> list[object]:
+        return [o for o in gc.get_referents(obj) if isinstance(o, queue.SimpleQueue)]
+
+    channel = ToolChannel("run", "thread")
+    seen: list[Any] = []
+    view = channel.tapped([seen.append])
+    assert queues(channel) and not queues(view)
+    assert (view.run_id, view.thread_id) == ("run", "thread")
+    assert view.emit(Custom("progress", {})) and view.add_usage(Usage(1, 2, 3))
+    view.put_marker("done")
+    assert [channel.get(timeout=0), channel.get(timeout=0), view.get(timeout=0)] == [
+        Custom("progress", {}), Usage(1, 2, 3), "done"]
+    assert seen == [Custom("progress", {}), Usage(1, 2, 3)]
+    view.close()
+    assert not channel.emit(Custom("late", {})) and not view.emit(Custom("late", {})) and seen[-1] == Usage(1, 2, 3)

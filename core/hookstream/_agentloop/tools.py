@@ -162,7 +162,9 @@ class _TappedChannel(ToolChannel):
     __slots__ = ("_inner", "_taps")
 
     def __init__(self, inner: ToolChannel, taps: list[Callable[[Any], None]]) -> None:
-        super().__init__(inner.run_id, inner.thread_id)
+        # Not the base __init__: a view reads, writes and closes ``inner``'s queue, so one of its own (built
+        # per tapped tool call) would never be used.
+        self.run_id, self.thread_id = inner.run_id, inner.thread_id
         self._inner, self._taps = inner, taps
 
     def _took(self, item: Any, took: bool) -> bool:

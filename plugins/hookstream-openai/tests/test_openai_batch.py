@@ -349,6 +349,30 @@ def test_killed_while_polling_resumes_the_same_batch(server: BatchServer, tmp_pa
     assert not state.exists()
 
 
+def test_ctrl_c_while_polling_exits_as_the_batch_command_does(server: BatchServer, tmp_path: Path) -> None:
+    from hookstream_batch import EXIT_INTERRUPTED  # the batch command's Ctrl-C status, one for both
+
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_inputs(inp, {"z": "Capital of Peru?"})
+    server.hold.set()
+    server.polled.clear()
+    args = _cli(str(inp), "--model", f"openai:{MODEL}", "--provider-batch", "--output", str(out),
+                "--base-url", server.url, "--poll-interval", "0.01", "--no-progress")
+    proc = subprocess.Popen(args, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.polled.wait(60), "the client never polled"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        server.hold.clear()
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == EXIT_INTERRUPTED == 130, err
+    assert "the batch stays submitted" in err
+    assert Path(str(out) + ".batch-state.json").exists()
+
+
 def test_a_provider_without_batch_api_is_a_usage_error(tmp_path: Path) -> None:
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _write_inputs(inp, {"a": "hi"})

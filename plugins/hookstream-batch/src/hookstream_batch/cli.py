@@ -13,13 +13,13 @@ import click
 from hookstream.errors import BatchInputError
 from hookstream.plugin import RunCommand, configured, full_model_name, print_notes, read_inputs, run_settings
 
+from . import EXIT_INTERRUPTED
+
 if TYPE_CHECKING:
     from hookstream import BatchInput, BatchRun
     from hookstream.plugin import CLIRun
 
 __all__ = ["command"]
-
-_EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a run stopped with Ctrl-C
 
 
 @click.command("batch", cls=RunCommand)
@@ -101,7 +101,7 @@ def _drive(run: BatchRun, inputs: list[BatchInput], output_path: str, progress: 
                 display.update()
     except KeyboardInterrupt:
         click.echo("interrupted: finished chats are in the output; run again to do the rest", err=True)
-        raise SystemExit(_EXIT_INTERRUPTED) from None
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except OSError as exc:  # the output file refused a line (disk full...): the lines before it are whole
         raise click.ClickException(f"writing {output_path} failed: {exc}; run again to resume") from None
     if run.failed:

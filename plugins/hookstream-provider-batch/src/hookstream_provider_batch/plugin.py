@@ -9,13 +9,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from hookstream.plugin import hookimpl
+from hookstream_batch import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     import click
     from hookstream import BatchInput
     from hookstream.plugin import CLIRun
-
-_EXIT_INTERRUPTED = 130  # 128 + SIGINT, what the batch command exits with on Ctrl-C
 
 
 @hookimpl
@@ -64,7 +63,7 @@ def _main(run: CLIRun, options: dict[str, Any]) -> None:
         _drive(run, inputs, options)
     except KeyboardInterrupt:
         click.echo("interrupted: the batch stays submitted; run again to poll it and write its results", err=True)
-        raise SystemExit(_EXIT_INTERRUPTED) from None
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except NoBatchAPIError as exc:
         raise click.UsageError(str(exc)) from None
     except BatchInputError as exc:

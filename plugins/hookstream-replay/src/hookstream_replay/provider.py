@@ -127,8 +127,8 @@ class ReplayProvider(Provider):
         adapter = _ReplayAdapter(self)  # one position in the recording, whatever the scheme
         replay_session.mount("http://", adapter)
         replay_session.mount("https://", adapter)
+        # Passed as a session given, so the base close() never swaps it for a plain (networked) one.
         super().__init__(model, base_url=None, api_key="replay", session=replay_session)
-        self._own_session = True
         inner_cls = get_registry().provider(self.manifest["provider"])
         base_url = "http://replay.invalid" + self.manifest["base_path"]
         self.inner: Provider = inner_cls(self.manifest["model"], base_url=base_url, api_key="replay")
@@ -145,6 +145,12 @@ class ReplayProvider(Provider):
             return f"call {index + 1} sent a body that is not JSON"
         diff = first_difference(recorded["json"], got)
         return f"call {index + 1} differs from the recording at {diff}" if diff else None
+
+    def close(self) -> None:
+        """Nothing to release: the replay session opens no socket. The provider stays usable, as every
+        provider does after ``close()``, at its position in the recording, and still never reaches the
+        network."""
+        self.inner.close()
 
     @property
     def priced_as(self) -> str:
