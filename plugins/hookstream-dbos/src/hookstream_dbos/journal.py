@@ -201,7 +201,8 @@ def hand_over(shared_queue: str) -> list[str]:
     if not ids or url is None:
         return []
     DBOS.destroy(workflow_completion_timeout_sec=0)
-    client = DBOSClient(system_database_url=url)
+    # Bounded as the arbiter's hand-over (hand_over_left): a stopping worker must not hang on the database.
+    client = DBOSClient(system_database_url=bounded_url(url), retry_connection_errors=False)
     for run_id in ids:
         client.resume_workflow(run_id, queue_name=shared_queue)
     return ids
