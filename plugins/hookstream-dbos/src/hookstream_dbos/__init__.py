@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .errors import (
         AnswerRefused,
         DurableError,
+        DurableSettingsError,
         DurableStoreError,
         NotWaitingError,
         RerunRefused,
@@ -32,16 +33,16 @@ if TYPE_CHECKING:
     from .journal import default_url
     from .runs import RunInfo, export_run, list_runs
 
-__all__ = ["AnswerRefused", "Durable", "DurableError", "DurableStoreError", "NotWaitingError", "RerunRefused",
-           "RunBusyError", "RunDivergedError", "RunInfo", "attempt", "default_url", "export_run", "list_runs",
-           "request_key"]
+__all__ = ["AnswerRefused", "Durable", "DurableError", "DurableSettingsError", "DurableStoreError", "NotWaitingError",
+           "RerunRefused", "RunBusyError", "RunDivergedError", "RunInfo", "attempt", "default_url", "export_run",
+           "list_runs", "request_key"]
 __version__ = "0.1.0"
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
     **{name: "hookstream_dbos.durable" for name in ("Durable", "attempt", "request_key")},
-    **{name: "hookstream_dbos.errors" for name in ("AnswerRefused", "DurableError", "DurableStoreError",
-                                                   "NotWaitingError", "RerunRefused", "RunBusyError",
-                                                   "RunDivergedError")},
+    **{name: "hookstream_dbos.errors" for name in ("AnswerRefused", "DurableError", "DurableSettingsError",
+                                                   "DurableStoreError", "NotWaitingError", "RerunRefused",
+                                                   "RunBusyError", "RunDivergedError")},
     "default_url": "hookstream_dbos.journal",
     **{name: "hookstream_dbos.runs" for name in ("RunInfo", "export_run", "list_runs")},
 })

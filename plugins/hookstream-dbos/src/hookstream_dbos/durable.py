@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -43,8 +44,8 @@ from hookstream.events import BaseEvent, RunError, RunFinished, Usage, from_json
 from hookstream.plugin import ModelCallContext, RunContext, ToolCallContext, hookimpl
 from hookstream.stores import dumps_message
 
-from .errors import RunDivergedError
-from .journal import Journal, log, open_run
+from .errors import DurableSettingsError, RunDivergedError
+from .journal import Journal, log, open_run, redact_url
 from .waits import DEFAULT_WAIT, canonical_answer
 
 __all__ = ["Durable", "attempt", "request_key"]
@@ -107,6 +108,55 @@ def _stable_ids(events: Iterable[BaseEvent], prefix: str,
         yield attrs.evolve(ev, **changed) if changed else ev
 
 
+DB_SCHEMES = ("sqlite:", "postgresql:", "postgres:")
+"""What a ``Durable.db`` URL may start with: the system databases DBOS runs on (with a driver:
+``postgresql+psycopg:``)."""
+
+
+def _check_id(value: Any) -> None:
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise DurableSettingsError(f"Durable.id must be a non-empty str without NUL, not {value!r:.80}")
+
+
+def _check_db(value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise DurableSettingsError(f"Durable.db must be a database URL (str) or None, not {type(value).__name__}")
+    if value.split("+", 1)[0].split(":", 1)[0] + ":" not in DB_SCHEMES:
+        raise DurableSettingsError(f"Durable.db must be a sqlite:, postgresql: or postgres: URL, not "
+                                   f"{redact_url(value)!r}")
+
+
+def _check_meta(value: Any) -> None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise DurableSettingsError(f"Durable.meta must be a dict with str keys, not {type(value).__name__}")
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise DurableSettingsError(f"Durable.meta must hold JSON values: {exc}") from None
+
+
+def _check_wait(value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DurableSettingsError(f"Durable.wait must be a number of seconds or None, not {type(value).__name__}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int past float's range
+        finite = False
+    if not (finite and value > 0):
+        raise DurableSettingsError(f"Durable.wait must be a finite number of seconds > 0 or None, not {value!r:.40}")
+
+
+def _check_bound(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DurableSettingsError(f"Durable.max_tool_stream must be an int (bytes), not {type(value).__name__}")
+    if value < 0:
+        raise DurableSettingsError(f"Durable.max_tool_stream must be >= 0 bytes, not {value}")
+
+
 @attrs.define(slots=True, eq=False)
 class _Pending:
     """A live model call on its way to the journal: its entry once the body was tapped and replays well,
@@ -131,9 +181,14 @@ class Durable:
     refused); ``None``: it does not wait (its workflow is cancelled, resumable, as a run that failed).
     ``max_tool_stream`` bounds, in bytes of AG-UI JSON, what one tool call's streamed events
     (:meth:`hookstream.ToolContext.emit`) take in the journal: past it that call's result is journaled
-    with its usage alone (summed), and a replay of it streams no event (``docs/durable.md``). A ``wait``
-    that is not positive raises :class:`ValueError`, a ``max_tool_stream`` that is not an ``int`` ``>= 0``
-    :class:`TypeError` or :class:`ValueError` (attrs' validators, as the other plugins' settings).
+    with its usage alone (summed), and a replay of it streams no event (``docs/durable.md``).
+
+    Every setting is checked here, at construction (and on assignment), not later from a run's thread:
+    :class:`~hookstream_dbos.DurableSettingsError` (also a :class:`TypeError` and a :class:`ValueError`) for
+    an ``id`` that is not a non-empty ``str`` without NUL, a ``db`` that is not ``None`` or a ``sqlite:``,
+    ``postgresql:`` or ``postgres:`` URL (its password never in the message), a ``meta`` that is not a
+    ``dict`` of JSON values under ``str`` keys, a ``wait`` that is not ``None`` or a finite number of seconds
+    ``> 0`` (not a ``bool``), a ``max_tool_stream`` that is not an ``int`` ``>= 0`` (not a ``bool``).
 
     A run that ends with outcome ``interrupt`` waits durably: ``chat(model, resume=result.resume({...}),
     plugins=[Durable(id)])``, in this process or another one, answers it and goes on as the next part of
@@ -145,18 +200,13 @@ class Durable:
     process, or its workflow failed).
     """
 
-    id: str = attrs.field(validator=attrs.validators.min_len(1))
-    db: str | None = None
-    meta: dict[str, Any] = attrs.Factory(dict)
-    wait: float | None = attrs.field(default=DEFAULT_WAIT)
-    # Checked here: a bad bound would otherwise fail inside a tool's emit, from the tool's thread.
-    max_tool_stream: int = attrs.field(default=MAX_TOOL_STREAM, validator=[attrs.validators.instance_of(int),
-                                                                           attrs.validators.ge(0)])
-
-    @wait.validator
-    def _positive(self, _attribute: Any, value: float | None) -> None:
-        if value is not None and not value > 0:
-            raise ValueError(f"Durable.wait must be a positive number of seconds or None, not {value!r}")
+    id: str = attrs.field(validator=lambda _s, _a, v: _check_id(v))
+    db: str | None = attrs.field(default=None, validator=lambda _s, _a, v: _check_db(v),
+                                 repr=lambda v: repr(redact_url(v) if v else v))
+    meta: dict[str, Any] = attrs.field(factory=dict, validator=lambda _s, _a, v: _check_meta(v))
+    wait: float | None = attrs.field(default=DEFAULT_WAIT, validator=lambda _s, _a, v: _check_wait(v))
+    # A bad bound would otherwise fail inside a tool's emit, from the tool's thread.
+    max_tool_stream: int = attrs.field(default=MAX_TOOL_STREAM, validator=lambda _s, _a, v: _check_bound(v))
 
     # -- the run ------------------------------------------------------------------------------------------
     @hookimpl

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from hookstream.errors import HookstreamError
 
-__all__ = ["AnswerRefused", "DurableError", "DurableStoreError", "NotWaitingError", "RerunRefused", "RunBusyError",
-           "RunDivergedError"]
+__all__ = ["AnswerRefused", "DurableError", "DurableSettingsError", "DurableStoreError", "NotWaitingError",
+           "RerunRefused", "RunBusyError", "RunDivergedError"]
 
 
 class DurableError(HookstreamError):
     """A durable run cannot go on (its store, its state); ``RUN_ERROR`` ``durable_error``."""
 
     code = "durable_error"
+
+
+class DurableSettingsError(DurableError, TypeError, ValueError):
+    """A :class:`~hookstream_dbos.Durable` setting of the wrong type or out of range, refused when the plugin
+    is built (``Durable(...)``, ``plugins=[("durable", {...})]``), never later from a run's thread. A
+    :class:`TypeError` and a :class:`ValueError` too, as the built-in checks it stands for."""
+
+    code = "durable_settings"
 
 
 class DurableStoreError(DurableError):

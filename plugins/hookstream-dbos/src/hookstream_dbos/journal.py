@@ -201,31 +201,68 @@ def hand_over(shared_queue: str) -> list[str]:
     if not ids or url is None:
         return []
     DBOS.destroy(workflow_completion_timeout_sec=0)
-    client = DBOSClient(system_database_url=url)
+    # Bounded as the arbiter's hand-over (hand_over_left): a stopping worker must not hang on the database.
+    client = DBOSClient(system_database_url=bounded_url(url), retry_connection_errors=False)
     for run_id in ids:
         client.resume_workflow(run_id, queue_name=shared_queue)
     return ids
 
 
-def hand_over_left(url: str, executor_id: str, shared_queue: str) -> list[str]:
+CONNECT_TIMEOUT = 5
+"""Seconds :func:`hand_over_left` waits to connect to a PostgreSQL system database (libpq's
+``connect_timeout``, added to a URL that sets none)."""
+
+
+def bounded_url(url: str, seconds: int = CONNECT_TIMEOUT) -> str:
+    """``url`` with ``connect_timeout=seconds`` when it is a PostgreSQL URL that sets no ``connect_timeout``
+    (libpq and psycopg otherwise wait for a silent server forever); any other URL as it is."""
+    from sqlalchemy.engine import make_url
+
+    if not url.startswith(("postgresql:", "postgres:", "postgresql+")):
+        return url
+    parsed = make_url(url)
+    if "connect_timeout" in parsed.query:
+        return url
+    return parsed.update_query_dict({"connect_timeout": str(seconds)}).render_as_string(hide_password=False)
+
+
+def scrubbed(text: str, url: str) -> str:
+    """``text`` (an error's message, its first line) with ``url``'s password, if any, replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    try:
+        password = make_url(url).password
+    except Exception:
+        return "<error>"
+    return line.replace(str(password), "***") if password else line
+
+
+def hand_over_left(url: str, executor_id: str, shared_queue: str, late: threading.Event | None = None) -> list[str]:
     """Hand the runs a dead process of ``executor_id`` left ``PENDING`` in the system database ``url`` to
     the processes that dequeue from ``shared_queue``, as :func:`hand_over` does for a live one (each
     ``ENQUEUED`` there: one live process takes it and recovers it). For a process that knows no process
     of ``executor_id`` lives and none will start before this returns (``serve --durable``'s gunicorn
-    arbiter, a worker just reaped): a run still going on under that id would run twice. Through a
-    ``DBOSClient``, closed before it returns (no thread, no connection left: the caller may fork).
-    Returns the ids handed; raises what the database raises."""
+    arbiter, a worker just reaped): a run still going on under that id would run twice, so once ``late``
+    is set (the caller gave up waiting and may start one) no run is handed any more. Through a
+    ``DBOSClient``, closed before it returns, that connects within :data:`CONNECT_TIMEOUT` seconds to
+    PostgreSQL (:func:`bounded_url`) and raises a lost connection instead of retrying it (DBOS's
+    ``retry_connection_errors=False``). Returns the ids handed; raises what the database raises."""
     from dbos import DBOSClient
 
-    client = DBOSClient(system_database_url=url)
+    client = DBOSClient(system_database_url=bounded_url(url), retry_connection_errors=False)
+    handed: list[str] = []
     try:
         ids = [status.workflow_id for status in client.list_workflows(
             status="PENDING", executor_id=executor_id, name=WORKFLOW_NAME, load_input=False, load_output=False)]
         for run_id in ids:
+            if late is not None and late.is_set():
+                break
             client.resume_workflow(run_id, queue_name=shared_queue)
+            handed.append(run_id)
     finally:
         client.destroy()
-    return ids
+    return handed
 
 
 def on_recovery(recover: Callable[[str, dict[str, Any]], None] | None) -> None:

@@ -32,8 +32,8 @@ How (on the server's public hooks, :mod:`hookstream_server.hookspecs`):
 
 Thread safety: ``hookstream_serve_run`` runs on any request thread at once; the inputs waiting for their
 run are kept under a lock. ``hookstream_serve_process`` and ``hookstream_serve_stop`` run on the worker's
-main thread, ``hookstream_serve_exited`` on the arbiter's (no DBOS launched there: the client it opens is
-closed before it returns).
+main thread, ``hookstream_serve_exited`` on the arbiter's (no DBOS launched there: the client it opens, on a
+thread of its own, is closed before it returns, unless the hand-over outlasted ``hand_over_wait``).
 """
 
 from __future__ import annotations
@@ -51,11 +51,24 @@ import attrs
 from hookstream.plugin import RunContext, hookimpl
 
 from .durable import Durable
-from .journal import default_url, ensure_dbos, hand_over, hand_over_left, log, on_recovery, open_runs
+from .journal import (
+    default_url,
+    ensure_dbos,
+    hand_over,
+    hand_over_left,
+    log,
+    on_recovery,
+    open_runs,
+    redact_url,
+    scrubbed,
+)
 from .serve_wait import SERVED_PROTOCOLS, ServeAnswers, answered_run, decode_run, encode_run, thread_prefix
 
 __all__ = ["ServeDurable", "ServedDurable", "executor_id", "served_id", "shared_queue"]
 
+HAND_OVER_WAIT = 15.0
+"""Seconds gunicorn's arbiter waits for a dead worker's runs to be handed over (``hookstream_serve_exited``)
+before it goes on and leaves them to the slot's next worker (more than ``journal.CONNECT_TIMEOUT``)."""
 _MAX_INPUTS = 10_000
 """Inputs of runs POSTed but not started yet that are kept at most (the oldest are dropped)."""
 
@@ -89,6 +102,8 @@ class ServeDurable:
     db: str | None
     name: str
     app: Any = None
+    hand_over_wait: float = HAND_OVER_WAIT
+    """Seconds the arbiter waits for a dead worker's hand-over (``hookstream_serve_exited``)."""
     _inputs: collections.OrderedDict[tuple[str, str], dict[str, Any]] = attrs.Factory(collections.OrderedDict)
     _lock: threading.Lock = attrs.Factory(threading.Lock)
 
@@ -141,10 +156,35 @@ class ServeDurable:
         """In gunicorn's arbiter, a worker reaped (killed, or stopped and its hand-over failed): the runs
         it left ``PENDING`` under its slot's executor id go to the server's shared queue at once, where a
         live worker recovers each; no replacement need take the slot (none does while a reload's new
-        workers run). Nothing else runs under that executor id until the slot is given again, after this."""
-        left = hand_over_left(self.db or default_url(), executor_id(self.name, slot), shared_queue(self.name))
-        if left:
-            log.warning("durable runs of dead worker slot %d handed to the live workers: %d", slot, len(left))
+        workers run). Nothing else runs under that executor id until the slot is given again, after this.
+
+        The arbiter must go on reaping and forking whatever the database does, so the hand-over runs on a
+        daemon thread that connects within ``journal.CONNECT_TIMEOUT`` seconds and retries nothing, and
+        this waits for it at most ``hand_over_wait`` seconds (:data:`HAND_OVER_WAIT`). A hand-over that
+        fails or is late is logged (the URL's password never) and left to DBOS: the slot's next holder
+        recovers the runs at launch; a late one hands no run once given up (the next holder may be running
+        it)."""
+        url = self.db or default_url()
+        done, late = threading.Event(), threading.Event()
+        handed: list[str] = []
+
+        def hand() -> None:
+            try:
+                handed.extend(hand_over_left(url, executor_id(self.name, slot), shared_queue(self.name), late))
+            except Exception as exc:  # the database unreachable: its runs wait for the slot's next holder
+                log.warning("durable runs of dead worker slot %d not handed over (system database %s: %s: %s); "
+                            "the slot's next worker recovers them", slot, redact_url(url), type(exc).__name__,
+                            scrubbed(str(exc), url))
+            finally:
+                done.set()
+
+        threading.Thread(target=hand, name=f"hookstream-dbos-hand-over-{slot}", daemon=True).start()
+        if not done.wait(self.hand_over_wait):
+            late.set()
+            log.warning("durable runs of dead worker slot %d: the hand-over (system database %s) took more than "
+                        "%.0f s; the slot's next worker recovers them", slot, redact_url(url), self.hand_over_wait)
+        elif handed:
+            log.warning("durable runs of dead worker slot %d handed to the live workers: %d", slot, len(handed))
 
     def take(self, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """The kept input of the run about to start, once."""

@@ -26,6 +26,7 @@ under a lock.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import threading
 import time
@@ -36,16 +37,22 @@ import attrs
 from hookstream.plugin import hookimpl
 from hookstream.stores import dumps_message, loads_message
 
-from .claims import kept_claims
+from .claims import kept_claims, kept_json
 from .journal import RESUMABLE, WORKFLOW_NAME, first_answer, log, queue_name, recorded_steps
 from .waits import TOPIC, canonical_answer, message_key, read_history
 
 __all__ = ["SERVED_PROTOCOLS", "ServeAnswers", "answered_run", "decode_run", "encode_run", "find_waiting",
-           "thread_prefix"]
+           "live_input", "thread_prefix"]
 
 _lock = threading.Lock()
 _starting: dict[tuple[str, str], str] = {}
 """``(thread id, run id)`` of an answering run about to start in this process -> its durable run id."""
+_posted: collections.OrderedDict[tuple[str, str], Any] = collections.OrderedDict()
+"""``(thread id, run id)`` of an answering POST of this process -> its :class:`~hookstream.server.RunInput`:
+the answering run started here gets the client's ``state`` and ``forwardedProps`` whole, as any live run
+does (the journaled answer holds them without a credential: :func:`encode_run`)."""
+_MAX_POSTED = 1_000
+"""Answering POSTs whose input is kept at most (the oldest go: their runs get the journaled input)."""
 
 
 def thread_prefix(thread_id: str) -> str:
@@ -61,10 +68,12 @@ and the AI SDK's UI message stream, both resumed from the run event log."""
 
 def encode_run(run: Any, protocol: str = "agui") -> dict[str, Any]:
     """What rebuilds ``run`` (a :class:`~hookstream.server.RunInput`) in another process, and the route
-    (``protocol``) whose frames it sends: JSON values. The principal's verified claims go with it, never
-    a credential (:func:`~hookstream_dbos.claims.kept_claims`)."""
+    (``protocol``) whose frames it sends: JSON values. The principal's verified claims go with it, and the
+    client's ``state`` and ``forwardedProps``, never a credential (:func:`~hookstream_dbos.claims.kept_claims`,
+    :func:`~hookstream_dbos.claims.kept_json`): a run rebuilt from it gets them without one."""
     return {"thread_id": run.thread_id, "run_id": run.run_id, "messages": [dumps_message(m) for m in run.messages],
-            "tools": run.tools, "state": run.state, "resume": run.resume, "forwarded_props": run.forwarded_props,
+            "tools": run.tools, "state": kept_json(run.state), "resume": run.resume,
+            "forwarded_props": kept_json(run.forwarded_props),
             "principal": run.principal.id if run.principal is not None else None, "protocol": protocol,
             "message_id": run.message_id,
             "claims": kept_claims(run.principal.claims) if run.principal is not None else {}}
@@ -81,6 +90,14 @@ def decode_run(doc: dict[str, Any]) -> tuple[Any, str]:
                    Principal(who, dict(doc.get("claims") or {})) if isinstance(who, str) else None,
                    doc.get("message_id"))
     return run, str(doc.get("protocol", "agui"))
+
+
+def live_input(run: Any, posted: Any) -> Any:
+    """``run`` (rebuilt by :func:`decode_run`) with the ``state`` and ``forwarded_props`` of ``posted``, the
+    :class:`~hookstream.server.RunInput` its POST brought to this process (``None``: ``run`` as it is)."""
+    if posted is None:
+        return run
+    return attrs.evolve(run, state=posted.state, forwarded_props=posted.forwarded_props)
 
 
 def answered_run(thread_id: str, run_id: str) -> str | None:
@@ -185,6 +202,10 @@ class ServeAnswers:
                         "journaled conversation", run_id, wait)
             doc["messages"] = journaled
         message = {"kind": "answer", "wait": wait, "answers": answer, "prefix": prefix, "run": doc}
+        with _lock:
+            _posted[(run.thread_id, run.run_id)] = run
+            while len(_posted) > _MAX_POSTED:
+                _posted.popitem(last=False)
         DBOS.send(run_id, message, TOPIC, idempotency_key=message_key(run_id, wait, answer))
         # Then this worker resumes the detached workflow: it replays, takes the answer and starts its run.
         DBOS.resume_workflow(run_id, queue_name=queue_name())
@@ -196,6 +217,8 @@ class ServeAnswers:
         run, protocol = decode_run(message["run"])
         with _lock:
             _starting[(run.thread_id, run.run_id)] = run_id
+            posted = _posted.pop((run.thread_id, run.run_id), None)
+        run = live_input(run, posted)
         self.keep(run, protocol)  # for its run plugin
         try:
             self.app.run_detached(run, protocol)
