@@ -202,3 +202,47 @@ def test_a_server_without_a_run_log_refuses_background() -> None:
         assert server.runs == []  # refused before any run started
     finally:
         server.close()
+
+
+def test_a_response_run_again_that_says_something_else_leaves_one_readable_stream(tmp_path: Any) -> None:
+    """A run recovered after a crash whose model call in flight answers otherwise the second time
+    (``resume._GRAMMARS["responses"]``): the output item the first attempt began is ended ``incomplete``,
+    the second attempt's item follows it under an index and id of its own, and every event's
+    ``sequence_number`` is its frame's number in the log, so the SDK's own accumulator reads it whole."""
+    from hookstream.stores import open_store
+    from hookstream_server.openai_compat import answer_hex, responses_framing
+    from hookstream_server.resume import Recorder
+    from hookstream_server.runlog import run_log_of
+
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    server = _Server(store=open_store(url))
+    try:
+        log = run_log_of(open_store(url))
+        assert log is not None
+        hexa = answer_hex()
+        run = RunInput(f"thread_{hexa}", f"run_{hexa}", [], [])
+        first = [RunStarted(run.thread_id, run.run_id), TextMessageStart("m1"), TextMessageContent("m1", "Hel")]
+        rec = Recorder(log, ServerLimits(), run.thread_id, run.run_id, None, "responses")
+        frames = responses_framing(run)(iter(first))
+        for _ in range(5):  # created, in_progress, the item and its part added, "Hel": then the crash
+            rec.frame(next(frames))
+        assert log.flush()  # written, as a worker's log-then-send has it before the worker dies
+        again = [*first[:2], TextMessageContent("m1", "Hi there"), TextMessageEnd("m1"),
+                 RunFinished(run.thread_id, run.run_id)]
+        rec = Recorder(log, ServerLimits(), run.thread_id, run.run_id, None, "responses", continuing=True)
+        for frame in responses_framing(run)(iter(again)):
+            rec.frame(frame)
+        rec.end()
+        assert log.flush()
+        client = server.client()
+        events = list(client.responses.retrieve(f"resp_{hexa}", stream=True))
+        with client.responses.stream(response_id=f"resp_{hexa}") as stream:  # the SDK's accumulator
+            final = stream.get_final_response()
+        assert [e.sequence_number for e in events] == list(range(1, len(events) + 1))
+        items = [(e.output_index, e.item.id, e.item.status) for e in events if e.type == "response.output_item.done"]
+        assert items == [(0, f"msg_{hexa}_0", "incomplete"), (1, f"msg_{hexa}_0-5", "completed")], items
+        deltas = [(e.item_id, e.delta) for e in events if e.type == "response.output_text.delta"]
+        assert deltas == [(f"msg_{hexa}_0", "Hel"), (f"msg_{hexa}_0-5", "Hi there")]
+        assert final.status == "completed" and final.output_text == "Hi there"
+    finally:
+        server.close()
