@@ -21,9 +21,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
-openai = pytest.importorskip("openai", reason="the client oracle: pip install openai")
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 
 from test_durable_run import ANSWER, db_url  # noqa: F401  (db_url: the fixture)

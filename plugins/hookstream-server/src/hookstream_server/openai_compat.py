@@ -27,7 +27,18 @@ Routes (mounted by :func:`hookstream.server.make_app` under :data:`OPENAI_PREFIX
   true`` its events (``event: TYPE`` + ``data``: ``response.created``, ``response.output_item.added``,
   ``response.output_text.delta``, ``response.function_call_arguments.delta``, ... ``response.completed``,
   or ``response.failed`` for a run that fails). ``previous_response_id`` is refused (``400``): the server
-  keeps no responses, the client sends the whole input.
+  keeps no conversation under a response id, the client sends the whole input.
+* Background responses (OpenAI API reference, "Background mode"; docs/openai-endpoint.md, "Background
+  responses"): ``"background": true`` makes the run go on without its client, its events (each an SSE
+  frame whose ``sequence_number`` is its number in the server's run event log, protocol :data:`PROTOCOL`)
+  logged; the answer is the response with ``status: "queued"``, or with ``"stream": true`` its events.
+  ``GET /v1/responses/{id}`` ("Retrieve a model response") is the response as it is now (``queued``,
+  ``in_progress``, ``completed``, ``incomplete``, ``failed``, ``cancelled``); with ``?stream=true`` its
+  events after ``starting_after`` (a sequence number), each once, until it ends. ``POST
+  /v1/responses/{id}/cancel`` ("Cancel a response") cancels it (in the process that runs it; ``409``
+  ``response_elsewhere`` from another). Only the principal that created a response reads or cancels it:
+  anyone else gets the ``404`` of an unknown id. ``400`` ``background_unavailable`` on a server without
+  the run event log; ``metadata.thread_id`` with ``background`` is ``400``.
 
 The agent's own tools run on the server and are not shown. The request's ``tools`` are the client's
 (frontend) tools: when the agent's model calls one the answer carries it in ``tool_calls`` with
@@ -87,8 +98,9 @@ from .resume import Recorder, tail
 from .runlog import RunLog
 from .trust import check_ids
 
-__all__ = ["MODEL_ID", "OPENAI_PREFIX", "CompletionRequest", "completion_chunks", "openai_error",
-           "parse_completion_request", "parse_responses_request", "serve_openai"]
+__all__ = ["MODEL_ID", "OPENAI_PREFIX", "PROTOCOL", "CompletionRequest", "answer_hex", "completion_chunks",
+           "created_at", "openai_error", "parse_completion_request", "parse_responses_request", "responses_framing",
+           "serve_openai"]
 
 OPENAI_PREFIX = "/v1/"
 """The path prefix of the OpenAI-compatible routes (an OpenAI client's ``base_url`` is ``http://host/v1``)."""
@@ -779,8 +791,9 @@ class OpenAIHost(Protocol):
 
 
 RunBody = Callable[..., Iterable[bytes]]
-"""Builds a run's response body: ``(stream, release, max_seconds, frames) -> iterable of bytes`` that
-cancels the run when closed early and calls ``release`` once (``hookstream_server.agui._RunBody``)."""
+"""Builds a run's response body: ``(stream, release, max_seconds, frames[, recorder, detached_seconds,
+ping_seconds]) -> iterable of bytes`` that cancels the run when closed early (with a recorder: leaves it
+going, logged) and calls ``release`` once (``hookstream_server.agui._RunBody``)."""
 
 
 def _models(model_id: str | None, start_response: Callable[..., Any], cors: Sequence[tuple[str, str]]
@@ -954,7 +967,7 @@ def _background(host: OpenAIHost, request: CompletionRequest, started: _Started,
         if request.stream:
             start_response("200 OK", [*SSE_HEADERS, thread_header, *cors])
             return body
-        body.close()  # no client: the run goes on detached until it ends
+        getattr(body, "close", lambda: None)()  # no client: the run goes on detached until it ends
     queued = _ResponseBuilder(request, response_id).snapshot()
     queued["status"] = "queued"
     data = json.dumps(queued).encode()
