@@ -943,8 +943,12 @@ def _background(host: OpenAIHost, request: CompletionRequest, started: _Started,
     run, who = started.run, started.who
     assert host.log is not None  # _start refused a background request without one
     response_id = "resp_" + run.run_id.removeprefix("run_")
-    recorder = Recorder(host.log, host.limits, run.thread_id, run.run_id, who, PROTOCOL,
-                        log_then_send=request.stream and host.options.log_then_send)
+    try:
+        recorder = Recorder(host.log, host.limits, run.thread_id, run.run_id, who, PROTOCOL,
+                            log_then_send=request.stream and host.options.log_then_send)
+    except BaseException:  # the log failed: the run never starts, its count is given back
+        host._drop(started.stream, who)
+        raise
     if not recorder.opened:  # ids of the server's own making: another run's only by a bug
         host._drop(started.stream, who)
         raise _Refused("409 Conflict", f"response {response_id!r} cannot be started: its id is in use")
