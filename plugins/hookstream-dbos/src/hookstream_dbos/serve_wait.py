@@ -61,9 +61,9 @@ def thread_prefix(thread_id: str) -> str:
     return "serve-" + hashlib.sha256(thread_id.encode()).hexdigest()[:16] + "-"
 
 
-SERVED_PROTOCOLS = frozenset({"agui", "ui"})
-"""The routes whose runs ``serve --durable`` makes durable (``hookstream_serve_run``'s ``protocol``): AG-UI
-and the AI SDK's UI message stream, both resumed from the run event log."""
+SERVED_PROTOCOLS = frozenset({"agui", "ui", "responses"})
+"""The routes whose runs ``serve --durable`` makes durable (``hookstream_serve_run``'s ``protocol``): AG-UI,
+the AI SDK's UI message stream and background OpenAI responses, all resumed from the run event log."""
 
 
 def encode_run(run: Any, protocol: str = "agui") -> dict[str, Any]:

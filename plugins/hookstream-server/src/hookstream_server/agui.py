@@ -81,7 +81,8 @@ from hookstream.stores import ConversationStore, InMemoryStore, OwnedStore
 
 from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
-from .openai_compat import OPENAI_PREFIX, openai_error, serve_openai
+from .openai_compat import OPENAI_PREFIX, openai_error, responses_framing, serve_openai
+from .openai_compat import PROTOCOL as OPENAI_RESPONSES
 from .resume import PING, Pump, Recorder, parse_last_event_id, tail
 from .runlog import MemoryRunLog, RunLog, run_log_of
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
@@ -691,7 +692,8 @@ class _Refused(Exception):
 
 
 _Frames = Callable[[RunStream], Generator[bytes, None, None]]
-_FRAMINGS: dict[str, Callable[[RunInput], _Frames]] = {"agui": lambda run: to_sse, "ui": _ui_frames}
+_FRAMINGS: dict[str, Callable[[RunInput], _Frames]] = {"agui": lambda run: to_sse, "ui": _ui_frames,
+                                                        OPENAI_RESPONSES: responses_framing}
 """Per protocol (``hookstream_serve_run``'s): the framing of a run's events, made from its input."""
 
 
@@ -861,7 +863,8 @@ class _App:
         continuing what the log holds there (the frames it sends again equal to logged ones are not
         logged twice; :class:`~hookstream_server.resume.Recorder`, ``continuing``), so a client reads it
         through the resume route (``GET /agui/threads/{threadId}/runs/{runId}/events``; an AI SDK run,
-        ``protocol`` ``"ui"``: ``GET /api/chat/{id}/stream`` while it runs). With a store,
+        ``protocol`` ``"ui"``: ``GET /api/chat/{id}/stream`` while it runs; a background OpenAI response,
+        ``"responses"``: ``GET /v1/responses/{id}?stream=true``). With a store,
         what the run adds to the thread is saved when it ends, as for a live run (``run.messages`` is the
         conversation it starts from, as the POST that started it had it). It counts toward
         ``run.principal``'s running runs until it ends (never refused: it was admitted before), ends after
@@ -870,14 +873,15 @@ class _App:
         POST's run: the two count once, until the later of them is done.
 
         Returns once the run is started (it runs on a thread of the server's pool). ``protocol``:
-        ``"agui"`` (AG-UI SSE) or ``"ui"`` (the AI SDK UI message stream, framed from ``run`` alone:
-        ``run.message_id``, the denials in ``run.resume``). Raises :class:`ValueError` for another
-        protocol, an application without an event log
+        ``"agui"`` (AG-UI SSE), ``"ui"`` (the AI SDK UI message stream, framed from ``run`` alone:
+        ``run.message_id``, the denials in ``run.resume``) or ``"responses"`` (the Responses API events of
+        ``resp_<hex>`` for ``run_<hex>``: :func:`hookstream_server.openai_compat.responses_framing`).
+        Raises :class:`ValueError` for another protocol, an application without an event log
         (``resumable=False``), or ids logged for another principal; what the stream factory raises (a bad
         input: :class:`~hookstream.errors.AGUIInputError`). Thread safety: call it from any thread."""
         framing = _FRAMINGS.get(protocol)
         if framing is None:
-            raise ValueError(f"run_detached serves AG-UI and AI SDK runs only, not {protocol!r}")
+            raise ValueError(f"run_detached serves AG-UI, AI SDK and background OpenAI responses, not {protocol!r}")
         if self.log is None:
             raise ValueError("run_detached needs the run event log (make_app(resumable=True))")
         who = run.principal.id if run.principal is not None else None

@@ -8,7 +8,8 @@ call them through ``hookstream.get_registry().pm.hook``).
   a worker after its graceful wait; waitress: after Ctrl-C).
 * :func:`hookstream_serve_exited`: in gunicorn's arbiter, each worker reaped (killed or stopped), before
   any other worker takes its slot.
-* :func:`hookstream_serve_run`: each run a POST starts, after every check and claim, before it runs;
+* :func:`hookstream_serve_run`: each run a POST starts, after every check and claim, before it runs
+  (``protocol``: ``agui``, ``ui`` for the AI SDK route, ``responses`` for a background OpenAI response);
   a plugin may take the run over (it runs elsewhere: the server answers by tailing its event log).
 
 What they are for: a plugin that keeps runs somewhere that outlives a process (hookstream-dbos's

@@ -27,7 +27,18 @@ Routes (mounted by :func:`hookstream.server.make_app` under :data:`OPENAI_PREFIX
   true`` its events (``event: TYPE`` + ``data``: ``response.created``, ``response.output_item.added``,
   ``response.output_text.delta``, ``response.function_call_arguments.delta``, ... ``response.completed``,
   or ``response.failed`` for a run that fails). ``previous_response_id`` is refused (``400``): the server
-  keeps no responses, the client sends the whole input.
+  keeps no conversation under a response id, the client sends the whole input.
+* Background responses (OpenAI API reference, "Background mode"; docs/openai-endpoint.md, "Background
+  responses"): ``"background": true`` makes the run go on without its client, its events (each an SSE
+  frame whose ``sequence_number`` is its number in the server's run event log, protocol :data:`PROTOCOL`)
+  logged; the answer is the response with ``status: "queued"``, or with ``"stream": true`` its events.
+  ``GET /v1/responses/{id}`` ("Retrieve a model response") is the response as it is now (``queued``,
+  ``in_progress``, ``completed``, ``incomplete``, ``failed``, ``cancelled``); with ``?stream=true`` its
+  events after ``starting_after`` (a sequence number), each once, until it ends. ``POST
+  /v1/responses/{id}/cancel`` ("Cancel a response") cancels it (in the process that runs it; ``409``
+  ``response_elsewhere`` from another). Only the principal that created a response reads or cancels it:
+  anyone else gets the ``404`` of an unknown id. ``400`` ``background_unavailable`` on a server without
+  the run event log; ``metadata.thread_id`` with ``background`` is ``400``.
 
 The agent's own tools run on the server and are not shown. The request's ``tools`` are the client's
 (frontend) tools: when the agent's model calls one the answer carries it in ``tool_calls`` with
@@ -57,11 +68,14 @@ application, which serves concurrent requests.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 import attrs
 from hookstream.errors import AGUIInputError
@@ -80,10 +94,13 @@ from hookstream.events import (
 
 from .auth import Principal
 from .limits import PrincipalLimits, ServerLimits, retry_after
+from .resume import Recorder, tail
+from .runlog import RunLog
 from .trust import check_ids
 
-__all__ = ["MODEL_ID", "OPENAI_PREFIX", "CompletionRequest", "completion_chunks", "openai_error",
-           "parse_completion_request", "parse_responses_request", "serve_openai"]
+__all__ = ["MODEL_ID", "OPENAI_PREFIX", "PROTOCOL", "CompletionRequest", "answer_hex", "completion_chunks",
+           "created_at", "openai_error", "parse_completion_request", "parse_responses_request", "responses_framing",
+           "serve_openai"]
 
 OPENAI_PREFIX = "/v1/"
 """The path prefix of the OpenAI-compatible routes (an OpenAI client's ``base_url`` is ``http://host/v1``)."""
@@ -97,6 +114,7 @@ SSE_HEADERS = [
     ("X-Accel-Buffering", "no"),
 ]
 _DONE = b"data: [DONE]\n\n"
+_SEQ = re.compile(r"[0-9]{1,12}")
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop"}
 _RUN_ERROR_STATUS = {"run_timeout": "504 Gateway Timeout", "approval_required": "409 Conflict"}
 # OpenAI's error "type" by HTTP status (its API answers these types for these statuses).
@@ -149,6 +167,9 @@ class CompletionRequest:
     stream: bool = False
     include_usage: bool = False
     thread_id: str | None = None
+    background: bool = False
+    """The Responses API's ``background``: the run goes on without its client, resumed by
+    ``GET /v1/responses/{id}``."""
 
 
 def _content_part(part: Any, where: str) -> dict[str, Any]:
@@ -274,6 +295,7 @@ class _Writer:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.error: tuple[str, str | None] | None = None
+        self.cancelled = False
 
     def _text(self, message_id: str | None, delta: str) -> list[dict[str, Any]]:
         if not delta:
@@ -334,6 +356,7 @@ class _Writer:
                           "use the AG-UI route (docs/agui-server.md) for tools that need approval",
                           "approval_required")
             return []
+        self.cancelled = outcome is not None and outcome.type == "cancelled"
         self.finish_reason = "tool_calls" if self.tool_calls else _FINISH.get(ev.finish_reason or "stop", "stop")
         return []
 
@@ -530,8 +553,29 @@ def parse_responses_request(doc: Any) -> CompletionRequest:
     thread = metadata.get("thread_id") if isinstance(metadata, dict) else None
     if thread is not None and (not isinstance(thread, str) or not thread):
         raise AGUIInputError("metadata.thread_id must be a non-empty string")
+    background = doc.get("background")
+    if background not in (None, True, False):
+        raise AGUIInputError("background must be a boolean")
+    if background and thread is not None:
+        raise AGUIInputError("metadata.thread_id: a background response is a thread of its own; send the whole "
+                             "input instead")
     return CompletionRequest(model, messages, _tools([{"type": "function", "function": t} for t in tools]),
-                             bool(doc.get("stream")), False, thread)
+                             bool(doc.get("stream")), False, thread, bool(background))
+
+
+def answer_hex() -> str:
+    """The hex of a new answer's ids (``run_<hex>``, ``resp_<hex>``...): 32 digits, the first 8 the Unix
+    time in seconds (:func:`created_at`), the rest random (96 bits)."""
+    return f"{int(time.time()) & 0xFFFFFFFF:08x}{uuid.uuid4().hex[:24]}"
+
+
+def created_at(answer_id: str) -> int:
+    """The Unix time (seconds) an answer id of :func:`answer_hex` was made at; now for another id."""
+    hexa = answer_id.rpartition("_")[2]
+    try:
+        return int(hexa[:8], 16) if len(hexa) == 32 else int(time.time())
+    except ValueError:
+        return int(time.time())
 
 
 def _response_usage(usage: Usage | None) -> dict[str, Any]:
@@ -555,11 +599,13 @@ class _ResponseBuilder:
         self.open: dict[str, Any] | None = None  # the output item being streamed
         self.calls: dict[int, dict[str, Any]] = {}  # tool call index -> its function_call item
         self.seq = 0
+        # Every id and time is the response id's: a run started again (serve --durable) sends the same bytes.
+        self._hex = response_id.removeprefix("resp_")
         self.response: dict[str, Any] = {
-            "id": response_id, "object": "response", "created_at": int(time.time()), "status": "in_progress",
+            "id": response_id, "object": "response", "created_at": created_at(response_id), "status": "in_progress",
             "model": request.model, "output": self.items, "error": None, "incomplete_details": None,
             "instructions": None, "metadata": {}, "parallel_tool_calls": True, "temperature": None,
-            "tool_choice": "auto", "tools": [], "top_p": None, "usage": None}
+            "tool_choice": "auto", "tools": [], "top_p": None, "usage": None, "background": request.background}
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
         self.seq += 1
@@ -598,7 +644,8 @@ class _ResponseBuilder:
         out: list[dict[str, Any]] = []
         if self.open is None or self.open["type"] != "message":
             part = {"type": "output_text", "text": "", "annotations": []}
-            item = {"type": "message", "id": f"msg_{uuid.uuid4().hex}", "status": "in_progress", "role": "assistant",
+            item = {"type": "message", "id": f"msg_{self._hex}_{len(self.items)}", "status": "in_progress",
+                    "role": "assistant",
                     "content": [part]}
             out = self._open(item)
             out.append(self.event("response.content_part.added", item_id=item["id"], output_index=len(self.items) - 1,
@@ -611,7 +658,7 @@ class _ResponseBuilder:
     def _call(self, piece: dict[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if "id" in piece:
-            item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex}", "call_id": piece["id"],
+            item = {"type": "function_call", "id": f"fc_{self._hex}_{len(self.items)}", "call_id": piece["id"],
                     "name": piece["function"]["name"], "arguments": "", "status": "in_progress"}
             self.calls[piece["index"]] = item
             out = self._open(item)
@@ -648,6 +695,9 @@ class _ResponseBuilder:
             message, code = writer.error
             self.response.update(status="failed", error={"code": code or "server_error", "message": message})
             return [*out, self.event("response.failed", response=self.snapshot())]
+        if writer.cancelled:  # no event of its own in the Responses API: the last says so in its status
+            self.response["status"] = "cancelled"
+            return [*out, self.event("response.incomplete", response=self.snapshot())]
         reason = _INCOMPLETE.get(writer.finish_reason or "")
         if reason is not None:
             self.response.update(status="incomplete", incomplete_details={"reason": reason})
@@ -718,6 +768,19 @@ class OpenAIHost(Protocol):
     @property
     def keeper(self) -> Any: ...
 
+    @property
+    def log(self) -> RunLog | None: ...
+
+    @property
+    def options(self) -> Any: ...
+
+    @property
+    def running(self) -> Any: ...
+
+    def _taken_over(self, run: Any, protocol: str, stream: Any, who: str | None) -> Iterable[bytes] | None: ...
+
+    def _drop(self, stream: Any, who: str | None) -> None: ...
+
     def _principal(self, environ: Mapping[str, Any]) -> Principal | None: ...
 
     def _body(self, environ: Mapping[str, Any]) -> tuple[Any, bytes]: ...
@@ -728,8 +791,9 @@ class OpenAIHost(Protocol):
 
 
 RunBody = Callable[..., Iterable[bytes]]
-"""Builds a run's response body: ``(stream, release, max_seconds, frames) -> iterable of bytes`` that
-cancels the run when closed early and calls ``release`` once (``hookstream_server.agui._RunBody``)."""
+"""Builds a run's response body: ``(stream, release, max_seconds, frames[, recorder, detached_seconds,
+ping_seconds]) -> iterable of bytes`` that cancels the run when closed early (with a recorder: leaves it
+going, logged) and calls ``release`` once (``hookstream_server.agui._RunBody``)."""
 
 
 def _models(model_id: str | None, start_response: Callable[..., Any], cors: Sequence[tuple[str, str]]
@@ -744,25 +808,29 @@ def _models(model_id: str | None, start_response: Callable[..., Any], cors: Sequ
     return [body]
 
 
-def _agui_doc(host: OpenAIHost, request: CompletionRequest, run_id: str) -> dict[str, Any]:
-    """The request as an AG-UI ``RunAgentInput`` for the host's run start."""
+def _agui_doc(host: OpenAIHost, request: CompletionRequest, hexa: str) -> dict[str, Any]:
+    """The request as an AG-UI ``RunAgentInput`` for the host's run start (``run_<hexa>``; a thread of
+    its own ``thread_<hexa>`` unless ``metadata.thread_id`` names one)."""
     messages = request.messages
     if request.thread_id is not None and host.keeper is not None:
         # The stored thread is the conversation: what follows the client's last assistant message is new.
         last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
         messages = messages[last + 1:]
-    thread_id = request.thread_id or f"thread_{uuid.uuid4().hex}"
-    return {"threadId": thread_id, "runId": run_id, "messages": messages, "tools": request.tools}
+    thread_id = request.thread_id or f"thread_{hexa}"
+    return {"threadId": thread_id, "runId": f"run_{hexa}", "messages": messages, "tools": request.tools}
 
 
 @attrs.define(slots=True)
 class _Started:
-    """A run started for an OpenAI request: its stream, what releases its principal's count, its ids."""
+    """A run started for an OpenAI request: its stream, what releases its principal's count, its ids,
+    its input (``hookstream.server.RunInput``) and its principal's id."""
 
     stream: Any
     release: Callable[[], None]
     run_id: str
     thread_id: str
+    run: Any = None
+    who: str | None = None
 
 
 def _start(host: OpenAIHost, environ: Mapping[str, Any], parse: Callable[[Any], CompletionRequest]
@@ -778,9 +846,12 @@ def _start(host: OpenAIHost, environ: Mapping[str, Any], parse: Callable[[Any], 
     if request.model != MODEL_ID:
         raise _Refused("404 Not Found", f"The model {request.model!r} does not exist (this server serves "
                        f"{MODEL_ID!r})", code="model_not_found", param="model")
+    if request.background and host.log is None:
+        raise _Refused("400 Bad Request", "background: this server keeps no run event log (make_app(resumable="
+                       "False), serve --no-resume), so a background response could not be retrieved",
+                       code="background_unavailable", param="background")
     host._check_messages({"messages": request.messages}, raw)
-    run_id = f"run_{uuid.uuid4().hex}"
-    agui = _agui_doc(host, request, run_id)
+    agui = _agui_doc(host, request, answer_hex())
     try:
         check_ids(agui, False)
     except AGUIInputError as exc:
@@ -790,7 +861,7 @@ def _start(host: OpenAIHost, environ: Mapping[str, Any], parse: Callable[[Any], 
     if wait is not None:
         raise _Refused("429 Too Many Requests", "too many runs: try again later", ("Retry-After", retry_after(wait)))
     try:
-        stream, _, _ = host._run_stream(agui, principal, False, who)
+        stream, _, run = host._run_stream(agui, principal, False, who)
     except BaseException:
         if who is not None:
             host.counts.finish(who)
@@ -801,7 +872,7 @@ def _start(host: OpenAIHost, environ: Mapping[str, Any], parse: Callable[[Any], 
         if who is not None:
             counts.finish(who)
 
-    return request, _Started(stream, release, run_id, agui["threadId"])
+    return request, _Started(stream, release, agui["runId"], agui["threadId"], run, who)
 
 
 def _answer(host: OpenAIHost, started: _Started, start_response: Callable[..., Any], cors: Sequence[tuple[str, str]],
@@ -839,11 +910,221 @@ def _route(parse: Callable[[Any], CompletionRequest], id_prefix: str,
               cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
         request, started = _start(host, environ, parse)
         answer_id = id_prefix + started.run_id[len("run_"):]
+        if request.background:
+            return _background(host, request, started, start_response, cors, run_body)
         whole = _Whole()
         frames = streamed(request, answer_id) if request.stream else whole_frames(request, answer_id, whole)
         return _answer(host, started, start_response, cors, run_body, request.stream, frames, whole)
 
     return route
+
+
+# -- background responses -----------------------------------------------------------------------------
+
+PROTOCOL = "responses"
+"""The run event log's ``protocol`` (and ``hookstream_serve_run``'s) of a background response."""
+
+
+def responses_framing(run: Any) -> Callable[[Any], Generator[bytes, None, None]]:
+    """The framing of a background response's run (a :class:`hookstream.server.RunInput`), made from the
+    run alone, so that a run started again in another process sends the same bytes: the Responses API
+    events of ``resp_<hex>`` (``run_<hex>``), each an SSE frame whose ``sequence_number`` is its frame's
+    number in the run event log."""
+    tools = [t for t in run.tools if isinstance(t, dict)]
+    request = CompletionRequest(MODEL_ID, [], tools, True, background=True)
+    return _responses_stream(request, "resp_" + run.run_id.removeprefix("run_"))
+
+
+def _background(host: OpenAIHost, request: CompletionRequest, started: _Started, start_response: Callable[..., Any],
+                cors: Sequence[tuple[str, str]], run_body: RunBody) -> Iterable[bytes]:
+    """A background response: its run goes on without its client, each event logged (the host's run event
+    log, protocol :data:`PROTOCOL`) for ``GET /v1/responses/{id}``. Streamed, the events as they come
+    (the client may leave: the run goes on); else the response object at once, ``status: "queued"``."""
+    run, who = started.run, started.who
+    assert host.log is not None  # _start refused a background request without one
+    response_id = "resp_" + run.run_id.removeprefix("run_")
+    try:
+        recorder = Recorder(host.log, host.limits, run.thread_id, run.run_id, who, PROTOCOL,
+                            log_then_send=request.stream and host.options.log_then_send)
+    except BaseException:  # the log failed: the run never starts, its count is given back
+        host._drop(started.stream, who)
+        raise
+    if not recorder.opened:  # ids of the server's own making: another run's only by a bug
+        host._drop(started.stream, who)
+        raise _Refused("409 Conflict", f"response {response_id!r} cannot be started: its id is in use")
+    thread_header = ("X-Hookstream-Thread-Id", started.thread_id)
+    taken = host._taken_over(run, PROTOCOL, started.stream, who)  # serve --durable keeps its input here
+    if taken is not None:  # runs elsewhere: its log is the answer
+        if request.stream:
+            start_response("200 OK", [*SSE_HEADERS, thread_header, *cors])
+            return taken
+        getattr(taken, "close", lambda: None)()
+    else:
+        forget = host.running.add(run.thread_id, who, started.stream, None)
+
+        def release() -> None:
+            forget()
+            started.release()
+
+        body = run_body(started.stream, release, host.limits.max_run_seconds, responses_framing(run), recorder,
+                        None, host.limits.ping_seconds)
+        if request.stream:
+            start_response("200 OK", [*SSE_HEADERS, thread_header, *cors])
+            return body
+        getattr(body, "close", lambda: None)()  # no client: the run goes on detached until it ends
+    queued = _ResponseBuilder(request, response_id).snapshot()
+    queued["status"] = "queued"
+    data = json.dumps(queued).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
+                              thread_header, *cors])
+    return [data]
+
+
+_RESPONSE_PATH = re.compile(r"^/v1/responses/(?P<id>[^/]+)(?P<cancel>/cancel)?$")
+_RESPONSE_ID = re.compile(r"resp_(?P<hex>[0-9a-f]{32})")
+_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+
+def _frame_event(frame: bytes) -> dict[str, Any]:
+    data = b"".join(line[5:].lstrip() for line in frame.split(b"\n") if line.startswith(b"data:"))
+    try:
+        doc = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _logged_response(host: OpenAIHost, response_id: str, who: str | None) -> tuple[str, str, Any]:
+    """``(thread id, run id, LoggedRun)`` of the background response ``response_id`` of ``who``. Raises
+    :class:`_Refused` ``404`` for an unknown id and for another principal's response alike (OpenAI's
+    answer for an id it does not know), ``410`` for one whose log passed its bounds, ``503``."""
+    match = _RESPONSE_ID.fullmatch(response_id)
+    logged = None
+    if match is not None and host.log is not None:
+        thread_id, run_id = f"thread_{match['hex']}", f"run_{match['hex']}"
+        try:
+            got = host.log.read(thread_id, run_id, 1 << 62)  # the entry only: no frame is after this
+        except Exception as exc:
+            raise _Refused("503 Service Unavailable", f"run event log unavailable: {type(exc).__name__}") from exc
+        logged = got[0] if got is not None else None
+    if logged is None or logged.owner != who or logged.protocol != PROTOCOL:
+        raise _Refused("404 Not Found", f"Response with id {response_id[:200]!r} not found.", param="response_id")
+    if logged.truncated:
+        raise _Refused("410 Gone", "the response's event log passed the server's limits: it cannot be retrieved")
+    return thread_id, run_id, logged
+
+
+def _query(environ: Mapping[str, Any]) -> dict[str, str]:
+    return {k: unquote(v) for k, _, v in (p.partition("=") for p in str(environ.get("QUERY_STRING") or "").split("&")
+                                        if p)}
+
+
+def _current(host: OpenAIHost, thread_id: str, run_id: str, response_id: str) -> dict[str, Any]:
+    """The response as its log has it now: the last event's ``response`` once it ended, else the
+    latest one ``in_progress`` with the output items done so far."""
+    assert host.log is not None
+    got = host.log.read(thread_id, run_id, 0)
+    if got is None:
+        raise _Refused("404 Not Found", f"Response with id {response_id!r} not found.", param="response_id")
+    info, frames = got
+    latest: dict[str, Any] | None = None
+    done: list[dict[str, Any]] = []
+    for _, frame in frames:
+        ev = _frame_event(frame)
+        if isinstance(ev.get("response"), dict):
+            latest = ev["response"]
+            if ev.get("type") in _TERMINAL:
+                return latest
+        elif ev.get("type") == "response.output_item.done" and isinstance(ev.get("item"), dict):
+            done.append(ev["item"])
+    current = dict(latest or {"id": response_id, "object": "response", "created_at": created_at(response_id),
+                              "model": MODEL_ID, "background": True})
+    current["output"] = done
+    current["status"] = "in_progress" if latest is not None else "queued"
+    if info.ended:  # ended with no answer (its run was stopped before it said so)
+        current.update(status="failed", error={"code": "server_error", "message": "the response's run ended "
+                                                                                 "without an answer"})
+    return current
+
+
+def _retrieve(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
+              cors: Sequence[tuple[str, str]], response_id: str) -> Iterable[bytes]:
+    """``GET /v1/responses/{id}`` (OpenAI API reference, "Retrieve a model response"): the background
+    response as it is now; with ``stream=true`` its events after ``starting_after`` (a
+    ``sequence_number``; none: from the first), each once, then the live ones until it ends, ``: ping``
+    every ``ping_seconds`` while quiet. Counted toward the principal's ``max_resume_streams`` (``429``)."""
+    principal = host._principal(environ)
+    who = principal.id if principal is not None else None
+    query = _query(environ)
+    after = query.get("starting_after") or "0"
+    if not _SEQ.fullmatch(after):
+        raise _Refused("400 Bad Request", "starting_after must be a sequence number (an integer, 0 or more)",
+                       param="starting_after")
+    thread_id, run_id, _ = _logged_response(host, response_id, who)
+    assert host.log is not None
+    if query.get("stream", "false").lower() != "true":
+        data = json.dumps(_current(host, thread_id, run_id, response_id), ensure_ascii=False).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *cors])
+        return [data]
+    if who is not None and not host.counts.open_stream(who):
+        raise _Refused("429 Too Many Requests", "too many resumed streams: try again later", ("Retry-After", "1"))
+    limits = host.limits
+    frames = tail(host.log, thread_id, run_id, int(after), limits.ping_seconds, limits.resume_wait_seconds)
+    start_response("200 OK", [*SSE_HEADERS, *cors])
+    return frames if who is None else _Closing(frames, functools.partial(host.counts.close_stream, who))
+
+
+class _Closing:
+    """A response body that calls ``release`` once when the server closes it (a resumed stream's count)."""
+
+    def __init__(self, body: Iterator[bytes], release: Callable[[], None]) -> None:
+        self._body, self._release = body, release
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body
+
+    def close(self) -> None:
+        release, self._release = self._release, lambda: None
+        try:
+            getattr(self._body, "close", lambda: None)()
+        finally:
+            release()
+
+
+def _cancel(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
+            cors: Sequence[tuple[str, str]], response_id: str) -> Iterable[bytes]:
+    """``POST /v1/responses/{id}/cancel`` (OpenAI API reference, "Cancel a response"): the run is cancelled
+    and, once its log says it ended, the response answered (``status: "cancelled"``; one that had ended
+    already: as it ended). Served by the process that runs it: ``409`` from another (``--workers``: retry
+    reaches it, or wait for the end)."""
+    principal = host._principal(environ)
+    who = principal.id if principal is not None else None
+    thread_id, run_id, logged = _logged_response(host, response_id, who)
+    assert host.log is not None
+    if not logged.ended:
+        running = host.running.find(thread_id, who)
+        if running is None:
+            raise _Refused("409 Conflict", "the response runs in another server process: try again",
+                           ("Retry-After", "1"), code="response_elsewhere")
+        running.stream.cancel()
+        for _ in tail(host.log, thread_id, run_id, 1 << 62, None, host.limits.resume_wait_seconds):
+            pass  # until the log has the run's end (tail reads no frame past this number)
+    data = json.dumps(_current(host, thread_id, run_id, response_id), ensure_ascii=False).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *cors])
+    return [data]
+
+
+def _response_route(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
+                    cors: Sequence[tuple[str, str]], match: re.Match[str]) -> Iterable[bytes]:
+    """``/v1/responses/{id}``: ``GET`` retrieves; ``POST .../cancel`` cancels."""
+    method = environ.get("REQUEST_METHOD", "GET")
+    if match["cancel"]:
+        if method != "POST":
+            raise _Refused("405 Method Not Allowed", "POST to cancel a response", ("Allow", "POST"))
+        return _cancel(host, environ, start_response, cors, match["id"])
+    if method not in ("GET", "HEAD"):
+        raise _Refused("405 Method Not Allowed", "GET a response", ("Allow", "GET"))
+    return _retrieve(host, environ, start_response, cors, match["id"])
 
 
 _ROUTES: dict[str, Callable[..., Iterable[bytes]]] = {
@@ -865,6 +1146,9 @@ def serve_openai(host: OpenAIHost, environ: Mapping[str, Any], start_response: C
             if method != "POST":
                 raise _Refused("405 Method Not Allowed", "POST a request", ("Allow", "POST"))
             return route(host, environ, start_response, cors, run_body)
+        response = _RESPONSE_PATH.match(path)
+        if response is not None:
+            return _response_route(host, environ, start_response, cors, response)
         if path == "/v1/models" or path.startswith("/v1/models/"):
             if method not in ("GET", "HEAD"):
                 raise _Refused("405 Method Not Allowed", "GET the models", ("Allow", "GET"))

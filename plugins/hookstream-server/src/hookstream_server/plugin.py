@@ -105,6 +105,7 @@ class ServeHookSpecs:
 
         :param app: the WSGI application.
         :param run: the run's :class:`~hookstream.server.RunInput` (do not change it).
-        :param protocol: ``"agui"`` (AG-UI SSE) or ``"ui"`` (the AI SDK UI message stream).
+        :param protocol: ``"agui"`` (AG-UI SSE), ``"ui"`` (the AI SDK UI message stream) or
+            ``"responses"`` (a background OpenAI response, ``POST /v1/responses`` with ``"background": true``).
         :returns: ``True`` when the plugin took the run over, else ``None``.
         """

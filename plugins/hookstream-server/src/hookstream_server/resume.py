@@ -142,6 +142,8 @@ class Recorder:
 
     def _one(self, data: bytes) -> bytes:
         self._seq += 1
+        if self._fix is not None and self._grammar.number is not None:
+            data = self._fix.numbered(data, self._seq)
         if not self.truncated:
             self._bytes += len(data)
             if self._seq > self._limits.event_log_events or self._bytes > self._limits.event_log_bytes:
@@ -175,17 +177,29 @@ class Recorder:
                          expires_at=self._clock() + self._limits.event_log_seconds)
 
 
+def _sse(ev: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(ev, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+
+
 @attrs.frozen
 class _Grammar:
     """What a protocol's frames open and end, for a continuing run that diverged from its log: the
     events that open something (their type -> the field naming it; ``None``: one at a time), the
     events that end it (their type -> the opening type), the event that ends an open one (made from
-    its opening event), and the id fields renamed in the frames sent again."""
+    its opening event), and the id fields renamed in the frames sent again. Optional: ``starts``, the
+    path of the id an opening event starts when it is not its naming field; ``number``, a field
+    numbering each frame (set to its frame number in the log from the divergence on); ``index``, a
+    field indexing what the run opens (shifted past the logged ones in the frames sent again);
+    ``encode``, how an event is framed."""
 
     opens: dict[str, str | None]
     closes: dict[str, str]
     closing: Callable[[dict[str, Any]], dict[str, Any]]
     renamed: tuple[tuple[str, ...], ...]  # paths of id fields
+    starts: tuple[str, ...] | None = None
+    number: str | None = None
+    index: str | None = None
+    encode: Callable[[dict[str, Any]], bytes] = _sse
 
     def ident(self, ev: dict[str, Any]) -> tuple[str, str] | None:
         """``(opening type, id)`` of what ``ev`` opens or ends, else ``None``."""
@@ -219,6 +233,16 @@ def _ui_closing(ev: dict[str, Any]) -> dict[str, Any]:
     return {"type": _UI_ENDS[ev["type"]], **({"id": ev["id"]} if "id" in ev else {})}
 
 
+def _responses_closing(ev: dict[str, Any]) -> dict[str, Any]:
+    item = ev.get("item")
+    return {"type": "response.output_item.done", "output_index": ev.get("output_index"),
+            "item": {**(item if isinstance(item, dict) else {}), "status": "incomplete"}}
+
+
+def _responses_frame(ev: dict[str, Any]) -> bytes:
+    return f"event: {ev.get('type')}\n".encode() + _sse(ev)
+
+
 _GRAMMARS = {
     "agui": _Grammar(dict(_AGUI_FIELDS), {end: start for start, end in _AGUI_ENDS.items()}, _agui_closing,
                      (("messageId",), ("toolCallId",), ("parentMessageId",))),
@@ -229,6 +253,12 @@ _GRAMMARS = {
                     "tool-input-available": "tool-input-start", "tool-input-error": "tool-input-start"}, _ui_closing,
                    # A text part's hookstream message id names its step when a client sends it back.
                    (("id",), ("toolCallId",), ("providerMetadata", "hookstream", "messageId"))),
+    # A background OpenAI response (hookstream_server.openai_compat): output items by output_index, each
+    # event's sequence_number its frame's number (what starting_after counts).
+    "responses": _Grammar({"response.output_item.added": "output_index"},
+                          {"response.output_item.done": "response.output_item.added"}, _responses_closing,
+                          (("item", "id"), ("item_id",)), starts=("item", "id"), number="sequence_number",
+                          index="output_index", encode=_responses_frame),
 }
 """Per protocol (the run event log's ``protocol``): what its frames open and end."""
 
@@ -241,10 +271,6 @@ def _event(frame: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return ev if isinstance(ev, dict) else None
-
-
-def _sse(ev: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(ev, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
 
 
 class _Open:
@@ -279,17 +305,31 @@ class _Divergence:
         self.resent = resent
         self._logged = _Open(grammar)
         self._started: set[str] = set()
+        self._base = 0  # past the logged frames' indexes (grammar.index)
         for frame in logged:
             self._logged.see(frame)
-            key = grammar.ident(_event(frame) or {})
+            ev = _event(frame) or {}
+            key = grammar.ident(ev)
             if key is not None:
-                self._started.add(key[1])
+                self._started.add(key[1] if grammar.starts is None else str(_at(ev, grammar.starts)))
+            at = ev.get(grammar.index) if grammar.index is not None else None
+            if isinstance(at, int):
+                self._base = max(self._base, at + 1)
+        self._shift: int | None = None
         self._names: dict[str, str] = {}
         self._suffix = f"-{len(logged)}"
 
     def closing(self) -> list[bytes]:
         """The events that end what the logged frames left open, the last opened first."""
-        return [_sse(self.grammar.closing(ev)) for ev in reversed(self._logged.opened.values())]
+        return [self.grammar.encode(self.grammar.closing(ev)) for ev in reversed(self._logged.opened.values())]
+
+    def numbered(self, frame: bytes, seq: int) -> bytes:
+        """``frame`` with the grammar's numbering field set to ``seq`` (its number in the log)."""
+        field = self.grammar.number
+        ev = _event(frame) if field is not None else None
+        if field is None or ev is None or ev.get(field) == seq:
+            return frame
+        return self.grammar.encode({**ev, field: seq})
 
     def rename(self, frame: bytes) -> bytes:
         ev = _event(frame)
@@ -297,8 +337,9 @@ class _Divergence:
             return frame
         grammar = self.grammar
         field = grammar.opens.get(str(ev.get("type")))
-        if field is not None and (field,) in grammar.renamed:
-            ident = str(ev.get(field))
+        starts = grammar.starts or (field,) if field is not None else None
+        if starts is not None and starts in grammar.renamed:
+            ident = str(_at(ev, starts))
             if ident in self._started:
                 self._names.setdefault(ident, ident + self._suffix)
         out = ev
@@ -306,7 +347,13 @@ class _Divergence:
             value = _at(ev, path)
             if isinstance(value, str) and value in self._names:
                 out = _replaced(out, path, self._names[value])
-        return frame if out is ev else _sse(out)
+        at = ev.get(grammar.index) if grammar.index is not None else None
+        if isinstance(at, int):  # the logged part's items keep their indexes; the new ones follow them
+            if self._shift is None:
+                self._shift = max(0, self._base - at)
+            if self._shift:
+                out = {**out, str(grammar.index): at + self._shift}
+        return frame if out is ev else grammar.encode(out)
 
 
 def _at(doc: Any, path: tuple[str, ...]) -> Any:
