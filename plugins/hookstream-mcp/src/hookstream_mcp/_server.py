@@ -380,7 +380,7 @@ class MCPServer:
             return stdio_client(params, errlog=cast(Any, _stderr_target(target.stderr)))
         import httpx2  # the MCP SDK's HTTP client
 
-        auth = await build_provider(target.url, target.auth) if target.auth is not None else None
+        auth = await build_provider(target.url, target.auth, stack) if target.auth is not None else None
         http = await stack.enter_async_context(httpx2.AsyncClient(
             headers=target.headers, auth=auth, timeout=httpx2.Timeout(30.0, read=300.0),
             event_hooks={"response": [self._watch]}))
@@ -418,7 +418,8 @@ class MCPServer:
         status, challenge = self._denied
         shown = f" (WWW-Authenticate: {challenge})" if challenge else ""
         if target.auth is not None:
-            todo = "the login did not give access; check the client's scopes and registration"
+            # Why, too: a login can also stop for want of its loopback port or of the server's answer.
+            todo = f"the login did not give access ({self._why(leaf)}); check the client's scopes and registration"
         elif target.headers and any(k.lower() == "authorization" for k in target.headers):
             todo = "the Authorization header was refused; log in with --mcp-auth oauth (Python: auth=OAuth())"
         else:
