@@ -11,8 +11,8 @@ The login page is "opened" by following the authorization URL as a browser would
 authorization server's redirect to hookstream's loopback ``/callback``), so the real loopback redirect
 receives the code. Tokens go to ``$HOOKSTREAM_USER_DIR/<scenario>`` (the test points it at a temporary
 folder): the suite runs every scenario with the same environment, and a scenario must not find another
-one's tokens (its servers' ports may be used again later, and the suite's servers take any token they
-issued) and skip the login it is there to check.
+one's tokens (its servers' ports may be used again later, and the suite's servers take any token shaped
+like theirs) and skip the login it is there to check.
 """
 
 from __future__ import annotations
