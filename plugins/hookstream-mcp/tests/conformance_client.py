@@ -9,7 +9,10 @@ stderr otherwise.
 
 The login page is "opened" by following the authorization URL as a browser would (urllib follows the
 authorization server's redirect to hookstream's loopback ``/callback``), so the real loopback redirect
-receives the code. Tokens go to ``$HOOKSTREAM_USER_DIR`` (the test points it at a temporary folder).
+receives the code. Tokens go to ``$HOOKSTREAM_USER_DIR/<scenario>`` (the test points it at a temporary
+folder): the suite runs every scenario with the same environment, and a scenario must not find another
+one's tokens (its servers' ports may be used again later, and the suite's servers take any token shaped
+like theirs) and skip the login it is there to check.
 """
 
 from __future__ import annotations
@@ -89,8 +92,11 @@ def main() -> int:
     if len(sys.argv) < 2:
         print("usage: conformance_client.py SERVER_URL (scenario in MCP_CONFORMANCE_SCENARIO)", file=sys.stderr)
         return 2
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
+    if os.environ.get("HOOKSTREAM_USER_DIR"):
+        os.environ["HOOKSTREAM_USER_DIR"] = os.path.join(os.environ["HOOKSTREAM_USER_DIR"], scenario.replace("/", "-"))
     try:
-        run(os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize"), sys.argv[-1])
+        run(scenario, sys.argv[-1])
     except Exception as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -1,15 +1,22 @@
 """An MCP server that needs a login: the 401 kept in a typed error that says what to set, from Python and
 from ``hookstream chat --mcp``; the login options' reprs and the CLI's credential checks. The OAuth flows
 themselves (discovery, registration, loopback redirect, client credentials, token storage) run against
-the MCP conformance suite's authorization servers in test_mcp_conformance.py."""
+the MCP conformance suite's authorization servers in test_mcp_conformance.py; the loopback redirect's
+hold on its port is checked here with real sockets."""
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import os
+import socket
 import subprocess
 import sys
 import threading
+import urllib.error
+import urllib.request
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from hookstream.testing import LoopbackServer, Response, run_cli
@@ -22,6 +29,7 @@ from hookstream_mcp import (
     OAuth,
     token_path,
 )
+from hookstream_mcp._auth import LoopbackRedirect  # no public face: OAuth reaches it only through a login
 from mcp_kit import MODEL, NEVER
 
 CHALLENGE = ('Bearer error="invalid_token", resource_metadata="http://127.0.0.1:9/.well-known/'
@@ -133,3 +141,64 @@ def test_a_token_refused_mid_session_names_the_status() -> None:
         server.should_exit = True
         thread.join(NEVER)
     assert f"refused the call to 'ping': HTTP 401 (WWW-Authenticate: {CHALLENGE})" in caught.value.message
+
+
+def _bind(port: int, reuse: bool) -> None:
+    with socket.socket() as other:
+        if reuse:
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", port))
+
+
+def _visit(url: str) -> int:
+    """GET ``url`` as the browser does at the end of a login; the status of the answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=NEVER) as page:
+            return int(page.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_a_new_login_port_is_held_from_registration_until_closed() -> None:
+    """The redirect URI is registered before the login starts: its port, picked when the provider is
+    built, stays bound until the session ends, so no other program (many clients starting at once) can
+    take it in between and leave the login without a way back. A redirect from another login (wrong
+    ``state``) does not end this one."""
+    seen: list[int] = []
+    loopback = LoopbackRedirect(0, timeout=NEVER)
+    loopback.reserve()
+    port = urlsplit(loopback.redirect_uri).port
+    assert port
+    try:
+        for reuse in (False, True):
+            with pytest.raises(OSError) as taken:
+                _bind(port, reuse)
+            assert taken.value.errno == errno.EADDRINUSE
+
+        def browser(url: str) -> None:  # the authorization server's redirect, as a browser follows it
+            seen.append(_visit(f"{loopback.redirect_uri}?code=old&state=another-login"))
+            seen.append(_visit(f"{loopback.redirect_uri}?code=c0de&state=s1"))
+
+        async def login() -> Any:
+            loopback.open_url = browser
+            await loopback.redirect("http://127.0.0.1:9/authorize?response_type=code&state=s1")
+            return await loopback.callback()
+
+        result = asyncio.run(login())
+        assert (result.code, result.state) == ("c0de", "s1") and seen == [400, 200]
+        with pytest.raises(OSError):  # still held after the login: a scope step-up logs in again on it
+            _bind(port, reuse=True)
+    finally:
+        loopback.close()
+    _bind(port, reuse=True)  # given back
+
+
+def test_a_busy_registered_port_is_named() -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        loopback = LoopbackRedirect(port, open_url=lambda url: None, timeout=NEVER)
+        assert loopback.reserve() is False
+        with pytest.raises(OSError, match=f"redirect port {port} is in use"):
+            asyncio.run(loopback.redirect("http://127.0.0.1:9/authorize?state=s"))

@@ -11,8 +11,9 @@ The suite runs once per module (its scenarios in parallel, in one Node process);
 the client's reconnection, runs alone first so that the others' load does not make it late. One OAuth
 scenario runs once more against the command line itself (conformance_cli.py: ``hookstream chat --mcp
 URL --mcp-auth oauth``, the browser played by conformance_browser.py through ``$BROWSER``). Tokens go to
-a temporary ``HOOKSTREAM_USER_DIR``, checked afterwards for their file modes and for never showing up in
-the client's output.
+a temporary ``HOOKSTREAM_USER_DIR``, one folder per scenario (and one for the command line's run), checked
+afterwards for their file modes and for never showing up in the client's output. A failed scenario shows
+the end of what its client printed.
 """
 
 from __future__ import annotations
@@ -82,17 +83,20 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if not NODE.is_file() or not SUITE.is_file():
         missing("the MCP conformance suite is not installed: run scripts/install-mcp-servers (npm ci in tests/mcp)")
     base = tmp_path_factory.mktemp("conformance")
-    env = {**os.environ, "HOOKSTREAM_USER_DIR": str(base / "userdir"), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "HOOKSTREAM_USER_DIR": str(base / "userdir"), "PYTHONUNBUFFERED": "1"}  # + /<scenario>
     solo, suite, cli = base / "solo", base / "suite", base / "cli"
     for folder in (solo, suite, cli):
         folder.mkdir()
     _run(["--scenario", "sse-retry"], solo, env)
     _run(["--suite", "all"], suite, env)
     # The command line's login: webbrowser opens $BROWSER, which follows the login page's redirect.
-    _run(["--scenario", "auth/metadata-default"], cli, {**env, "BROWSER": f"{sys.executable} {BROWSER} %s"},
+    # Its own token folder: its server may get the port of one the suite used, whose token it would take.
+    _run(["--scenario", "auth/metadata-default"], cli, {**env, "BROWSER": f"{sys.executable} {BROWSER} %s",
+                                                        "HOOKSTREAM_USER_DIR": str(base / "userdir-cli")},
          client=CLI)
     checks: dict[str, list[dict[str, Any]]] = {}
     done: dict[str, bool] = {}
+    said: dict[str, str] = {}
     outputs: list[str] = []
     for root in (suite, solo):  # the solo sse-retry run replaces the suite's
         for path in root.rglob("checks.json"):
@@ -101,10 +105,21 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             outputs += [p.read_text() for p in path.parent.glob("std*.txt")]
             stdout = path.parent / "stdout.txt"
             done[name] = stdout.is_file() and DONE in stdout.read_text()
+            said[name] = _said(path.parent)
     (cli_checks,) = [json.loads(p.read_text()) for p in cli.rglob("checks.json")]
     (cli_out,) = [p.read_text() for p in cli.rglob("stdout.txt")]
-    return {"checks": checks, "done": done, "userdir": base / "userdir", "outputs": outputs,
-            "log": suite / "runner.log", "cli": (cli_checks, cli_out, cli / "runner.log")}
+    return {"checks": checks, "done": done, "said": said, "userdirs": [base / "userdir", base / "userdir-cli"],
+            "outputs": outputs, "log": suite / "runner.log", "cli": (cli_checks, cli_out, cli / "runner.log")}
+
+
+def _said(folder: Path) -> str:
+    """The end of a scenario client's stdout and stderr, for a failure's message."""
+    parts = []
+    for name in ("stdout.txt", "stderr.txt"):
+        path = folder / name
+        text = path.read_text() if path.is_file() else "(none)"
+        parts.append(f"--- client {name} (end) ---\n{text[-2500:]}")
+    return "\n".join(parts)
 
 
 def _scheduling_late(check: dict[str, Any]) -> bool:
@@ -125,9 +140,10 @@ def test_scenario(results: dict[str, Any], scenario: str) -> None:
     assert checks is not None, f"no result for {scenario}: {results['log'].read_text()[-3000:]}"
     bad = [f"{c['id']}: {c['status']} {c.get('errorMessage') or c.get('description')}" for c in checks
            if c["status"] == "FAILURE" or (c["status"] == "WARNING" and not _scheduling_late(c))]
-    assert not bad, bad
+    said = results["said"][scenario]
+    assert not bad, f"{bad}\n{said}"
     # The client's own verdict: the session it was asked for went through, or was rightly refused.
-    assert results["done"][scenario] is (scenario not in MUST_REFUSE)
+    assert results["done"][scenario] is (scenario not in MUST_REFUSE), said
 
 
 def test_the_command_line_logs_in(results: dict[str, Any]) -> None:
@@ -140,12 +156,13 @@ def test_the_command_line_logs_in(results: dict[str, Any]) -> None:
 
 
 def test_the_tokens_are_kept_private(results: dict[str, Any]) -> None:
-    """The OAuth scenarios left their tokens in the user directory, 0600 in a 0700 folder, and no client
+    """The OAuth scenarios left their tokens in their user directories, 0600 in 0700 folders, and no client
     output (stdout, stderr: the SDK's log lines too) shows one."""
-    folder = results["userdir"] / "mcp-oauth"
-    files = sorted(folder.glob("*.json"))
-    assert len(files) >= 10
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    folders = sorted(folder for root in results["userdirs"] for folder in root.glob("**/mcp-oauth"))
+    assert len(folders) >= 10
+    for folder in folders:
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    files = sorted(path for folder in folders for path in folder.glob("*.json"))
     tokens = []
     for path in files:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

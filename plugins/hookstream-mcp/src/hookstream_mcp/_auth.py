@@ -17,14 +17,15 @@ Tokens and secrets are never printed or logged: the reprs of :class:`OAuth` and
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import http.server
 import json
 import os
-import socket
 import threading
 import webbrowser
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
@@ -134,39 +135,61 @@ def open_in_browser(url: str) -> None:
     webbrowser.open(url)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LoopbackRedirect:
-    """The authorization-code redirect for a program on the user's machine (RFC 8252 §7.3): a one-shot
-    HTTP server on ``127.0.0.1:port`` that takes the first request to ``/callback`` carrying a ``code``
-    (or an ``error``), answers it with a short page and shuts down.
+    """The authorization-code redirect for a program on the user's machine (RFC 8252 §7.3): an HTTP
+    server on ``127.0.0.1:port`` whose handler, during a login, takes the first request to ``/callback``
+    carrying that login's ``state`` and a ``code`` (or an ``error``), and answers it with a short page.
 
-    :meth:`redirect` (the SDK's ``redirect_handler``) starts the server, then hands the authorization URL
-    to ``open_url`` (default :func:`open_in_browser`); :meth:`callback` (the SDK's ``callback_handler``)
-    waits up to ``timeout`` seconds for the redirect and returns its ``code``, ``state`` and ``iss``.
+    :meth:`reserve` binds the port (0: a free one the system picks) and keeps listening on it until
+    :meth:`close`: the redirect URI is registered with the authorization server before the login starts,
+    and a port given back in between could be taken by another program (then the login could not
+    come back). :meth:`redirect` (the SDK's ``redirect_handler``) starts answering, then hands the
+    authorization URL to ``open_url`` (default :func:`open_in_browser`); :meth:`callback` (the SDK's
+    ``callback_handler``) waits up to ``timeout`` seconds for the redirect and returns its ``code``,
+    ``state`` and ``iss``. A request between logins waits for the next one, or is refused at
+    :meth:`close`. One login at a time (the SDK's provider holds its lock around a login); :meth:`close`
+    is safe from any thread.
     """
 
-    __slots__ = ("_done", "_port", "_result", "_thread", "open_url", "timeout")
+    __slots__ = ("_done", "_port", "_result", "_server", "_state", "_thread", "open_url", "timeout")
 
-    def __init__(self, port: int, open_url: Callable[[str], object] | None = None,
+    def __init__(self, port: int = 0, open_url: Callable[[str], object] | None = None,
                  timeout: float = _LOGIN_WAIT) -> None:
         self._port = port
         self.open_url = open_url
         self.timeout = timeout
         self._result: dict[str, str] | None = None
+        self._state: str | None = None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
+        self._server: http.server.HTTPServer | None = None
 
     @property
     def redirect_uri(self) -> str:
         """``http://127.0.0.1:<port>/callback``."""
         return f"http://127.0.0.1:{self._port}/callback"
 
-    def _server(self) -> http.server.HTTPServer:
+    def reserve(self) -> bool:
+        """Bind and listen on the port now (port 0: pick a free one, then :attr:`redirect_uri` names it).
+        Returns False when a given port is in use (:meth:`redirect` tries again at the login); raises
+        :class:`OSError` when no port can be had at all."""
+        if self._server is None:
+            try:
+                self._server = self._bind()
+            except OSError:
+                if self._port == 0:
+                    raise
+                return False
+            self._port = int(self._server.server_address[1])
+        return True
+
+    def close(self) -> None:
+        """Stop listening; the port is given back. Idempotent."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.server_close()
+
+    def _bind(self) -> http.server.HTTPServer:
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -175,6 +198,10 @@ class LoopbackRedirect:
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 if parts.path != "/callback" or not ({"code", "error"} & query.keys()):
                     self.send_error(404)
+                    return
+                if owner._state is not None and query.get("state") != owner._state:
+                    # Another login's redirect (an old tab, a reload): it must not end this one.
+                    self.send_error(400, "Not the login in progress")
                     return
                 body = _PAGE if "code" in query else b"<!doctype html><p>The login was refused.</p>"
                 self.send_response(200)
@@ -189,6 +216,8 @@ class LoopbackRedirect:
             def log_message(self, format: str, *args: Any) -> None:  # the query holds the code: no log
                 pass
 
+        # HTTPServer binds with SO_REUSEADDR (a previous login's closed connections do not hold the
+        # port) and listens at once: no other socket can bind a port in LISTEN.
         server = http.server.HTTPServer(("127.0.0.1", self._port), Handler)
         server.timeout = 0.2  # how often the serving thread looks whether the login was abandoned
         return server
@@ -197,19 +226,25 @@ class LoopbackRedirect:
         """Answer requests until one brings the code (or an error), or ``timeout`` seconds pass."""
         try:
             for _ in range(max(1, int(self.timeout / 0.2))):
-                if self._done.is_set():
+                if self._done.is_set() or self._server is not server:
                     break
                 server.handle_request()
+        except (OSError, ValueError):  # closed meanwhile (close() from another thread)
+            pass
         finally:
-            server.server_close()
             self._done.set()
 
     async def redirect(self, authorization_url: str) -> None:
-        """Start the loopback server, then open ``authorization_url`` (the SDK's ``redirect_handler``)."""
+        """Answer on the loopback port, then open ``authorization_url`` (the SDK's ``redirect_handler``).
+        Raises :class:`OSError` when the port was not reserved and is now in use."""
         self._result = None
         self._done.clear()
-        server = self._server()  # bound before the browser can come back
-        self._thread = threading.Thread(target=self._serve, args=(server,), name="hookstream-mcp login",
+        self._state = parse_qs(urlsplit(authorization_url).query).get("state", [None])[0]
+        if not self.reserve():
+            raise OSError(errno.EADDRINUSE, f"the login's redirect port {self._port} is in use by another program "
+                                            "(OAuth(redirect_port=...), or the one registered in the token file)")
+        assert self._server is not None
+        self._thread = threading.Thread(target=self._serve, args=(self._server,), name="hookstream-mcp login",
                                         daemon=True)
         self._thread.start()
         await asyncio.to_thread(self.open_url or open_in_browser, authorization_url)
@@ -242,8 +277,8 @@ class OAuth:
     (dynamic registration, or ``client_metadata_url`` when the server takes a client ID metadata
     document, or the pre-registered ``client_id``/``client_secret``), opens the login page with
     ``open_url`` (default: prints the URL on stderr and opens the browser) and takes the ``code`` on a loopback redirect
-    (``http://127.0.0.1:<redirect_port>/callback``; a free port is picked once and kept with the
-    registration). Tokens are refreshed by the SDK and kept in hookstream's user directory
+    (``http://127.0.0.1:<redirect_port>/callback``; a free port is picked once, held while the session
+    lasts, and kept with the registration). Tokens are refreshed by the SDK and kept in hookstream's user directory
     (:func:`token_path`, mode 0600) unless ``store=False``; the next run uses them without a login.
 
     ``scope``: the scopes to ask for (space-separated; default: what the server's ``WWW-Authenticate``
@@ -291,7 +326,7 @@ def _storage(server_url: str, store: bool) -> Any:
 
 def _redirect_port(storage: Any, wanted: int | None) -> int:
     """The loopback port: the one given, else the one of the stored registration (an authorization
-    server compares the redirect URI with the registered one), else a free one."""
+    server compares the redirect URI with the registered one), else 0 (a free one, picked by binding it)."""
     if wanted is not None:
         return wanted
     if isinstance(storage, FileTokenStorage):
@@ -299,11 +334,12 @@ def _redirect_port(storage: Any, wanted: int | None) -> int:
             parts = urlsplit(str(uri))
             if parts.hostname == "127.0.0.1" and parts.port:
                 return parts.port
-    return _free_port()
+    return 0
 
 
-async def build_provider(server_url: str, auth: OAuth | ClientCredentials) -> Any:
-    """On the loop thread: the SDK's ``httpx2.Auth`` for ``auth`` against the MCP endpoint ``server_url``."""
+async def build_provider(server_url: str, auth: OAuth | ClientCredentials, stack: AsyncExitStack) -> Any:
+    """On the loop thread: the SDK's ``httpx2.Auth`` for ``auth`` against the MCP endpoint ``server_url``;
+    what it holds (the login's loopback port) is given back when ``stack`` closes."""
     import warnings
 
     from mcp.client.auth import OAuthClientProvider
@@ -326,7 +362,14 @@ async def build_provider(server_url: str, auth: OAuth | ClientCredentials) -> An
             return cc.ClientCredentialsOAuthProvider(
                 server_url, storage, auth.client_id, auth.client_secret,
                 token_endpoint_auth_method=auth.token_endpoint_auth_method, scope=auth.scope, issuer=auth.issuer)
-    loopback = LoopbackRedirect(_redirect_port(storage, auth.redirect_port), auth.open_url, auth.login_timeout)
+    port = _redirect_port(storage, auth.redirect_port)
+    loopback = LoopbackRedirect(port, auth.open_url, auth.login_timeout)
+    stack.callback(loopback.close)
+    if port == 0:
+        # A new port goes into the registration: hold it from now on, or another program's bind could
+        # take it before the login listens there (seen as a login that never reached the authorization
+        # page when many clients start at once).
+        loopback.reserve()
     metadata = OAuthClientMetadata(
         client_name=auth.client_name, redirect_uris=[loopback.redirect_uri],  # type: ignore[list-item]
         grant_types=["authorization_code", "refresh_token"], response_types=["code"], scope=auth.scope)

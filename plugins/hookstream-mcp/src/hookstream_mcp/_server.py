@@ -52,6 +52,11 @@ _MAX_PAGES = 100
 # Seconds close() waits for the SDK's shutdown (stdio: up to 2 s for the process to exit after its stdin
 # closes, 2 s more after SIGTERM, then SIGKILL); a guard against a hang, not an expected duration.
 _SHUTDOWN_WAIT = 20.0
+# Seconds an idle HTTP connection is kept for the next request: below the idle timeouts servers drop
+# keep-alive connections at (Node and uvicorn 5 s, gunicorn 2 s). With httpx's own 5 s, a request can
+# go out on a connection the server is closing and fail with a bare ReadError; the request after a
+# login is one, its connection idle while the login talked to the authorization server.
+_KEEPALIVE = 1.0
 
 
 @attrs.define(slots=True, frozen=True)
@@ -380,9 +385,10 @@ class MCPServer:
             return stdio_client(params, errlog=cast(Any, _stderr_target(target.stderr)))
         import httpx2  # the MCP SDK's HTTP client
 
-        auth = await build_provider(target.url, target.auth) if target.auth is not None else None
+        auth = await build_provider(target.url, target.auth, stack) if target.auth is not None else None
         http = await stack.enter_async_context(httpx2.AsyncClient(
             headers=target.headers, auth=auth, timeout=httpx2.Timeout(30.0, read=300.0),
+            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=_KEEPALIVE),
             event_hooks={"response": [self._watch]}))
         return streamable_http_client(target.url, http_client=http)
 
@@ -418,7 +424,10 @@ class MCPServer:
         status, challenge = self._denied
         shown = f" (WWW-Authenticate: {challenge})" if challenge else ""
         if target.auth is not None:
-            todo = "the login did not give access; check the client's scopes and registration"
+            # Why, when it is not the SDK's stand-in for the refusal above: a login can also stop for want
+            # of its loopback port, or of an answer to the request it was made for.
+            cause = "" if isinstance(leaf, MCPError) else f" ({self._why(leaf)})"
+            todo = f"the login did not give access{cause}; check the client's scopes and registration"
         elif target.headers and any(k.lower() == "authorization" for k in target.headers):
             todo = "the Authorization header was refused; log in with --mcp-auth oauth (Python: auth=OAuth())"
         else:
