@@ -34,8 +34,16 @@ from hookstream.server import make_app
 from hookstream.stores import InMemoryStore, PostgresStore, open_store
 from hookstream.testing import run_cli
 from hookstream_server.threads import assign_ids, merge
-import store_kit
-from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
+from store_kit import (
+    Client,
+    SimProvider,
+    assert_stored_once_in_order,
+    converse,
+    postgres,
+    serve_workers,
+    transfer,
+    whoami,
+)
 
 # One conversation: a tool call, plain text, an approval interrupt then its resume, another tool call.
 SCRIPT = ["look weather", "hello", "pay 7", "look news"]
@@ -222,7 +230,7 @@ def test_a_run_whose_messages_were_not_saved_ends_with_run_error_not_an_interrup
     store = _SaveFailsAtRunEnd()
     with SimProvider() as sim:
         app = make_app("openai:sim", base_url=sim.url + "/v1", api_key="sim-key-not-secret", store=store,
-                       tools=[store_kit.whoami, store_kit.transfer], max_steps=4)
+                       tools=[whoami, transfer], max_steps=4)
         events = _post_events(app, {"threadId": "t1", "runId": "r1", "tools": [], "context": [], "state": None,
                                     "messages": [{"id": "u1", "role": "user", "content": "t1| pay 3"}]})
     assert events[-1]["type"] == "RUN_ERROR", events[-1]
