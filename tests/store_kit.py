@@ -329,6 +329,7 @@ class Client:
             body["resume"] = resume
         started = time.perf_counter()
         events: list[dict[str, Any]] = []
+        self.last_events = events  # filled as the run's events come
         with self.session.post(self.base + "/", json=body, stream=True, timeout=120,
                                headers=self.headers) as resp:
             assert resp.status_code == 200, resp.text
@@ -342,10 +343,9 @@ class Client:
                     # As a UI does: the run is over, the next turn may go out before the body's end.
                     break
         self.events.extend(events)
-        self.last_events = events
         assert events and events[-1]["type"] == "RUN_FINISHED", self.last_run()
         outcome = events[-1].get("outcome") or {}
-        self.interrupts = outcome.get("interrupts") or [] if outcome.get("type") == "interrupt" else []
+        self.interrupts = (outcome.get("interrupts") or []) if outcome.get("type") == "interrupt" else []
         return events
 
     def _see(self, ev: dict[str, Any]) -> None:
