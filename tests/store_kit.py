@@ -257,6 +257,9 @@ def serve_workers(store_url: str | None, provider_url: str, workers: int = 4, th
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            # The server's log in the test's captured stderr: shown when the test fails.
+            err.seek(0)
+            sys.stderr.write(err.read())
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------------
@@ -300,6 +303,7 @@ class Client:
         self.first_event: list[float] = []
         self.interrupts: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
+        self.last_events: list[dict[str, Any]] = []  # the last run's, to say why an assertion failed
 
     def say(self, text: str) -> list[dict[str, Any]]:
         msg = {"id": f"user-{uuid.uuid4().hex}", "role": "user", "content": f"{self.tag}| {text}"}
@@ -325,6 +329,7 @@ class Client:
             body["resume"] = resume
         started = time.perf_counter()
         events: list[dict[str, Any]] = []
+        self.last_events = events  # filled as the run's events come
         with self.session.post(self.base + "/", json=body, stream=True, timeout=120,
                                headers=self.headers) as resp:
             assert resp.status_code == 200, resp.text
@@ -338,9 +343,9 @@ class Client:
                     # As a UI does: the run is over, the next turn may go out before the body's end.
                     break
         self.events.extend(events)
-        assert events and events[-1]["type"] == "RUN_FINISHED", events[-3:]
+        assert events and events[-1]["type"] == "RUN_FINISHED", self.last_run()
         outcome = events[-1].get("outcome") or {}
-        self.interrupts = outcome.get("interrupts") or [] if outcome.get("type") == "interrupt" else []
+        self.interrupts = (outcome.get("interrupts") or []) if outcome.get("type") == "interrupt" else []
         return events
 
     def _see(self, ev: dict[str, Any]) -> None:
@@ -372,6 +377,17 @@ class Client:
             self.messages.append({"id": ev["messageId"], "role": "tool", "toolCallId": ev["toolCallId"],
                                   "content": ev["content"]})
 
+    def last_run(self) -> str:
+        """The last run as it ended (its ``RUN_ERROR`` message, or its events' types and its outcome), for
+        an assertion's message."""
+        events = self.last_events
+        end = events[-1] if events else {}
+        if end.get("type") == "RUN_ERROR":
+            return f"{self.tag}: RUN_ERROR {end.get('code')}: {end.get('message')}"
+        kinds = [ev["type"] for ev in events]
+        calls = [(ev["toolCallName"], ev["toolCallId"]) for ev in events if ev["type"] == "TOOL_CALL_START"]
+        return f"{self.tag} ({self.thread_id}): events {kinds}, tool calls {calls}, outcome {end.get('outcome')}"
+
     def results(self, name_prefix: str) -> list[str]:
         return [ev["content"] for ev in self.events
                 if ev["type"] == "TOOL_CALL_RESULT" and ev["content"].startswith(name_prefix)]
@@ -383,7 +399,7 @@ def converse(client: Client, script: list[str]) -> None:
         client.say(text)
         if client.interrupts:
             client.approve()
-            assert not client.interrupts
+            assert not client.interrupts, client.last_run()
 
 
 def assert_stored_once_in_order(store_url: str, client: Client, script: list[str], roles: list[str]) -> None:

@@ -15,9 +15,11 @@ import json
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,10 +31,19 @@ from hookstream import FilePart, Message, ReasoningPart, TextPart, ToolCallPart,
 from hookstream import events as E
 from hookstream._stores.codec import dumps_message, loads_message
 from hookstream.server import make_app
-from hookstream.stores import open_store
+from hookstream.stores import InMemoryStore, PostgresStore, open_store
 from hookstream.testing import run_cli
 from hookstream_server.threads import assign_ids, merge
-from store_kit import Client, SimProvider, assert_stored_once_in_order, converse, postgres, serve_workers
+from store_kit import (
+    Client,
+    SimProvider,
+    assert_stored_once_in_order,
+    converse,
+    postgres,
+    serve_workers,
+    transfer,
+    whoami,
+)
 
 # One conversation: a tool call, plain text, an approval interrupt then its resume, another tool call.
 SCRIPT = ["look weather", "hello", "pay 7", "look news"]
@@ -192,3 +203,71 @@ def test_unknown_store_scheme_is_refused() -> None:
     assert done.exit_code == 2 and "--store: unknown store 'mysql'" in done.output
     done = run_cli(["serve", "--model", "openai:m", "--workers", "2", "--store", "memory:"])
     assert done.exit_code == 2 and "lives in one process" in done.output
+
+
+class _SaveFailsAtRunEnd(InMemoryStore):
+    """Keeps the request's messages, then fails the run's own save: the database refusing a connection
+    ("too many clients") as the run ends."""
+
+    def save(self, thread_id: str, messages: Sequence[Message]) -> None:
+        if any(m.role != "user" for m in messages):
+            raise sqlite3.OperationalError("too many clients already")
+        super().save(thread_id, messages)
+
+
+def _post_events(app: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
+    raw = json.dumps(body).encode()
+    status: list[str] = []
+    out = b"".join(app({"REQUEST_METHOD": "POST", "PATH_INFO": "/", "CONTENT_LENGTH": str(len(raw)),
+                        "wsgi.input": io.BytesIO(raw)}, lambda s, h: status.append(s)))
+    assert status == ["200 OK"], out
+    return [json.loads(line[5:]) for line in out.split(b"\n") if line.startswith(b"data:")]
+
+
+def test_a_run_whose_messages_were_not_saved_ends_with_run_error_not_an_interrupt() -> None:
+    # Told "interrupted, approve this" while the thread holds no pending call, a client's approval would
+    # resume nothing: the model would be asked again and interrupt again (the load test's failure).
+    store = _SaveFailsAtRunEnd()
+    with SimProvider() as sim:
+        app = make_app("openai:sim", base_url=sim.url + "/v1", api_key="sim-key-not-secret", store=store,
+                       tools=[whoami, transfer], max_steps=4)
+        events = _post_events(app, {"threadId": "t1", "runId": "r1", "tools": [], "context": [], "state": None,
+                                    "messages": [{"id": "u1", "role": "user", "content": "t1| pay 3"}]})
+    assert events[-1]["type"] == "RUN_ERROR", events[-1]
+    assert events[-1]["code"] == "store_unavailable"
+    assert events[-1]["message"] == ("conversation store unavailable: OperationalError: the run's messages "
+                                     "were not saved")
+    assert [m.role for m in store.load("t1")] == ["user"]
+
+
+def test_postgres_store_holds_a_connection_per_operation_at_once_not_per_thread() -> None:
+    # A server's runs end on pool threads that stay alive between runs and save now and then; each
+    # holding a connection for life made 4 workers pass PostgreSQL's max_connections under load (the
+    # load test's failure: a run's messages not saved).
+    psycopg = pytest.importorskip("psycopg")
+    with postgres() as url:
+        store = open_store(url)
+        assert isinstance(store, PostgresStore)
+        done = threading.Event()
+        workers: list[threading.Thread] = []
+        try:
+            for k in range(20):  # one save after another, each on a thread that then stays alive, idle
+                saved = threading.Event()
+
+                def save_then_idle(k: int = k, saved: threading.Event = saved) -> None:
+                    store.save("t", [Message("user", [TextPart(f"m{k}")], id=f"m{k}")])
+                    saved.set()
+                    done.wait(120.0)  # 120 s only keeps a broken test from hanging
+
+                workers.append(threading.Thread(target=save_then_idle))
+                workers[-1].start()
+                assert saved.wait(120.0)
+            with psycopg.connect(url) as probe:
+                row = probe.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                                    "AND pid <> pg_backend_pid()").fetchone()
+        finally:
+            done.set()
+            for w in workers:
+                w.join()
+        assert row == (1,), f"{row} connections held by 20 idle threads that saved one after another"
+        assert [m.id for m in store.load("t")] == [f"m{k}" for k in range(20)]

@@ -40,7 +40,10 @@ and :meth:`PostgresStore.database`: a :class:`SQLDatabase` with the store's per-
 write transaction and the driver's placeholder.
 
 Thread safety: each thread uses its own connection (created on first use, and again after a fork, so a
-gunicorn worker never shares its parent's connection).
+gunicorn worker never shares its parent's connection) for one operation, then hands it back to the
+process's idle connections, which the next operation of any thread takes before opening another: a
+process holds as many connections as it ran operations at once. A thread that asks for its own
+(``database().connect()``, as the run event log's reads do) keeps it.
 """
 
 from __future__ import annotations
@@ -141,18 +144,63 @@ def _may_claim(conn: Any, thread_id: str, owner: str | None, mark: str) -> bool:
 
 
 class _PerThread:
-    """One connection per (process, thread)."""
+    """A connection per (process, thread) for the length of an operation (:meth:`_conn`); handed back
+    after it to the process's idle ones, which the next operation takes before opening another."""
 
     def __init__(self) -> None:
         self._local = threading.local()
+        self._idle_lock = threading.Lock()
+        self._idle: list[Any] = []
+        self._idle_pid = os.getpid()
 
     def get(self) -> Any:
         pid = os.getpid()
         conn = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != pid:
-            conn = self._connect()
+            conn = self._take_idle(pid)
+            if conn is None:
+                conn = self._connect()
             self._local.conn, self._local.pid = conn, pid
         return conn
+
+    def _give_back(self) -> None:
+        """Hand this thread's connection (if it has one) to the process's idle ones (between operations:
+        no transaction open)."""
+        pid = os.getpid()
+        conn = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "pid", None) != pid:
+            return
+        self._local.conn = None
+        with self._idle_lock:
+            if self._idle_pid != pid:
+                self._idle_pid, self._idle = pid, []
+            self._idle.append(conn)
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        """This thread's connection for one operation: a thread that held none before hands it back after,
+        so a process holds as many connections as it ran operations at once, not one per thread that
+        ever used the store (a server's request threads and the pool threads its runs end on: past
+        PostgreSQL's ``max_connections`` under load). A thread that asked for its own
+        (``database().connect()``) keeps it."""
+        held = getattr(self._local, "conn", None) is not None and getattr(self._local, "pid", None) == os.getpid()
+        conn = self.get()
+        try:
+            yield conn
+        finally:
+            if not held:
+                self._give_back()
+
+    def _take_idle(self, pid: int) -> Any:
+        with self._idle_lock:
+            if self._idle_pid != pid:
+                # A forked worker: the parent's connections are not its to use (nor to close).
+                self._idle_pid, self._idle = pid, []
+            while self._idle:
+                conn = self._idle.pop()
+                if not getattr(conn, "closed", False):  # psycopg's: a connection the server ended
+                    return conn
+        return None
 
     def _connect(self) -> Any:
         raise NotImplementedError
@@ -199,8 +247,7 @@ class SQLiteStore(_PerThread):
     def _write(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection inside a ``BEGIN IMMEDIATE`` transaction, committed on exit (rolled
         back on an exception), the process's other writers kept waiting on :attr:`_write_lock`."""
-        conn = self.get()
-        with self._write_lock:
+        with self._conn() as conn, self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -211,11 +258,11 @@ class SQLiteStore(_PerThread):
 
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
         """See :meth:`hookstream.stores.InMemoryStore.list_threads`."""
-        conn = self.get()
-        rows = conn.execute(_LIST.format(before="?", limit="?"), (before, before, int(limit))).fetchall()
-        return _infos(rows, lambda t: _messages(conn.execute(
-            f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq LIMIT {_TITLE_ROWS}",
-            (t,)).fetchall()))
+        with self._conn() as conn:
+            rows = conn.execute(_LIST.format(before="?", limit="?"), (before, before, int(limit))).fetchall()
+            return _infos(rows, lambda t: _messages(conn.execute(
+                f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq LIMIT {_TITLE_ROWS}",
+                (t,)).fetchall()))
 
     def delete(self, thread_id: str) -> bool:
         """Forget ``thread_id`` (its messages and owner); whether it had messages."""
@@ -238,7 +285,11 @@ class SQLiteStore(_PerThread):
         return True
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
-        conn = self.get()
+        with self._conn() as conn:
+            return self._claim(conn, thread_id, owner)
+
+    @staticmethod
+    def _claim(conn: sqlite3.Connection, thread_id: str, owner: str | None) -> bool:
         row = conn.execute(f"SELECT owner FROM {_THREADS} WHERE thread_id = ?", (thread_id,)).fetchone()
         if row is None:
             # One statement is one transaction (autocommit): the legacy check and the insert happen
@@ -252,12 +303,14 @@ class SQLiteStore(_PerThread):
 
     def may_claim(self, thread_id: str, owner: str | None) -> bool:
         """See :meth:`hookstream.stores.InMemoryStore.may_claim` (read only: adds no owner row)."""
-        return _may_claim(self.get(), thread_id, owner, "?")
+        with self._conn() as conn:
+            return _may_claim(conn, thread_id, owner, "?")
 
     def load(self, thread_id: str) -> list[Message]:
-        cur = self.get().execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq",
-                                 (thread_id,))
-        return _messages(cur.fetchall())
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = ? ORDER BY seq",
+                                (thread_id,)).fetchall()
+        return _messages(rows)
 
     def save(self, thread_id: str, messages: Sequence[Message]) -> None:
         if not messages:
@@ -268,7 +321,8 @@ class SQLiteStore(_PerThread):
         if len(rows) == 1:
             # One statement is its own transaction: SQLite holds its write lock only while the statement
             # runs (without the GIL), never across a wait for the GIL as a lock around it would.
-            self.get().execute(insert, rows[0])
+            with self._conn() as conn:
+                conn.execute(insert, rows[0])
             return
         with self._write() as conn:
             conn.executemany(insert, rows)
@@ -311,8 +365,7 @@ class PostgresStore(_PerThread):
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
-        conn = self.get()
-        with conn.transaction():
+        with self._conn() as conn, conn.transaction():
             yield conn
 
     def database(self) -> SQLDatabase:
@@ -321,17 +374,16 @@ class PostgresStore(_PerThread):
 
     def list_threads(self, limit: int = 50, before: float | None = None) -> list[ThreadInfo]:
         """See :meth:`hookstream.stores.InMemoryStore.list_threads`."""
-        conn = self.get()
-        rows = conn.execute(_LIST.format(before="%s::double precision", limit="%s"),
-                            (before, before, int(limit))).fetchall()
-        return _infos(rows, lambda t: _messages(conn.execute(
-            f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = %s ORDER BY seq LIMIT {_TITLE_ROWS}",
-            (t,)).fetchall()))
+        with self._conn() as conn:
+            rows = conn.execute(_LIST.format(before="%s::double precision", limit="%s"),
+                                (before, before, int(limit))).fetchall()
+            return _infos(rows, lambda t: _messages(conn.execute(
+                f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = %s ORDER BY seq LIMIT {_TITLE_ROWS}",
+                (t,)).fetchall()))
 
     def delete(self, thread_id: str) -> bool:
         """Forget ``thread_id`` (its messages and owner); whether it had messages."""
-        conn = self.get()
-        with conn.transaction():
+        with self._transaction() as conn:
             gone = conn.execute(f"DELETE FROM {_TABLE} WHERE thread_id = %s", (thread_id,)).rowcount
             conn.execute(f"DELETE FROM {_THREADS} WHERE thread_id = %s", (thread_id,))
             conn.execute(f"DELETE FROM {_ANSWERS} WHERE thread_id = %s", (thread_id,))
@@ -342,17 +394,15 @@ class PostgresStore(_PerThread):
         decides between concurrent claims on any connection)."""
         if not call_ids:
             return True
-        conn = self.get()
         try:
-            with conn.transaction():
+            with self._transaction() as conn:
                 _claim_answers(conn, thread_id, call_ids, "%s")
         except _Taken:
             return False
         return True
 
     def claim(self, thread_id: str, owner: str | None) -> bool:
-        conn = self.get()
-        with conn.transaction():
+        with self._transaction() as conn:
             # The legacy check and the insert are one statement: of two claims at once, the primary key
             # lets exactly one row in and both read it back.
             conn.execute(f"INSERT INTO {_THREADS} (thread_id, owner, created_at) SELECT %s, CASE WHEN EXISTS "
@@ -363,7 +413,8 @@ class PostgresStore(_PerThread):
 
     def may_claim(self, thread_id: str, owner: str | None) -> bool:
         """See :meth:`hookstream.stores.InMemoryStore.may_claim` (read only: adds no owner row)."""
-        return _may_claim(self.get(), thread_id, owner, "%s")
+        with self._conn() as conn:
+            return _may_claim(conn, thread_id, owner, "%s")
 
     def _connect(self) -> Any:
         import psycopg
@@ -371,15 +422,15 @@ class PostgresStore(_PerThread):
         return psycopg.connect(self._url, autocommit=True)
 
     def load(self, thread_id: str) -> list[Message]:
-        cur = self.get().execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = %s ORDER BY seq",
-                                 (thread_id,))
-        return _messages(cur.fetchall())
+        with self._conn() as conn:
+            rows = conn.execute(f"SELECT message_key, body FROM {_TABLE} WHERE thread_id = %s ORDER BY seq",
+                                (thread_id,)).fetchall()
+        return _messages(rows)
 
     def save(self, thread_id: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        conn = self.get()
-        with conn.transaction(), conn.cursor() as cur:
+        with self._transaction() as conn, conn.cursor() as cur:
             cur.executemany(f"INSERT INTO {_TABLE} (thread_id, message_key, body, created_at) "
                             "VALUES (%s, %s, %s, %s) ON CONFLICT (thread_id, message_key) DO NOTHING",
                             _rows(thread_id, messages))

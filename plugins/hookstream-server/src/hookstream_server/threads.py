@@ -15,7 +15,8 @@ back is therefore recognised.
 
 What is saved, and when: the request's new messages when the run starts; the run's own messages
 (assistant turns, tool results) when it ends, before its ``RUN_FINISHED`` or ``RUN_ERROR`` event is
-sent (a client may POST its next turn as soon as it reads that event), however it ends: finished,
+sent (a client may POST its next turn as soon as it reads that event; when that save fails, the run
+ends with ``RUN_ERROR`` code ``store_unavailable`` instead of ``RUN_FINISHED``), however it ends: finished,
 interrupted (the assistant
 message with the pending tool calls is saved, so a ``resume`` POST on another worker finds it),
 cancelled or failed (the history the engine kept). A worker that dies mid-run loses that run's
@@ -192,7 +193,12 @@ class StoredRun:
                 if isinstance(ev, (RunFinished, RunError)):
                     # Saved before the client sees the run end: its next POST, on whichever worker,
                     # must find this run's messages.
-                    self._save()
+                    failed = self._save()
+                    if failed is not None and isinstance(ev, RunFinished):
+                        # Never a finished run (or one waiting for an answer) the thread does not hold:
+                        # an approval would then find no pending call and the model would be asked again.
+                        ev = RunError(f"conversation store unavailable: {type(failed).__name__}: the run's "
+                                      "messages were not saved", code=StoreUnavailableError.code, usage=ev.usage)
                 yield ev
         finally:
             close = getattr(source, "close", None)
@@ -209,15 +215,16 @@ class StoredRun:
         add = getattr(self._stream, "add_message", None)
         return bool(add(content, **limits)) if add is not None else False
 
-    def _save(self) -> None:
+    def _save(self) -> Exception | None:
+        """Save the run's messages (once); what the store raised, else ``None``."""
         if self._saved:
-            return
+            return None
         self._saved = True
         result = getattr(self._stream, "result", None)
         if result is None:
             log.warning("run stream %s has no result(); thread %s keeps only its inputs",
                         type(self._stream).__name__, self._thread_id)
-            return
+            return None
         # The engine keeps the message objects it was given; anything else is the run's own.
         sent = {id(m) for m in self._sent}
         try:
@@ -226,8 +233,10 @@ class StoredRun:
             produced = merge(self._sent, [m for m in result().messages if id(m) not in sent], fresh_ids=False)
             assign_ids(produced, self._events)
             self._store.save(self._thread_id, produced)
-        except Exception:
+        except Exception as exc:
             log.exception("saving thread %s failed", self._thread_id)
+            return exc
+        return None
 
 
 @attrs.define(slots=True)
