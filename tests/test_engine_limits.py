@@ -77,14 +77,11 @@ def test_retries_exhausted_or_disabled_end_with_the_typed_error() -> None:
 
 
 def test_connect_error_is_retried_then_reported() -> None:
-    import socket
+    from port_kit import refused_port
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there now
-    t0 = time.monotonic()
-    events, _stream = run(f"http://127.0.0.1:{port}", max_retries=1)
+    with refused_port() as port:  # held, so nothing can start listening there meanwhile
+        t0 = time.monotonic()
+        events, _stream = run(f"http://127.0.0.1:{port}", max_retries=1)
     assert events[-1].code == "connect_error" and time.monotonic() - t0 >= 0.25
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from port_kit import refused_port
 
 ROOT = Path(__file__).resolve().parent.parent
 NEVER = 120  # seconds: a hung child fails the test instead of hanging the suite
@@ -23,13 +23,6 @@ def env(tmp_path: Path) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HOOKSTREAM_") and not k.endswith("_API_KEY")}
     return {**clean, "HOOKSTREAM_USER_DIR": str(tmp_path / "user"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
             "NO_COLOR": "1"}
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def readme_block(containing: str, lang: str = "python") -> str:
@@ -47,8 +40,10 @@ def test_the_readme_iter_text_snippet_fails_loudly_with_nothing_listening(env: d
     assert "localhost:11434" in snippet
     # The README's own port may have an Ollama running on a developer's machine: a port nobody listens on.
     script = tmp_path / "snippet.py"
-    script.write_text(snippet.replace("localhost:11434", f"127.0.0.1:{free_port()}"))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=NEVER)
+    with refused_port() as port:
+        script.write_text(snippet.replace("localhost:11434", f"127.0.0.1:{port}"))
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                              timeout=NEVER)
     assert proc.returncode != 0
     assert "ConnectError: cannot connect to http://127.0.0.1:" in proc.stderr, proc.stderr
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests"))
 
 from engine_kit import MODEL, body_messages, text_body, tool_body, tool_names  # noqa: E402
+from port_kit import listening_ports  # noqa: E402
 
 __all__ = ["MODEL", "NEVER", "body_messages", "children", "everything_command", "everything_http", "missing",
            "text_body", "time_command", "tool_body", "tool_messages", "tool_names"]
@@ -63,19 +63,14 @@ def everything_command(transport: str = "stdio") -> list[str]:
     return [node, str(EVERYTHING), transport]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def everything_http() -> Iterator[str]:
-    """``server-everything`` serving streamable HTTP on a free port; yields its ``/mcp`` URL once it
+    """``server-everything`` serving streamable HTTP on a port it chose; yields its ``/mcp`` URL once it
     says it listens; stopped (and reaped) when the block ends."""
     command = everything_command("streamableHttp")
-    port = _free_port()
-    proc = subprocess.Popen(command, env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL,
+    # PORT=0: the server binds a port of its own (no pick-and-release race with other tests' servers).
+    # Its log line repeats PORT, so the port it got is read from the socket it listens on.
+    proc = subprocess.Popen(command, env={**os.environ, "PORT": "0"}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     listening = threading.Event()
     log: list[str] = []
@@ -92,7 +87,10 @@ def everything_http() -> Iterator[str]:
     try:
         if not listening.wait(NEVER):
             pytest.fail(f"server-everything did not start: {''.join(log)[-2000:]}")
-        yield f"http://127.0.0.1:{port}/mcp"
+        ports = listening_ports(proc.pid)
+        if len(ports) != 1:
+            pytest.fail(f"server-everything listens on {sorted(ports)}, one port expected: {''.join(log)[-2000:]}")
+        yield f"http://127.0.0.1:{ports.pop()}/mcp"
     finally:
         proc.terminate()
         try:

@@ -231,13 +231,14 @@ def test_hookstream_replay_cli_reads_ndjson() -> None:
 
 
 def test_nothing_listening_says_to_start_ollama() -> None:
-    # A port just bound and released: nothing listens there, as on a machine where Ollama is not running.
+    # A port bound and held, never listening: nothing answers there, as on a machine where Ollama is not
+    # running (released, another process could start listening on it before the request).
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    model = get_model("ollama:llama3.2", base_url=f"http://127.0.0.1:{port}")
-    result = chat(model, "hi", loop=hookstream.LoopSettings(max_retries=0)).result()
+        model = get_model("ollama:llama3.2", base_url=f"http://127.0.0.1:{port}")
+        result = chat(model, "hi", loop=hookstream.LoopSettings(max_retries=0)).result()
     assert result.error is not None and result.error.code == "connect_error"
     assert "is Ollama running?" in str(result.error)

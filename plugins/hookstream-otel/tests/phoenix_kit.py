@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import time
@@ -45,11 +45,7 @@ def _phoenix() -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+_UVICORN_RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 
 def get_json(url: str) -> Any:
@@ -76,16 +72,20 @@ def wait_for(check: Callable[[], Any], what: str, proc: subprocess.Popen[bytes] 
 
 @contextmanager
 def phoenix_server(workdir: Path) -> Iterator[str]:
-    """``phoenix serve`` on free loopback ports with its data under ``workdir``; yields its base URL."""
+    """``phoenix serve`` on loopback ports it chose with its data under ``workdir``; yields its base URL."""
     exe = _phoenix()
-    port, grpc = _free_port(), _free_port()
+    # Port 0 for both: Phoenix binds ports of its own (a port picked here and released could be taken by
+    # another process first). Its banner repeats the 0; uvicorn's own line names the HTTP port it got.
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir / "phoenix"), "PHOENIX_HOST": "127.0.0.1",
-           "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(grpc), "PHOENIX_TELEMETRY_ENABLED": "false"}
+           "PHOENIX_PORT": "0", "PHOENIX_GRPC_PORT": "0", "PHOENIX_TELEMETRY_ENABLED": "false"}
     env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
-    log = (workdir / "phoenix.log").open("wb")
+    log_path = workdir / "phoenix.log"
+    log = log_path.open("wb")
     proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
+        running = wait_for(lambda: _UVICORN_RUNNING.search(log_path.read_text("utf-8", "replace")),
+                           "phoenix to listen", proc)
+        url = f"http://127.0.0.1:{running.group(1)}"
         wait_for(lambda: get_json(url + "/v1/projects") is not None, "phoenix to start", proc)
         yield url
     finally:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,11 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+# Appended, not prepended: the core's tests folder has a conftest.py of its own.
+sys.path.append(str(HERE.parents[2] / "tests"))
+
+from port_kit import AddressInUse, retry_address_in_use, says_in_use  # noqa: E402
+
 # Only keeps a broken start from hanging; never bounds how fast the code is.
 START_LIMIT = 180.0
 
@@ -35,12 +39,6 @@ def _require_ray() -> None:
         if os.environ.get("CI"):
             pytest.fail(message + " (CI is set: the Ray tests must run)")
         pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ray_cli() -> str:
@@ -82,6 +80,21 @@ def _kill(pids: set[int]) -> None:
         time.sleep(1.0)
 
 
+def _ray_start(cmd: list[str], env: dict[str, str], temp_dir: str | None) -> None:
+    """Run one ``ray start``; :class:`AddressInUse` when a port Ray picked was taken by another process
+    before Ray bound it (after stopping the processes naming ``temp_dir``: the head's, not given for the
+    second node, whose processes name the head's temp dir too), a test failure for any other error."""
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=START_LIMIT)
+    if done.returncode == 0:
+        return
+    output = f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    if says_in_use(output):
+        if temp_dir is not None:
+            _kill(_started_by(temp_dir))
+        raise AddressInUse(output)
+    pytest.fail(f"{' '.join(cmd[1:3])} failed:\n{output}")
+
+
 _running: list[str] = []  # the address of the cluster this session started, while it runs
 
 
@@ -98,7 +111,6 @@ def ray_cluster_fixture() -> Iterator[str]:
     import ray
 
     temp_dir = tempfile.mkdtemp(prefix="hsray-", dir="/tmp")  # short: Ray's socket paths have a length limit
-    port = _free_port()
     env = dict(os.environ)
     env.update({
         "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
@@ -109,16 +121,17 @@ def ray_cluster_fixture() -> Iterator[str]:
     })
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0", "--memory=1000000000",
               "--object-store-memory=80000000", "--disable-usage-stats"]
-    head = [_ray_cli(), "start", "--head", f"--port={port}", "--include-dashboard=false",
-            f"--temp-dir={temp_dir}", *common]
-    node = [_ray_cli(), "start", f"--address=127.0.0.1:{port}", *common]
-    address = f"127.0.0.1:{port}"
+    # --port=0: the GCS binds a port of its own and Ray writes the address it got to the temp dir's
+    # ray_current_cluster (a port picked here and released could be taken before the GCS bound it).
+    head = [_ray_cli(), "start", "--head", "--port=0", "--include-dashboard=false", f"--temp-dir={temp_dir}",
+            *common]
     saved = {k: os.environ.get(k) for k in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
     try:
-        for cmd in (head, node):
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=START_LIMIT)
-            if done.returncode != 0:
-                pytest.fail(f"{' '.join(cmd[1:3])} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        # Ray picks its other ports (node manager, object manager, agents) by bind-and-release itself.
+        retry_address_in_use(lambda: _ray_start(head, env, temp_dir), "the Ray head")
+        address = (Path(temp_dir) / "ray_current_cluster").read_text().strip()
+        node = [_ray_cli(), "start", f"--address={address}", *common]
+        retry_address_in_use(lambda: _ray_start(node, env, None), "the second Ray node")
         os.environ["RAY_ADDRESS"] = address
         os.environ["RAY_AUTH_MODE"] = "disabled"
         ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False)
