@@ -70,17 +70,46 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # -- pytest-xdist groups ------------------------------------------------------------------------------
 # tox runs the suite on every core (-n auto --dist loadgroup). Tests that share something heavier than a
 # port run on one worker: the Ray tests share one two-node cluster per session (a cluster per worker would
-# double its 2 GB), the browser tests one Chromium at a time (two would starve a 2-core machine).
-_GROUPS = (("plugins/hookstream-ray/", "ray"), ("tests/test_browser_e2e.py", "browser"))
+# double its 2 GB), the browser tests one Chromium at a time (two would starve a 2-core machine). A module
+# whose module- or session-scoped fixture is expensive is a group too, or each worker would build it.
+_GROUPS = (("plugins/hookstream-ray/", "ray"), ("tests/test_browser_e2e.py", "browser"),
+           ("tests/test_install_wheels.py", "install-wheels"),  # 24 sdists and wheels, a venv
+           ("plugins/hookstream-mcp/tests/test_mcp_conformance.py", "mcp-conformance"),  # the whole suite's run
+           ("plugins/hookstream-otel/tests/test_phoenix_", "phoenix"),  # one Phoenix (phoenix_kit)
+           ("tests/test_serve_resume_attack.py", "serve-resume-attack"),  # gunicorn and PostgreSQL servers
+           ("tests/test_agui_store.py", "agui-store"),  # gunicorn on SQLite and on PostgreSQL
+           ("tests/test_server_trust.py", "server-trust"),  # two gunicorn servers
+           ("plugins/hookstream-dbos/tests/test_durable_serve_attack.py", "durable-serve-attack"))
+
+
+def _group(path: str) -> str | None:
+    return next((name for prefix, name in _GROUPS if path.startswith(prefix)), None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = str(config.rootpath) + os.sep
     for item in items:
-        path = str(item.path).removeprefix(root)
-        group = next((name for prefix, name in _GROUPS if path.startswith(prefix)), None)
+        group = _group(str(item.path).removeprefix(root))
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup`` grouping by the table above, from the node ids the controller has. xdist 3.8
+    passes a test's ``xdist_group`` to the controller by appending ``@group`` to its node id, which pytest
+    9.2's structured node ids ignore (pytest-dev/pytest-xdist#1386): every group was split across the
+    workers, so both started a Ray cluster and built the wheels."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class PathGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = _group(nodeid.split("::", 1)[0])
+            return group if group is not None else super()._split_scope(nodeid)
+
+    return PathGroups(config, log)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True, scope="session")

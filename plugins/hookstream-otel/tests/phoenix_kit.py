@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-__all__ = ["DEMO_SPANS", "ROOT", "demo_spans", "get_json", "missing", "phoenix_server", "wait_for"]
+__all__ = ["DEMO_SPANS", "ROOT", "demo_spans", "get_json", "missing", "phoenix_fixture", "phoenix_server", "wait_for"]
 
 ROOT = Path(__file__).resolve().parents[3]
 # The span names of the offline demo's trace (two model calls, two tools).
@@ -96,6 +96,28 @@ def phoenix_server(workdir: Path) -> Iterator[str]:
             proc.kill()
             proc.wait()
         log.close()
+
+
+_running: list[str] = []  # the URL of the Phoenix this session started, while it runs
+
+
+@pytest.fixture(scope="session", name="phoenix")
+def phoenix_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Phoenix for the session (its start is most of these tests' time): each test sends its trace to
+    a project of its own, so they share the server and not the spans they read back.
+
+    Every test module that imports this fixture gets its own copy of it (pytest keys fixtures by the
+    module that holds them), so the first copy starts Phoenix and the others reuse it; the modules share
+    an xdist group, so they run on one worker."""
+    if _running:
+        yield _running[0]
+        return
+    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as url:
+        _running.append(url)
+        try:
+            yield url
+        finally:
+            _running.clear()
 
 
 def demo_spans(phoenix: str, project: str) -> list[dict[str, Any]]:

@@ -10,21 +10,13 @@ set. ``HOOKSTREAM_PHOENIX`` may name another ``phoenix`` executable (phoenix_kit
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from phoenix_kit import demo_spans, phoenix_server
+from phoenix_kit import demo_spans, phoenix_fixture  # noqa: F401  (the session fixture `phoenix`)
 
 pytestmark = pytest.mark.slow
 
 PROJECT = "hookstream-e2e"
-
-
-@pytest.fixture
-def phoenix(tmp_path: Path) -> Iterator[str]:
-    with phoenix_server(tmp_path) as url:
-        yield url
 
 
 def test_the_demo_trace_reaches_phoenix(phoenix: str) -> None:

@@ -1,6 +1,6 @@
 """The demo's trace as Arize Phoenix's UI draws it, screenshotted in headless Chromium for the docs.
 
-Phoenix (phoenix_kit.py) is started on 127.0.0.1 and receives the trace of ``hookstream demo``; then
+Phoenix (phoenix_kit.py, the session's one) is started on 127.0.0.1 and receives the trace of ``hookstream demo``; then
 ``tests/e2e/phoenix_trace.mjs`` (Debian's ``/usr/bin/chromium`` through ``playwright-core``, as the
 browser end-to-end test drives it) opens Phoenix's page for that trace, waits until the span tree shows
 every span name, and takes a screenshot. The test checks the page showed the names as text and that
@@ -23,7 +23,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from phoenix_kit import DEMO_SPANS, ROOT, demo_spans, missing, phoenix_server
+from phoenix_kit import DEMO_SPANS, ROOT, demo_spans, missing, phoenix_fixture  # noqa: F401  (fixture `phoenix`)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -70,15 +70,15 @@ def png_image(data: bytes) -> tuple[int, int, bytes]:
     return width, height, pixels
 
 
-def test_the_demo_trace_as_phoenix_draws_it(tmp_path: Path) -> None:
+def test_the_demo_trace_as_phoenix_draws_it(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     node = _node()  # before starting Phoenix: skip early when the browser is missing
     shot = tmp_path / "trace.png"
-    with phoenix_server(tmp_path) as url:
-        spans = demo_spans(url, PROJECT)
-        (trace_id,) = {s["context"]["trace_id"] for s in spans}
-        proc = subprocess.run([node, str(E2E / "phoenix_trace.mjs"), url, trace_id, str(shot), *DEMO_SPANS],
-                              cwd=E2E, capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "CHROMIUM": CHROMIUM})
+    url = request.getfixturevalue("phoenix")  # the session's Phoenix; this test's trace has a project of its own
+    spans = demo_spans(url, PROJECT)
+    (trace_id,) = {s["context"]["trace_id"] for s in spans}
+    proc = subprocess.run([node, str(E2E / "phoenix_trace.mjs"), url, trace_id, str(shot), *DEMO_SPANS],
+                          cwd=E2E, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CHROMIUM": CHROMIUM})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert result["ok"], result.get("error") or result
