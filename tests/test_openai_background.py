@@ -112,7 +112,7 @@ def test_a_streamed_background_response_resumes_after_its_last_sequence_number(s
     served.gate.set()
     rest = list(resumed)
     seqs = [ev.sequence_number for ev in first + rest]
-    assert seqs == list(range(1, len(seqs) + 1)), seqs  # nothing repeated, nothing lost
+    assert seqs == list(range(len(seqs))), seqs  # from 0, as OpenAI numbers them: nothing repeated, nothing lost
     assert rest[-1].type == "response.completed"
     text = "".join(ev.delta for ev in first + rest if ev.type == "response.output_text.delta")
     assert text == "Hello world"
@@ -122,6 +122,9 @@ def test_a_streamed_background_response_resumes_after_its_last_sequence_number(s
     # The whole stream again, from its start, byte for byte the same events.
     again = list(client.responses.retrieve(response_id, stream=True))
     assert [e.model_dump() for e in again] == [e.model_dump() for e in first + rest]
+    # starting_after=0 is after response.created (OpenAI's numbering: the first event is 0).
+    after_created = list(client.responses.retrieve(response_id, stream=True, starting_after=0))
+    assert [e.model_dump() for e in after_created] == [e.model_dump() for e in again[1:]]
 
 
 def test_a_background_response_is_queued_at_once_and_its_stream_read_later(served: _Server) -> None:
@@ -238,7 +241,7 @@ def test_a_response_run_again_that_says_something_else_leaves_one_readable_strea
         events = list(client.responses.retrieve(f"resp_{hexa}", stream=True))
         with client.responses.stream(response_id=f"resp_{hexa}") as stream:  # the SDK's accumulator
             final = stream.get_final_response()
-        assert [e.sequence_number for e in events] == list(range(1, len(events) + 1))
+        assert [e.sequence_number for e in events] == list(range(len(events)))
         items = [(e.output_index, e.item.id, e.item.status) for e in events if e.type == "response.output_item.done"]
         assert items == [(0, f"msg_{hexa}_0", "incomplete"), (1, f"msg_{hexa}_0-5", "completed")], items
         deltas = [(e.item_id, e.delta) for e in events if e.type == "response.output_text.delta"]

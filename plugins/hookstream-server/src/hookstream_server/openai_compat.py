@@ -30,7 +30,8 @@ Routes (mounted by :func:`hookstream.server.make_app` under :data:`OPENAI_PREFIX
   keeps no conversation under a response id, the client sends the whole input.
 * Background responses (OpenAI API reference, "Background mode"; docs/openai-endpoint.md, "Background
   responses"): ``"background": true`` makes the run go on without its client, its events (each an SSE
-  frame whose ``sequence_number`` is its number in the server's run event log, protocol :data:`PROTOCOL`)
+  frame whose ``sequence_number``, from 0 as OpenAI's, is its number in the server's run event log less
+  one, protocol :data:`PROTOCOL`)
   logged; the answer is the response with ``status: "queued"``, or with ``"stream": true`` its events.
   ``GET /v1/responses/{id}`` ("Retrieve a model response") is the response as it is now (``queued``,
   ``in_progress``, ``completed``, ``incomplete``, ``failed``, ``cancelled``); with ``?stream=true`` its
@@ -608,8 +609,10 @@ class _ResponseBuilder:
             "tool_choice": "auto", "tools": [], "top_p": None, "usage": None, "background": request.background}
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        # OpenAI numbers a response's events from 0 (response.created); starting_after=0 is after it.
+        ev = {"type": kind, "sequence_number": self.seq, **fields}
         self.seq += 1
-        return {"type": kind, "sequence_number": self.seq, **fields}
+        return ev
 
     def snapshot(self) -> dict[str, Any]:
         """A copy of the response as it is now (an event carries it as it was when sent)."""
@@ -928,8 +931,8 @@ PROTOCOL = "responses"
 def responses_framing(run: Any) -> Callable[[Any], Generator[bytes, None, None]]:
     """The framing of a background response's run (a :class:`hookstream.server.RunInput`), made from the
     run alone, so that a run started again in another process sends the same bytes: the Responses API
-    events of ``resp_<hex>`` (``run_<hex>``), each an SSE frame whose ``sequence_number`` is its frame's
-    number in the run event log."""
+    events of ``resp_<hex>`` (``run_<hex>``), each an SSE frame whose ``sequence_number`` (from 0) is its
+    frame's number in the run event log (from 1) less one."""
     tools = [t for t in run.tools if isinstance(t, dict)]
     request = CompletionRequest(MODEL_ID, [], tools, True, background=True)
     return _responses_stream(request, "resp_" + run.run_id.removeprefix("run_"))
@@ -1056,8 +1059,8 @@ def _retrieve(host: OpenAIHost, environ: Mapping[str, Any], start_response: Call
     principal = host._principal(environ)
     who = principal.id if principal is not None else None
     query = _query(environ)
-    after = query.get("starting_after") or "0"
-    if not _SEQ.fullmatch(after):
+    after = query.get("starting_after") or ""
+    if after and not _SEQ.fullmatch(after):
         raise _Refused("400 Bad Request", "starting_after must be a sequence number (an integer, 0 or more)",
                        param="starting_after")
     thread_id, run_id, _ = _logged_response(host, response_id, who)
@@ -1069,7 +1072,9 @@ def _retrieve(host: OpenAIHost, environ: Mapping[str, Any], start_response: Call
     if who is not None and not host.counts.open_stream(who):
         raise _Refused("429 Too Many Requests", "too many resumed streams: try again later", ("Retry-After", "1"))
     limits = host.limits
-    frames = tail(host.log, thread_id, run_id, int(after), limits.ping_seconds, limits.resume_wait_seconds)
+    # sequence_number N is log frame N + 1: the frames after it are after frame N + 1 (none given: all).
+    frames = tail(host.log, thread_id, run_id, int(after) + 1 if after else 0, limits.ping_seconds,
+                  limits.resume_wait_seconds)
     start_response("200 OK", [*SSE_HEADERS, *cors])
     return frames if who is None else _Closing(frames, functools.partial(host.counts.close_stream, who))
 
