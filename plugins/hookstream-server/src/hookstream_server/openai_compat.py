@@ -1101,7 +1101,8 @@ def _cancel(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callab
     """``POST /v1/responses/{id}/cancel`` (OpenAI API reference, "Cancel a response"): the run is cancelled
     and, once its log says it ended, the response answered (``status: "cancelled"``; one that had ended
     already: as it ended). Served by the process that runs it: ``409`` from another (``--workers``: retry
-    reaches it, or wait for the end)."""
+    reaches it, or wait for the end). The wait (``resume_wait_seconds`` at most) counts toward the
+    principal's ``max_resume_streams`` (``429``)."""
     principal = host._principal(environ)
     who = principal.id if principal is not None else None
     thread_id, run_id, logged = _logged_response(host, response_id, who)
@@ -1111,9 +1112,16 @@ def _cancel(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callab
         if running is None:
             raise _Refused("409 Conflict", "the response runs in another server process: try again",
                            ("Retry-After", "1"), code="response_elsewhere")
-        running.stream.cancel()
-        for _ in tail(host.log, thread_id, run_id, 1 << 62, None, host.limits.resume_wait_seconds):
-            pass  # until the log has the run's end (tail reads no frame past this number)
+        # The wait for the run's end holds this thread, as a resumed stream does: counted as one.
+        if who is not None and not host.counts.open_stream(who):
+            raise _Refused("429 Too Many Requests", "too many resumed streams: try again later", ("Retry-After", "1"))
+        try:
+            running.stream.cancel()
+            for _ in tail(host.log, thread_id, run_id, 1 << 62, None, host.limits.resume_wait_seconds):
+                pass  # until the log has the run's end (tail reads no frame past this number)
+        finally:
+            if who is not None:
+                host.counts.close_stream(who)
     data = json.dumps(_current(host, thread_id, run_id, response_id), ensure_ascii=False).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *cors])
     return [data]
