@@ -95,7 +95,7 @@ from hookstream.events import (
 
 from .auth import Principal
 from .limits import PrincipalLimits, ServerLimits, retry_after
-from .resume import Recorder, tail
+from .resume import Recorder, Released, tail
 from .runlog import RunLog
 from .trust import check_ids
 
@@ -1076,24 +1076,7 @@ def _retrieve(host: OpenAIHost, environ: Mapping[str, Any], start_response: Call
     frames = tail(host.log, thread_id, run_id, int(after) + 1 if after else 0, limits.ping_seconds,
                   limits.resume_wait_seconds)
     start_response("200 OK", [*SSE_HEADERS, *cors])
-    return frames if who is None else _Closing(frames, functools.partial(host.counts.close_stream, who))
-
-
-class _Closing:
-    """A response body that calls ``release`` once when the server closes it (a resumed stream's count)."""
-
-    def __init__(self, body: Iterator[bytes], release: Callable[[], None]) -> None:
-        self._body, self._release = body, release
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self._body
-
-    def close(self) -> None:
-        release, self._release = self._release, lambda: None
-        try:
-            getattr(self._body, "close", lambda: None)()
-        finally:
-            release()
+    return frames if who is None else Released(frames, functools.partial(host.counts.close_stream, who))
 
 
 def _cancel(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],

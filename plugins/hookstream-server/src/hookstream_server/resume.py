@@ -45,7 +45,7 @@ from hookstream.errors import AGUIInputError
 from .limits import ServerLimits
 from .runlog import RunLog
 
-__all__ = ["PING", "POLL_SECONDS", "POOL_IDLE_SECONDS", "Pump", "Recorder", "parse_last_event_id", "tail"]
+__all__ = ["PING", "POLL_SECONDS", "POOL_IDLE_SECONDS", "Pump", "Recorder", "Released", "parse_last_event_id", "tail"]
 
 log = logging.getLogger("hookstream.agui")
 
@@ -407,6 +407,24 @@ def tail(log: RunLog, thread_id: str, run_id: str, after: int, ping_seconds: flo
             said = now
             yield PING
         time.sleep(POLL_SECONDS)
+
+
+class Released:
+    """A WSGI response body (``body``'s bytes) that runs ``release`` once when the server closes it (a
+    resumed stream's count, a run's hold), after closing ``body``. Thread safety: one server thread."""
+
+    def __init__(self, body: Iterator[bytes], release: Callable[[], None]) -> None:
+        self._body, self._release = body, release
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body
+
+    def close(self) -> None:
+        release, self._release = self._release, lambda: None
+        try:
+            getattr(self._body, "close", lambda: None)()
+        finally:
+            release()
 
 
 class Pump:
