@@ -109,6 +109,9 @@ def test_a_streamed_background_response_resumes_after_its_last_sequence_number(s
     stream.close()  # the client leaves while the run waits: the run goes on
     response_id = first[0].response.id
     assert first[0].type == "response.created" and first[0].response.background is True
+    # As OpenAI's background stream (a recorded one): created and queued say "queued", then in_progress.
+    assert [(e.type, e.response.status) for e in first[:3]] == [
+        ("response.created", "queued"), ("response.queued", "queued"), ("response.in_progress", "in_progress")]
     now = client.responses.retrieve(response_id)
     assert now.status == "in_progress" and now.id == response_id
     last = first[-1].sequence_number
@@ -231,7 +234,7 @@ def test_a_response_run_again_that_says_something_else_leaves_one_readable_strea
         first = [RunStarted(run.thread_id, run.run_id), TextMessageStart("m1"), TextMessageContent("m1", "Hel")]
         rec = Recorder(log, ServerLimits(), run.thread_id, run.run_id, None, "responses")
         frames = responses_framing(run)(iter(first))
-        for _ in range(5):  # created, in_progress, the item and its part added, "Hel": then the crash
+        for _ in range(6):  # created, queued, in_progress, the item and its part added, "Hel": then the crash
             rec.frame(next(frames))
         assert log.flush()  # written, as a worker's log-then-send has it before the worker dies
         again = [*first[:2], TextMessageContent("m1", "Hi there"), TextMessageEnd("m1"),
@@ -247,9 +250,9 @@ def test_a_response_run_again_that_says_something_else_leaves_one_readable_strea
             final = stream.get_final_response()
         assert [e.sequence_number for e in events] == list(range(len(events)))
         items = [(e.output_index, e.item.id, e.item.status) for e in events if e.type == "response.output_item.done"]
-        assert items == [(0, f"msg_{hexa}_0", "incomplete"), (1, f"msg_{hexa}_0-5", "completed")], items
+        assert items == [(0, f"msg_{hexa}_0", "incomplete"), (1, f"msg_{hexa}_0-6", "completed")], items
         deltas = [(e.item_id, e.delta) for e in events if e.type == "response.output_text.delta"]
-        assert deltas == [(f"msg_{hexa}_0", "Hel"), (f"msg_{hexa}_0-5", "Hi there")]
+        assert deltas == [(f"msg_{hexa}_0", "Hel"), (f"msg_{hexa}_0-6", "Hi there")]
         assert final.status == "completed" and final.output_text == "Hi there"
     finally:
         server.close()

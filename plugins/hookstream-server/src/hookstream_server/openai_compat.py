@@ -674,8 +674,18 @@ class _ResponseBuilder:
         return out
 
     def start(self) -> list[dict[str, Any]]:
-        return [self.event("response.created", response=self.snapshot()),
-                self.event("response.in_progress", response=self.snapshot())]
+        """The first events: ``response.created`` and ``response.in_progress``; for a background response,
+        as OpenAI's background stream has them, ``response.created`` and ``response.queued`` with
+        ``status: "queued"`` before."""
+        out: list[dict[str, Any]] = []
+        if self.response["background"]:
+            self.response["status"] = "queued"
+            out = [self.event("response.created", response=self.snapshot()),
+                   self.event("response.queued", response=self.snapshot())]
+            self.response["status"] = "in_progress"
+        else:
+            out = [self.event("response.created", response=self.snapshot())]
+        return [*out, self.event("response.in_progress", response=self.snapshot())]
 
     def feed(self, ev: BaseEvent) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -975,8 +985,7 @@ def _background(host: OpenAIHost, request: CompletionRequest, started: _Started,
             start_response("200 OK", [*SSE_HEADERS, thread_header, *cors])
             return body
         getattr(body, "close", lambda: None)()  # no client: the run goes on detached until it ends
-    queued = _ResponseBuilder(request, response_id).snapshot()
-    queued["status"] = "queued"
+    queued = _ResponseBuilder(request, response_id).start()[0]["response"]  # response.created's
     data = json.dumps(queued).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
                               thread_header, *cors])
@@ -1043,7 +1052,7 @@ def _current(host: OpenAIHost, thread_id: str, run_id: str, response_id: str) ->
     current = dict(latest or {"id": response_id, "object": "response", "created_at": created_at(response_id),
                               "model": MODEL_ID, "background": True})
     current["output"] = done
-    current["status"] = "in_progress" if latest is not None else "queued"
+    current["status"] = latest.get("status", "in_progress") if latest is not None else "queued"
     if info.ended:  # ended with no answer (its run was stopped before it said so)
         current.update(status="failed", error={"code": "server_error", "message": "the response's run ended "
                                                                                  "without an answer"})
