@@ -76,7 +76,7 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
-from urllib.parse import unquote
+from urllib.parse import parse_qsl
 
 import attrs
 from hookstream.errors import AGUIInputError
@@ -1027,8 +1027,8 @@ def _logged_response(host: OpenAIHost, response_id: str, who: str | None) -> tup
 
 
 def _query(environ: Mapping[str, Any]) -> dict[str, str]:
-    return {k: unquote(v) for k, _, v in (p.partition("=") for p in str(environ.get("QUERY_STRING") or "").split("&")
-                                        if p)}
+    """The request's query parameters, decoded (a repeated one: its last value)."""
+    return dict(parse_qsl(str(environ.get("QUERY_STRING") or ""), keep_blank_values=True))
 
 
 def _current(host: OpenAIHost, thread_id: str, run_id: str, response_id: str) -> dict[str, Any]:
