@@ -28,7 +28,7 @@ class _Held:
 
     def __init__(self, run: RunInput, gate: threading.Event) -> None:
         self.run, self.gate = run, gate
-        self.cancelled = threading.Event()
+        self.cancelled, self.asked = threading.Event(), threading.Event()
 
     def __iter__(self) -> Iterator[Any]:
         run = self.run
@@ -47,7 +47,11 @@ class _Held:
         yield RunFinished(run.thread_id, run.run_id)
 
     def cancel(self) -> None:
-        self.cancelled.set()
+        self.asked.set()
+        if not self.stubborn:
+            self.cancelled.set()
+
+    stubborn = False  # a run that takes its time to stop: cancel() is heard only once the gate opens
 
 
 class _Server:
@@ -105,6 +109,9 @@ def test_a_streamed_background_response_resumes_after_its_last_sequence_number(s
     stream.close()  # the client leaves while the run waits: the run goes on
     response_id = first[0].response.id
     assert first[0].type == "response.created" and first[0].response.background is True
+    # As OpenAI's background stream (a recorded one): created and queued say "queued", then in_progress.
+    assert [(e.type, e.response.status) for e in first[:3]] == [
+        ("response.created", "queued"), ("response.queued", "queued"), ("response.in_progress", "in_progress")]
     now = client.responses.retrieve(response_id)
     assert now.status == "in_progress" and now.id == response_id
     last = first[-1].sequence_number
@@ -112,7 +119,7 @@ def test_a_streamed_background_response_resumes_after_its_last_sequence_number(s
     served.gate.set()
     rest = list(resumed)
     seqs = [ev.sequence_number for ev in first + rest]
-    assert seqs == list(range(1, len(seqs) + 1)), seqs  # nothing repeated, nothing lost
+    assert seqs == list(range(len(seqs))), seqs  # from 0, as OpenAI numbers them: nothing repeated, nothing lost
     assert rest[-1].type == "response.completed"
     text = "".join(ev.delta for ev in first + rest if ev.type == "response.output_text.delta")
     assert text == "Hello world"
@@ -122,6 +129,9 @@ def test_a_streamed_background_response_resumes_after_its_last_sequence_number(s
     # The whole stream again, from its start, byte for byte the same events.
     again = list(client.responses.retrieve(response_id, stream=True))
     assert [e.model_dump() for e in again] == [e.model_dump() for e in first + rest]
+    # starting_after=0 is after response.created (OpenAI's numbering: the first event is 0).
+    after_created = list(client.responses.retrieve(response_id, stream=True, starting_after=0))
+    assert [e.model_dump() for e in after_created] == [e.model_dump() for e in again[1:]]
 
 
 def test_a_background_response_is_queued_at_once_and_its_stream_read_later(served: _Server) -> None:
@@ -224,7 +234,7 @@ def test_a_response_run_again_that_says_something_else_leaves_one_readable_strea
         first = [RunStarted(run.thread_id, run.run_id), TextMessageStart("m1"), TextMessageContent("m1", "Hel")]
         rec = Recorder(log, ServerLimits(), run.thread_id, run.run_id, None, "responses")
         frames = responses_framing(run)(iter(first))
-        for _ in range(5):  # created, in_progress, the item and its part added, "Hel": then the crash
+        for _ in range(6):  # created, queued, in_progress, the item and its part added, "Hel": then the crash
             rec.frame(next(frames))
         assert log.flush()  # written, as a worker's log-then-send has it before the worker dies
         again = [*first[:2], TextMessageContent("m1", "Hi there"), TextMessageEnd("m1"),
@@ -238,11 +248,97 @@ def test_a_response_run_again_that_says_something_else_leaves_one_readable_strea
         events = list(client.responses.retrieve(f"resp_{hexa}", stream=True))
         with client.responses.stream(response_id=f"resp_{hexa}") as stream:  # the SDK's accumulator
             final = stream.get_final_response()
-        assert [e.sequence_number for e in events] == list(range(1, len(events) + 1))
+        assert [e.sequence_number for e in events] == list(range(len(events)))
         items = [(e.output_index, e.item.id, e.item.status) for e in events if e.type == "response.output_item.done"]
-        assert items == [(0, f"msg_{hexa}_0", "incomplete"), (1, f"msg_{hexa}_0-5", "completed")], items
+        assert items == [(0, f"msg_{hexa}_0", "incomplete"), (1, f"msg_{hexa}_0-6", "completed")], items
         deltas = [(e.item_id, e.delta) for e in events if e.type == "response.output_text.delta"]
-        assert deltas == [(f"msg_{hexa}_0", "Hel"), (f"msg_{hexa}_0-5", "Hi there")]
+        assert deltas == [(f"msg_{hexa}_0", "Hel"), (f"msg_{hexa}_0-6", "Hi there")]
         assert final.status == "completed" and final.output_text == "Hi there"
     finally:
+        server.close()
+
+
+def _get(served: _Server, path: str, key: str | None = "alice-key", **params: str) -> requests.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return requests.get(served.url + path, params=params, headers=headers, timeout=BOUND)
+
+
+@pytest.mark.parametrize("after", ["-1", "1.5", "true", "1e3", "0x10", " 1", "9" * 13, "\uff11"])
+def test_starting_after_that_is_no_sequence_number_is_refused(served: _Server, after: str) -> None:
+    queued = served.client().responses.create(model="hookstream", input="hi", background=True)
+    for stream in ("true", "false"):
+        got = _get(served, f"/v1/responses/{queued.id}", stream=stream, starting_after=after)
+        assert got.status_code == 400, (after, got.text)
+        assert got.json()["error"]["param"] == "starting_after"
+
+
+def test_a_starting_after_past_the_end_reads_nothing_once_the_response_ended(served: _Server) -> None:
+    client = served.client()
+    served.gate.set()
+    queued = client.responses.create(model="hookstream", input="hi", background=True)
+    _until(lambda: client.responses.retrieve(queued.id).status == "completed")
+    assert list(client.responses.retrieve(queued.id, stream=True, starting_after=10**11)) == []
+
+
+@pytest.mark.parametrize("response_id", ["resp_..%2F..%2Fagui", "resp_" + "0" * 32 + "%2F..", "..",
+                                         "resp_" + "a" * 5000, "RESP_" + "0" * 32, "resp_" + "0" * 32 + "%00",
+                                         "resp_" + "G" * 32])
+def test_a_forged_response_id_is_an_unknown_one(served: _Server, response_id: str) -> None:
+    got = _get(served, f"/v1/responses/{response_id}")
+    assert got.status_code == 404 and got.json()["error"]["type"] == "invalid_request_error", got.text
+    assert len(got.content) < 600  # the id is not echoed whole
+
+
+def test_no_principal_no_response(served: _Server) -> None:
+    queued = served.client().responses.create(model="hookstream", input="hi", background=True)
+    assert _get(served, f"/v1/responses/{queued.id}", key=None).status_code == 401
+    assert _get(served, f"/v1/responses/{queued.id}", key="mallory-key").status_code == 401
+    cancel = requests.post(f"{served.url}/v1/responses/{queued.id}/cancel", timeout=BOUND)
+    assert cancel.status_code == 401
+    assert len(served.runs) == 1 and not served.runs[0].cancelled.is_set()
+
+
+def test_an_agui_run_under_a_response_like_id_is_no_response(served: _Server) -> None:
+    """An AG-UI run its principal named ``thread_<hex>``/``run_<hex>`` is logged under the same ids a
+    background response's would be: the responses routes see only runs logged as responses."""
+    hexa = "0" * 8 + "1" * 24
+    served.gate.set()
+    body = {"threadId": f"thread_{hexa}", "runId": f"run_{hexa}", "messages": [], "tools": [], "context": [],
+            "state": {}, "forwardedProps": {}}
+    got = requests.post(served.url + "/agui", json=body, headers={"Authorization": "Bearer alice-key"},
+                        timeout=BOUND)
+    assert got.status_code == 200 and b"RUN_FINISHED" in got.content
+    client = served.client()
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(f"resp_{hexa}")
+    with pytest.raises(openai.NotFoundError):
+        list(client.responses.retrieve(f"resp_{hexa}", stream=True))
+    with pytest.raises(openai.NotFoundError):
+        client.responses.cancel(f"resp_{hexa}")
+
+
+def test_waiting_cancels_count_toward_the_principals_resumed_streams() -> None:
+    """A cancel waits for its run's end, holding a server thread: counted as a resumed stream (``429``
+    past ``max_resume_streams``), given back when it answers."""
+    server = _Server(authenticate=TokenAuthenticator(KEYS),
+                     limits=ServerLimits(ping_seconds=0.05, max_resume_streams=1, resume_wait_seconds=BOUND))
+    try:
+        _Held.stubborn = True
+        client = server.client()
+        queued = client.responses.create(model="hookstream", input="hi", background=True)
+        _until(lambda: server.runs)
+        waiting: list[Any] = []
+        first = threading.Thread(target=lambda: waiting.append(client.responses.cancel(queued.id)), daemon=True)
+        first.start()
+        assert server.runs[0].asked.wait(BOUND)  # the first cancel waits for the run's end
+        with pytest.raises(openai.RateLimitError):  # so the next is refused
+            client.responses.cancel(queued.id)
+        with pytest.raises(openai.RateLimitError):  # so is a resumed stream
+            list(client.responses.retrieve(queued.id, stream=True))
+        server.gate.set()
+        first.join(BOUND)
+        assert waiting and waiting[0].status == "completed"
+        assert list(client.responses.retrieve(queued.id, stream=True, starting_after=0))  # given back
+    finally:
+        _Held.stubborn = False
         server.close()

@@ -217,6 +217,18 @@ def test_one_rule_keeps_a_clients_data_but_no_credential() -> None:
     # The claims keep a claim whole or not at all.
     assert kept_claims({"sub": "carol", "deep": {"deeper": {"refresh_token": "r", "kept": True}}}) == {"sub": "carol"}
 
+    # Not too eager: what a recovered run may need and no credential is (a flag or null under a credential's
+    # name, a token budget, Cognito's token_use claim, an OAuth token_type); not too lax: more key shapes.
+    data = {"has_password": True, "password_set": False, "authToken": None, "token_budget": 100,
+            "token_use": "access", "tokenType": "Bearer", "password": 1234, "passcode": "9876"}
+    assert kept_json(data) == {"has_password": True, "password_set": False, "authToken": None,
+                               "token_budget": 100, "token_use": "access", "tokenType": "Bearer"}
+    assert kept_claims({"sub": "carol", "token_use": "access", "mfa_secret_set": True}) == {
+        "sub": "carol", "token_use": "access", "mfa_secret_set": True}
+    for key in ("sk_live_" + "a1" * 12, "rk_test_" + "b2" * 12, "hf_" + "c" * 34, "glpat-" + "d" * 20,
+                "npm_" + "e" * 36):
+        assert kept_json({"k": key, "n": 1}) == {"n": 1}, key
+
     # A served run's kept input holds the rest; the answering run started in the POST's own worker gets
     # the client's values whole, as any live run does.
     run = RunInput("t", "r", [], [], state={"s": 1, "sessionToken": "x"}, forwarded_props=props)

@@ -4,7 +4,7 @@ official ``openai`` SDK as the client, real DBOS (SQLite; PostgreSQL when it sta
 (``--workers 2``), ``--auth-tokens`` for alice and bob, a store and a loopback model server playing the
 three-step tool loop (tool_a, block, the answer): the worker that streams alice's response is SIGKILLed
 while ``block`` runs; DBOS recovers the run in a live worker; ``client.responses.retrieve(id,
-stream=True, starting_after=last)`` reads the rest: each event once, sequence numbers 1, 2, ... with no
+stream=True, starting_after=last)`` reads the rest: each event once, sequence numbers 0, 1, ... with no
 gap and no repeat across the kill, ending ``response.completed``; the model server saw each completed
 request once, tool_a ran once. Bob retrieving her response (before the kill, while it is recovered and
 after it ended) gets what an id that never was gets.
@@ -102,7 +102,7 @@ def test_a_killed_workers_background_response_is_recovered_and_read_on(durable_d
         # Every event once: numbered on from where she left, none missing, none repeated.
         events = before + after
         seqs = [ev.sequence_number for ev in events]
-        assert seqs == list(range(1, len(events) + 1)), seqs
+        assert seqs == list(range(len(events))), seqs
         assert [ev.type for ev in events].count("response.created") == 1
         assert events[-1].type == "response.completed"
         final = events[-1].response

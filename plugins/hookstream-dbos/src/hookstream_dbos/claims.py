@@ -9,13 +9,16 @@ data, but some front ends put an API key or a bearer token there. The journal mu
 credential, so one rule, :func:`kept_json`, leaves out of a JSON value, at any depth:
 
 * an entry whose name looks like a credential (:data:`CREDENTIAL_NAME`: ``token``, ``secret``,
-  ``password``, ``passphrase``, ``api_key``, ``private_key``, ``privkey``, ``signing_key``, ``credential``,
-  ``authorization``, ``cookie``, ``jwt``, ``bearer``... anywhere in the name, any case: ``access_token``,
-  ``idToken``, ``client_secret``, ``x-api-key``; not the counts of LLM tokens: ``max_tokens``,
-  ``token_count``, ``tokenizer``);
+  ``password``, ``passphrase``, ``passcode``, ``api_key``, ``private_key``, ``privkey``, ``signing_key``,
+  ``credential``, ``authorization``, ``cookie``, ``jwt``, ``bearer``... anywhere in the name, any case:
+  ``access_token``, ``idToken``, ``client_secret``, ``x-api-key``; not the counts of LLM tokens:
+  ``max_tokens``, ``token_count``, ``token_budget``, ``tokenizer``, nor what says which token a token is:
+  ``token_use``, ``token_type``), unless its value is ``true``, ``false`` or ``null``, which hold no
+  credential (``has_password``, ``password_set``);
 * a string that looks like a credential (:data:`CREDENTIAL_VALUE`): one holding a JWT, JWS or JWE
   (:data:`JWT_LIKE`), an ``Authorization`` value (``Bearer ...``), or a well-known API key's shape
-  (``sk-...``, ``AIza...``, ``ghp_...``, ``xoxb-...``, ``AKIA...``);
+  (``sk-...``, ``AIza...``, ``ghp_...``, ``xoxb-...``, ``AKIA...``, ``sk_live_...``, ``hf_...``,
+  ``glpat-...``, ``npm_...``);
 * what is not plain JSON (``None``, ``bool``, ``int``, ``float``, ``str``, lists and string-keyed dicts of
   them), and nesting deeper than 32.
 
@@ -38,7 +41,8 @@ from typing import Any
 
 __all__ = ["CREDENTIAL_NAME", "CREDENTIAL_VALUE", "JWT_LIKE", "kept_claims", "kept_json"]
 
-CREDENTIAL_NAME = re.compile(r"token(?!s|_?count|_?limit|_?usage|_?budget|i[sz])|secret|passw|pass_?phrase|pwd"
+CREDENTIAL_NAME = re.compile(r"token(?!s|_?count|_?limit|_?usage|_?budget|_?use|_?type|i[sz])|secret|passw"
+                             r"|pass_?(?:phrase|code)|pwd"
                              r"|api_?key|priv(ate)?_?key|signing_?key|credential|authoriz|cookie|jwt|bearer",
                              re.IGNORECASE)
 """A name (a claim's, a key's at any depth) that looks like a credential: ``-`` is read as ``_``."""
@@ -54,7 +58,9 @@ CREDENTIAL_VALUE = re.compile(
     + r"|^\s*[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9._~+/-]+=*\s*$"
     # Well-known API key shapes: OpenAI and Anthropic, Google, GitHub, Slack, AWS access key ids, Groq.
     + r"|\bsk-[A-Za-z0-9_-]{20,}|\bAIza[0-9A-Za-z_-]{35}|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{20,}"
-      r"|\bxox[abposr]-[A-Za-z0-9-]{10,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bgsk_[A-Za-z0-9]{20,}")
+      r"|\bxox[abposr]-[A-Za-z0-9-]{10,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bgsk_[A-Za-z0-9]{20,}"
+    # Stripe secret and restricted keys, Hugging Face, GitLab, npm.
+      r"|\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}|\bhf_[A-Za-z0-9]{30,}|\bglpat-[A-Za-z0-9_-]{20,}|\bnpm_[A-Za-z0-9]{36}")
 """A string that looks like a credential, wherever it is in the string: :data:`JWT_LIKE`, a ``Bearer``
 credential (the whole string), or a well-known API key's shape."""
 
@@ -77,12 +83,20 @@ def kept_claims(claims: Mapping[str, Any]) -> dict[str, Any]:
     """``claims`` (a :class:`hookstream.server.Principal`'s) without what the journal must not hold: a new
     dict of the claims :func:`kept_json` leaves whole (the same objects), under names that do not look like
     a credential."""
-    return {name: value for name, value in claims.items()
-            if isinstance(name, str) and not _credential_name(name) and _kept(value, 0) is value}
+    return {name: value for name, value in claims.items() if _kept_entry(name, value, 0) is value}
 
 
 def _credential_name(name: str) -> bool:
     return CREDENTIAL_NAME.search(name.replace("-", "_")) is not None
+
+
+def _kept_entry(name: Any, value: Any, depth: int) -> Any:
+    """The entry ``name: value`` of a dict as :func:`_kept` keeps it, or :data:`_LEFT_OUT`."""
+    if not isinstance(name, str):
+        return _LEFT_OUT
+    if _credential_name(name) and not (value is None or isinstance(value, bool)):
+        return _LEFT_OUT
+    return _kept(value, depth)
 
 
 def _kept(value: Any, depth: int) -> Any:
@@ -99,8 +113,7 @@ def _kept(value: Any, depth: int) -> Any:
             return value
         return [k for k in items if k is not _LEFT_OUT]
     if isinstance(value, dict):
-        entries = {k: _kept(v, depth + 1) if isinstance(k, str) and not _credential_name(k) else _LEFT_OUT
-                   for k, v in value.items()}
+        entries = {k: _kept_entry(k, v, depth + 1) for k, v in value.items()}
         if all(entries[k] is v for k, v in value.items()):
             return value
         return {k: v for k, v in entries.items() if v is not _LEFT_OUT}

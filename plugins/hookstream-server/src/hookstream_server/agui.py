@@ -83,7 +83,7 @@ from .auth import Authenticator, Principal
 from .limits import PrincipalLimits, RunDeadlines, ServerLimits, TimedRun, retry_after
 from .openai_compat import OPENAI_PREFIX, openai_error, responses_framing, serve_openai
 from .openai_compat import PROTOCOL as OPENAI_RESPONSES
-from .resume import PING, Pump, Recorder, parse_last_event_id, tail
+from .resume import PING, Pump, Recorder, Released, parse_last_event_id, tail
 from .runlog import MemoryRunLog, RunLog, run_log_of
 from .threads import StoreUnavailableError, ThreadKeeper, agui_ids, merge, stored_tool_calls
 from .trust import ApprovalSigner, SignedApprovals, UsedApprovals, check_ids, vet
@@ -511,23 +511,6 @@ class _RunBody:
             release()
 
 
-class _Released:
-    """A response body that runs ``release`` once when it is closed (a resumed stream's count)."""
-
-    def __init__(self, body: Iterator[bytes], release: Callable[[], None]) -> None:
-        self._body, self._release = body, release
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self._body
-
-    def close(self) -> None:
-        release, self._release = self._release, lambda: None
-        try:
-            getattr(self._body, "close", lambda: None)()
-        finally:
-            release()
-
-
 def _too_deep(doc: Any, limit: int) -> bool:
     """Whether ``doc`` nests arrays and objects deeper than ``limit`` (iteratively: no recursion to
     exhaust on a hostile body)."""
@@ -849,7 +832,7 @@ class _App:
         stream.cancel()  # never iterated: nothing was sent or run
         # The run waits for an answer or runs elsewhere: never a gap in the log, so no wait limit.
         frames = tail(self.log, run.thread_id, run.run_id, 0, limits.ping_seconds, None)
-        return frames if done is None else _Released(frames, done)
+        return frames if done is None else Released(frames, done)
 
     def _drop(self, stream: RunStream, who: str | None) -> None:
         """Cancel a run never iterated and stop counting it toward ``who``'s running runs."""
@@ -1259,7 +1242,7 @@ def _resume(app: _App, environ: Mapping[str, Any], start_response: Callable[...,
     limits = app.limits
     start_response("200 OK", [*(UI_MESSAGE_STREAM_HEADERS if ui else SSE_HEADERS), *cors])
     frames = tail(app.log, thread_id, run.run_id, after, limits.ping_seconds, limits.resume_wait_seconds)
-    return frames if who is None else _Released(frames, lambda: app.counts.close_stream(who))
+    return frames if who is None else Released(frames, lambda: app.counts.close_stream(who))
 
 
 def _resumable(app: _App, thread_id: str, run_id: str, who: str | None, ui: bool) -> Any:

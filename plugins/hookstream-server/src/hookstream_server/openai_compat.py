@@ -30,7 +30,8 @@ Routes (mounted by :func:`hookstream.server.make_app` under :data:`OPENAI_PREFIX
   keeps no conversation under a response id, the client sends the whole input.
 * Background responses (OpenAI API reference, "Background mode"; docs/openai-endpoint.md, "Background
   responses"): ``"background": true`` makes the run go on without its client, its events (each an SSE
-  frame whose ``sequence_number`` is its number in the server's run event log, protocol :data:`PROTOCOL`)
+  frame whose ``sequence_number``, from 0 as OpenAI's, is its number in the server's run event log less
+  one, protocol :data:`PROTOCOL`)
   logged; the answer is the response with ``status: "queued"``, or with ``"stream": true`` its events.
   ``GET /v1/responses/{id}`` ("Retrieve a model response") is the response as it is now (``queued``,
   ``in_progress``, ``completed``, ``incomplete``, ``failed``, ``cancelled``); with ``?stream=true`` its
@@ -75,7 +76,7 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
-from urllib.parse import unquote
+from urllib.parse import parse_qsl
 
 import attrs
 from hookstream.errors import AGUIInputError
@@ -94,7 +95,7 @@ from hookstream.events import (
 
 from .auth import Principal
 from .limits import PrincipalLimits, ServerLimits, retry_after
-from .resume import Recorder, tail
+from .resume import Recorder, Released, tail
 from .runlog import RunLog
 from .trust import check_ids
 
@@ -608,8 +609,10 @@ class _ResponseBuilder:
             "tool_choice": "auto", "tools": [], "top_p": None, "usage": None, "background": request.background}
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        # OpenAI numbers a response's events from 0 (response.created); starting_after=0 is after it.
+        ev = {"type": kind, "sequence_number": self.seq, **fields}
         self.seq += 1
-        return {"type": kind, "sequence_number": self.seq, **fields}
+        return ev
 
     def snapshot(self) -> dict[str, Any]:
         """A copy of the response as it is now (an event carries it as it was when sent)."""
@@ -671,8 +674,18 @@ class _ResponseBuilder:
         return out
 
     def start(self) -> list[dict[str, Any]]:
-        return [self.event("response.created", response=self.snapshot()),
-                self.event("response.in_progress", response=self.snapshot())]
+        """The first events: ``response.created`` and ``response.in_progress``; for a background response,
+        as OpenAI's background stream has them, ``response.created`` and ``response.queued`` with
+        ``status: "queued"`` before."""
+        out: list[dict[str, Any]] = []
+        if self.response["background"]:
+            self.response["status"] = "queued"
+            out = [self.event("response.created", response=self.snapshot()),
+                   self.event("response.queued", response=self.snapshot())]
+            self.response["status"] = "in_progress"
+        else:
+            out = [self.event("response.created", response=self.snapshot())]
+        return [*out, self.event("response.in_progress", response=self.snapshot())]
 
     def feed(self, ev: BaseEvent) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -928,8 +941,8 @@ PROTOCOL = "responses"
 def responses_framing(run: Any) -> Callable[[Any], Generator[bytes, None, None]]:
     """The framing of a background response's run (a :class:`hookstream.server.RunInput`), made from the
     run alone, so that a run started again in another process sends the same bytes: the Responses API
-    events of ``resp_<hex>`` (``run_<hex>``), each an SSE frame whose ``sequence_number`` is its frame's
-    number in the run event log."""
+    events of ``resp_<hex>`` (``run_<hex>``), each an SSE frame whose ``sequence_number`` (from 0) is its
+    frame's number in the run event log (from 1) less one."""
     tools = [t for t in run.tools if isinstance(t, dict)]
     request = CompletionRequest(MODEL_ID, [], tools, True, background=True)
     return _responses_stream(request, "resp_" + run.run_id.removeprefix("run_"))
@@ -972,8 +985,7 @@ def _background(host: OpenAIHost, request: CompletionRequest, started: _Started,
             start_response("200 OK", [*SSE_HEADERS, thread_header, *cors])
             return body
         getattr(body, "close", lambda: None)()  # no client: the run goes on detached until it ends
-    queued = _ResponseBuilder(request, response_id).snapshot()
-    queued["status"] = "queued"
+    queued = _ResponseBuilder(request, response_id).start()[0]["response"]  # response.created's
     data = json.dumps(queued).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
                               thread_header, *cors])
@@ -1015,8 +1027,8 @@ def _logged_response(host: OpenAIHost, response_id: str, who: str | None) -> tup
 
 
 def _query(environ: Mapping[str, Any]) -> dict[str, str]:
-    return {k: unquote(v) for k, _, v in (p.partition("=") for p in str(environ.get("QUERY_STRING") or "").split("&")
-                                        if p)}
+    """The request's query parameters, decoded (a repeated one: its last value)."""
+    return dict(parse_qsl(str(environ.get("QUERY_STRING") or ""), keep_blank_values=True))
 
 
 def _current(host: OpenAIHost, thread_id: str, run_id: str, response_id: str) -> dict[str, Any]:
@@ -1040,7 +1052,7 @@ def _current(host: OpenAIHost, thread_id: str, run_id: str, response_id: str) ->
     current = dict(latest or {"id": response_id, "object": "response", "created_at": created_at(response_id),
                               "model": MODEL_ID, "background": True})
     current["output"] = done
-    current["status"] = "in_progress" if latest is not None else "queued"
+    current["status"] = latest.get("status", "in_progress") if latest is not None else "queued"
     if info.ended:  # ended with no answer (its run was stopped before it said so)
         current.update(status="failed", error={"code": "server_error", "message": "the response's run ended "
                                                                                  "without an answer"})
@@ -1056,8 +1068,8 @@ def _retrieve(host: OpenAIHost, environ: Mapping[str, Any], start_response: Call
     principal = host._principal(environ)
     who = principal.id if principal is not None else None
     query = _query(environ)
-    after = query.get("starting_after") or "0"
-    if not _SEQ.fullmatch(after):
+    after = query.get("starting_after") or ""
+    if after and not _SEQ.fullmatch(after):
         raise _Refused("400 Bad Request", "starting_after must be a sequence number (an integer, 0 or more)",
                        param="starting_after")
     thread_id, run_id, _ = _logged_response(host, response_id, who)
@@ -1069,26 +1081,11 @@ def _retrieve(host: OpenAIHost, environ: Mapping[str, Any], start_response: Call
     if who is not None and not host.counts.open_stream(who):
         raise _Refused("429 Too Many Requests", "too many resumed streams: try again later", ("Retry-After", "1"))
     limits = host.limits
-    frames = tail(host.log, thread_id, run_id, int(after), limits.ping_seconds, limits.resume_wait_seconds)
+    # sequence_number N is log frame N + 1: the frames after it are after frame N + 1 (none given: all).
+    frames = tail(host.log, thread_id, run_id, int(after) + 1 if after else 0, limits.ping_seconds,
+                  limits.resume_wait_seconds)
     start_response("200 OK", [*SSE_HEADERS, *cors])
-    return frames if who is None else _Closing(frames, functools.partial(host.counts.close_stream, who))
-
-
-class _Closing:
-    """A response body that calls ``release`` once when the server closes it (a resumed stream's count)."""
-
-    def __init__(self, body: Iterator[bytes], release: Callable[[], None]) -> None:
-        self._body, self._release = body, release
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self._body
-
-    def close(self) -> None:
-        release, self._release = self._release, lambda: None
-        try:
-            getattr(self._body, "close", lambda: None)()
-        finally:
-            release()
+    return frames if who is None else Released(frames, functools.partial(host.counts.close_stream, who))
 
 
 def _cancel(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callable[..., Any],
@@ -1096,7 +1093,8 @@ def _cancel(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callab
     """``POST /v1/responses/{id}/cancel`` (OpenAI API reference, "Cancel a response"): the run is cancelled
     and, once its log says it ended, the response answered (``status: "cancelled"``; one that had ended
     already: as it ended). Served by the process that runs it: ``409`` from another (``--workers``: retry
-    reaches it, or wait for the end)."""
+    reaches it, or wait for the end). The wait (``resume_wait_seconds`` at most) counts toward the
+    principal's ``max_resume_streams`` (``429``)."""
     principal = host._principal(environ)
     who = principal.id if principal is not None else None
     thread_id, run_id, logged = _logged_response(host, response_id, who)
@@ -1106,9 +1104,16 @@ def _cancel(host: OpenAIHost, environ: Mapping[str, Any], start_response: Callab
         if running is None:
             raise _Refused("409 Conflict", "the response runs in another server process: try again",
                            ("Retry-After", "1"), code="response_elsewhere")
-        running.stream.cancel()
-        for _ in tail(host.log, thread_id, run_id, 1 << 62, None, host.limits.resume_wait_seconds):
-            pass  # until the log has the run's end (tail reads no frame past this number)
+        # The wait for the run's end holds this thread, as a resumed stream does: counted as one.
+        if who is not None and not host.counts.open_stream(who):
+            raise _Refused("429 Too Many Requests", "too many resumed streams: try again later", ("Retry-After", "1"))
+        try:
+            running.stream.cancel()
+            for _ in tail(host.log, thread_id, run_id, 1 << 62, None, host.limits.resume_wait_seconds):
+                pass  # until the log has the run's end (tail reads no frame past this number)
+        finally:
+            if who is not None:
+                host.counts.close_stream(who)
     data = json.dumps(_current(host, thread_id, run_id, response_id), ensure_ascii=False).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *cors])
     return [data]

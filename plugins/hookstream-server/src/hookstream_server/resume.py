@@ -45,7 +45,7 @@ from hookstream.errors import AGUIInputError
 from .limits import ServerLimits
 from .runlog import RunLog
 
-__all__ = ["PING", "POLL_SECONDS", "POOL_IDLE_SECONDS", "Pump", "Recorder", "parse_last_event_id", "tail"]
+__all__ = ["PING", "POLL_SECONDS", "POOL_IDLE_SECONDS", "Pump", "Recorder", "Released", "parse_last_event_id", "tail"]
 
 log = logging.getLogger("hookstream.agui")
 
@@ -143,7 +143,7 @@ class Recorder:
     def _one(self, data: bytes) -> bytes:
         self._seq += 1
         if self._fix is not None and self._grammar.number is not None:
-            data = self._fix.numbered(data, self._seq)
+            data = self._fix.numbered(data, self._seq - 1)
         if not self.truncated:
             self._bytes += len(data)
             if self._seq > self._limits.event_log_events or self._bytes > self._limits.event_log_bytes:
@@ -188,7 +188,8 @@ class _Grammar:
     events that end it (their type -> the opening type), the event that ends an open one (made from
     its opening event), and the id fields renamed in the frames sent again. Optional: ``starts``, the
     path of the id an opening event starts when it is not its naming field; ``number``, a field
-    numbering each frame (set to its frame number in the log from the divergence on); ``index``, a
+    numbering each frame from 0 (set to its frame number in the log less one from the divergence on:
+    OpenAI's ``sequence_number``); ``index``, a
     field indexing what the run opens (shifted past the logged ones in the frames sent again);
     ``encode``, how an event is framed."""
 
@@ -254,7 +255,7 @@ _GRAMMARS = {
                    # A text part's hookstream message id names its step when a client sends it back.
                    (("id",), ("toolCallId",), ("providerMetadata", "hookstream", "messageId"))),
     # A background OpenAI response (hookstream_server.openai_compat): output items by output_index, each
-    # event's sequence_number its frame's number (what starting_after counts).
+    # event's sequence_number its frame's number less one (what starting_after counts: OpenAI's from 0).
     "responses": _Grammar({"response.output_item.added": "output_index"},
                           {"response.output_item.done": "response.output_item.added"}, _responses_closing,
                           (("item", "id"), ("item_id",)), starts=("item", "id"), number="sequence_number",
@@ -324,7 +325,7 @@ class _Divergence:
         return [self.grammar.encode(self.grammar.closing(ev)) for ev in reversed(self._logged.opened.values())]
 
     def numbered(self, frame: bytes, seq: int) -> bytes:
-        """``frame`` with the grammar's numbering field set to ``seq`` (its number in the log)."""
+        """``frame`` with the grammar's numbering field set to ``seq`` (its number in the log less one)."""
         field = self.grammar.number
         ev = _event(frame) if field is not None else None
         if field is None or ev is None or ev.get(field) == seq:
@@ -406,6 +407,24 @@ def tail(log: RunLog, thread_id: str, run_id: str, after: int, ping_seconds: flo
             said = now
             yield PING
         time.sleep(POLL_SECONDS)
+
+
+class Released:
+    """A WSGI response body (``body``'s bytes) that runs ``release`` once when the server closes it (a
+    resumed stream's count, a run's hold), after closing ``body``. Thread safety: one server thread."""
+
+    def __init__(self, body: Iterator[bytes], release: Callable[[], None]) -> None:
+        self._body, self._release = body, release
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body
+
+    def close(self) -> None:
+        release, self._release = self._release, lambda: None
+        try:
+            getattr(self._body, "close", lambda: None)()
+        finally:
+            release()
 
 
 class Pump:
