@@ -207,6 +207,9 @@ class LoopbackServer:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # As providers' servers: without it, each answer on a kept-alive connection waits up to 40 ms
+            # for the client's delayed ACK of the headers before its first chunk goes out (Nagle).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass

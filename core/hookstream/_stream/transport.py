@@ -388,22 +388,25 @@ class Stream:
         serve another request). For an early stop: the user broke off, a failure, a cancel."""
         self.response.close()
 
-    def finish(self, max_bytes: int = DRAIN_MAX_BYTES, timeout: float = DRAIN_TIMEOUT) -> bool:
+    def finish(self, max_bytes: int | None = None, timeout: float | None = None) -> bool:
         """After the provider's last event (``[DONE]``, ``message_stop``, the final chunk...): read the
         rest of the body, at most ``max_bytes`` bytes, each read waiting at most ``timeout`` seconds (or
-        the read timeout when shorter), so the connection goes back to the session's pool for the next
-        call instead of a new TCP (and TLS) handshake; then close the response. True when the body was
-        read to its end. A longer rest, a slow one, a failed read or an :meth:`abort` closes the
-        connection as :meth:`close` does; never raises (the stream before it was good).
+        the read timeout when shorter; None: :data:`DRAIN_MAX_BYTES` and :data:`DRAIN_TIMEOUT` as they
+        are when called, 0 bytes: no read, the connection closed), so the connection goes back to the
+        session's pool for the next call instead of a new TCP (and TLS) handshake; then close the
+        response. True when the body was read to its end. A longer rest, a slow one, a failed read or
+        an :meth:`abort` closes the connection as :meth:`close` does; never raises (the stream before
+        it was good).
 
         Thread safety: called by the thread that consumed the stream, which no longer shares it (a
         connection back in the pool must not be shut down by a late :meth:`abort`)."""
         ended = False
         reader, self._reader = self._reader, None
+        left = DRAIN_MAX_BYTES if max_bytes is None else max_bytes
+        wait = DRAIN_TIMEOUT if timeout is None else timeout
         try:
-            if reader is not None and not self._aborted.is_set():
-                _shorten_timeout(self.response.raw, min(timeout, self.read_timeout or timeout))
-                left = max_bytes
+            if reader is not None and left > 0 and not self._aborted.is_set():
+                _shorten_timeout(self.response.raw, min(wait, self.read_timeout or wait))
                 for piece in reader:
                     left -= len(piece)
                     if left < 0:
@@ -419,8 +422,8 @@ class Stream:
 
 
 def _shorten_timeout(raw: Any, timeout: float) -> None:
-    """Set the timeout of the socket under urllib3's response ``raw`` (urllib3 sets it again before the
-    next response on that connection is read)."""
+    """Set the timeout of the socket under urllib3's response ``raw`` to ``timeout`` seconds (urllib3
+    sets it again before the next response on that connection is read)."""
     connection = getattr(raw, "connection", None)
     sock = getattr(connection, "sock", None) if connection is not None else None
     if sock is not None:
