@@ -81,11 +81,11 @@ class Server:
     """``sse_server.py`` in a child process; bounded by request count and seconds; on a CPU of its own
     (:func:`cpu_split`)."""
 
-    def __init__(self, max_requests: int, max_seconds: float) -> None:
+    def __init__(self, max_requests: int, max_seconds: float, *, nodelay: bool = False) -> None:
         env = {**os.environ, **({"BENCH_CPUS": CPUS[0]} if CPUS else {})}
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE / "sse_server.py"), "--max-requests", str(max_requests),
-             "--max-seconds", str(max_seconds)],
+             "--max-seconds", str(max_seconds), *(["--nodelay"] if nodelay else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()

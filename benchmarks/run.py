@@ -12,7 +12,7 @@
   openai-agents), each in its own venv under ``benchmarks/.venvs/`` created on first use.
 * ``--no-serve``: without the serving benchmark (``--serve``, its former switch, is still accepted).
 * ``--only``: just these sections (comma-separated): text, tool-args, memory, concurrency, latency,
-  startup, observer, hooks, attack, linearity, serve; ``--only text`` for a change to the
+  startup, observer, hooks, keepalive, attack, linearity, serve; ``--only text`` for a change to the
   text path.
 * ``--json``: where the results go (default ``benchmarks/results.json``, not committed; the run
   docs/performance.md quotes is ``docs/performance-run.json``).
@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_hooks  # noqa: E402
+import bench_keepalive  # noqa: E402
 import bench_observer  # noqa: E402
 import bench_pipeline  # noqa: E402
 import bench_processor  # noqa: E402
@@ -44,7 +45,7 @@ import bench_serve  # noqa: E402
 import bench_serve_attack  # noqa: E402
 import peers  # noqa: E402
 
-SECTIONS = (*bench_pipeline.SECTIONS, "observer", "hooks", "attack", "linearity", "serve")
+SECTIONS = (*bench_pipeline.SECTIONS, "observer", "hooks", "keepalive", "attack", "linearity", "serve")
 
 
 def machine() -> dict[str, Any]:
@@ -104,6 +105,9 @@ def main(argv: list[str]) -> int:
         rows += bench_observer.run_all(args.quick, rounds, progress)
     if "hooks" in only:
         rows += bench_hooks.run_all(args.quick, rounds, progress)
+    if "keepalive" in only:
+        progress("sequential short chats on one model: connections and time per call")
+        rows += bench_keepalive.run(20 if args.quick else 50, 3 if args.quick else 7)
     if "attack" in only:
         progress("time to first event under slow clients (waitress: 200 trickling, gunicorn: 40 slow bodies)")
         rows += bench_serve_attack.run(2 if args.quick else 3)

@@ -22,6 +22,9 @@ Scenarios (all bodies are built once at start-up; see :func:`scenario`):
   ``time.monotonic_ns()`` at the moment of sending plus a space (for latency).
 * ``openai-latency-<ttft>-<n>-<gap>``: a provider's pace: the first delta after ``ttft`` ms, then
   ``n - 1`` more 4-character deltas ``gap`` ms apart, then finish, usage and ``[DONE]`` (batch runs).
+
+``GET /connections`` answers ``{"connections": N}``: the TCP connections accepted so far, this
+request's own included (``bench_keepalive.py``).
 """
 
 from __future__ import annotations
@@ -181,10 +184,11 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         pass  # a client that hangs up mid-body is not the server's failure
 
 
-def serve(max_requests: int, max_seconds: float) -> None:
+def serve(max_requests: int, max_seconds: float, nodelay: bool = False) -> None:
     bodies: dict[str, list[bytes]] = {}  # framed chunks per scenario, built on first use, then reused
     lock = threading.Lock()
     served = [0]
+    connections = [0]  # TCP connections accepted
     done = threading.Event()
 
     def framed(name: str) -> list[bytes]:
@@ -195,15 +199,24 @@ def serve(max_requests: int, max_seconds: float) -> None:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = nodelay
 
         def log_message(self, *args: Any) -> None:
             pass
+
+        def setup(self) -> None:
+            super().setup()
+            with lock:  # one handler per accepted TCP connection, however many requests it serves
+                connections[0] += 1
 
         def do_POST(self) -> None:
             n = int(self.headers.get("content-length") or 0)
             if n:
                 self.rfile.read(n)
             name = self.path.strip("/").split("/")[0]
+            if name == "connections":
+                self._connections()
+                return
             try:
                 self._answer(name)
             finally:
@@ -239,6 +252,15 @@ def serve(max_requests: int, max_seconds: float) -> None:
                 self.wfile.write(b"0\r\n\r\n")
             except OSError:
                 self.close_connection = True
+
+        def _connections(self) -> None:
+            with lock:
+                data = json.dumps({"connections": connections[0]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def _paced(self, name: str) -> None:
             n, ms = (int(x) for x in name.split("-")[2:4])
@@ -290,8 +312,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-requests", type=int, default=10_000)
     parser.add_argument("--max-seconds", type=float, default=3600.0)
+    parser.add_argument("--nodelay", action="store_true", help="TCP_NODELAY on every connection, as providers' "
+                        "servers set it (without it a kept-alive connection's small answers wait on delayed ACKs)")
     args = parser.parse_args(argv)
-    serve(args.max_requests, args.max_seconds)
+    serve(args.max_requests, args.max_seconds, args.nodelay)
     os._exit(0)  # daemon handler threads may still hold sockets; the process is done
 
 

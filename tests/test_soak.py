@@ -26,8 +26,10 @@ HEAP_GROWTH_BOUND = 2 * 1024 * 1024
 
 
 def _one(url: str, text: str) -> None:
-    stream = chat(get_model("openai:soak", base_url=url + "/v1", api_key="k"), "hi", max_steps=1)
-    events = list(stream)
+    # Closed as the docs ask: its pool keeps the connection alive after the call until then.
+    with get_model("openai:soak", base_url=url + "/v1", api_key="k") as model:
+        stream = chat(model, "hi", max_steps=1)
+        events = list(stream)
     assert isinstance(events[-1], RunFinished), events[-1]
     assert stream.result().text == text
 

@@ -190,6 +190,7 @@ class ModelCall:
                     stream.abort()
                 content = False  # an event other than RUN_STARTED reached the caller: no more retries
                 retry: ProviderError | None = None
+                ended = False  # the provider's last event came: the rest of the body is read, not cut off
                 try:
                     parsed = self.provider.parse_stream(stream.events(), self.context)
                     for event in parsed:
@@ -212,14 +213,18 @@ class ModelCall:
                         content = True
                         self.last_event_at = mono()
                         if t in _TERMINAL:
+                            ended = True
                             yield event
                             return
                         yield event
                         self.last_event_at = mono()
                 finally:
-                    stream.close()
-                    with self._lock:
+                    with self._lock:  # first: abort() from another thread must not reach a pooled connection
                         self._stream = None
+                    if ended:
+                        stream.finish()
+                    else:
+                        stream.close()
                     # Drop the response now: a traceback of the error below would keep it alive.
                     del stream
                 if retry is None:

@@ -7,8 +7,10 @@ event per piece (:func:`split_body`, ``per_read`` units joined per piece), or ex
 The client reads at most one HTTP chunk per read (``http.client`` ``read1``), so each piece reaches
 it as one read or fewer when TCP delivers it in parts, never merged with the next one. ``ending``
 says how the body ends: the terminating chunk, a TCP FIN without it, or a TCP RST. Every request is captured
-(:attr:`LoopbackServer.requests`: method, path, headers, parsed JSON body). A ``check`` callable can
-refuse a request: it returns an error text and the server answers 400 with it.
+(:attr:`LoopbackServer.requests`: method, path, headers, parsed JSON body), and so is every accepted
+TCP connection (:attr:`LoopbackServer.connections`: a client that keeps its connection alive sends its
+next request on the same one). A ``check`` callable can refuse a request: it returns an error text and
+the server answers 400 with it.
 
 Usage::
 
@@ -183,6 +185,8 @@ class LoopbackServer:
         self.responses = list(responses)
         self.check = check
         self.requests: list[CapturedRequest] = []
+        self.connections = 0
+        """TCP connections accepted so far (read it once the client call returned)."""
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._count = 0
@@ -203,9 +207,17 @@ class LoopbackServer:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # As providers' servers: without it, each answer on a kept-alive connection waits up to 40 ms
+            # for the client's delayed ACK of the headers before its first chunk goes out (Nagle).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with outer._lock:  # one handler per accepted connection, however many requests it serves
+                    outer.connections += 1
 
             def _serve(self) -> None:
                 n = int(self.headers.get("content-length") or 0)

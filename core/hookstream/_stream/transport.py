@@ -55,6 +55,8 @@ from .framing import SSE, Framing, bounded_reads
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
+    "DRAIN_MAX_BYTES",
+    "DRAIN_TIMEOUT",
     "HTTPRequest",
     "SSEEvent",
     "Stream",
@@ -71,6 +73,15 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 _READ_SIZE = 65536
 _MAX_ERROR_BODY = 65536
+
+DRAIN_MAX_BYTES = 65536
+"""Most bytes :meth:`Stream.finish` reads after the provider's last event to reach the end of the body
+(64 KiB; the last read may pass it by up to 64 KiB more); a longer rest closes the connection instead."""
+
+DRAIN_TIMEOUT = 1.0
+"""Longest wait of :meth:`Stream.finish` for one read of the body's rest, in seconds (the call's read
+timeout when that is shorter): a server that holds back the end of its body after the last event
+costs a new connection, not the caller's time."""
 
 @attrs.define(slots=True, repr=False)
 class HTTPRequest:
@@ -304,6 +315,8 @@ class Stream:
         self.read_timeout = read_timeout
         self._head = head  # bytes open_stream already read to look at the body; served first
         self._aborted = threading.Event()
+        self._reader: Iterator[bytes] | None = None  # the one _chunks generator, so finish() reads on from it
+        self._released = False  # finish() read the body to its end: the pool may have lent the connection out
 
     def _chunks(self) -> Iterator[bytes]:
         raw = self.response.raw
@@ -341,14 +354,18 @@ class Stream:
         Raises :class:`ConnectionClosedError`, :class:`StreamTimeoutError`, :class:`LineTooLongError`
         or the framing's :class:`~hookstream.errors.MalformedChunkError`. After :meth:`abort` it simply ends.
         """
-        return self.framing.events(self._chunks(), self.max_event_bytes)
+        return self.framing.events(self.reads(), self.max_event_bytes)
 
     def reads(self) -> Iterator[bytes]:
         """The body's bytes as they arrive (one HTTP chunk or socket read each), unframed."""
-        return self._chunks()
+        self._reader = self._chunks()
+        return self._reader
 
     def abort(self) -> None:
-        """Unblock a pending read and close the connection; safe from any thread."""
+        """Unblock a pending read and close the connection; safe from any thread. Does nothing after
+        :meth:`finish` gave the connection back to the pool."""
+        if self._released:
+            return
         self._aborted.set()
         raw = self.response.raw
         try:
@@ -367,7 +384,53 @@ class Stream:
             pass
 
     def close(self) -> None:
+        """Close the response and its connection (the rest of the body unread: the connection cannot
+        serve another request). For an early stop: the user broke off, a failure, a cancel."""
         self.response.close()
+
+    def finish(self, max_bytes: int | None = None, timeout: float | None = None) -> bool:
+        """After the provider's last event (``[DONE]``, ``message_stop``, the final chunk...): read the
+        rest of the body, at most ``max_bytes`` bytes, each read waiting at most ``timeout`` seconds (or
+        the read timeout when shorter; None: :data:`DRAIN_MAX_BYTES` and :data:`DRAIN_TIMEOUT` as they
+        are when called, 0 bytes: no read, the connection closed), so the connection goes back to the
+        session's pool for the next call instead of a new TCP (and TLS) handshake; then close the
+        response. True when the body was read to its end. A longer rest, a slow one, a failed read or
+        an :meth:`abort` closes the connection as :meth:`close` does; never raises (the stream before
+        it was good).
+
+        Thread safety: called by the thread that consumed the stream, which no longer shares it (a
+        connection back in the pool must not be shut down by a late :meth:`abort`)."""
+        ended = False
+        reader, self._reader = self._reader, None
+        left = DRAIN_MAX_BYTES if max_bytes is None else max_bytes
+        wait = DRAIN_TIMEOUT if timeout is None else timeout
+        try:
+            if reader is not None and left > 0 and not self._aborted.is_set():
+                _shorten_timeout(self.response.raw, min(wait, self.read_timeout or wait))
+                for piece in reader:
+                    left -= len(piece)
+                    if left < 0:
+                        break
+                else:
+                    ended = True
+        except Exception as exc:  # the events before were good: a failed rest costs the connection only
+            log.debug("closing the connection: reading the end of the body failed (%s)", type(exc).__name__)
+        finally:
+            self._released = ended
+            self.response.close()  # after a body read to its end, the pool already holds its connection
+        return ended
+
+
+def _shorten_timeout(raw: Any, timeout: float) -> None:
+    """Set the timeout of the socket under urllib3's response ``raw`` to ``timeout`` seconds (urllib3
+    sets it again before the next response on that connection is read)."""
+    connection = getattr(raw, "connection", None)
+    sock = getattr(connection, "sock", None) if connection is not None else None
+    if sock is not None:
+        try:
+            sock.settimeout(timeout)
+        except OSError:
+            pass
 
 
 # What Session.request reads from the environment for every request (proxies, CA bundle): Python's

@@ -29,6 +29,11 @@ transport and adapter. Each check returns its problems (an empty list: the adapt
     whose end is not a finish value (a Gemini prompt blocked before any candidate).
 ``usage``
     Where the recording's expected result has token counts, the call reports them.
+``keep_alive``
+    Served whole ``keep_alive_calls`` times by a server that keeps its connections alive, the
+    sequential calls on one ``requests`` session use one TCP connection (the transport reads a body's
+    end after the provider's final event, so the connection goes back to the pool) and give the same
+    events each time.
 
 A plugin runs it from its tests, one small file (see ``docs/testing-kit.md``)::
 
@@ -69,7 +74,8 @@ from .recorded import replay_body
 
 __all__ = ["CONTRACT_CHECKS", "HTTPErrorCase", "ProviderContract"]
 
-CONTRACT_CHECKS: tuple[str, ...] = ("truncated", "oversized_event", "random_splits", "errors", "finish_reason", "usage")
+CONTRACT_CHECKS: tuple[str, ...] = ("truncated", "oversized_event", "random_splits", "errors", "finish_reason", "usage",
+                                    "keep_alive")
 """The names of :class:`ProviderContract`'s checks, for ``pytest.mark.parametrize``."""
 
 # Transport and framing codes the core gives: an in-stream provider error must have its own code.
@@ -105,7 +111,8 @@ class ProviderContract:
     with their expected results, :func:`~hookstream.testing.recordings`) and ``errors`` (its real HTTP
     error bodies). ``seeds`` seed the random splits (pieces of 1 to ``max_piece`` bytes);
     ``expected_finish`` maps a recording name to the finish reason its end gives when that end is not
-    a finish value the policy knows (a prompt blocked before any answer). Raises
+    a finish value the policy knows (a prompt blocked before any answer); ``keep_alive_calls`` is how
+    many sequential calls the ``keep_alive`` check makes per recording. Raises
     :class:`~hookstream.errors.UnknownPluginError` (on the first check) for a provider that is not installed.
 
     :meth:`check` runs one check by name (:data:`CONTRACT_CHECKS`) and returns its problems,
@@ -117,6 +124,7 @@ class ProviderContract:
     seeds: tuple[int, ...] = (1, 2, 3)
     max_piece: int = 48
     expected_finish: Mapping[str, str] = attrs.field(factory=dict)
+    keep_alive_calls: int = 3
     _whole: dict[str, _Run] = attrs.field(factory=dict, init=False, repr=False)
 
     # -- running ---------------------------------------------------------------------------------
@@ -127,6 +135,7 @@ class ProviderContract:
             "truncated": self.check_truncated, "oversized_event": self.check_oversized_event,
             "random_splits": self.check_random_splits, "errors": self.check_errors,
             "finish_reason": self.check_finish_reason, "usage": self.check_usage,
+            "keep_alive": self.check_keep_alive,
         }
         if name not in checks:
             raise ValueError(f"unknown contract check {name!r}; known: {', '.join(CONTRACT_CHECKS)}")
@@ -277,6 +286,26 @@ class ProviderContract:
                     problems.append(f"{rec.name}: usage.{key} {got!r} != recorded {want!r}")
         return problems
 
+    def check_keep_alive(self) -> list[str]:
+        """See the module docstring: ``keep_alive``."""
+        problems: list[str] = []
+        media_type = get_registry().provider(self.provider).framing.media_type
+        calls = self.keep_alive_calls
+        for rec in self.recordings:
+            full, _ = self.whole(rec)
+            if not _ended(full):
+                continue  # recorded cut short: no end of body to reach
+            with LoopbackServer([Response(_body(rec), content_type=media_type)]) as srv, \
+                    requests.Session() as session:
+                runs = [self._call(srv, session, None)[0] for _ in range(calls)]
+            if srv.connections != 1:
+                problems.append(f"{rec.name}: {calls} sequential calls on one session opened {srv.connections} "
+                                "connections to a server that keeps them alive, want 1")
+            want = _normalised(full)
+            problems += [f"{rec.name}: call {i + 1} of {calls} on a kept-alive connection gave other events"
+                         for i, events in enumerate(runs) if _normalised(events) != want]
+        return problems
+
     # -- helpers ---------------------------------------------------------------------------------
     def _units(self, body: bytes) -> list[bytes]:
         return get_registry().provider(self.provider).framing.split_events(body)
@@ -294,15 +323,20 @@ class ProviderContract:
     def _serve(self, response: Response, options: CallOptions | None = None) -> tuple[list[BaseEvent], StepResult]:
         """(events, result) of one call to ``provider`` answered by ``response`` (any status, body and
         ending), over loopback as :func:`~hookstream.testing.replay_body` serves a recorded body."""
-        cls = get_registry().provider(self.provider)
         with LoopbackServer([response]) as srv, requests.Session() as session:
-            base_path = urlsplit(cls.default_base_url).path.rstrip("/")
-            provider = cls("recorded-model", base_url=srv.url + base_path, api_key="recorded")
-            request = ModelRequest(model="recorded-model", messages=[Message.user("replay")])
-            acc = StepAccumulator()
-            call = ModelCall(provider, request, CallContext("replay", "replay-1"), session, options)
-            events = [acc.add(e) for e in call]
-            return events, acc.finish()
+            return self._call(srv, session, options)
+
+    def _call(self, srv: LoopbackServer, session: requests.Session,
+              options: CallOptions | None) -> tuple[list[BaseEvent], StepResult]:
+        """(events, result) of one call to ``provider`` at ``srv`` through ``session``."""
+        cls = get_registry().provider(self.provider)
+        base_path = urlsplit(cls.default_base_url).path.rstrip("/")
+        provider = cls("recorded-model", base_url=srv.url + base_path, api_key="recorded")
+        request = ModelRequest(model="recorded-model", messages=[Message.user("replay")])
+        acc = StepAccumulator()
+        call = ModelCall(provider, request, CallContext("replay", "replay-1"), session, options)
+        events = [acc.add(e) for e in call]
+        return events, acc.finish()
 
 
 def _body(recording: Recording) -> bytes:
