@@ -76,8 +76,9 @@ def _server(tmp: Path, name: str, *extra: str) -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    # The limits are tested on servers of their own: here four racing answers beside the count of a run
-    # whose response is done but not yet closed (the default limit is 4) must never meet one.
+    # The limits are tested on servers of their own. Here four racing answers must never meet one: at the
+    # default of 4 at once, the count of the run before them (dropped once its response is closed, which
+    # its client may not wait for) could refuse one with 429 instead of 409.
     with _server(tmp_path_factory.mktemp("attack"), "attack", "--max-concurrent-runs", "64") as srv:
         yield srv
 
