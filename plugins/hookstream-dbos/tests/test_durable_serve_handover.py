@@ -160,7 +160,8 @@ def test_a_hand_over_blocked_on_a_lock_ends_and_the_run_is_handed_later(
         try:
             with holder.connect() as conn:
                 conn.execute(sqlalchemy.text(LOCKS[lock]))
-                returned = _exited(ServeDurable(url, "locked", hand_over_wait=HANG_GUARD))
+                # The arbiter's own wait outlasts the guard: only the hand-over's end returns the hook.
+                returned = _exited(ServeDurable(url, "locked", hand_over_wait=10 * HANG_GUARD))
                 assert returned.wait(HANG_GUARD), "the hand-over's thread hung on a locked table"
                 conn.rollback()
         finally:
