@@ -3,7 +3,8 @@ forking whatever the system database does: against a PostgreSQL that accepts the
 answers (a socket that listens and never accepts or reads), the hook returns (the connect is bounded, and so
 is the arbiter's wait for the hand-over), with a warning that never holds the database URL's password; the
 runs are left to DBOS (the slot's next worker recovers them). A real PostgreSQL: the hand-over through the
-bounded URL lists and hands as before."""
+bounded URL lists and hands as before; with the workflow table or the run's row locked by another session,
+the hand-over's statement times out, its thread ends, and the run, still pending, is handed once the lock is gone."""
 
 from __future__ import annotations
 
