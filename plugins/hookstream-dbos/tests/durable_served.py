@@ -2,17 +2,22 @@
 appends its name and :func:`hookstream_dbos.attempt` to ``$DURABLE_KIT_DIR/tools.log``; ``tool_a`` writes
 its worker's pid to ``worker.pid`` and streams two progress events (``CUSTOM`` ``progress``); with
 ``$DURABLE_KIT_HOLD``, ``tool_b``'s first attempt writes its worker's pid to ``b-running`` there (the
-test's barrier: it SIGKILLs that worker) and waits to be killed."""
+test's barrier: it SIGKILLs that worker) and waits to be killed; with ``$DURABLE_KIT_HOLD_STOP`` too, that
+worker, stopped on purpose, never hands its run over (``hookstream_serve_stop``): it waits to be killed,
+so a test's SIGKILL cannot come after the worker ended on its own (gunicorn's graceful wait lapsed).
+Imported by the arbiter before the fork (``serve`` preloads the application), so every worker has it."""
 
 from __future__ import annotations
 
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from durable_kit import log_attempt
-from hookstream import ToolContext, tool
+from hookstream import ToolContext, get_registry, tool
 from hookstream.events import Custom
+from hookstream.plugin import hookimpl
 from hookstream_dbos import attempt
 
 
@@ -49,3 +54,17 @@ def _pay(amount: int) -> str:
 
 
 pay = tool(_pay, name="pay", needs_approval=True)
+
+
+class _HoldStop:
+    """Holds the stop of the worker whose ``tool_b`` wrote ``b-running`` until it is killed."""
+
+    @hookimpl(tryfirst=True)  # before hookstream-dbos's hand-over (trylast)
+    def hookstream_serve_stop(self, app: Any, slot: int) -> None:
+        held = Path(os.environ["DURABLE_KIT_DIR"]) / "b-running"
+        if held.exists() and held.read_text("utf-8") == str(os.getpid()):
+            threading.Event().wait(600)  # killed here
+
+
+if os.environ.get("DURABLE_KIT_HOLD_STOP"):
+    get_registry().pm.register(_HoldStop(), name="durable-kit-hold-stop")

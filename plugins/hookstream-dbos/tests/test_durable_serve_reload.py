@@ -40,10 +40,16 @@ def _new_workers(arbiter: int, old: set[int], count: int) -> None:
 
 @pytest.mark.parametrize("kill", [False, True], ids=["graceful", "killed-during-reload"])
 def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp_path: Path,  # noqa: F811
-                                                            kill: bool) -> None:
+                                                            kill: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """``killed-during-reload``: the old worker is SIGKILLed once the new workers run, before its graceful
-    stop hands its run over; no replacement takes its slot, and the arbiter hands the run over instead."""
+    stop hands its run over; no replacement takes its slot, and the arbiter hands the run over instead.
+    The old worker's stop is held (``$DURABLE_KIT_HOLD_STOP``) so that it is still there, its run not
+    handed, however late the kill comes after gunicorn's 10 s graceful wait (only gunicorn's 120 s
+    heartbeat timeout would end it first)."""
     import psutil
+
+    if kill:
+        monkeypatch.setenv("DURABLE_KIT_HOLD_STOP", "1")  # serve's processes inherit it
 
     folder = tmp_path / "run"
     folder.mkdir()
@@ -60,7 +66,7 @@ def test_a_reload_hands_the_old_workers_run_to_a_new_worker(durable_db: str, tmp
             os.kill(arbiter[0], signal.SIGHUP)  # new workers (slots 2 and 3), then the old ones stop gracefully
             if kill:
                 _new_workers(arbiter[0], workers, 2)
-                os.kill(pid, signal.SIGKILL)  # within its graceful wait for the stream in flight
+                os.kill(pid, signal.SIGKILL)  # in its graceful wait, or held before its hand-over
 
         before = _stopped_in_tool_b(base, folder, thread_id, run_id, reload)
 

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
+from dbos import DBOS, DBOSClient, DBOSConfig, Queue, SetWorkflowID
 
 from .errors import AnswerRefused, DurableError, DurableStoreError, RunBusyError, RunDivergedError
 from .waits import TOPIC, decide, is_answer, message_key, read_history
@@ -194,15 +194,13 @@ def hand_over(shared_queue: str) -> list[str]:
     (``DBOSClient.resume_workflow``), where one live process dequeues it (DBOS's dequeue claims each
     workflow once) and recovers it as after a crash. Returns the ids handed; this process must exit at
     once (DBOS is gone from it, and the runs left here must not go on)."""
-    from dbos import DBOSClient
-
     with _lock:
         ids, url = sorted({*_bridges, *_adopting}), _launched_url
     if not ids or url is None:
         return []
     DBOS.destroy(workflow_completion_timeout_sec=0)
     # Bounded as the arbiter's hand-over (hand_over_left): a stopping worker must not hang on the database.
-    client = DBOSClient(system_database_url=bounded_url(url), retry_connection_errors=False)
+    client = _bounded_client(url)
     for run_id in ids:
         client.resume_workflow(run_id, queue_name=shared_queue)
     return ids
@@ -211,19 +209,44 @@ def hand_over(shared_queue: str) -> list[str]:
 CONNECT_TIMEOUT = 5
 """Seconds :func:`hand_over_left` waits to connect to a PostgreSQL system database (libpq's
 ``connect_timeout``, added to a URL that sets none)."""
+STATEMENT_TIMEOUT = 10
+"""Seconds each statement of a hand-over may run, or wait for a lock, on a PostgreSQL system database
+(``statement_timeout`` and ``lock_timeout``, added to a URL that sets neither). SQLite needs none: DBOS
+gives each of its connections a 30 s busy timeout, and DBOS's client offers no public setting for it."""
 
 
-def bounded_url(url: str, seconds: int = CONNECT_TIMEOUT) -> str:
+def bounded_url(url: str, seconds: int = CONNECT_TIMEOUT, statement_seconds: int = STATEMENT_TIMEOUT) -> str:
     """``url`` with ``connect_timeout=seconds`` when it is a PostgreSQL URL that sets no ``connect_timeout``
-    (libpq and psycopg otherwise wait for a silent server forever); any other URL as it is."""
+    (libpq and psycopg otherwise wait for a silent server forever), and libpq ``options`` that set
+    ``statement_timeout`` and ``lock_timeout`` to ``statement_seconds`` (in ms), each one only when the URL's
+    own ``options`` set no such timeout (a database that accepts the connection and then goes silent, or a
+    lock held elsewhere, would otherwise hold the statement forever); any other URL as it is. The
+    parameters reach psycopg through SQLAlchemy's URL query, as DBOS itself reads ``options``."""
     from sqlalchemy.engine import make_url
 
     if not url.startswith(("postgresql:", "postgres:", "postgresql+")):
         return url
     parsed = make_url(url)
-    if "connect_timeout" in parsed.query:
+    query: dict[str, str] = {}
+    if "connect_timeout" not in parsed.query:
+        query["connect_timeout"] = str(seconds)
+    options = parsed.query.get("options", "")
+    own = options if isinstance(options, str) else " ".join(options)
+    added = [f"-c {name}={statement_seconds * 1000}" for name in ("statement_timeout", "lock_timeout")
+             if name not in own]
+    if added:
+        query["options"] = " ".join([own, *added]).strip()
+    if not query:
         return url
-    return parsed.update_query_dict({"connect_timeout": str(seconds)}).render_as_string(hide_password=False)
+    return parsed.update_query_dict(query).render_as_string(hide_password=False)
+
+
+def _bounded_client(url: str) -> DBOSClient:
+    """A ``DBOSClient`` on ``url`` whose connect and statements are bounded (:func:`bounded_url`; its
+    listing too, which DBOS bounds itself with ``observability_query_timeout_sec``) and which retries
+    no lost connection."""
+    return DBOSClient(system_database_url=bounded_url(url), retry_connection_errors=False,
+                      observability_query_timeout_sec=float(STATEMENT_TIMEOUT))
 
 
 def scrubbed(text: str, url: str) -> str:
@@ -246,11 +269,11 @@ def hand_over_left(url: str, executor_id: str, shared_queue: str, late: threadin
     arbiter, a worker just reaped): a run still going on under that id would run twice, so once ``late``
     is set (the caller gave up waiting and may start one) no run is handed any more. Through a
     ``DBOSClient``, closed before it returns, that connects within :data:`CONNECT_TIMEOUT` seconds to
-    PostgreSQL (:func:`bounded_url`) and raises a lost connection instead of retrying it (DBOS's
-    ``retry_connection_errors=False``). Returns the ids handed; raises what the database raises."""
-    from dbos import DBOSClient
-
-    client = DBOSClient(system_database_url=bounded_url(url), retry_connection_errors=False)
+    PostgreSQL and gives up each statement (a lock wait too) after :data:`STATEMENT_TIMEOUT` seconds
+    (:func:`bounded_url`), and raises a lost connection instead of retrying it (DBOS's
+    ``retry_connection_errors=False``). Returns the ids handed; raises what the database raises (a
+    statement timed out: psycopg's ``QueryCanceled`` or ``LockNotAvailable``, wrapped by SQLAlchemy)."""
+    client = _bounded_client(url)
     handed: list[str] = []
     try:
         ids = [status.workflow_id for status in client.list_workflows(

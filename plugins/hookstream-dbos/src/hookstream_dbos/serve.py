@@ -159,7 +159,8 @@ class ServeDurable:
         workers run). Nothing else runs under that executor id until the slot is given again, after this.
 
         The arbiter must go on reaping and forking whatever the database does, so the hand-over runs on a
-        daemon thread that connects within ``journal.CONNECT_TIMEOUT`` seconds and retries nothing, and
+        daemon thread that connects within ``journal.CONNECT_TIMEOUT`` seconds, gives up each statement
+        after ``journal.STATEMENT_TIMEOUT`` seconds (a lock wait too) and retries nothing, so it ends, and
         this waits for it at most ``hand_over_wait`` seconds (:data:`HAND_OVER_WAIT`). A hand-over that
         fails or is late is logged (the URL's password never) and left to DBOS: the slot's next holder
         recovers the runs at launch; a late one hands no run once given up (the next holder may be running
