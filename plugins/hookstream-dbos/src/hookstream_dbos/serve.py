@@ -144,10 +144,12 @@ class ServeDurable:
             return
         # Logged first: once handed, a live worker may take a run at once, and this process must be gone.
         log.warning("durable runs handed to the live workers by worker slot %d: %d", slot, left)
+        url = self.db or default_url()
         try:
             hand_over(shared_queue(self.name))
-        except Exception:
-            log.exception("durable runs left to worker slot %d's next holder instead: %d", slot, left)
+        except Exception as exc:  # as the arbiter's: no traceback, whose driver text may hold the URL
+            log.warning("durable runs left to worker slot %d's next holder instead: %d (system database %s: "
+                        "%s: %s)", slot, left, redact_url(url), type(exc).__name__, scrubbed(str(exc), url))
         logging.shutdown()  # flush what is logged; nothing else of this process may wait
         os._exit(0)
 
