@@ -92,11 +92,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _group(str(item.path).removeprefix(root))
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    # xdist hands work out in collection order and a group goes whole to one worker: groups first (each
-    # kept in its order), so the end of the run is single tests that spread over both workers, not one
-    # worker still in a long group while the other idles.
-    rank = {name: k for k, (_, name) in enumerate(_GROUPS)}
-    items.sort(key=lambda item: rank.get(_group(str(item.path).removeprefix(root)) or "", len(rank)))
 
 
 @pytest.hookimpl(optionalhook=True)
