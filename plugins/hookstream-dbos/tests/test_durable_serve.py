@@ -119,6 +119,18 @@ def _post_run(base: str, thread_id: str, run_id: str,
     return resp, reader
 
 
+TOKENS = {"alice": "alice-token-" + "a" * 20, "bob": "bob-token-" + "b" * 20}  # two principals' bearer tokens
+
+
+def run_folders(tmp: Path) -> tuple[Path, Path]:
+    """A served test's ``run`` folder (the tools' marks) and its ``--auth-tokens`` file of :data:`TOKENS`."""
+    folder = tmp / "run"
+    folder.mkdir()
+    tokens = tmp / "tokens.txt"
+    tokens.write_text("".join(f"{t} {who}\n" for who, t in TOKENS.items()), "utf-8")
+    return folder, tokens
+
+
 def thread_store(durable_db: str, tmp_path: Path) -> str:
     """The served threads' store: the durable database's own PostgreSQL, else a SQLite file of the test."""
     return durable_db if durable_db.startswith("postgres") else f"sqlite:///{tmp_path / 'threads.db'}"

@@ -33,10 +33,9 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import final_stream, provider_stream
-from test_durable_serve import WAIT, _frames, _until, _wait_for, serve
+from test_durable_serve import TOKENS, WAIT, _frames, _until, _wait_for, run_folders, serve
 
 ANSWER = "Done, as asked."
-TOKENS = {"alice": "alice-token-" + "a" * 20, "bob": "bob-token-" + "b" * 20}
 TOOLS = ("--tool", "durable_attack_tools:pay", "--tool", "durable_attack_tools:pay_slow",
          "--tool", "durable_attack_tools:block")
 
@@ -61,10 +60,7 @@ class Served:
 
 @contextlib.contextmanager
 def _server(tmp: Path, name: str, *extra: str) -> Iterator[Served]:
-    folder = tmp / "run"
-    folder.mkdir()
-    tokens = tmp / "tokens.txt"
-    tokens.write_text("".join(f"{t} {who}\n" for who, t in TOKENS.items()), "utf-8")
+    folder, tokens = run_folders(tmp)
     db = f"sqlite:///{tmp / 'durable.sqlite'}"
     pid: list[int] = []
     with LoopbackServer([]) as model, \

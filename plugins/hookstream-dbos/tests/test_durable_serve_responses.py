@@ -27,8 +27,8 @@ import pytest
 pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip install 'hookstream[serve]'")
 
 from test_durable_run import ANSWER, db_url  # noqa: F401  (db_url: the fixture)
-from test_durable_serve import WAIT, _wait_for, durable_db, serve, thread_store  # noqa: F401  (durable_db: the fixture)
-from test_durable_serve_ui import TOKENS, _script
+from test_durable_serve import TOKENS, WAIT, _wait_for, durable_db, run_folders, serve, thread_store  # noqa: F401  (durable_db: the fixture)
+from test_durable_serve_ui import _script
 
 
 def _client(base: str, who: str) -> Any:
@@ -65,10 +65,7 @@ def _same_as_none(base: str, response_id: str) -> None:
 
 def test_a_killed_workers_background_response_is_recovered_and_read_on(durable_db: str,  # noqa: F811
                                                                        tmp_path: Path) -> None:
-    folder = tmp_path / "run"
-    folder.mkdir()
-    tokens = tmp_path / "tokens.txt"
-    tokens.write_text("".join(f"{t} {who}\n" for who, t in TOKENS.items()), "utf-8")
+    folder, tokens = run_folders(tmp_path)
     store = thread_store(durable_db, tmp_path)
     with _script() as model, serve(model.url, store, folder, "--tool", "durable_attack_tools:block",
                                    "--auth-tokens", str(tokens), "--durable", "--durable-db", durable_db,

@@ -33,11 +33,10 @@ pytest.importorskip("gunicorn", reason="serve --workers needs gunicorn: pip inst
 from hookstream.testing import LoopbackServer, Response
 from hookstream.testing.provider_bodies import provider_stream
 from test_durable_run import ANSWER, db_url, scripted_bodies  # noqa: F401  (db_url: the fixture)
-from test_durable_serve import WAIT, _wait_for, durable_db, serve, thread_store  # noqa: F401  (durable_db: the fixture)
+from test_durable_serve import TOKENS, WAIT, _wait_for, durable_db, run_folders, serve, thread_store  # noqa: F401  (durable_db: the fixture)
 from test_ui_message_stream import answer_approvals, frames_to_chunks, rebuild  # the core's AI SDK stream checks
 
 E2E = Path(__file__).resolve().parents[3] / "tests" / "e2e"
-TOKENS = {"alice": "alice-token-" + "a" * 20, "bob": "bob-token-" + "b" * 20}
 
 
 def _script() -> LoopbackServer:
@@ -111,10 +110,7 @@ def _check_message(message: dict[str, Any]) -> None:
 
 def test_a_killed_workers_ai_sdk_chat_is_recovered_and_its_stream_resumes_whole(durable_db: str,  # noqa: F811
                                                                                  tmp_path: Path) -> None:
-    folder = tmp_path / "run"
-    folder.mkdir()
-    tokens = tmp_path / "tokens.txt"
-    tokens.write_text("".join(f"{t} {who}\n" for who, t in TOKENS.items()), "utf-8")
+    folder, tokens = run_folders(tmp_path)
     store = thread_store(durable_db, tmp_path)
     chat_id = f"chat-{uuid.uuid4().hex[:12]}"
     chat = {"id": chat_id, "trigger": "submit-message",
