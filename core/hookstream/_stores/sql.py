@@ -154,27 +154,25 @@ class _PerThread:
         self._idle_pid = os.getpid()
 
     def get(self) -> Any:
-        pid = os.getpid()
-        conn = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "pid", None) != pid:
-            conn = self._take_idle(pid)
+        conn = self._mine()
+        if conn is None:
+            conn = self._take_idle()
             if conn is None:
                 conn = self._connect()
-            self._local.conn, self._local.pid = conn, pid
+            self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
-    def _give_back(self) -> None:
-        """Hand this thread's connection (if it has one) to the process's idle ones (between operations:
-        no transaction open)."""
-        pid = os.getpid()
+    def _mine(self) -> Any:
+        """This thread's connection if it holds one opened in this process, else ``None``."""
         conn = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "pid", None) != pid:
-            return
-        self._local.conn = None
-        with self._idle_lock:
-            if self._idle_pid != pid:
-                self._idle_pid, self._idle = pid, []
-            self._idle.append(conn)
+        return conn if conn is not None and getattr(self._local, "pid", None) == os.getpid() else None
+
+    def _idle_here(self) -> list[Any]:
+        """The process's idle connections (under :attr:`_idle_lock`). A forked worker starts with none:
+        the parent's connections are not its to use (nor to close)."""
+        if self._idle_pid != os.getpid():
+            self._idle_pid, self._idle = os.getpid(), []
+        return self._idle
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
@@ -183,21 +181,21 @@ class _PerThread:
         ever used the store (a server's request threads and the pool threads its runs end on: past
         PostgreSQL's ``max_connections`` under load). A thread that asked for its own
         (``database().connect()``) keeps it."""
-        held = getattr(self._local, "conn", None) is not None and getattr(self._local, "pid", None) == os.getpid()
+        held = self._mine() is not None
         conn = self.get()
         try:
             yield conn
         finally:
             if not held:
-                self._give_back()
+                self._local.conn = None
+                with self._idle_lock:
+                    self._idle_here().append(conn)
 
-    def _take_idle(self, pid: int) -> Any:
+    def _take_idle(self) -> Any:
         with self._idle_lock:
-            if self._idle_pid != pid:
-                # A forked worker: the parent's connections are not its to use (nor to close).
-                self._idle_pid, self._idle = pid, []
-            while self._idle:
-                conn = self._idle.pop()
+            idle = self._idle_here()
+            while idle:
+                conn = idle.pop()
                 if not getattr(conn, "closed", False):  # psycopg's: a connection the server ended
                     return conn
         return None
